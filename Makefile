@@ -1,0 +1,32 @@
+# The two commands of the README:  `make demo`  and  `make test`.
+# Both install what is missing first (idempotent), into .venv.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+# llama.cpp's native build crashes on these CPUs (AMX path): pin the instruction sets.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU wheel first, so no dependency can pull a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	# compile llama-cpp-python with safe flags; --no-cache-dir because pip's wheel cache ignores CMAKE_ARGS
+	$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==0.3.36
+	$(BIN)/pip install -q -e ".[local,dev]"
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/logicroute demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,55 @@
+"""Typed exceptions. The CLI turns every LogicRouteError into a one-line message."""
+
+
+class LogicRouteError(Exception):
+    """Base class: anything a user can cause or fix."""
+
+
+class BadQuestionError(LogicRouteError):
+    """Empty, whitespace-only or over-budget question."""
+
+
+class KBError(LogicRouteError):
+    """Knowledge base missing, corrupt, or built differently."""
+
+
+class KBNotFoundError(KBError):
+    pass
+
+
+class KBCorruptError(KBError):
+    pass
+
+
+class EmbedderMismatchError(KBError):
+    """A KB or checkpoint was built with another embedder."""
+
+
+class UnknownFormatError(LogicRouteError):
+    """An input file in no supported format."""
+
+
+class DataFormatError(LogicRouteError):
+    """A malformed record inside a supported format (names file and line)."""
+
+
+class LLMError(LogicRouteError):
+    """The LLM could not be reached or kept failing after retries."""
+
+
+class StructuredOutputError(LLMError):
+    """The LLM's output did not validate against the schema, even after one retry.
+
+    `completions` holds every attempt so callers can still count their tokens."""
+
+    def __init__(self, message: str, completions: list | None = None):
+        super().__init__(message)
+        self.completions = completions or []
+
+
+class ModelFilesError(LogicRouteError):
+    """The local model's files are missing or fail their checksum."""
+
+
+class CheckpointError(LogicRouteError):
+    """A router checkpoint is missing, malformed or does not match the embedder."""

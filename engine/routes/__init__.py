@@ -1,0 +1,1 @@
+"""The three routes: chunk, summary, logic."""

@@ -1,0 +1,42 @@
+"""The chunk route: one dense retrieval over text chunks, one answer-only LLM call."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.llm import LLM, Stopwatch, call_llm
+from engine.prompts import answer_messages, format_passages
+from engine.routes.common import check_question
+from engine.types import Answer, Usage
+
+if TYPE_CHECKING:
+    from hierarchy.kb import KnowledgeBase
+
+ANSWER_MAX_TOKENS = 32  # answers are short phrases; a cap stops rambling on the small model
+
+
+def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3) -> Answer:
+    watch = Stopwatch()
+    q = check_question(question)
+    usage = Usage()
+    trace: dict = {"route": "chunk", "llm_calls": [], "flags": []}
+    chunks = kb.search(q, k=k)
+    trace["retrieved"] = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in chunks]
+    c = call_llm(
+        llm,
+        answer_messages(q, format_passages(chunks)),
+        purpose="answer",
+        usage=usage,
+        trace=trace,
+        max_tokens=ANSWER_MAX_TOKENS,
+    )
+    usage.seconds = watch.elapsed()
+    return Answer(text=clean_answer(c.text), route="chunk", usage=usage, trace=trace)
+
+
+def clean_answer(text: str) -> str:
+    """First line, without an 'Answer:' prefix or trailing period: the scorers compare phrases."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    for prefix in ("Answer:", "answer:", "A:"):
+        if line.startswith(prefix):
+            line = line[len(prefix):].strip()
+    return line.rstrip(".").strip()
