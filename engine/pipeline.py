@@ -1,21 +1,144 @@
 """RoutedRAG: the one public entry point. It wires a knowledge base, an LLM and the router,
-and sends each question to the route the router picks (or the one the caller forces)."""
+and sends each question to the route the router picks (or the one the caller forces).
+
+    rag = RoutedRAG.open("kb/")
+    ans = rag.answer("Who ...?")                                   # router decides (argmax)
+    ans = rag.answer("Who ...?", route="logic", budget=Budget(max_llm_calls=6))
+    answers = rag.answer_many(questions, concurrency=4, escalate=True)
+
+Thread safety: one RoutedRAG serves concurrent `answer` calls. Per-call state lives in locals;
+the lazily built LLM and router are created under a lock; the local llama.cpp backend
+serializes its own calls, remote endpoints run concurrently (up to `concurrency` in
+`answer_many`).
+"""
 from __future__ import annotations
 
+import re
 import threading
-from dataclasses import dataclass, field
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from engine.errors import LogicRouteError
-from engine.llm import DEFAULT_LLM, LLM
+from engine.errors import LogicRouteError, StructuredOutputError
+from engine.llm import DEFAULT_LLM, LLM, call_llm, flag
 from engine.routes.common import check_question
-from engine.types import Answer
+from engine.types import Answer, Usage
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
 ROUTES = ("chunk", "summary", "logic")
+CHEAP_ROUTES = ("chunk", "summary")  # the routes escalation may leave for "logic"
+
+
+# ---------------------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Cost limits for one answer.
+
+    max_llm_calls / max_prompt_tokens / max_seconds bound the logic route (passed down to its
+    LogicConfig, which stops solving and answers from what it found; when an answer escalates,
+    what the first attempt spent is subtracted first, so the whole answer stays inside the
+    budget). logic_share / threshold change the routing decision instead:
+    a question goes to "logic" when P(logic) >= threshold, otherwise to the likelier of the
+    other routes (router.policy, RouteLLM-style). A logic_share is turned into a threshold by
+    calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
+    calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
+    """
+
+    max_llm_calls: int | None = None
+    max_prompt_tokens: int | None = None
+    max_seconds: float | None = None
+    logic_share: float | None = None
+    threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_llm_calls", "max_prompt_tokens"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise LogicRouteError(f"Budget.{name} must be a positive integer, got {v!r}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise LogicRouteError(f"Budget.max_seconds must be > 0, got {self.max_seconds!r}")
+        if self.logic_share is not None and not 0.0 <= self.logic_share <= 1.0:
+            raise LogicRouteError(f"Budget.logic_share must be in [0, 1], got {self.logic_share!r}")
+
+    @property
+    def gates_routing(self) -> bool:
+        return self.threshold is not None or self.logic_share is not None
+
+    @classmethod
+    def from_policy(cls, policy, **limits) -> "Budget":
+        """A Budget from a threshold policy: a router.policy.Policy or the path of the
+        thresholds.json that `logicroute calibrate` writes."""
+        if isinstance(policy, (str, Path)):
+            from router.policy import Policy
+
+            policy = Policy.load(policy)
+        if policy.kind != "threshold" or policy.route != "logic":
+            raise LogicRouteError("a Budget takes a threshold policy on the logic route")
+        return cls(threshold=float(policy.threshold), logic_share=policy.target_share, **limits)
+
+
+# ---------------------------------------------------------------------------- escalation
+
+# Replies that mean "no answer" (the answer prompt asks for a best guess, so these are rare but
+# decisive). Matched against the whole cleaned answer, or as a phrase inside a short one.
+_UNKNOWN_WHOLE = re.compile(
+    r"^(unknown|unanswerable|none|n/?a|no answer|not known|no information|not available|"
+    r"not (given|mentioned|stated|specified|provided|found)|i (do not|don't|cannot|can't) (know|say|tell)|"
+    r"(it is |it's )?(unclear|impossible to (say|tell|determine))|cannot be determined|insufficient information)$",
+    re.IGNORECASE)
+_UNKNOWN_PHRASE = re.compile(
+    r"(not in the (passages?|context|text)|(passages?|context|text) (do|does) not|not (mentioned|stated|given|"
+    r"provided|specified) in|no (relevant )?information|not enough information|cannot (be )?(answer|determin)|"
+    r"can't (answer|determine)|unable to (answer|determine)|i (do not|don't) know|does not (say|mention|specify))",
+    re.IGNORECASE)
+
+SELF_CHECK_SCHEMA = {
+    "type": "object",
+    "properties": {"answered": {"type": "boolean"}},
+    "required": ["answered"],
+    "additionalProperties": False,
+}
+# Kept here (not engine/prompts.py) while escalation is new; one system line + two few-shots
+# so the small local model learns both outcomes.
+SELF_CHECK_SYSTEM = (
+    "You check an answer. Say whether the passages state the fact that answers the question, so "
+    'that the proposed answer is supported by them. Reply with JSON: {"answered": true} or {"answered": false}.'
+)
+_SELF_CHECK_FEWSHOT = [
+    {"role": "user", "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
+                                "Question: In which city was Marie Curie born?\nProposed answer: Warsaw"},
+    {"role": "assistant", "content": '{"answered": true}'},
+    {"role": "user", "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
+                                "Question: When was the director of Inception born?\nProposed answer: 2010"},
+    {"role": "assistant", "content": '{"answered": false}'},
+]
+SELF_CHECK_MAX_TOKENS = 12
+
+
+def looks_unanswered(text: str) -> str | None:
+    """A reason string when the answer text says it has no answer, else None."""
+    t = (text or "").strip().strip(".!\"'").strip()
+    if not t:
+        return "empty answer"
+    if _UNKNOWN_WHOLE.match(t):
+        return f"answer says it does not know ({t!r})"
+    if len(t.split()) <= 25 and _UNKNOWN_PHRASE.search(t):
+        return f"answer says the passages do not answer it ({t[:80]!r})"
+    return None
+
+
+def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
+    body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
+    return [{"role": "system", "content": SELF_CHECK_SYSTEM}, *_SELF_CHECK_FEWSHOT, {"role": "user", "content": body}]
+
+
+# ---------------------------------------------------------------------------- the pipeline
 
 
 @dataclass
@@ -28,10 +151,16 @@ class RoutedRAG:
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
     cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
+    escalate: bool = field(default=False, metadata={
+        "help": "default for answer(escalate=None): retry unanswered chunk/summary answers on the logic route"})
+    self_check: bool = field(default=True, metadata={
+        "help": "when escalating, also ask the LLM whether the passages answer the question (one extra call)"})
+    budget: Budget | None = field(default=None, metadata={"help": "default Budget for answer(budget=None)"})
+    router: object | None = field(default=None, metadata={"help": "a router object with .probs(questions); "
+                                                                  "overrides checkpoint"})
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._router = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -51,14 +180,13 @@ class RoutedRAG:
         base = KnowledgeBase.open(path) if (path / "manifest.json").exists() else KnowledgeBase.create(path)
         docs = [d for s in sources for d in load_documents(s)]
         base.add(docs, show_progress=show_progress)
+        rag = cls(kb=base, **options)
         if summaries != "none" and not (path / "layers").exists():
             from hierarchy.layers import build_layers
 
-            rag = cls(kb=base, **options)
             build_layers(base, summarizer=summaries, llm=rag.get_llm() if summaries == "llm" else None,
                          show_progress=show_progress)
-            return rag
-        return cls(kb=base, **options)
+        return rag
 
     # ------------------------------------------------------------------ parts, lazily
     def get_llm(self) -> LLM:
@@ -71,27 +199,112 @@ class RoutedRAG:
 
     def get_router(self):
         with self._lock:
-            if self._router is None:
+            if self.router is None:
                 from router.checkpoint import load_router
 
-                self._router = load_router(self.checkpoint, embedder=self.kb.embedder)
-            return self._router
+                self.router = load_router(self.checkpoint, embedder=self.kb.embedder)
+            return self.router
+
+    # ------------------------------------------------------------------ routing
+    def route_probs(self, question: str) -> dict[str, float]:
+        return self.route_probs_many([question])[0]
+
+    def route_probs_many(self, questions: Sequence[str]) -> list[dict[str, float]]:
+        """Router probabilities for a batch: one embedding batch for all questions."""
+        if not questions:
+            return []
+        return [dict(p) for p in self.get_router().probs(list(questions))]
+
+    def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
+        """A Budget whose P(logic) threshold sends about `logic_share` of questions like these
+        to the logic route (the (1 - share) quantile of their P(logic))."""
+        from router.policy import calibrate_share
+
+        qs = [check_question(q) for q in questions]
+        p = [pr.get("logic", 0.0) for pr in self.route_probs_many(qs)]
+        return Budget(threshold=calibrate_share(p, logic_share), logic_share=logic_share, **limits)
+
+    def _decide(self, probs: dict[str, float], budget: Budget | None) -> tuple[str, dict]:
+        from router.policy import Policy, decide
+
+        if budget is not None and budget.threshold is not None:
+            policy = Policy(kind="threshold", route="logic", threshold=budget.threshold,
+                            target_share=budget.logic_share)
+            return decide(probs, policy), {"policy": "threshold", "threshold": budget.threshold,
+                                           "logic_share": budget.logic_share}
+        return decide(probs), {"policy": "argmax"}
 
     # ------------------------------------------------------------------ answering
-    def route_probs(self, question: str) -> dict[str, float]:
-        return self.get_router().probs([question])[0]
-
-    def answer(self, question: str, *, route: str = "auto") -> Answer:
+    def answer(self, question: str, *, route: str = "auto", budget: Budget | None = None,
+               escalate: bool | None = None) -> Answer:
+        """Answer one question. route: "auto" (router) or a route name to force; budget: see
+        Budget (None = the instance's default); escalate: None = the instance's default."""
+        t0 = time.perf_counter()
         q = check_question(question)
-        probs = None
+        budget = self.budget if budget is None else budget
+        _check_route(route)
+        probs, decision = None, {"policy": "forced"}
         if route == "auto":
+            if budget is not None and budget.logic_share is not None and budget.threshold is None:
+                raise LogicRouteError("Budget(logic_share=...) needs a calibrated threshold for a single question: "
+                                      "use rag.calibrate(sample_questions, logic_share) or answer_many")
             probs = self.route_probs(q)
-            route = max(probs, key=probs.get)
-        ans = self._run_route(q, route)
+            route, decision = self._decide(probs, budget)
+        return self._answer_decided(q, route, probs, decision, budget, escalate, t0)
+
+    def answer_many(self, questions: Sequence[str], concurrency: int = 4, *, route: str = "auto",
+                    budget: Budget | None = None, escalate: bool | None = None) -> list[Answer]:
+        """Answer many questions, in input order. Routing is batched (one embedding batch);
+        a Budget(logic_share=s) without a threshold is calibrated on this batch, so about s
+        of it goes to logic. Up to `concurrency` questions run at once; the first error
+        (in input order) is raised once every question has finished."""
+        t0 = time.perf_counter()
+        qs = [check_question(q) for q in questions]
+        budget = self.budget if budget is None else budget
+        _check_route(route)
+        if not qs:
+            return []
+        n = len(qs)
+        if route == "auto":
+            probs_list: list[dict | None] = list(self.route_probs_many(qs))
+            if budget is not None and budget.logic_share is not None and budget.threshold is None:
+                from router.policy import calibrate_share
+
+                t = calibrate_share([p.get("logic", 0.0) for p in probs_list], budget.logic_share)
+                budget = replace(budget, threshold=t)
+            decided = [self._decide(p, budget) for p in probs_list]
+        else:
+            probs_list = [None] * n
+            decided = [(route, {"policy": "forced"})] * n
+        # the batch's routing time is shared out evenly among its answers
+        routing_share = (time.perf_counter() - t0) / n
+        self.get_llm()  # build the shared LLM once, before the threads start
+        workers = max(1, min(int(concurrency), n))
+
+        def one(i: int) -> Answer:
+            return self._answer_decided(qs[i], decided[i][0], probs_list[i], decided[i][1], budget, escalate,
+                                        time.perf_counter() - routing_share)
+
+        if workers == 1:
+            return [one(i) for i in range(n)]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="logicroute") as pool:
+            futures = [pool.submit(one, i) for i in range(n)]
+            return [f.result() for f in futures]
+
+    def _answer_decided(self, q: str, route: str, probs: dict | None, decision: dict, budget: Budget | None,
+                        escalate: bool | None, t0: float) -> Answer:
+        escalate = self.escalate if escalate is None else escalate
+        ans = self._run_route(q, route, budget)
+        if escalate and route in CHEAP_ROUTES:
+            ans = self._maybe_escalate(q, ans, budget)
         ans.route_probs = probs
+        ans.trace.setdefault("llm_calls", [])
+        ans.trace.setdefault("flags", [])
+        ans.trace["decision"] = {"route": route, **decision}
+        ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
         return ans
 
-    def _run_route(self, q: str, route: str) -> Answer:
+    def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
         llm = self.get_llm()
         if route == "chunk":
             from engine.routes.chunk import answer_chunk
@@ -102,7 +315,102 @@ class RoutedRAG:
 
             return answer_summary(q, self.kb, llm, k=self.k)
         if route == "logic":
-            from engine.routes.logic import LogicConfig, answer_logic
+            from engine.routes.logic import answer_logic
 
-            return answer_logic(q, self.kb, llm, LogicConfig(k=self.k))
+            return answer_logic(q, self.kb, llm, self.logic_config(budget))
+        raise LogicRouteError(f"unknown route {route!r}: choose one of auto, {', '.join(ROUTES)}")
+
+    def logic_config(self, budget: Budget | None = None, spent: Usage | None = None):
+        """The LogicConfig for one answer: top-k, plus the budget's limits minus what `spent` used."""
+        from engine.routes.logic import LogicConfig
+
+        wanted: dict = {"k": self.k}
+        if budget is not None:
+            spent = spent or Usage()
+            if budget.max_llm_calls is not None:
+                wanted["max_llm_calls"] = budget.max_llm_calls - spent.llm_calls
+            if budget.max_prompt_tokens is not None:
+                wanted["max_prompt_tokens"] = budget.max_prompt_tokens - spent.prompt_tokens
+            if budget.max_seconds is not None:
+                wanted["max_seconds"] = budget.max_seconds - spent.seconds
+        names = {f.name for f in fields(LogicConfig)}
+        missing = sorted(set(wanted) - names)
+        if missing:
+            raise LogicRouteError(f"the logic route does not support the budget option(s) {', '.join(missing)}")
+        return LogicConfig(**wanted)
+
+    # ------------------------------------------------------------------ escalation
+    def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None) -> Answer:
+        reason = looks_unanswered(first.text)
+        if reason is None and self.self_check:
+            reason = self._self_check(q, first)
+        if reason is None:
+            return first
+        if budget is not None and _too_little_left(budget, first.usage):
+            flag(first.trace, f"not escalated to logic ({reason}): too little budget left")
+            return first
+        second = self._run_logic_after(q, first, budget)
+        return merge_escalated(first, second, reason)
+
+    def _run_logic_after(self, q: str, first: Answer, budget: Budget | None) -> Answer:
+        from engine.routes.logic import answer_logic
+
+        return answer_logic(q, self.kb, self.get_llm(), self.logic_config(budget, spent=first.usage))
+
+    def _self_check(self, q: str, ans: Answer) -> str | None:
+        """One structured call: do the passages the route used answer the question? Booked in
+        the first attempt's usage and trace. A failed check keeps the answer (visibly)."""
+        passages = self._passages_of(ans)
+        if not passages:
+            return None
+        try:
+            c = call_llm(self.get_llm(), self_check_messages(q, ans.text, passages), purpose="self_check",
+                         usage=ans.usage, trace=ans.trace, schema=SELF_CHECK_SCHEMA,
+                         max_tokens=SELF_CHECK_MAX_TOKENS)
+        except StructuredOutputError as e:
+            flag(ans.trace, f"self-check failed ({e}); answer kept")
+            return None
+        answered = bool((c.data or {}).get("answered", True))
+        ans.trace["self_check"] = {"answered": answered}
+        return None if answered else "self-check: the passages do not answer the question"
+
+    def _passages_of(self, ans: Answer) -> str:
+        """The text the route answered from, rebuilt from the chunk ids in its trace."""
+        from engine.prompts import format_passages
+        from engine.types import RetrievedChunk
+
+        chunks = []
+        for r in ans.trace.get("retrieved", []) or []:
+            cid = r.get("chunk_id") if isinstance(r, dict) else None
+            ch = self.kb.chunks.get(cid) if cid else None
+            if ch is not None:
+                chunks.append(RetrievedChunk(ch.id, ch.doc_id, ch.title, ch.text, float(r.get("score", 0.0))))
+        return format_passages(chunks)
+
+
+def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
+    """The logic answer, carrying the first attempt: trace["escalated_from"], every LLM call
+    of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed."""
+    usage = Usage()
+    usage.merge(first.usage)
+    usage.merge(second.usage)
+    trace = dict(second.trace)
+    first_calls = [{**c, "route": first.route} for c in first.trace.get("llm_calls", [])]
+    trace["llm_calls"] = first_calls + [{**c, "route": second.route} for c in second.trace.get("llm_calls", [])]
+    trace["flags"] = [f"{first.route}: {f}" for f in first.trace.get("flags", [])] + list(second.trace.get("flags", []))
+    flag(trace, f"escalated from {first.route} to {second.route}: {reason}")
+    trace["escalated_from"] = {"route": first.route, "text": first.text, "reason": reason,
+                               "usage": first.usage.to_dict(), "trace": first.trace}
+    return Answer(text=second.text, route=second.route, usage=usage, trace=trace)
+
+
+def _too_little_left(budget: Budget, spent: Usage) -> bool:
+    # the logic route needs at least a decomposition call and the final answer to help
+    return ((budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
+            or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
+            or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0))
+
+
+def _check_route(route: str) -> None:
+    if route != "auto" and route not in ROUTES:
         raise LogicRouteError(f"unknown route {route!r}: choose one of auto, {', '.join(ROUTES)}")

@@ -53,3 +53,254 @@ def answer_messages(question: str, context: str, notes: str = "") -> list[dict]:
         body += f"Notes:\n{notes}\n\n"
     body += f"Question: {question}\nAnswer:"
     return [{"role": "system", "content": ANSWER_SYSTEM}, *ANSWER_FEWSHOT, {"role": "user", "content": body}]
+
+
+# --- logic route (LogicRAG: decomposition, rewrite, rank step, reflection) -----------------
+# Owned by the logic route. Tuned on Qwen2.5-Coder-1.5B: short system text, concrete
+# few-shots, JSON constrained by a schema, answers as short phrases.
+
+import json as _json  # noqa: E402  (kept inside the logic section: appended, not interleaved)
+
+DECOMPOSE_MAX_ITEMS = 5
+
+DECOMPOSE_SYSTEM = (
+    "Split the question into sub-questions. Each sub-question asks ONE fact about ONE named "
+    "thing, so one search answers it. A thing described through another (the director of film "
+    "X, the father of Y, the performer of song Z) gets its own sub-question first. Write #q1 "
+    "where the answer of q1 goes and list q1 in depends_on. A question about one named thing "
+    "stays one sub-question. Never add a sub-question that only compares answers."
+)
+
+_DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
+    ("Who wrote the novel Dracula?", [("q1", "Who wrote the novel Dracula?", [])]),
+    ("What is the date of birth of the performer of song Hello?",
+     [("q1", "Who is the performer of song Hello?", []), ("q2", "What is the date of birth of #q1?", ["q1"])]),
+    ("Who was born first, Ann Lee or Tom Ford?",
+     [("q1", "When was Ann Lee born?", []), ("q2", "When was Tom Ford born?", [])]),
+    ("Are Lake Tana and Lake Bled in the same country?",
+     [("q1", "In which country is Lake Tana?", []), ("q2", "In which country is Lake Bled?", [])]),
+    ("Which film has the director who died later, Vertigo or Metropolis?",
+     [("q1", "Who is the director of film Vertigo?", []), ("q2", "Who is the director of film Metropolis?", []),
+      ("q3", "When did #q1 die?", ["q1"]), ("q4", "When did #q2 die?", ["q2"])]),
+    ("Who is the paternal grandfather of Anne Boleyn?",
+     [("q1", "Who is the father of Anne Boleyn?", []), ("q2", "Who is the father of #q1?", ["q1"])]),
+    ("What is the capital of the country where the composer of Carmen was born?",
+     [("q1", "Who is the composer of Carmen?", []), ("q2", "In which country was #q1 born?", ["q1"]),
+      ("q3", "What is the capital of #q2?", ["q2"])]),
+]
+
+
+def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
+    # compact separators: fewer prompt tokens per example, and the model copies the style
+    return _json.dumps({"subquestions": [{"id": i, "question": q, "depends_on": d} for i, q, d in nodes]},
+                       separators=(",", ":"))
+
+
+def decompose_messages(question: str) -> list[dict]:
+    msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM}]
+    for q, nodes in _DECOMPOSE_EXAMPLES:
+        msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _plan_json(nodes)}]
+    msgs.append({"role": "user", "content": f"Question: {question}"})
+    return msgs
+
+
+def decompose_retry_messages(question: str, bad_reply: str, problems: list[str]) -> list[dict]:
+    """The regeneration after an invalid plan (cycle, dangling id): the error is stated."""
+    return decompose_messages(question) + [
+        {"role": "assistant", "content": bad_reply},
+        {"role": "user", "content": "That plan is invalid: " + "; ".join(problems) + ". Write the plan again: "
+                                    "ids q1, q2, ... in order, and each sub-question may only depend on "
+                                    "EARLIER ids that exist."},
+    ]
+
+
+def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "subquestions": {
+                "type": "array", "minItems": 1, "maxItems": max_items,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^q[0-9]{1,2}$"},
+                        "question": {"type": "string", "minLength": 3, "maxLength": 300},
+                        "depends_on": {"type": "array", "maxItems": 4,
+                                       "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"}},
+                    },
+                    "required": ["id", "question", "depends_on"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["subquestions"],
+        "additionalProperties": False,
+    }
+
+
+REWRITE_SYSTEM = (
+    "Rewrite the question so that it names the thing directly, using the facts. "
+    "Reply with the rewritten question only."
+)
+
+REWRITE_FEWSHOT = [
+    {"role": "user", "content": "Facts:\nWho is the director of film Jaws? Steven Spielberg\n\n"
+                                "Question: When was the director born?\nRewritten question:"},
+    {"role": "assistant", "content": "When was Steven Spielberg born?"},
+]
+
+
+def rewrite_messages(question: str, facts: list[tuple[str, str]]) -> list[dict]:
+    body = "Facts:\n" + "\n".join(f"{q} {a}" for q, a in facts) + f"\n\nQuestion: {question}\nRewritten question:"
+    return [{"role": "system", "content": REWRITE_SYSTEM}, *REWRITE_FEWSHOT, {"role": "user", "content": body}]
+
+
+def step_system(memory_words: int, with_memory: bool) -> str:
+    s = ("You answer sub-questions of a main question from passages. Reply in JSON. "
+         '"answers": for each sub-question id, the answer alone: a short phrase such as a name, '
+         "a date, a place or a number, no sentence. If the passages and notes do not say, write unknown.")
+    if with_memory:
+        s += (f' "memory": the facts from the notes and the passages that help answer the main '
+              f"question, in short sentences, at most {memory_words} words; only facts the notes or passages state; keep names and dates exactly.")
+    return s
+
+
+def _step_user(main: str, notes: str, passages: str, subqs: list[tuple[str, str]], with_memory: bool) -> str:
+    body = f"Main question: {main}\n\n"
+    if with_memory:
+        body += f"Notes:\n{notes or '(none yet)'}\n\n"
+    body += f"Passages:\n{passages}\n\nSub-questions:\n" + "\n".join(f"{i}: {q}" for i, q in subqs)
+    return body
+
+
+_STEP_EXAMPLE = (
+    "Which film has the director who died later, Vertigo or Metropolis?",
+    "Vertigo was directed by Alfred Hitchcock. Metropolis was directed by Fritz Lang.",
+    "[1] Fritz Lang: Fritz Lang (5 December 1890 - 2 August 1976) was an Austrian-German filmmaker.\n"
+    "[2] Alfred Hitchcock: Sir Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
+    [("q3", "When did Alfred Hitchcock die?"), ("q4", "When did Fritz Lang die?")],
+    {"q3": "29 April 1980", "q4": "2 August 1976"},
+    "Vertigo was directed by Alfred Hitchcock, who died on 29 April 1980. Metropolis was directed by "
+    "Fritz Lang, who died on 2 August 1976.",
+)
+
+
+def step_messages(main: str, notes: str, passages: str, subqs: list[tuple[str, str]],
+                  memory_words: int, with_memory: bool) -> list[dict]:
+    """One call per rank: answer every sub-question of the rank, and (rolling memory) write
+    the new memory = query-oriented summary of old notes + new passages."""
+    eq, en, ep, es, ea, em = _STEP_EXAMPLE
+    ex_reply = {"memory": em, "answers": ea} if with_memory else {"answers": ea}
+    return [
+        {"role": "system", "content": step_system(memory_words, with_memory)},
+        {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
+        {"role": "assistant", "content": _json.dumps(ex_reply)},
+        {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},
+    ]
+
+
+def step_schema(ids: list[str], memory_words: int, with_memory: bool) -> dict:
+    answers = {
+        "type": "object",
+        "properties": {i: {"type": "string"} for i in ids},
+        "required": list(ids),
+        "additionalProperties": False,
+    }
+    props: dict = {}
+    if with_memory:
+        # memory first: the model writes the evidence down before it answers (cheap reasoning).
+        # No maxLength: long bounds blow up llama.cpp's grammar; max_tokens + a word cap bound it.
+        props["memory"] = {"type": "string"}
+    props["answers"] = answers
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+REFLECT_SYSTEM = (
+    "Check whether the facts found so far answer the main question. If they do, reply "
+    '{"sufficient": true, "missing": []}. If a needed fact is missing or unknown, reply '
+    '"sufficient": false and list at most 2 new sub-questions that would find it, each about one '
+    "named thing; write #q1 to use the answer of q1 and list q1 in depends_on."
+)
+
+REFLECT_FEWSHOT = [
+    {"role": "user", "content": "Main question: Where was the director of film Jaws born?\n\nFacts:\n"
+                                "q1: Who is the director of film Jaws? -> Steven Spielberg\n"
+                                "q2: Where was Steven Spielberg born? -> Cincinnati"},
+    {"role": "assistant", "content": '{"sufficient":true,"missing":[]}'},
+    {"role": "user", "content": "Main question: What is the date of birth of the performer of song Hello?\n\nFacts:\n"
+                                "q1: Who is the performer of song Hello? -> Adele"},
+    {"role": "assistant", "content": '{"sufficient":false,"missing":[{"question":"What is the date of birth of '
+                                     '#q1?","depends_on":["q1"]}]}'},
+    {"role": "user", "content": "Main question: Who was born first, Ann Lee or Tom Ford?\n\nFacts:\n"
+                                "q1: When was Ann Lee born? -> 1936\n"
+                                "q2: When was Tom Ford born? -> unknown"},
+    {"role": "assistant", "content": '{"sufficient":false,"missing":[{"question":"When was Tom Ford born?",'
+                                     '"depends_on":[]}]}'},
+]
+
+
+def reflect_messages(main: str, facts: list[tuple[str, str, str]], notes: str) -> list[dict]:
+    body = f"Main question: {main}\n\nFacts:\n" + "\n".join(f"{i}: {q} -> {a}" for i, q, a in facts)
+    if notes:
+        body += f"\n\nNotes:\n{notes}"
+    return [{"role": "system", "content": REFLECT_SYSTEM}, *REFLECT_FEWSHOT, {"role": "user", "content": body}]
+
+
+def reflect_schema(max_missing: int = 2) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "sufficient": {"type": "boolean"},
+            "missing": {
+                "type": "array", "maxItems": max_missing,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string", "minLength": 3, "maxLength": 300},
+                        "depends_on": {"type": "array", "maxItems": 4,
+                                       "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"}},
+                    },
+                    "required": ["question", "depends_on"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "required": ["sufficient", "missing"],
+        "additionalProperties": False,
+    }
+
+
+# --- summaries (summary layers: abstractive cluster summaries, hierarchy/summarize.py) --------
+
+SUMMARY_SYSTEM = (
+    "You summarize a group of related passages for a search index. Keep the key facts: names, "
+    "dates, numbers, places and what connects them. Write plain sentences in one paragraph, no "
+    "lists, no headings, no opinions, nothing that the passages do not say."
+)
+
+SUMMARY_FEWSHOT = [
+    {
+        "role": "user",
+        "content": (
+            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in "
+            "Physics in 1903 with Pierre Curie and Henri Becquerel.\n[2] Pierre Curie: Pierre Curie (1859-1906) "
+            "was a French physicist. He married Marie Sklodowska in 1895.\n\n"
+            "Summarize the passages in at most 40 words, keeping key facts, names, dates and numbers.\nSummary:"
+        ),
+    },
+    {
+        "role": "assistant",
+        "content": (
+            "Marie Curie, born in Warsaw in 1867, married French physicist Pierre Curie (1859-1906) in 1895; "
+            "both shared the 1903 Nobel Prize in Physics with Henri Becquerel."
+        ),
+    },
+]
+
+
+def summary_messages(passages: list[str], max_words: int) -> list[dict]:
+    """Abstractive summary of one cluster (its chunks, or its children's summaries)."""
+    body = "Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
+    body += (f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
+             "and numbers.\nSummary:")
+    return [{"role": "system", "content": SUMMARY_SYSTEM}, *SUMMARY_FEWSHOT, {"role": "user", "content": body}]

@@ -1,0 +1,187 @@
+"""Router checkpoints and the `Router` that serves them.
+
+A checkpoint NAME.ckpt is one safetensors file (weights only: nothing is unpickled on load)
+whose header metadata holds the card as JSON; NAME.card.json next to it is the same card,
+pretty-printed for people. The card records the embedder (id, dim), feature set, route
+names, architecture, training data and counts, label scorer and LLM, held-out metrics and
+the date. Loading checks the embedder: a router trained on other embeddings would route
+garbage, so a mismatch is a CheckpointError naming both.
+
+torch, safetensors and the embedder load inside functions: importing this is cheap.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from engine.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from router.model import RouterMLP
+    from router.policy import Policy
+
+FORMAT = "logicroute-router/1"
+CARD_KEY = "logicroute_card"
+CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
+DEFAULT_CHECKPOINT = CHECKPOINT_DIR / "generalist.ckpt"
+
+
+def card_path(ckpt: str | Path) -> Path:
+    p = Path(ckpt)
+    return p.with_name(p.name[: -len(".ckpt")] + ".card.json" if p.name.endswith(".ckpt") else p.name + ".card.json")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    # Write-then-rename: an interrupted save never leaves a half checkpoint under the real name.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
+    """Write weights + card (embedded and beside). Returns the full card as written."""
+    from safetensors.torch import save
+
+    full = dict(card)
+    full["format"] = FORMAT
+    full["config"] = model.config.to_dict()
+    full["routes"] = list(model.config.routes)
+    full.setdefault("embedder", {})
+    full["embedder"].setdefault("dim", model.config.embed_dim)
+    full.setdefault("created", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    blob = save(tensors, metadata={CARD_KEY: json.dumps(full, sort_keys=True)})
+    path = Path(path)
+    _atomic_write(path, blob)
+    _atomic_write(card_path(path), (json.dumps(full, indent=2, ensure_ascii=False) + "\n").encode())
+    return full
+
+
+def read_card(path: str | Path) -> dict:
+    """The card embedded in a checkpoint (no torch needed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"router checkpoint {path} not found")
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if not 0 < n < 10_000_000:
+                raise ValueError("bad header length")
+            header = json.loads(f.read(n))
+        card = json.loads(header["__metadata__"][CARD_KEY])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{path}: not a logicroute router checkpoint ({type(e).__name__}: {e})") from None
+    if card.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: checkpoint format {card.get('format')!r}, expected {FORMAT!r}")
+    return card
+
+
+def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
+    """(model in eval mode, card). Weights come from safetensors: no pickle."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from router.model import RouterConfig, RouterMLP
+
+    card = read_card(path)
+    try:
+        model = RouterMLP(RouterConfig.from_dict(card["config"]))
+        model.load_state_dict(load_file(str(path)), strict=True)
+    except (KeyError, ValueError, RuntimeError, SafetensorError) as e:
+        raise CheckpointError(f"{path}: weights do not match the card ({type(e).__name__}: {e})") from None
+    model.eval()
+    return model, card
+
+
+def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
+    """CheckpointError when the embedder is not the one the router was trained on."""
+    want = card.get("embedder", {})
+    want_id, want_dim = want.get("id"), want.get("dim")
+    have_id = getattr(embedder, "id", None)
+    if want_id != have_id:
+        raise CheckpointError(
+            f"router checkpoint {path} was trained on embedder {want_id!r} (dim {want_dim}), "
+            f"but the embedder in use is {have_id!r} (dim {getattr(embedder, 'dim', '?')}): "
+            "train a router for this embedder or use the matching one")
+    have_dim = getattr(embedder, "dim", None)
+    if want_dim != have_dim:
+        raise CheckpointError(
+            f"router checkpoint {path} expects embedder {want_id!r} with dim {want_dim}, "
+            f"but the embedder in use {have_id!r} has dim {have_dim}")
+
+
+@dataclass
+class Decision:
+    route: str
+    probs: dict[str, float]
+    policy: str  # "argmax" or "threshold P(logic)>=0.42"
+    seconds: float  # embed + MLP + decision
+
+    def to_dict(self) -> dict:
+        return {"route": self.route, "probs": self.probs, "policy": self.policy, "seconds": round(self.seconds, 5)}
+
+
+class Router:
+    """A loaded router: `.probs(questions)` and `.decide(question, policy)`. Deterministic:
+    the model stays in eval mode and no Gumbel noise is drawn at inference."""
+
+    def __init__(self, model: "RouterMLP", card: dict, embedder, path: str | Path | None = None):
+        check_embedder(card, embedder, path or "")
+        self.model = model.eval()
+        self.card = card
+        self.embedder = embedder
+        self.path = Path(path) if path else None
+        self.routes: tuple[str, ...] = tuple(model.config.routes)
+        self.features: tuple[str, ...] = tuple(model.config.features)
+
+    def inputs(self, questions: Sequence[str]):
+        from router.features import build_inputs
+
+        return build_inputs(list(questions), self.embedder, self.features)
+
+    def probs_array(self, questions: Sequence[str]):
+        """(n, routes) numpy array of probabilities."""
+        import numpy as np
+
+        if not questions:
+            return np.zeros((0, len(self.routes)), dtype=np.float32)
+        return self.model.predict_proba(self.inputs(questions))
+
+    def probs(self, questions: Sequence[str]) -> list[dict[str, float]]:
+        return [{r: float(p) for r, p in zip(self.routes, row)} for row in self.probs_array(questions)]
+
+    def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
+        from router.policy import decide
+
+        t0 = time.perf_counter()
+        probs = self.probs([question])[0]
+        route = decide(probs, policy)
+        label = "argmax" if policy is None or policy.kind == "argmax" else \
+            f"threshold P({policy.route})>={policy.threshold:.4f}"
+        return Decision(route, probs, label, time.perf_counter() - t0)
+
+
+def load_router(path: str | Path | None = None, embedder=None) -> Router:
+    """Load a router; path None = the shipped checkpoints/generalist.ckpt. embedder None =
+    the process-wide shared embedder (engine.embedder.get_embedder)."""
+    path = Path(path) if path else DEFAULT_CHECKPOINT
+    model, card = load_checkpoint(path)
+    if embedder is None:
+        from engine.embedder import get_embedder
+
+        embedder = get_embedder()
+    return Router(model, card, embedder, path)

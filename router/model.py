@@ -1,0 +1,130 @@
+"""The router network: a 3-layer MLP over [query embedding ‖ cheap features], one logit
+per route, trained with a straight-through Gumbel-Softmax head (QA-GraphRAG).
+
+Training vs inference (the reference code mixed them up and routed at random):
+- training: `gumbel_routing_loss` draws a hard one-hot route with Gumbel noise
+  (straight-through: forward = the hard choice, backward = the soft sample's gradient);
+- inference: `predict_proba` puts the module in eval mode (dropout off), adds NO noise, and
+  returns the plain softmax; the decision is argmax or a calibrated threshold (router.policy).
+
+This module imports torch at top level: only import it lazily (inside functions) from
+anything the CLI loads at start.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+DEFAULT_ROUTES: tuple[str, ...] = ("chunk", "summary", "logic")
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "silu": nn.SiLU}
+
+
+@dataclass
+class RouterConfig:
+    """Architecture of a router; stored in every checkpoint card."""
+
+    routes: tuple[str, ...] = field(default=DEFAULT_ROUTES, metadata={
+        "help": "route names, one logit each, in this order (data, not code: stored in the checkpoint)"})
+    embed_dim: int = field(default=384, metadata={"help": "query embedding width (MiniLM-L6: 384)"})
+    features: tuple[str, ...] = field(default=("specificity", "length", "qword", "entities", "comparison"),
+                                      metadata={"help": "cheap features appended to the embedding (router.features)"})
+    hidden: tuple[int, int] = field(default=(128, 32), metadata={
+        "help": "widths of the two hidden layers (3 linear layers in all)"})
+    activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout after each hidden layer (training only)"})
+
+    @property
+    def input_dim(self) -> int:
+        from router.features import feature_dim
+
+        return self.embed_dim + feature_dim(self.features)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["routes"], d["features"], d["hidden"] = list(self.routes), list(self.features), list(self.hidden)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RouterConfig":
+        return cls(routes=tuple(d["routes"]), embed_dim=int(d["embed_dim"]), features=tuple(d["features"]),
+                   hidden=tuple(int(h) for h in d["hidden"]), activation=d["activation"],
+                   dropout=float(d["dropout"]))
+
+
+class RouterMLP(nn.Module):
+    """Linear -> act -> dropout -> Linear -> act -> dropout -> Linear (one logit per route).
+
+    Inputs are standardized with per-column mean/std buffers fitted on the training set
+    (`set_normalization`), saved with the weights: the embedding's ±0.05 values and the
+    0/1 features then reach the first layer on the same scale."""
+
+    def __init__(self, config: RouterConfig):
+        super().__init__()
+        if config.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {config.activation!r}; choose {', '.join(ACTIVATIONS)}")
+        if len(config.routes) < 2 or len(set(config.routes)) != len(config.routes):
+            raise ValueError(f"a router needs at least two distinct routes, got {config.routes}")
+        self.config = config
+        h1, h2 = config.hidden
+        act = ACTIVATIONS[config.activation]
+        self.net = nn.Sequential(
+            nn.Linear(config.input_dim, h1), act(), nn.Dropout(config.dropout),
+            nn.Linear(h1, h2), act(), nn.Dropout(config.dropout),
+            nn.Linear(h2, len(config.routes)),
+        )
+        self.register_buffer("input_mean", torch.zeros(config.input_dim))
+        self.register_buffer("input_std", torch.ones(config.input_dim))
+
+    def set_normalization(self, x: np.ndarray | torch.Tensor) -> None:
+        x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+        self.input_mean.copy_(x.mean(0))
+        # A floor keeps constant columns (a feature never seen set) from blowing up.
+        self.input_std.copy_(x.std(0, unbiased=False).clamp_min(1e-3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net((x - self.input_mean) / self.input_std)
+
+    @torch.no_grad()
+    def predict_proba(self, x: np.ndarray | torch.Tensor) -> np.ndarray:
+        """Deterministic route probabilities: eval mode (no dropout), no Gumbel noise."""
+        self.eval()
+        logits = self(torch.as_tensor(np.asarray(x, dtype=np.float32)))
+        return torch.softmax(logits, dim=-1).numpy()
+
+
+def gumbel_routing_loss(logits: torch.Tensor, pref: torch.Tensor, tau: float, *,
+                        loss: str = "reward", ce_weight: float = 0.1) -> torch.Tensor:
+    """Training loss against preference vectors `pref` (rows sum to 1).
+
+    A hard route y is drawn with straight-through Gumbel-Softmax: y is the one-hot route the
+    router would actually take, and its gradient is the soft sample's. Losses:
+    - "reward": -(y · pref), the negative preference mass of the route taken: it optimizes
+      exactly what routing is judged on (the chosen route's share of the preference), and
+      the Gumbel noise explores routes the current argmax would never try. Its gradient is
+      noisy, so a small cross-entropy term (ce_weight · CE(softmax(logits), pref)) is added
+      to anchor the probabilities that the budget policy thresholds on.
+    - "ce": CE(log y_soft, pref) on the soft Gumbel sample: a smoother surrogate that learns
+      the preference distribution rather than its argmax.
+    """
+    y = F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
+    if loss == "reward":
+        main = -(y * pref).sum(-1).mean()
+        if ce_weight:
+            main = main + ce_weight * -(pref * F.log_softmax(logits, -1)).sum(-1).mean()
+        return main
+    if loss == "ce":
+        y_soft = F.gumbel_softmax(logits, tau=tau, hard=False, dim=-1)
+        return -(pref * torch.log(y_soft.clamp_min(1e-8))).sum(-1).mean()
+    raise ValueError(f"unknown loss {loss!r}: choose reward or ce")
+
+
+def anneal_tau(epoch: int, epochs: int, tau_start: float, tau_end: float) -> float:
+    """Exponential annealing from tau_start (soft, exploratory) to tau_end (near one-hot)."""
+    if epochs <= 1:
+        return tau_end
+    frac = min(max(epoch / (epochs - 1), 0.0), 1.0)
+    return float(tau_start * (tau_end / tau_start) ** frac)

@@ -1,0 +1,105 @@
+"""Decisions from route probabilities: argmax, or a calibrated threshold on P(logic).
+
+RouteLLM-style calibration: the user's own questions are run through the router once, and
+the threshold is the (1 - share) quantile of their P(logic), so about `share` of such
+questions go to the expensive route. A token budget is turned into a share first:
+share = (budget - cost_cheap) / (cost_logic - cost_cheap), clipped to [0, 1].
+
+Pure Python + numpy: no torch here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from engine.errors import LogicRouteError
+
+# Tokens per question of each route, used when no measured costs are given: the anchor
+# measurements in ARCHITECTURE.md (vanilla top-3 RAG ~540-640 tokens; LogicRAG ~1,180 on the
+# local model, 1,778 in the paper). "summary" is one call over a slightly longer context.
+NOMINAL_TOKENS: dict[str, float] = {"chunk": 540.0, "summary": 640.0, "logic": 1780.0}
+
+
+@dataclass
+class Policy:
+    """How probabilities become a route."""
+
+    kind: str = field(default="argmax", metadata={"help": "argmax | threshold"})
+    route: str = field(default="logic", metadata={"help": "the expensive route the threshold gates"})
+    threshold: float = field(default=0.5, metadata={
+        "help": "P(route) >= threshold sends the question there; otherwise argmax over the other routes"})
+    target_share: float | None = field(default=None, metadata={"help": "share the threshold was calibrated for"})
+    token_budget: float | None = field(default=None, metadata={"help": "tokens/question the share was derived from"})
+    meta: dict = field(default_factory=dict, metadata={"help": "calibration details (n questions, checkpoint, costs)"})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def save(self, path: str | Path) -> None:
+        from engine.io import atomic_write_json
+
+        atomic_write_json(Path(path), self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Policy":
+        try:
+            d = json.loads(Path(path).read_text())
+            return cls(**{k: d[k] for k in ("kind", "route", "threshold", "target_share", "token_budget", "meta")
+                          if k in d})
+        except (OSError, ValueError, TypeError) as e:
+            raise LogicRouteError(f"{path}: not a thresholds file ({type(e).__name__}: {e})") from None
+
+
+ARGMAX = Policy()
+
+
+def decide(probs: dict[str, float], policy: Policy | None = None) -> str:
+    """The route for one question. Ties go to the earlier route in the dict (the checkpoint's
+    order, cheapest first by convention)."""
+    policy = policy or ARGMAX
+    if policy.kind == "argmax":
+        return max(probs, key=probs.get)
+    if policy.kind != "threshold":
+        raise LogicRouteError(f"unknown policy kind {policy.kind!r}: argmax or threshold")
+    if policy.route not in probs:
+        raise LogicRouteError(f"policy gates route {policy.route!r}, but the router has only {list(probs)}")
+    if probs[policy.route] >= policy.threshold:
+        return policy.route
+    rest = {r: p for r, p in probs.items() if r != policy.route}
+    return max(rest, key=rest.get)
+
+
+def calibrate_share(p_route: Sequence[float], share: float) -> float:
+    """Threshold t such that about `share` of the values are >= t (the (1-share) quantile).
+
+    share 0 -> a threshold above every value (never); share 1 -> the minimum (always)."""
+    if not 0.0 <= share <= 1.0:
+        raise LogicRouteError(f"share must be in [0, 1], got {share}")
+    p = np.sort(np.asarray(p_route, dtype=np.float64))[::-1]
+    if p.size == 0:
+        raise LogicRouteError("calibration needs at least one question")
+    k = int(round(share * p.size))
+    if k == 0:
+        return float(np.nextafter(p[0], np.inf))
+    return float(p[k - 1])
+
+
+def share_for_budget(token_budget: float, costs: dict[str, float], route: str = "logic") -> float:
+    """Share of questions the expensive route can take within an average token budget, if
+    every other question goes to the cheapest other route."""
+    if route not in costs:
+        raise LogicRouteError(f"no cost known for route {route!r}")
+    cheap = min(c for r, c in costs.items() if r != route)
+    span = costs[route] - cheap
+    if span <= 0:
+        return 1.0
+    return float(min(max((token_budget - cheap) / span, 0.0), 1.0))
+
+
+def achieved_share(p_route: Sequence[float], threshold: float) -> float:
+    p = np.asarray(p_route, dtype=np.float64)
+    return float((p >= threshold).mean()) if p.size else 0.0

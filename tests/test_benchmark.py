@@ -1,0 +1,293 @@
+"""The routing benchmark: cost-quality metrics on hand-made curves, the systems built from
+fixed-route rows, report files, and resume. Fakes only: no model, no embedder."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from engine.pipeline import RoutedRAG
+from engine.types import Answer, Usage
+from tests.fakes import ScriptedLLM
+from tests.test_pipeline import FakeKB, FakeRouter
+from training.benchmark import (
+    BenchConfig,
+    ResultStore,
+    apgr,
+    confusion,
+    cost_quality,
+    cost_quality_curve,
+    cpt,
+    curve_auc,
+    oracle_choice,
+    pgr,
+    run_benchmark,
+)
+
+# ---------------------------------------------------------------- pure metric functions
+
+
+def test_auc_apgr_cpt_on_a_hand_made_curve():
+    shares, quality = [0.0, 0.5, 1.0], [0.2, 0.6, 0.7]
+    assert curve_auc(shares, quality) == pytest.approx(0.5 * 0.4 + 0.5 * 0.65)  # 0.525
+    assert apgr(shares, quality, 0.2, 0.7) == pytest.approx((0.525 - 0.2) / 0.5)  # 0.65
+    # 50% of the gap = quality 0.45: between (0, .2) and (.5, .6) -> 0.5 * .25/.4
+    assert cpt(shares, quality, 0.2, 0.7, 0.5) == pytest.approx(0.3125)
+    assert cpt(shares, quality, 0.2, 0.7, 0.8) == pytest.approx(0.5)  # 0.6 is reached exactly at 0.5
+    assert pgr(0.45, 0.2, 0.7) == pytest.approx(0.5)
+
+
+def test_random_and_perfect_routing_reference_values():
+    line_x, line_y = [0.0, 1.0], [0.3, 0.5]
+    assert apgr(line_x, line_y, 0.3, 0.5) == pytest.approx(0.5)
+    assert cpt(line_x, line_y, 0.3, 0.5, 0.5) == pytest.approx(0.5)
+    assert cpt(line_x, line_y, 0.3, 0.5, 0.8) == pytest.approx(0.8)
+    # all the gain in the first 10% of calls: APGR near 1, CPT tiny
+    step_x, step_y = [0.0, 0.1, 1.0], [0.3, 0.5, 0.5]
+    assert apgr(step_x, step_y, 0.3, 0.5) == pytest.approx(0.95)
+    assert cpt(step_x, step_y, 0.3, 0.5, 0.8) == pytest.approx(0.08)
+
+
+def test_no_gap_gives_none():
+    assert apgr([0, 1], [0.5, 0.5], 0.5, 0.5) is None
+    assert cpt([0, 1], [0.6, 0.4], 0.6, 0.4, 0.5) is None
+    assert pgr(0.5, 0.6, 0.4) is None
+
+
+def test_cost_quality_curve_from_questions():
+    p = [0.9, 0.8, 0.2, 0.1]
+    strong = [1.0, 1.0, 0.0, 1.0]
+    weak = [0.0, 1.0, 0.0, 0.0]
+    pts = cost_quality_curve(p, strong, weak)
+    assert [pt["share"] for pt in pts] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert [pt["quality"] for pt in pts] == pytest.approx([0.25, 0.5, 0.5, 0.5, 0.75])
+    assert pts[0]["threshold"] is None and pts[1]["threshold"] == 0.9
+    xs, ys = [pt["share"] for pt in pts], [pt["quality"] for pt in pts]
+    assert curve_auc(xs, ys) == pytest.approx(0.5)
+    assert apgr(xs, ys, 0.25, 0.75) == pytest.approx(0.5)
+    assert cpt(xs, ys, 0.25, 0.75, 0.5) == pytest.approx(0.25)
+    assert cpt(xs, ys, 0.25, 0.75, 0.8) == pytest.approx(0.9)
+    a = cost_quality(p, strong, weak)
+    assert a["weak"] == 0.25 and a["strong"] == 0.75
+    assert a["oracle_point"] == {"share": 0.5, "quality": 0.75}
+    assert a["oracle"]["apgr"] > a["router"]["apgr"] and a["random"]["apgr"] == pytest.approx(0.5)
+
+
+def test_tied_probabilities_move_together():
+    pts = cost_quality_curve([0.5, 0.5, 0.1], [1, 1, 1], [0, 0, 0])
+    assert [pt["share"] for pt in pts] == pytest.approx([0, 2 / 3, 1])
+
+
+def test_oracle_prefers_score_then_fewer_tokens():
+    rows = {"chunk": {"f1": 1.0, "prompt_tokens": 500, "completion_tokens": 3},
+            "summary": {"f1": 1.0, "prompt_tokens": 700, "completion_tokens": 3},
+            "logic": {"f1": 1.0, "prompt_tokens": 2000, "completion_tokens": 40}}
+    assert oracle_choice(rows, "f1", ["chunk", "summary", "logic"]) == "chunk"
+    rows["logic"]["f1"] = 1.0
+    rows["chunk"]["f1"] = 0.5
+    rows["summary"]["f1"] = 0.5
+    assert oracle_choice(rows, "f1", ["chunk", "summary", "logic"]) == "logic"
+    cm = confusion(["chunk", "logic", "logic"], ["chunk", "chunk", "logic"], ["chunk", "logic"])
+    assert cm["matrix"] == [[1, 0], [1, 1]] and cm["agreement"] == pytest.approx(2 / 3)
+
+
+# ---------------------------------------------------------------- a whole run with fakes
+
+# (question, gold, P(logic), which fixed routes get it right)
+ALPHA = [("Who founded Alpha Corp?", "Ann", 0.1, {"chunk", "summary", "logic"}),
+         ("Where was the founder of Alpha Corp born?", "Oslo", 0.9, {"logic"}),
+         ("What does Alpha Corp make overall?", "boats", 0.2, {"summary"}),
+         ("Which came first, Alpha or Beta?", "Alpha", 0.8, {"chunk", "logic"})]
+BETA = [("Who runs Beta Ltd?", "Bo", 0.15, {"chunk"}),
+        ("When was the town of Beta's founder born?", "1901", 0.7, {"logic"}),
+        ("What is Beta known for?", "bridges", 0.3, set())]
+
+
+def write_data(tmp_path):
+    files = []
+    for name, rows in (("alpha", ALPHA), ("beta", BETA)):
+        f = tmp_path / f"{name}.jsonl"
+        with open(f, "w") as fh:
+            for i, (q, gold, p, _) in enumerate(rows):
+                fh.write(json.dumps({"id": f"{name}{i}", "question": f"{q} [p={p}]", "answers": [gold],
+                                     "passages": [{"title": f"{name} {i}", "text": f"{q} The answer is {gold}."}]})
+                         + "\n")
+        files.append(str(f))
+    return files
+
+
+GOLD = {f"{q} [p={p}]": (gold, right) for q, gold, p, right in ALPHA + BETA}
+COST = {"chunk": (1, 500), "summary": (1, 650), "logic": (4, 1800)}
+
+
+class ScriptRAG(RoutedRAG):
+    """Fixed routes answer from the table above; counts every route run."""
+
+    runs: list = []
+    lock = threading.Lock()
+
+    def _run_route(self, q, route, budget=None):
+        gold, right = GOLD[q]
+        with self.lock:
+            ScriptRAG.runs.append((route, q))
+        calls, tokens = COST[route]
+        u = Usage(llm_calls=calls, prompt_tokens=tokens, completion_tokens=5)
+        wrong = "unknown" if route == "chunk" and "overall" in q else "wrong"
+        return Answer(text=gold if route in right else wrong, route=route, usage=u,
+                      trace={"llm_calls": [], "flags": []})
+
+
+def llm_router_reply(messages):
+    q = messages[-1]["content"]
+    return {"route": "logic" if ("founder" in q or "first" in q) else "chunk"}
+
+
+def make_cfg(tmp_path, files, **kw):
+    kw.setdefault("plots", False)  # matplotlib only where the plots are checked
+    return BenchConfig(data=files, out=str(tmp_path / "out"), n=None, kb_per_dataset=True, llm_spec="fake:scripted",
+                       show_progress=False, **kw)
+
+
+def run(tmp_path, files, llm=None, **kw):
+    llm = llm or ScriptedLLM(rules={"Question:": llm_router_reply})
+    router = FakeRouter()
+    report = run_benchmark(make_cfg(tmp_path, files, **kw), llm=llm, router=router,
+                           make_kb=lambda path, passages, show_progress=True: FakeKB({p.title: p.text for p in passages}),
+                           rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
+    return report, llm
+
+
+@pytest.fixture(autouse=True)
+def _reset_runs():
+    ScriptRAG.runs = []
+
+
+def test_run_builds_every_system_from_fixed_route_rows(tmp_path):
+    files = write_data(tmp_path)
+    report, llm = run(tmp_path, files)
+    # only fixed routes answer: 7 questions x 3 routes, nothing re-run for routed systems
+    assert len(ScriptRAG.runs) == 21
+    assert len(llm.calls) == 7  # the LLM router: one decision per question
+    pooled = report["systems"]["pooled"]
+    assert set(report["systems"]) == {"alpha", "beta", "pooled"}
+    assert report["systems_order"] == ["chunk", "summary", "logic", "router", "router@0.25", "router@0.50",
+                                       "router@0.75", "router+escalate", "oracle", "random", "llm_router"]
+    assert pooled["chunk"]["em"] == pytest.approx(3 / 7)
+    assert pooled["logic"]["em"] == pytest.approx(4 / 7)
+    assert pooled["oracle"]["em"] == pytest.approx(6 / 7)  # one question no route answers
+    # router argmax: P(logic) >= .7 -> logic (alpha1, alpha3, beta1), the rest chunk
+    assert pooled["router"]["routes"] == pytest.approx({"chunk": 4 / 7, "summary": 0.0, "logic": 3 / 7})
+    assert pooled["router"]["em"] == pytest.approx(5 / 7)
+    assert pooled["router"]["llm_calls"] == pytest.approx((4 * 1 + 3 * 4) / 7)
+    # a threshold of .25 also sends the P=.3 question to logic
+    assert pooled["router@0.25"]["routes"]["logic"] == pytest.approx(4 / 7)
+    # escalation replayed: the chunk answer "unknown" (alpha2) goes on to logic and pays for both
+    esc = pooled["router+escalate"]
+    assert esc["routes"]["logic"] == pytest.approx(4 / 7) and esc["em"] == pooled["router"]["em"]
+    assert esc["llm_calls"] == pytest.approx(pooled["router"]["llm_calls"] + 4 / 7)
+    # the LLM router's own call is added to its cost
+    assert pooled["llm_router"]["llm_calls"] > pooled["router"]["llm_calls"]
+    cq = report["cost_quality"]["pooled"]
+    assert cq["weak"] == pytest.approx(3 / 7) and cq["strong"] == pytest.approx(4 / 7)
+    assert cq["router"]["apgr"] is not None and 0 <= cq["router"]["cpt50"] <= 1
+    cm = report["confusion"]["pooled"]["router_vs_oracle"]
+    assert sum(map(sum, cm["matrix"])) == 7
+    assert report["llm_router"]["decisions"] == 7
+
+
+def test_report_files_exist_and_parse(tmp_path):
+    import matplotlib.image as mpimg
+
+    files = write_data(tmp_path)
+    run(tmp_path, files, plots=True)
+    out = tmp_path / "out"
+    data = json.loads((out / "report.json").read_text())
+    assert data["systems"]["pooled"]["oracle"]["n"] == 7 and len(data["per_question"]) == 7
+    md = (out / "report.md").read_text()
+    assert "## pooled (7 questions)" in md and "| router@0.50 |" in md and "Cost-quality" in md
+    assert "router vs oracle" in md
+    for png in ("cost_quality.png", "route_distribution.png"):
+        img = mpimg.imread(out / png)
+        assert img.shape[0] > 100 and img.shape[1] > 100
+
+
+def test_resume_skips_finished_rows(tmp_path):
+    files = write_data(tmp_path)
+    first, _ = run(tmp_path, files)
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 21 + 7
+    # an interrupted write leaves a torn line: ignored on resume
+    with open(tmp_path / "out" / "results.jsonl", "a") as f:
+        f.write('{"kind": "answer", "system": "chu')
+    ScriptRAG.runs = []
+    second, llm = run(tmp_path, files)
+    assert ScriptRAG.runs == [] and llm.calls == [] and second["answered_this_run"] == 0
+    def scores(rep):  # timings differ between runs; results must not
+        return {sc: {s: {m: v[m] for m in ("em", "f1", "string_acc", "llm_calls", "prompt_tokens", "routes")}
+                     for s, v in t.items()} for sc, t in rep["systems"].items()}
+
+    assert scores(second) == scores(first)
+    # a row lost from the file is the only thing done again
+    kept = [ln for ln in lines if not ('"system": "logic"' in ln and '"key": "beta:beta0"' in ln)]
+    (tmp_path / "out" / "results.jsonl").write_text("\n".join(kept) + "\n")
+    third, llm = run(tmp_path, files)
+    assert len(ScriptRAG.runs) == 1 and ScriptRAG.runs[0][0] == "logic" and third["answered_this_run"] == 1
+
+
+def test_rows_of_another_setup_are_not_reused(tmp_path):
+    files = write_data(tmp_path)
+    run(tmp_path, files)
+    ScriptRAG.runs = []
+    run(tmp_path, files, k=5)  # other top-k: other answers
+    assert len(ScriptRAG.runs) == 21
+
+
+def test_fixed_routes_subset_and_errors(tmp_path):
+    from engine.errors import LLMError
+
+    files = write_data(tmp_path)
+
+    class Failing(ScriptRAG):
+        def _run_route(self, q, route, budget=None):
+            if "Beta known" in q:
+                raise LLMError("endpoint down")
+            return super()._run_route(q, route, budget)
+
+    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    router = FakeRouter()
+    report = run_benchmark(make_cfg(tmp_path, files, routes=("chunk", "logic")), llm=llm, router=router,
+                           make_kb=lambda path, passages, show_progress=True: FakeKB(),
+                           rag_factory=lambda kb: Failing(kb=kb, llm=llm, router=router), echo=lambda s: None)
+    pooled = report["systems"]["pooled"]
+    assert "summary" not in pooled and pooled["chunk"]["errors"] == 1
+    assert set(pooled["router"]["routes"]) == {"chunk", "logic"}  # decisions restricted to the routes run
+    assert any("routes not run: summary" in n for n in report["notes"])
+    store = ResultStore(tmp_path / "out" / "results.jsonl")
+    errs = [r for r in store.rows.values() if r.get("error")]
+    assert len(errs) == 2 and all("endpoint down" in r["error"] for r in errs)
+
+
+def test_cli_command_is_exported_and_documented():
+    from training.cmd_benchmark import COMMANDS, benchmark
+
+    assert COMMANDS == [benchmark]
+    res = CliRunner().invoke(benchmark, ["--help"])
+    assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
+
+
+def test_labels_stand_in_for_fixed_route_runs(tmp_path):
+    files = write_data(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    with open(labels, "w") as f:
+        f.write(json.dumps({"id": "alpha0", "dataset": "alpha", "scorer": "answer", "llm": "fake:scripted", "k": 3,
+                            "scores": {"chunk": 1.0, "logic": 1.0},
+                            "answers_pred": {"chunk": "Ann", "logic": "Ann"},
+                            "costs": {"chunk": {"llm_calls": 1, "prompt_tokens": 400, "completion_tokens": 2,
+                                                "seconds": 3.0},
+                                      "logic": {"llm_calls": 3, "prompt_tokens": 1500, "completion_tokens": 30,
+                                                "seconds": 20.0}}}) + "\n")
+    report, _ = run(tmp_path, files, labels=[str(labels)])
+    assert len(ScriptRAG.runs) == 21 - 2
+    assert any("2 route answers reused" in n for n in report["notes"])

@@ -1,0 +1,259 @@
+"""Benchmark of the logic route against the chunk route, with the paper's four ablations.
+
+On the first N questions of 2WikiMultihopQA (2wiki_train500.json) and MuSiQue (musique_200.jsonl),
+each against a KB of its own file's passages for those questions, run:
+
+  chunk                   vanilla top-k RAG (engine.routes.chunk.answer_chunk)
+  logic                   LogicRAG, every mechanism on
+  logic-no-merge          graph pruning off (one retrieval + call per sub-question)
+  logic-no-memory         context pruning off (raw chunks concatenated)
+  logic-with-replacement  sampling without replacement off
+  logic-no-reflection     self-reflection off
+
+through the (cached) LLM, and report EM / F1 / string accuracy, LLM calls, prompt/completion
+tokens, seconds and retrieval rounds per question, overall and per question type (2Wiki `type`,
+MuSiQue hops), beside the paper's reference numbers. Resumable: every (llm, dataset, system,
+question) result is appended to results.jsonl and skipped on a rerun.
+
+The lead wires this as `logicroute bench-logic`; `python -m training.bench_logic --n 2` works too.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from engine.llm import DEFAULT_LLM
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/musique_200.jsonl"}
+SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection")
+_SWITCH_OFF = {"logic-no-merge": "merge_same_rank", "logic-no-memory": "rolling_memory",
+               "logic-with-replacement": "without_replacement", "logic-no-reflection": "reflection"}
+
+# What we compare against (the paper: gpt-4o-mini, all-MiniLM-L6-v2, top-3; the anchor: the
+# released code on the local 1.5B model, first 20 2Wiki questions, see shared/ARCHITECTURE.md).
+REFERENCE = {
+    "paper (LogicRAG, gpt-4o-mini), 2Wiki": {"string_acc": 64.7, "tokens_per_query": 1778, "seconds_per_query": 9.8},
+    "paper (vanilla RAG, gpt-4o-mini), 2Wiki": {"tokens_per_query": 490, "seconds_per_query": 4.3},
+    "paper (HippoRAG2), 2Wiki": {"string_acc": 50.0},
+    "paper: graph pruning": {"claim": "merging same-rank sub-questions about halves retrieval rounds on compositional questions"},
+    "paper: sampling without replacement": {"claim": "about 35% fewer tokens at equal accuracy"},
+    "anchor: released LogicRAG code, local 1.5B, 2Wiki first 20": {
+        "string_acc": 5.0, "em": 5.0, "f1": 9.0, "prompt_tokens": 1019, "completion_tokens": 161, "llm_calls": 3.3,
+        "seconds_per_query": 31},
+    "anchor: vanilla RAG few-shot answer-only, local 1.5B, 2Wiki first 20": {
+        "string_acc": 10.0, "em": 10.0, "f1": 17.2, "prompt_tokens": 636, "completion_tokens": 4, "llm_calls": 1,
+        "seconds_per_query": 7},
+}
+
+
+def system_config(system: str, k: int = 3):
+    """The LogicConfig of a logic system name (None for 'chunk')."""
+    from engine.routes.logic import LogicConfig
+
+    if system == "chunk":
+        return None
+    if system == "logic":
+        return LogicConfig(k=k)
+    if system in _SWITCH_OFF:
+        return LogicConfig(k=k, **{_SWITCH_OFF[system]: False})
+    raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+
+
+def _kb_for(dataset, out_dir: Path, name: str, n: int):
+    """The KB of this file's passages for these n questions, built once in out_dir and reused."""
+    from engine.errors import KBNotFoundError
+    from hierarchy.documents import Document
+    from hierarchy.kb import KnowledgeBase
+
+    path = out_dir / "kb" / f"{name}_n{n}"
+    try:
+        return KnowledgeBase.open(path)
+    except KBNotFoundError:
+        pass
+    kb = KnowledgeBase.create(path, overwrite=True)
+    kb.add([Document(id=p.id, title=p.title, text=p.text) for p in dataset.passages], show_progress=True)
+    return kb
+
+
+def _qtype(q) -> str:
+    return q.type or "unknown"
+
+
+def _run_one(system: str, q, kb, llm, k: int) -> dict:
+    from engine.routes.chunk import answer_chunk
+    from engine.routes.logic import answer_logic
+    from training.metrics import exact_match, f1, string_acc
+
+    t0 = time.perf_counter()
+    if system == "chunk":
+        ans = answer_chunk(q.text, kb, llm, k=k)
+    else:
+        ans = answer_logic(q.text, kb, llm, system_config(system, k))
+    wall = time.perf_counter() - t0
+    tr = ans.trace
+    return {
+        "pred": ans.text,
+        "em": exact_match(ans.text, q.answers), "f1": f1(ans.text, q.answers),
+        "string_acc": string_acc(ans.text, q.answers),
+        "llm_calls": ans.usage.llm_calls, "prompt_tokens": ans.usage.prompt_tokens,
+        "completion_tokens": ans.usage.completion_tokens, "cached_calls": ans.usage.cached_calls,
+        "llm_seconds": round(ans.usage.llm_seconds, 3), "seconds": round(ans.usage.seconds or wall, 3),
+        "retrieval_rounds": tr.get("retrieval_rounds", 1),
+        "nodes": len((tr.get("dag") or {}).get("nodes", [])) if system != "chunk" else 0,
+        "edges": (tr.get("dag") or {}).get("edges", []) if system != "chunk" else [],
+        "reflection_added": sum(len(r.get("added", [])) for r in tr.get("reflection", [])),
+        "flags": tr.get("flags", []),
+        "subquestions": [[n["id"], n.get("rewritten") or n["question"], n.get("answer")]
+                         for n in (tr.get("dag") or {}).get("nodes", [])] if system != "chunk" else [],
+    }
+
+
+def _load_done(path: Path) -> dict[tuple, dict]:
+    done: dict[tuple, dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:  # a torn last line from an interrupted run: redo it
+                continue
+            done[(r["llm"], r["dataset"], r["system"], r["qid"])] = r
+    return done
+
+
+_METRICS = ("em", "f1", "string_acc")
+_COSTS = ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "retrieval_rounds")
+
+
+def _aggregate(rows: list[dict]) -> dict:
+    n = len(rows)
+    if not n:
+        return {"n": 0}
+    out: dict[str, Any] = {"n": n}
+    for m in _METRICS:
+        out[m] = round(100 * sum(r[m] for r in rows) / n, 1)
+    for c in _COSTS:
+        out[c] = round(sum(r[c] for r in rows) / n, 2)
+    out["tokens"] = round(out["prompt_tokens"] + out["completion_tokens"], 1)
+    out["flagged"] = round(100 * sum(1 for r in rows if r["flags"]) / n, 1)
+    out["cached_share"] = round(sum(r["cached_calls"] for r in rows) / max(1, sum(r["llm_calls"] for r in rows)), 2)
+    return out
+
+
+def build_report(rows: list[dict], llm_spec: str, n: int) -> dict:
+    report: dict[str, Any] = {"llm": llm_spec, "n_per_dataset": n, "datasets": {}, "reference": REFERENCE}
+    for ds in sorted({r["dataset"] for r in rows}):
+        d_rows = [r for r in rows if r["dataset"] == ds]
+        systems = [s for s in SYSTEMS if any(r["system"] == s for r in d_rows)]
+        types = sorted({r["type"] for r in d_rows})
+        report["datasets"][ds] = {
+            "overall": {s: _aggregate([r for r in d_rows if r["system"] == s]) for s in systems},
+            "per_type": {t: {s: _aggregate([r for r in d_rows if r["system"] == s and r["type"] == t])
+                             for s in systems} for t in types},
+        }
+    return report
+
+
+def _md_table(stats: dict[str, dict], cols: list[str]) -> list[str]:
+    lines = ["| system | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for s, a in stats.items():
+        lines.append(f"| {s} | " + " | ".join(str(a.get(c, "")) for c in cols) + " |")
+    return lines
+
+
+def report_markdown(report: dict) -> str:
+    cols = ["n", "string_acc", "em", "f1", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
+            "retrieval_rounds", "flagged"]
+    out = [f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset)", "",
+           "Scores in %, costs per question (means). `seconds` include cached calls: see cached_share in "
+           "report.json before reading latency.", ""]
+    for ds, d in report["datasets"].items():
+        out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
+        out += [f"### {ds} per question type", ""]
+        for t, stats in d["per_type"].items():
+            out += [f"**{t}**", ""] + _md_table(stats, ["n", "string_acc", "f1", "tokens", "llm_calls",
+                                                         "retrieval_rounds"]) + [""]
+        o = d["overall"]
+        if "logic" in o and "logic-no-merge" in o and o["logic-no-merge"].get("retrieval_rounds"):
+            ratio = o["logic"]["retrieval_rounds"] / o["logic-no-merge"]["retrieval_rounds"]
+            out += [f"Graph pruning: retrieval rounds with merging / without = {ratio:.2f} "
+                    "(paper: about 0.5 on compositional questions).", ""]
+        if "logic" in o and "logic-with-replacement" in o and o["logic-with-replacement"].get("tokens"):
+            ratio = o["logic"]["tokens"] / o["logic-with-replacement"]["tokens"]
+            out += [f"Sampling without replacement: tokens with / without = {ratio:.2f} (paper: about 0.65).", ""]
+    out += ["## Reference numbers", "", "| source | numbers |", "|---|---|"]
+    for k, v in report["reference"].items():
+        out.append(f"| {k} | " + ", ".join(f"{a}: {b}" for a, b in v.items()) + " |")
+    return "\n".join(out) + "\n"
+
+
+def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = DEFAULT_LLM, *,
+         systems: list[str] | tuple[str, ...] = SYSTEMS, datasets: list[str] | tuple[str, ...] = tuple(DATASETS),
+         data_dir: str | Path | None = None, k: int = 3, cache: bool | str | Path = True,
+         show_progress: bool = True, llm: Any = None) -> dict:
+    """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
+    `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm."""
+    from tqdm import tqdm
+
+    from engine.io import atomic_write_json, atomic_write_text
+    from engine.llm import make_llm
+    from training.data import load_dataset
+
+    for s in systems:
+        if s not in SYSTEMS:
+            raise ValueError(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(data_dir) if data_dir else DATA_DIR
+    if llm is None:
+        llm = make_llm(llm_spec, cache=cache)
+    spec = getattr(llm, "name", llm_spec)
+    results = out_dir / "results.jsonl"
+    done = _load_done(results)
+
+    loaded = {name: load_dataset(data_dir / DATASETS[name], n) for name in datasets}
+    total = sum(len(d.questions) for d in loaded.values()) * len(systems)
+    bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
+    with results.open("a", encoding="utf-8") as fh:
+        for name, ds in loaded.items():
+            kb = _kb_for(ds, out_dir, name, n)
+            for q in ds.questions:
+                for s in systems:
+                    key = (spec, name, s, q.id)
+                    if key not in done:
+                        r = {"llm": spec, "dataset": name, "system": s, "qid": q.id, "type": _qtype(q),
+                             "question": q.text, "golds": q.answers, **_run_one(s, q, kb, llm, k)}
+                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                        fh.flush()
+                        done[key] = r
+                    bar.set_postfix_str(f"{name} {s}")
+                    bar.update(1)
+    bar.close()
+
+    qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
+    rows = [r for (sp, ds, s, qid), r in done.items() if sp == spec and ds in qids and qid in qids[ds] and s in systems]
+    report = build_report(rows, spec, n)
+    report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
+    atomic_write_json(out_dir / "report.json", report)
+    md = report_markdown(report)
+    atomic_write_text(out_dir / "report.md", md)
+    print(md)
+    return report
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--out", default="runs/bench_logic")
+    ap.add_argument("--llm", default=DEFAULT_LLM)
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    a = ap.parse_args()
+    main(a.n, a.out, a.llm, systems=a.systems.split(","), datasets=a.datasets.split(","))

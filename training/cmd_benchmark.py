@@ -1,0 +1,95 @@
+"""`logicroute benchmark`: the benchmark of routing decisions (training/benchmark.py).
+
+Registered by training/cli.py from COMMANDS. Nothing heavy is imported at module level."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from engine.errors import LogicRouteError
+from engine.llm import DEFAULT_LLM
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def resolve_data(arg: str) -> str:
+    """A data file path, or a shared data set name (hotpotqa, 2wiki, musique, nq, squad) looked
+    up in $LOGICROUTE_DATA_DIR or ../shared/data beside the repository."""
+    if Path(arg).exists():
+        return arg
+    from training.data import SHARED_FILES
+
+    if arg in SHARED_FILES:
+        root = Path(os.environ.get("LOGICROUTE_DATA_DIR") or REPO.parent / "shared" / "data")
+        p = root / SHARED_FILES[arg]
+        if p.is_file():
+            return str(p)
+        raise LogicRouteError(f"data set {arg!r}: {p} not found (set LOGICROUTE_DATA_DIR)")
+    raise LogicRouteError(f"{arg}: no such data file (or a name: {', '.join(SHARED_FILES)})")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}") from None
+
+
+@click.command()
+@click.argument("data", nargs=-1, required=True)
+@click.option("--n", type=int, default=50, show_default=True, help="questions per data file (0 = all)")
+@click.option("--offset", type=int, default=0, show_default=True, help="first question taken from each file")
+@click.option("--kb-per-dataset", is_flag=True,
+              help="one KB per data file from its questions' passages (default: one KB over all files)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="output folder: KBs, results.jsonl (resumable), report.json/.md, plots")
+@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
+@click.option("--labels", "label_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="label file(s) of the answer scorer: their per-route answers (same LLM and k) are reused "
+                   "instead of answering again (repeatable)")
+@click.option("--routes", default="chunk,summary,logic", show_default=True,
+              help="fixed routes to run (router systems choose among these)")
+@click.option("--thresholds", default="0.25,0.5,0.75", show_default=True,
+              help="P(logic) thresholds of the router@t systems")
+@click.option("--metric", type=click.Choice(["f1", "em", "string_acc"]), default="f1", show_default=True,
+              help="score of the oracle and of the cost-quality analysis")
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--seed", default=0, show_default=True, help="seed of the random router")
+@click.option("--concurrency", default=1, show_default=True,
+              help="questions answered at once (helps remote endpoints; the local model serializes)")
+@click.option("--logic-max-seconds", type=float, default=1800.0, show_default=True,
+              help="wall-clock cap of one logic answer (0 = the route's default, 300 s; a low cap makes "
+                   "results depend on machine load)")
+@click.option("--no-llm-router", is_flag=True, help="leave out the LLM-as-router baseline")
+@click.option("--retry-errors", is_flag=True, help="answer again the questions that failed in an earlier run")
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
+              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+def benchmark(data, n, offset, kb_per_dataset, out_dir, checkpoint, label_files, routes, thresholds, metric, k,
+              seed, concurrency, logic_max_seconds, no_llm_router, retry_errors, no_cache, llm_spec):
+    """Compare routing decisions on DATA files (paths or names: hotpotqa, 2wiki, musique, nq,
+    squad): fixed routes, the router (argmax and thresholds), the oracle, a random router and
+    an LLM as router; EM/F1/accuracy, costs, and a RouteLLM cost-quality analysis. Resumable:
+    rerun the same command to continue."""
+    from training.benchmark import BenchConfig, pooled_lines, run_benchmark
+
+    cfg = BenchConfig(
+        data=[resolve_data(d) for d in data], out=out_dir, n=n or None, offset=offset,
+        kb_per_dataset=kb_per_dataset, llm_spec=llm_spec, checkpoint=checkpoint, labels=list(label_files),
+        routes=tuple(r.strip() for r in routes.split(",") if r.strip()), thresholds=_floats(thresholds),
+        metric=metric, seed=seed, k=k, concurrency=concurrency, logic_max_seconds=logic_max_seconds or None,
+        llm_router=not no_llm_router,
+        cache=not no_cache, retry_errors=retry_errors)
+    report = run_benchmark(cfg, echo=lambda s: click.echo(s, err=True))
+    click.echo(f"pooled, {report['systems']['pooled'][report['systems_order'][0]]['n']} questions "
+               f"({report['answered_this_run']} route answers made in this run, {report['seconds']:.0f}s):")
+    for line in pooled_lines(report):
+        click.echo(line)
+    for note in report.get("notes", []):
+        click.echo(f"note: {note}")
+    click.echo(f"report: {Path(out_dir) / 'report.md'}")
+
+
+COMMANDS = [benchmark]

@@ -1,0 +1,277 @@
+"""Judging routing decisions on held-out label files.
+
+Per split and overall: accuracy against the oracle route (argmax of the preference, ties to
+the cheaper route), macro-F1 over routes, confusion matrix (rows = oracle, columns =
+decision), route distribution per dataset, and the preference mass / label score of the
+routes chosen. Baselines: the majority oracle route of the training labels, a logistic
+regression on the very same inputs (sklearn), each fixed route, and optionally an LLM asked
+to pick the route (JSON schema), timed. Speed: one decision (embed + MLP, embedding cache
+off) and batch throughput.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+# The LLM-as-router baseline's prompt (kept here, beside its only user; the lead may move it
+# into engine/prompts.py). Short and concrete for the small local model.
+LLM_ROUTER_SYSTEM = (
+    "You choose how a question-answering system answers a question from a document collection. "
+    "Routes:\n"
+    "- chunk: one search for passages, then answer. For single-hop questions about one fact of one entity.\n"
+    "- summary: start from topic summaries, then passages. For broad questions that need an overview of a topic.\n"
+    "- logic: split the question into sub-questions and answer them step by step. For multi-hop questions "
+    "that chain facts (\"the director of the film that...\") or compare two entities.\n"
+    "Reply with JSON only: {\"route\": \"<one of the routes>\"}."
+)
+
+
+def router_schema(routes: Sequence[str]) -> dict:
+    return {"type": "object", "properties": {"route": {"type": "string", "enum": list(routes)}},
+            "required": ["route"], "additionalProperties": False}
+
+
+def llm_router_messages(question: str, routes: Sequence[str]) -> list[dict]:
+    allowed = ", ".join(routes)
+    return [{"role": "system", "content": LLM_ROUTER_SYSTEM},
+            {"role": "user", "content": f"Allowed routes: {allowed}.\nQuestion: {question}\nJSON:"}]
+
+
+# ---------------------------------------------------------------- metrics
+
+def routing_metrics(pred: Sequence[str], rows: Sequence[dict], routes: Sequence[str]) -> dict:
+    """Decision quality of `pred` (one route per row) against the rows' labels."""
+    from sklearn.metrics import confusion_matrix, f1_score
+
+    from training.labels import route_cost
+
+    routes = list(routes)
+    n = len(rows)
+    if n == 0:
+        return {"n": 0}
+    oracle = [r["oracle"] for r in rows]
+    cm = confusion_matrix(oracle, list(pred), labels=routes)
+    out = {
+        "n": n,
+        "accuracy": round(float(np.mean([p == o for p, o in zip(pred, oracle)])), 4),
+        "macro_f1": round(float(f1_score(oracle, list(pred), labels=routes, average="macro", zero_division=0)), 4),
+        # mean preference mass of the chosen route: 1.0 = always the preferred route
+        "quality": round(float(np.mean([r["pref"][p] for r, p in zip(rows, pred)])), 4),
+        # mean label score (support recall or answer F1) the decisions get vs the oracle's
+        "score": round(float(np.mean([r["scores"][p] for r, p in zip(rows, pred)])), 4),
+        "oracle_score": round(float(np.mean([r["scores"][o] for r, o in zip(rows, oracle)])), 4),
+        "cost": round(float(np.mean([route_cost(r["costs"][p]) for r, p in zip(rows, pred)])), 1),
+        "route_share": _share(pred, routes),
+        "oracle_share": _share(oracle, routes),
+        "confusion": {"rows_oracle_cols_pred": routes, "matrix": cm.tolist()},
+    }
+    per = {}
+    for ds in sorted({str(r.get("dataset")) for r in rows}):
+        idx = [i for i, r in enumerate(rows) if str(r.get("dataset")) == ds]
+        p = [pred[i] for i in idx]
+        o = [oracle[i] for i in idx]
+        per[ds] = {"n": len(idx), "accuracy": round(float(np.mean([a == b for a, b in zip(p, o)])), 4),
+                   "quality": round(float(np.mean([rows[i]["pref"][pred[i]] for i in idx])), 4),
+                   "route_share": _share(p, routes), "oracle_share": _share(o, routes)}
+    out["per_dataset"] = per
+    return out
+
+
+def _share(items: Sequence[str], routes: Sequence[str]) -> dict[str, float]:
+    n = max(len(items), 1)
+    return {r: round(sum(1 for x in items if x == r) / n, 4) for r in routes}
+
+
+def _brief(m: dict) -> dict:
+    return {k: m[k] for k in ("n", "accuracy", "macro_f1", "quality", "score", "cost", "route_share") if k in m}
+
+
+def majority_route(train_rows: Sequence[dict], routes: Sequence[str]) -> str:
+    counts = {r: 0 for r in routes}
+    for r in train_rows:
+        counts[r["oracle"]] += 1
+    return max(routes, key=lambda r: counts[r])  # ties -> the earlier (cheaper) route
+
+
+def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray) -> list[str]:
+    """Logistic regression on the router's own inputs (standardized): the linear baseline."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if len(set(y_train)) < 2:
+        return [y_train[0]] * len(x_test)
+    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000, C=0.1))
+    clf.fit(x_train, list(y_train))
+    return list(clf.predict(x_test))
+
+
+def evaluate_predictions(model, train_rows: Sequence[dict], x_train: np.ndarray, test_rows: Sequence[dict],
+                         x_test: np.ndarray, routes: Sequence[str]) -> dict:
+    """Router (argmax, eval mode) vs baselines on test rows. model: a RouterMLP."""
+    routes = list(routes)
+    probs = model.predict_proba(x_test) if len(x_test) else np.zeros((0, len(routes)))
+    pred = [routes[i] for i in probs.argmax(1)]
+    router = routing_metrics(pred, test_rows, routes)
+    maj = majority_route(train_rows, routes)
+    baselines = {
+        f"majority ({maj})": _brief(routing_metrics([maj] * len(test_rows), test_rows, routes)),
+        "logreg": _brief(routing_metrics(logreg_predict(x_train, [r["oracle"] for r in train_rows], x_test),
+                                         test_rows, routes)),
+    }
+    for r in routes:
+        baselines[f"always {r}"] = _brief(routing_metrics([r] * len(test_rows), test_rows, routes))
+    baselines["oracle"] = _brief(routing_metrics([r["oracle"] for r in test_rows], test_rows, routes))
+    return {"router": router, "baselines": baselines}
+
+
+# ---------------------------------------------------------------- speed
+
+def uncached_router(router):
+    """The same router over an embedder with its cache off (timing must embed for real)."""
+    from router.checkpoint import Router
+
+    emb = router.embedder
+    try:
+        from engine.embedder import Embedder
+
+        if isinstance(emb, Embedder):
+            emb = Embedder(emb.spec, cache=False)  # shares the loaded weights (per-process model registry)
+    except ImportError:  # pragma: no cover
+        pass
+    return Router(router.model, router.card, emb, router.path)
+
+
+def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: int = 256) -> dict:
+    """Latency of one decision (embed + features + MLP + argmax) and batch throughput."""
+    import torch
+
+    r = uncached_router(router)
+    qs = list(questions) or ["Who wrote Hamlet?"]
+    for q in qs[:3]:  # warm-up: model load, allocator, thread pools
+        r.decide(q)
+    times = []
+    for i in range(n_single):
+        t0 = time.perf_counter()
+        r.decide(qs[i % len(qs)])
+        times.append(time.perf_counter() - t0)
+    x = r.inputs(qs[:1])
+    mlp = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        r.model.predict_proba(x)
+        mlp.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    done = 0
+    for s in range(0, len(qs), batch):
+        r.probs_array(qs[s: s + batch])
+        done += len(qs[s: s + batch])
+    total = time.perf_counter() - t0
+    ts = sorted(times)
+    return {
+        "single_decision_ms_median": round(1000 * statistics.median(ts), 2),
+        "single_decision_ms_p90": round(1000 * ts[int(0.9 * (len(ts) - 1))], 2),
+        "mlp_only_ms_median": round(1000 * statistics.median(mlp), 3),
+        "batch_questions": done,
+        "batch_throughput_qps": round(done / total, 1) if total > 0 else None,
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def llm_route_baseline(llm, rows: Sequence[dict], routes: Sequence[str]) -> dict:
+    """Ask the LLM to pick the route (JSON schema), time each decision."""
+    from engine.errors import LogicRouteError
+
+    pred, secs, failed, tokens = [], [], 0, 0
+    for r in rows:
+        t0 = time.perf_counter()
+        try:
+            c = llm.chat(llm_router_messages(r["question"], routes), schema=router_schema(routes), max_tokens=20)
+            choice = (c.data or {}).get("route")
+            tokens += c.prompt_tokens + c.completion_tokens
+        except LogicRouteError:
+            choice = None
+        secs.append(time.perf_counter() - t0)
+        if choice not in routes:
+            failed += 1
+            choice = routes[0]  # visible in "failed": a failed pick falls back to the cheapest route
+        pred.append(choice)
+    m = _brief(routing_metrics(pred, rows, routes))
+    m.update({"failed": failed, "seconds_median": round(statistics.median(secs), 3) if secs else None,
+              "tokens_per_decision": round(tokens / max(len(rows), 1), 1), "llm": getattr(llm, "name", "?")})
+    return m
+
+
+# ---------------------------------------------------------------- the whole report
+
+def evaluate_checkpoint(checkpoint: str | Path | None, label_files: Sequence[str | Path], *,
+                        train_files: Sequence[str | Path] = (), embedder=None, llm=None,
+                        n_single: int = 50, speed: bool = True) -> dict:
+    """Report for a checkpoint on held-out label files, split by file and overall."""
+    from router.checkpoint import load_router
+    from training.train import inputs_for, load_label_files, routes_of
+
+    router = load_router(checkpoint, embedder=embedder)
+    routes = list(router.routes)
+    test_rows = load_label_files(label_files)
+    if list(routes_of(test_rows)) != routes:
+        from engine.errors import LogicRouteError
+
+        raise LogicRouteError(f"labels have routes {list(routes_of(test_rows))}, the router {routes}")
+    if not train_files:  # the card remembers its training labels: reuse them when still there
+        train_files = [f["path"] for f in router.card.get("training", {}).get("label_files", [])
+                       if Path(f["path"]).is_file()]
+    train_rows = load_label_files(train_files) if train_files else []
+    feats = router.features
+    x_test = inputs_for(test_rows, router.embedder, feats)
+    x_train = inputs_for(train_rows, router.embedder, feats) if train_rows else np.zeros((0, x_test.shape[1]))
+    report: dict = {"checkpoint": str(router.path), "routes": routes, "train_files": [str(p) for p in train_files],
+                    "splits": {}}
+    groups = {"overall": list(range(len(test_rows)))}
+    for f in label_files:
+        groups[Path(f).name] = [i for i, r in enumerate(test_rows) if r["_file"] == str(f)]
+    for name, idx in groups.items():
+        rows = [test_rows[i] for i in idx]
+        if train_rows:
+            report["splits"][name] = evaluate_predictions(router.model, train_rows, x_train, rows, x_test[idx], routes)
+        else:
+            probs = router.model.predict_proba(x_test[idx])
+            report["splits"][name] = {"router": routing_metrics([routes[i] for i in probs.argmax(1)], rows, routes)}
+    if llm is not None:
+        report["llm_baseline"] = llm_route_baseline(llm, test_rows, routes)
+    if speed:
+        report["speed"] = measure_speed(router, [r["question"] for r in test_rows], n_single=n_single)
+    return report
+
+
+def format_report(rep: dict) -> str:
+    lines = [f"checkpoint {rep['checkpoint']}  routes {rep['routes']}"]
+    for name, s in rep["splits"].items():
+        m = s["router"]
+        lines.append(f"\n[{name}] n={m['n']}  router: acc {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}  "
+                     f"quality {m['quality']:.3f}  score {m['score']:.3f} (oracle {m['oracle_score']:.3f})  "
+                     f"share {m['route_share']}")
+        for b, bm in s.get("baselines", {}).items():
+            lines.append(f"    {b:<22} acc {bm['accuracy']:.3f}  macro-F1 {bm['macro_f1']:.3f}  "
+                         f"quality {bm['quality']:.3f}  score {bm['score']:.3f}")
+        if name == "overall":
+            cm = m["confusion"]
+            lines.append(f"    confusion (rows oracle, cols decision) {cm['rows_oracle_cols_pred']}: {cm['matrix']}")
+            for ds, d in m.get("per_dataset", {}).items():
+                lines.append(f"    {ds:<10} n={d['n']:<4} acc {d['accuracy']:.3f}  decisions {d['route_share']}  "
+                             f"oracle {d['oracle_share']}")
+    if "llm_baseline" in rep:
+        b = rep["llm_baseline"]
+        lines.append(f"\nLLM as router ({b['llm']}): acc {b['accuracy']:.3f}  macro-F1 {b['macro_f1']:.3f}  "
+                     f"{b['seconds_median']} s/decision (median), {b['failed']} failed, share {b['route_share']}")
+    if "speed" in rep:
+        s = rep["speed"]
+        lines.append(f"\nspeed: one decision {s['single_decision_ms_median']} ms median "
+                     f"(p90 {s['single_decision_ms_p90']} ms; MLP alone {s['mlp_only_ms_median']} ms), "
+                     f"batch {s['batch_throughput_qps']} q/s over {s['batch_questions']} questions, "
+                     f"{s['torch_threads']} torch threads")
+    return "\n".join(lines)
