@@ -6,6 +6,6 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    p = Path(os.environ.get("LOGICROUTE_CACHE_DIR") or Path.home() / ".cache" / "logicroute")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+    """The cache root (not created here: callers create what they write)."""
+    env = os.environ.get("LOGICROUTE_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "logicroute"

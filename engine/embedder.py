@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
+from engine.cache_dir import cache_dir
 from engine.errors import ModelFilesError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,8 +33,6 @@ _SQL_IN_CHUNK = 500  # keys per SELECT ... IN (...); far below SQLite's variable
 _BLOCK_BATCHES = 8  # batches encoded per model call; the cache is written after each block
 
 
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("LOGICROUTE_CACHE_DIR") or Path.home() / ".cache" / "logicroute")
 
 
 def default_model_path() -> Path:
@@ -237,7 +236,7 @@ class Embedder:
                 if not self._cache_opened:
                     spec = self._cache_spec
                     if spec is not False and spec is not None:
-                        p = default_cache_dir() if spec is True else Path(spec).expanduser()
+                        p = cache_dir() if spec is True else Path(spec).expanduser()
                         if p.suffix not in (".sqlite", ".db", ".sqlite3"):
                             p = p / _CACHE_FILE
                         try:

@@ -32,7 +32,7 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
 
 
 def default_cache_path() -> Path:
-    from engine.model_files import cache_dir
+    from engine.cache_dir import cache_dir
 
     return cache_dir() / "llm_cache.sqlite"
 

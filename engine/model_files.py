@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.cache_dir import cache_dir
 from engine.errors import ModelFilesError
 
 _CHUNK = 8 << 20  # bytes per read while assembling
@@ -50,10 +51,6 @@ MODELS: dict[str, ModelParts] = {
 }
 
 
-def cache_dir() -> Path:
-    """$LOGICROUTE_CACHE_DIR or ~/.cache/logicroute (not created here)."""
-    env = os.environ.get("LOGICROUTE_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "logicroute"
 
 
 def package_dir(import_name: str) -> Path | None:
