@@ -291,3 +291,17 @@ def test_labels_stand_in_for_fixed_route_runs(tmp_path):
     report, _ = run(tmp_path, files, labels=[str(labels)])
     assert len(ScriptRAG.runs) == 21 - 2
     assert any("2 route answers reused" in n for n in report["notes"])
+
+
+def test_overlap_with_the_router_training_labels_is_reported(tmp_path):
+    files = write_data(tmp_path)
+    labels = tmp_path / "train.jsonl"
+    labels.write_text(json.dumps({"id": "alpha1", "dataset": "alpha"}) + "\n"
+                      + json.dumps({"id": "zzz", "dataset": "alpha"}) + "\n")
+    router = FakeRouter()
+    router.card = {"training": {"label_files": [{"path": str(labels)}]}}
+    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    report = run_benchmark(make_cfg(tmp_path, files), llm=llm, router=router,
+                           make_kb=lambda path, passages, show_progress=True: FakeKB(),
+                           rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
+    assert any(n.startswith("1 of 7 benchmark questions are in the router's training") for n in report["notes"])

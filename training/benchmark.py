@@ -544,6 +544,10 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
         plist = router.probs(texts)
         router_seconds = (time.perf_counter() - t0) / len(texts)
         probs = {key: dict(p) for key, p in zip(items, plist)}
+        overlap = training_overlap(getattr(router, "card", None) or {}, items)
+        if overlap:
+            notes.append(f"{overlap} of {len(items)} benchmark questions are in the router's training label files "
+                         "(its card): router results on them are optimistic; use --offset past the training range")
         missing = sorted({r for p in plist for r in p} - set(cfg.routes))
         if missing:
             notes.append(f"routes not run: {', '.join(missing)}; router decisions are restricted to "
@@ -595,6 +599,25 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
     report["answered_this_run"] = len(todo)
     write_report(report, out, plots=cfg.plots)
     return report
+
+
+def training_overlap(card: dict, items: dict[str, "Item"]) -> int:
+    """How many benchmark questions the router was trained on, by (dataset, id) in the label
+    files its card lists (those still readable; paths relative to the cwd or the repository)."""
+    from training.labels import read_labels
+
+    repo = Path(__file__).resolve().parents[1]
+    wanted = {(it.dataset, it.id) for it in items.values()}
+    seen: set[tuple[str, str]] = set()
+    for lf in (card.get("training") or {}).get("label_files") or []:
+        p = Path(lf.get("path", "") if isinstance(lf, dict) else str(lf))
+        p = p if p.is_absolute() or p.exists() else repo / p
+        try:
+            rows = read_labels(p) if p.is_file() else []
+        except LogicRouteError:
+            continue
+        seen |= {(str(r.get("dataset")), str(r.get("id"))) for r in rows} & wanted
+    return len(seen)
 
 
 # ============================================================ systems and the report
@@ -650,6 +673,7 @@ def build_report(cfg: BenchConfig, items: dict[str, Item], fixed: dict[tuple[str
         counts = [sum(1 for k in keys if choices["router"][k] == r) for r in routes]
     else:
         counts = [1] * len(routes)
+        notes.append("random: uniform route shares (no router to copy shares from)")
     rng = random.Random(cfg.seed)
     choices["random"] = dict(zip(keys, rng.choices(routes, weights=counts, k=len(keys)) if sum(counts) else
                                  [routes[0]] * len(keys)))
@@ -856,7 +880,7 @@ def plot_cost_quality(report: dict, path: Path) -> None:
         ax.set_ylabel(metric)
         ax.set_xlim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
     for ax in list(axes.flat)[len(scopes):]:
         ax.axis("off")
     fig.tight_layout()
