@@ -160,13 +160,10 @@ def demo(kb_dir, route, llm_spec):
 
 def _register_optional() -> None:
     """Commands owned by other modules; each module keeps heavy imports inside its functions."""
-    try:
-        from training.cmd_router import COMMANDS
-    except ModuleNotFoundError as e:  # pragma: no cover - during development only
-        if e.name != "training.cmd_router":
-            raise
-        return
-    for cmd in COMMANDS:
+    from training.cmd_benchmark import COMMANDS as benchmark_commands
+    from training.cmd_router import COMMANDS as router_commands
+
+    for cmd in (*router_commands, *benchmark_commands):
         main.add_command(cmd)
 
 
