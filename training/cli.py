@@ -44,7 +44,7 @@ def llm_option(f):
 
 
 @main.command()
-@click.argument("sources", nargs=-1, required=True)
+@click.argument("sources", nargs=-1)
 @click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
 @click.option("--summaries", type=click.Choice(["extractive", "llm", "none"]), default="extractive", show_default=True,
               help="summary layer over chunk clusters (extractive costs no LLM tokens)")
@@ -58,7 +58,10 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
     from hierarchy.kb import KnowledgeBase
     from hierarchy.sources import load_documents
 
+    if not sources and not delete_ids and not rebuild:
+        raise click.UsageError("give SOURCES to add, --delete DOC_ID to remove, or --rebuild")
     path = Path(kb_dir)
+    docs = [d for s in sources for d in load_documents(s)]  # before touching the KB: bad input writes nothing
     if (path / "manifest.json").exists():
         kb = KnowledgeBase.open(path)
     else:
@@ -66,8 +69,7 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
     if delete_ids:
         n = kb.delete(delete_ids)
         click.echo(f"deleted {n} chunks of {len(delete_ids)} documents", err=True)
-    docs = [d for s in sources for d in load_documents(s)]
-    report = kb.add(docs, show_progress=True)
+    report = kb.add(docs, show_progress=True) if docs else {}
     click.echo(f"{len(docs)} documents -> {report.get('added_chunks', 0)} new chunks "
                f"({report.get('duplicate_chunks', 0)} duplicates) in {report.get('seconds', 0):.1f}s; "
                f"KB holds {len(kb)} chunks", err=True)
