@@ -67,15 +67,16 @@ DECOMPOSE_SYSTEM = (
     "Split the question into sub-questions. Each sub-question asks ONE fact about ONE named "
     "thing, so one search answers it. A thing described through another (the director of film "
     "X, the father of Y, the performer of song Z) gets its own sub-question first. Write #q1 "
-    "where the answer of q1 goes and list q1 in depends_on. A question about one named thing "
-    "stays one sub-question. Never add a sub-question that only compares answers."
+    "where the answer of q1 goes and list q1 in depends_on. Only a question about one named "
+    "thing stays one sub-question; otherwise no sub-question repeats the whole question. Never "
+    "add a sub-question that only compares answers."
 )
 
 _DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
     ("Who wrote the novel Dracula?", [("q1", "Who wrote the novel Dracula?", [])]),
     ("What is the date of birth of the performer of song Hello?",
      [("q1", "Who is the performer of song Hello?", []), ("q2", "What is the date of birth of #q1?", ["q1"])]),
-    ("Who was born first, Ann Lee or Tom Ford?",
+    ("Who is older, Ann Lee or Tom Ford?",
      [("q1", "When was Ann Lee born?", []), ("q2", "When was Tom Ford born?", [])]),
     ("Are Lake Tana and Lake Bled in the same country?",
      [("q1", "In which country is Lake Tana?", []), ("q2", "In which country is Lake Bled?", [])]),
@@ -105,13 +106,14 @@ def decompose_messages(question: str) -> list[dict]:
 
 
 def decompose_retry_messages(question: str, bad_reply: str, problems: list[str]) -> list[dict]:
-    """The regeneration after an invalid plan (cycle, dangling id): the error is stated."""
-    return decompose_messages(question) + [
-        {"role": "assistant", "content": bad_reply},
-        {"role": "user", "content": "That plan is invalid: " + "; ".join(problems) + ". Write the plan again: "
-                                    "ids q1, q2, ... in order, and each sub-question may only depend on "
-                                    "EARLIER ids that exist."},
-    ]
+    """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
+    model loses the question in a multi-turn correction (it re-plans the few-shot questions),
+    so the same single-turn prompt is sent again with the earlier plan and its error stated."""
+    msgs = decompose_messages(question)
+    msgs[-1] = {"role": "user", "content": (
+        f"Question: {question}\n(An earlier plan for this question was wrong: {'; '.join(problems)}. "
+        f"Each sub-question may only depend on earlier ids. Earlier plan: {bad_reply})")}
+    return msgs
 
 
 def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:

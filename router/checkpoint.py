@@ -46,6 +46,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shipped checkpoint must be readable by all
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -32,10 +32,10 @@ class RouterConfig:
     embed_dim: int = field(default=384, metadata={"help": "query embedding width (MiniLM-L6: 384)"})
     features: tuple[str, ...] = field(default=("specificity", "length", "qword", "entities", "comparison"),
                                       metadata={"help": "cheap features appended to the embedding (router.features)"})
-    hidden: tuple[int, int] = field(default=(128, 32), metadata={
+    hidden: tuple[int, int] = field(default=(64, 16), metadata={
         "help": "widths of the two hidden layers (3 linear layers in all)"})
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
-    dropout: float = field(default=0.1, metadata={"help": "dropout after each hidden layer (training only)"})
+    dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (training only)"})
 
     @property
     def input_dim(self) -> int:

@@ -119,7 +119,7 @@ def test_retrieval_contexts_and_support_score():
     first_q, first_ex = kb.searches[0]
     second_q, second_ex = kb.searches[1]
     assert first_ex == set() and second_ex == {ctx[0].chunk_id}  # sampling without replacement
-    assert "Inception" in second_q  # second hop carries the first hits' titles
+    assert "Christopher Nolan" in second_q  # second hop carries the first hit's entities (the bridge)
     assert len({c.chunk_id for c in ctx}) == 2
     ids, text, n = context_of(ctx)
     assert sorted(ids) == ["inception", "nolan"] and n == 2

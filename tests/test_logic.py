@@ -208,6 +208,37 @@ def test_reflection_adds_a_node_that_gets_retrieved_and_solved():
     assert purposes(ans) == ["decompose", "step q1", "reflect 1", "step q2", "reflect 2", "answer"]
 
 
+def test_unknown_answer_is_asked_again_and_gets_new_chunks():
+    unknown = {"sufficient": False, "missing": [{"question": "When was #q1 born?", "depends_on": ["q1"]}]}
+    llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "unknown"}), unknown,
+                       step({"q3": "December 18, 1946"}), SUFFICIENT, "December 18, 1946"])
+    kb = FakeKB(CORPUS)
+    ans = answer_logic(CHAIN_Q, kb, llm)
+    assert ans.trace["reflection"][0]["added"] == ["q3"]
+    assert not set(node(ans, "q3")["chunk_ids"]) & set(node(ans, "q2")["chunk_ids"])  # moves forward
+    final = llm.calls[-1]["messages"][-1]["content"]
+    assert "unknown" not in final.split("Notes:")[1]  # unknown sub-answers are not notes
+
+
+def test_compare_only_node_is_dropped_and_whole_question_copy_moves_last():
+    with_compare = plan(("q1", "When was Ann Lee born?", []), ("q2", "When was Tom Ford born?", []),
+                        ("q3", "Who is older?", ["q1", "q2"]))
+    llm = ScriptedLLM([with_compare, step({"q1": "1936", "q2": "1961"}), SUFFICIENT, "Ann Lee"])
+    ans = answer_logic(COMPARE_Q, FakeKB(CORPUS), llm)
+    assert [n["id"] for n in ans.trace["dag"]["nodes"]] == ["q1", "q2"]
+    assert any("compare-only" in f for f in ans.flags)
+
+    # q1 repeats the question and the real first hop comes after it: the copy is moved last
+    copy = plan(("q1", CHAIN_Q, []), ("q2", "Who is the director of film Jaws?", ["q1"]))
+    llm = ScriptedLLM([copy, step({"q2": "Steven Spielberg"}), "When was Steven Spielberg born?",
+                       step({"q1": "1946"}), SUFFICIENT, "1946"])
+    kb = FakeKB(CORPUS)
+    ans = answer_logic(CHAIN_Q, kb, llm)
+    assert ans.trace["dag"]["edges"] == [["q2", "q1"]] and ans.trace["dag"]["ranks"] == [["q2"], ["q1"]]
+    assert node(ans, "q1")["rewritten"] == "When was Steven Spielberg born?" and "rewrite q1" in purposes(ans)
+    assert any("moved last" in f for f in ans.flags) and ans.text == "1946"
+
+
 def test_reflection_is_bounded_by_max_rounds():
     single = plan(("q1", "Who is the director of film Jaws?", []))
 

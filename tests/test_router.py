@@ -37,6 +37,15 @@ class TinyEmbedder:
 ROUTES = ("chunk", "logic")
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: one thread is fastest, and spares the shared CPU from spin-waiting."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def tiny_model(routes=ROUTES, dropout=0.5, features=ALL_FEATURES, dim=16) -> RouterMLP:
     torch.manual_seed(0)
     return RouterMLP(RouterConfig(routes=routes, embed_dim=dim, features=features, hidden=(8, 4), dropout=dropout))

@@ -72,11 +72,15 @@ def test_context_budget_and_no_llm_in_summary_context(kb):
     assert visited["summary_ids"] and visited["chunk_ids"]
     assert all(c.doc_id == "" for c in ctx if c.chunk_id in visited["summary_ids"])
     # Summary sentences already shown by a chunk are not repeated.
-    chunk_text = " ".join(c.text for c in ctx if c.doc_id)
+    layers = L.load_layers(kb)
+    shown = " ".join(" ".join(c.text.split()) for c in ctx if c.doc_id)
     for c in ctx:
         if not c.doc_id:
-            for s in c.text.split(". "):
-                assert s.split(": ", 1)[-1].strip(". ") not in chunk_text or len(s) < 20
+            for title, sentence in layers.nodes[c.chunk_id].units:
+                assert not (sentence in shown and sentence in c.text)
+    # The full context: summaries first, then chunks; and never an LLM anywhere.
+    kinds = [bool(c.doc_id) for c in ctx]
+    assert kinds == sorted(kinds)
 
 
 def test_start_level_and_collapsed(kb):

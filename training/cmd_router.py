@@ -244,6 +244,7 @@ def route(ctx, question, checkpoint, thresholds, as_json):
     q = check_question(question)
     router = load_router(checkpoint, embedder=_embedder(ctx))
     policy = Policy.load(thresholds) if thresholds else None
+    router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
     d = router.decide(q, policy)
     if as_json:
         click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": str(router.path)}, ensure_ascii=False))

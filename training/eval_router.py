@@ -97,17 +97,64 @@ def majority_route(train_rows: Sequence[dict], routes: Sequence[str]) -> str:
     return max(routes, key=lambda r: counts[r])  # ties -> the earlier (cheaper) route
 
 
-def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray) -> list[str]:
-    """Logistic regression on the router's own inputs (standardized): the linear baseline."""
+def logreg_fit_proba(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray,
+                     routes: Sequence[str]) -> np.ndarray:
+    """Logistic regression on the router's own inputs (standardized), the linear baseline:
+    (n, routes) class probabilities (0 for a route never seen in training)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    out = np.zeros((len(x_test), len(routes)))
     if len(set(y_train)) < 2:
-        return [y_train[0]] * len(x_test)
+        out[:, list(routes).index(y_train[0])] = 1.0
+        return out
     clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000, C=0.1))
     clf.fit(x_train, list(y_train))
-    return list(clf.predict(x_test))
+    for j, c in enumerate(clf.classes_):
+        out[:, list(routes).index(c)] = clf.predict_proba(x_test)[:, j]
+    return out
+
+
+def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray,
+                   routes: Sequence[str] | None = None) -> list[str]:
+    routes = list(routes or sorted(set(y_train)))
+    p = logreg_fit_proba(x_train, y_train, x_test, routes)
+    return [routes[i] for i in p.argmax(1)]
+
+
+def decisions_at_share(probs: np.ndarray, routes: Sequence[str], share: float, gated: str = "logic") -> list[str]:
+    """The threshold policy at a logic share: the top `share` by P(gated) go there, the
+    rest to the likelier other route (router.policy.decide with a calibrated threshold)."""
+    from router.policy import Policy, calibrate_share, decide
+
+    g = list(routes).index(gated)
+    t = calibrate_share(probs[:, g], share)
+    pol = Policy(kind="threshold", route=gated, threshold=t)
+    return [decide(dict(zip(routes, map(float, row))), pol) for row in probs]
+
+
+SHARES = (0.1, 0.2, 0.3, 0.5)
+
+
+def share_curve(probs: np.ndarray, rows: Sequence[dict], routes: Sequence[str], gated: str = "logic") -> dict:
+    """Label score and cost when a calibrated threshold sends 10/20/30/50% to `gated`: how
+    well P(gated) ranks the questions that need it (RouteLLM's quality-at-cost view)."""
+    out = {}
+    for s in SHARES:
+        m = routing_metrics(decisions_at_share(probs, routes, s, gated), rows, routes)
+        out[f"{s:.0%}"] = {"score": m["score"], "cost": m["cost"], "quality": m["quality"]}
+    return out
+
+
+def logic_auc(probs: np.ndarray, rows: Sequence[dict], routes: Sequence[str], gated: str = "logic") -> float | None:
+    """ROC AUC of P(gated) for 'the oracle route is gated'."""
+    from sklearn.metrics import roc_auc_score
+
+    y = [r["oracle"] == gated for r in rows]
+    if len(set(y)) < 2:
+        return None
+    return round(float(roc_auc_score(y, probs[:, list(routes).index(gated)])), 4)
 
 
 def evaluate_predictions(model, train_rows: Sequence[dict], x_train: np.ndarray, test_rows: Sequence[dict],
@@ -118,15 +165,20 @@ def evaluate_predictions(model, train_rows: Sequence[dict], x_train: np.ndarray,
     pred = [routes[i] for i in probs.argmax(1)]
     router = routing_metrics(pred, test_rows, routes)
     maj = majority_route(train_rows, routes)
+    lr_probs = logreg_fit_proba(x_train, [r["oracle"] for r in train_rows], x_test, routes)
     baselines = {
         f"majority ({maj})": _brief(routing_metrics([maj] * len(test_rows), test_rows, routes)),
-        "logreg": _brief(routing_metrics(logreg_predict(x_train, [r["oracle"] for r in train_rows], x_test),
-                                         test_rows, routes)),
+        "logreg": _brief(routing_metrics([routes[i] for i in lr_probs.argmax(1)], test_rows, routes)),
     }
     for r in routes:
         baselines[f"always {r}"] = _brief(routing_metrics([r] * len(test_rows), test_rows, routes))
     baselines["oracle"] = _brief(routing_metrics([r["oracle"] for r in test_rows], test_rows, routes))
-    return {"router": router, "baselines": baselines}
+    out = {"router": router, "baselines": baselines}
+    if "logic" in routes and len(test_rows):
+        out["logic_auc"] = {"router": logic_auc(probs, test_rows, routes), "logreg": logic_auc(lr_probs, test_rows, routes)}
+        out["share_curve"] = {"router": share_curve(probs, test_rows, routes),
+                              "logreg": share_curve(lr_probs, test_rows, routes)}
+    return out
 
 
 # ---------------------------------------------------------------- speed
@@ -258,6 +310,12 @@ def format_report(rep: dict) -> str:
         for b, bm in s.get("baselines", {}).items():
             lines.append(f"    {b:<22} acc {bm['accuracy']:.3f}  macro-F1 {bm['macro_f1']:.3f}  "
                          f"quality {bm['quality']:.3f}  score {bm['score']:.3f}")
+        if "logic_auc" in s:
+            a = s["logic_auc"]
+            lines.append(f"    AUC of P(logic) for 'oracle = logic': router {a['router']}  logreg {a['logreg']}")
+            for who, curve in s["share_curve"].items():
+                lines.append(f"    {who:<7} score/cost at logic share " + "  ".join(
+                    f"{k}: {v['score']:.3f}/{v['cost']:.0f}" for k, v in curve.items()))
         if name == "overall":
             cm = m["confusion"]
             lines.append(f"    confusion (rows oracle, cols decision) {cm['rows_oracle_cols_pred']}: {cm['matrix']}")

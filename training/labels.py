@@ -14,9 +14,13 @@ Scorers
     * chunk   = top-k search on the question (k=3, as the chunk route does);
     * summary = `engine.routes.summary.summary_context(question, kb, k=k)`;
     * logic   = a proxy of the DAG's retrieval: top-k for the question, then a second hop
-      whose query is the question + the titles of the first hits (the bridge entities a
-      sub-question would name once the first hop is answered), searched with the first hits
-      excluded (LogicRAG's sampling without replacement); context = the union (2k chunks).
+      whose query is the question + up to 8 entity-like spans of the first hits' texts that
+      the question does not name (the bridge entities a sub-question would carry once the
+      first hop is answered), searched with the first hits excluded (LogicRAG's sampling
+      without replacement); context = the union (2k chunks). Supporting recall measured
+      (first 400 questions, KB = their passages): HotpotQA top-3 0.68, this proxy 0.80,
+      titles-only second hop 0.77, plain top-6 0.80; 2Wiki top-3 0.61, this proxy 0.74,
+      titles-only 0.64, plain top-6 0.66: the bridge entities, not the extra width, help.
   Because the logic context is a superset of the chunk context, logic can only tie or win on
   score; the cost term below is what sends a question to chunk when the second hop adds
   nothing. Costs here are nominal tokens per route (router.policy.NOMINAL_TOKENS) plus the
@@ -183,10 +187,23 @@ def support_score(q: "Question", doc_ids: Iterable[str], text: str, kb=None) -> 
     return float(any(g and _norm(g) and _norm(g) in t for g in q.answers))
 
 
+HOP_ENTITIES = 8  # bridge-entity candidates appended to the second-hop query
+
+
 def hop_query(question: str, first: Sequence) -> str:
-    """The second-hop query: the question + the titles of the first hits."""
-    titles = list(dict.fromkeys(c.title for c in first if c.title))
-    return question + " " + " ".join(titles) if titles else question
+    """The second-hop query: the question + up to HOP_ENTITIES entity-like spans
+    (capitalized runs) of the first hits' texts that the question does not name yet: the
+    bridge entities a LogicRAG sub-question would carry once the first hop is answered."""
+    from router.features import _SPAN
+
+    low = question.lower()
+    spans: list[str] = []
+    for c in first:
+        for m in _SPAN.findall(c.text or ""):
+            m = m.strip()
+            if len(m) > 2 and m.lower() not in low and m not in spans:
+                spans.append(m)
+    return (question + " " + " ".join(spans[:HOP_ENTITIES])).strip()
 
 
 def logic_proxy_context(question: str, kb, k: int = 3, vectors: dict | None = None) -> list:

@@ -34,13 +34,13 @@ from router.features import ALL_FEATURES
 class TrainConfig:
     """Router training settings (generalist defaults; `specialist_config` lowers lr/epochs)."""
 
-    hidden: tuple[int, int] = field(default=(128, 32), metadata={"help": "widths of the two hidden layers"})
+    hidden: tuple[int, int] = field(default=(64, 16), metadata={"help": "widths of the two hidden layers"})
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
-    dropout: float = field(default=0.2, metadata={"help": "dropout after each hidden layer (off at inference)"})
+    dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (off at inference)"})
     features: tuple[str, ...] = field(default=ALL_FEATURES, metadata={
         "help": "cheap features appended to the embedding; () = embedding only"})
-    lr: float = field(default=2e-3, metadata={"help": "AdamW learning rate"})
-    weight_decay: float = field(default=1e-3, metadata={"help": "AdamW weight decay"})
+    lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate"})
+    weight_decay: float = field(default=1e-2, metadata={"help": "AdamW weight decay"})
     batch_size: int = field(default=64, metadata={"help": "questions per step"})
     max_epochs: int = field(default=80, metadata={"help": "upper bound on epochs (early stopping usually ends sooner)"})
     patience: int = field(default=15, metadata={"help": "epochs without validation improvement before stopping"})
@@ -56,8 +56,10 @@ class TrainConfig:
 
 
 def specialist_config(**overrides) -> TrainConfig:
-    """Fine-tuning defaults: 10x lower learning rate, few epochs, short patience."""
-    return replace(TrainConfig(lr=2e-4, max_epochs=25, patience=8, tau_start=0.5, val_frac=0.2), **overrides)
+    """Fine-tuning defaults: 3x lower learning rate on small batches (a target set has a few
+    hundred questions), at most 40 epochs, short patience, a cooler Gumbel start."""
+    return replace(TrainConfig(lr=1e-4, batch_size=16, max_epochs=40, patience=10, tau_start=0.5, val_frac=0.2),
+                   **overrides)
 
 
 # ---------------------------------------------------------------- label rows -> arrays
@@ -166,8 +168,10 @@ def _quiet_lightning() -> None:
 
 
 def fit(model, x_train: np.ndarray, t_train: np.ndarray, x_val: np.ndarray, t_val: np.ndarray,
-        o_val: np.ndarray, cfg: TrainConfig, progress: bool = False) -> dict:
+        o_val: np.ndarray, cfg: TrainConfig, progress: bool = False, keep_initial: bool = False) -> dict:
     """Train `model` in place with Lightning; it ends holding the best-validation weights.
+    keep_initial: the starting weights compete too (epoch -1), so fine-tuning never ends
+    worse on validation than the generalist it started from.
     Returns the history {epochs_run, best_epoch, best, curve}."""
     import lightning as L
     import torch
@@ -228,6 +232,16 @@ def fit(model, x_train: np.ndarray, t_train: np.ndarray, x_val: np.ndarray, t_va
     train_dl = DataLoader(TensorDataset(torch.from_numpy(x_train), torch.from_numpy(t_train)),
                           batch_size=cfg.batch_size, shuffle=True, generator=g, num_workers=0)
     keep = KeepBest()
+    if keep_initial and has_val:
+        with torch.no_grad():
+            model.eval()
+            pred = model(torch.from_numpy(x_val)).argmax(-1).numpy()
+        q0 = float(t_val[np.arange(len(pred)), pred].mean())
+        a0 = float((pred == o_val).mean())
+        keep.best, keep.best_epoch = (q0 if monitor == "val_quality" else a0), -1
+        keep.state = copy.deepcopy(model.state_dict())
+        keep.curve.append({"epoch": -1, "val_quality": round(q0, 4), "val_acc": round(a0, 4),
+                           "train_loss": None, "tau": None})
     callbacks = [keep]
     val_dl = None
     if has_val:
@@ -372,7 +386,7 @@ def train_specialist(from_ckpt: str | Path, label_files: Sequence[str | Path], o
 
     before = routing_metrics(_argmax_routes(base, x_test, routes), test_rows, routes)
     model = copy.deepcopy(base)  # keeps the generalist's input normalization: same input space
-    history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress)
+    history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress, keep_initial=True)
     after = routing_metrics(_argmax_routes(model, x_test, routes), test_rows, routes)
 
     card = {k: v for k, v in base_card.items() if k not in ("format", "config", "routes", "created")}
@@ -387,6 +401,8 @@ def train_specialist(from_ckpt: str | Path, label_files: Sequence[str | Path], o
         "history": {k: v for k, v in history.items() if k != "curve"}, "curve": history["curve"],
         "seconds": round(time.perf_counter() - t0, 1),
     }
+    card["validation"] = _summary(routing_metrics(_argmax_routes(model, x[va], routes), [pool[i] for i in va], routes)) \
+        if len(va) else {}
     card["heldout"] = {"target": {"n": len(test_rows), "source": [str(p) for p in eval_files] or
                                   f"stratified {holdout_frac:.0%} of the labels (seed {cfg.seed + 1})",
                                   "generalist": _summary(before), "specialist": _summary(after)}}

@@ -22,6 +22,7 @@ Every fallback is visible in trace["flags"].
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
@@ -167,14 +168,14 @@ def _decompose(st: _State) -> list[D.SubQuestion]:
     except StructuredOutputError as e:
         flag(st.trace, f"decomposition malformed after retry ({e}): one-node DAG (chunk-route behaviour)")
         return _one_node(st)
-    nodes = _parse_plan(c.data)
+    nodes = _drop_compare_only(st, _parse_plan(c.data))
     problems = D.plan_problems(nodes)
     if problems:
         flag(st.trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = _call(st, P.decompose_retry_messages(st.question, c.text, problems), purpose="decompose-retry",
                        schema=schema, max_tokens=DECOMPOSE_MAX_TOKENS)
-            nodes2 = _parse_plan(c2.data)
+            nodes2 = _drop_compare_only(st, _parse_plan(c2.data))
         except StructuredOutputError as e:
             flag(st.trace, f"regenerated plan malformed ({e}): repairing the first plan")
             nodes2 = nodes
@@ -184,7 +185,46 @@ def _decompose(st: _State) -> list[D.SubQuestion]:
             nodes2, dropped = D.repair(nodes2)
             flag(st.trace, "plan still invalid after regeneration, repaired: " + "; ".join(dropped))
         nodes = nodes2
+    return _move_copies_last(st, nodes)
+
+
+def _drop_compare_only(st: _State, nodes: list[D.SubQuestion]) -> list[D.SubQuestion]:
+    """Drop a leaf that depends on 2+ answers without using any of them in its text ("Who is
+    older?"): it has nothing to retrieve; the final answer does the comparison."""
+    used = {d for n in nodes for d in D.all_refs(n)}
+    keep = [n for n in nodes if not (len(n.depends_on) >= 2 and not D.placeholders(n.question) and n.id not in used)]
+    if len(keep) < len(nodes) and keep:
+        flag(st.trace, "compare-only sub-question dropped: " + ", ".join(n.id for n in nodes if n not in keep))
+        return keep
     return nodes
+
+
+def _is_copy(question: str, sub: str) -> bool:
+    """`sub` says the same as `question` (>= 90% of the words of each, counted with repeats)."""
+    a, b = Counter(_norm(question).split()), Counter(_norm(sub).split())
+    common = sum((a & b).values())
+    return bool(a) and common >= 0.9 * sum(a.values()) and common >= 0.9 * sum(b.values())
+
+
+def _move_copies_last(st: _State, nodes: list[D.SubQuestion]) -> list[D.SubQuestion]:
+    """The small model's usual failure: q1 repeats the whole question and the real first hop
+    comes after it ("q1: seat of the county where X is? q2: county where X is? (needs q1)").
+    A regeneration does not fix it (measured), so the copy becomes the LAST node, depending on
+    the others: it is then rewritten with their answers and retrieved for as the final hop."""
+    copies = [n for n in nodes if _is_copy(st.question, n.question)] if len(nodes) > 1 else []
+    if not copies or len(copies) == len(nodes):
+        return nodes
+    c = copies[0]
+    rest = [n for n in nodes if n is not c]
+    for n in rest:
+        n.depends_on = [d for d in n.depends_on if d != c.id]
+    used = {d for n in rest for d in n.depends_on}
+    c.depends_on = [n.id for n in rest if n.id not in used]  # the sinks of the rest
+    c.question = " ".join(D._PLACEHOLDER.sub("that", c.question).split())
+    fixed, dropped = D.repair(rest + [c])
+    flag(st.trace, f"{c.id} repeated the whole question: moved last, after {', '.join(c.depends_on)}"
+         + (f" ({'; '.join(dropped)})" if dropped else ""))
+    return fixed
 
 
 def _add_nodes(st: _State, nodes: list[D.SubQuestion]) -> None:
@@ -222,7 +262,9 @@ def _rewrite(st: _State, n: D.SubQuestion, g) -> None:
     answers = {p: st.nodes[p].answer or "" for p in parents}
     refs = D.placeholders(n.question)
     if refs:
-        values = {i: st.nodes[i].answer or st.nodes[i].question for i in refs if i in st.nodes}
+        # an unknown parent answer is replaced by what it asked for: better retrieval than "unknown"
+        values = {i: _known(st.nodes[i]) or (st.nodes[i].rewritten or st.nodes[i].question).rstrip("?")
+                  for i in refs if i in st.nodes}
         n.rewritten, n.rewrite = " ".join(D.substitute(n.question, values).split()), "placeholder"
         if all(p in refs for p in parents):
             return
@@ -319,7 +361,10 @@ def _reflect_loop(st: _State) -> None:
 
 
 def _new_nodes(st: _State, missing: list[dict]) -> list[D.SubQuestion]:
-    asked = {_norm(n.question) for n in st.nodes.values()} | {_norm(n.rewritten or "") for n in st.nodes.values()}
+    # a question already answered is not asked again; one answered "unknown" may be: sampling
+    # without replacement makes the repeat retrieve new chunks (the paper's reason for it)
+    answered = [n for n in st.nodes.values() if _known(n)]
+    asked = {_norm(n.question) for n in answered} | {_norm(n.rewritten or "") for n in answered}
     room = MAX_NODES - len(st.nodes)
     out: list[D.SubQuestion] = []
     for m in missing:
@@ -356,12 +401,12 @@ def _final_answer(st: _State) -> str:
             context += "\n" + P.format_passages(pending)
     else:
         context = P.format_passages(_dedup(st.raw))
-    notes = "\n".join(f"{n.rewritten or n.question} {n.answer}" for n in _ordered(st) if n.answer)
+    notes = "\n".join(f"{n.rewritten or n.question} {n.answer}" for n in _ordered(st) if _known(n))
     try:
         c = _call(st, P.answer_messages(st.question, context, notes), purpose="answer",
                   max_tokens=ANSWER_MAX_TOKENS, final=True)
     except LLMError as e:
-        answered = [n for n in _ordered(st) if n.answer]
+        answered = [n for n in _ordered(st) if _known(n)]
         if not answered:
             raise
         flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
@@ -409,6 +454,15 @@ def _clean(text: str) -> str:
     line = _first_line(text)
     line = re.sub(r"^(answer|a)\s*:\s*", "", line, flags=re.I)
     return line.rstrip(".").strip()
+
+
+_UNKNOWN = re.compile(r"\b(unknown|not (mentioned|provided|stated|given|specified)|no information|n/a)\b", re.I)
+
+
+def _known(n: D.SubQuestion) -> str:
+    """The node's answer, or "" when it has none or said it does not know."""
+    a = (n.answer or "").strip()
+    return "" if not a or _UNKNOWN.search(a) else a
 
 
 def _norm(text: str) -> str:
