@@ -74,7 +74,8 @@ def _default_llm() -> str:
 @click.option("--llm", "llm_spec", default=None, help="LLM for the answer scorer [default: $LOGICROUTE_LLM or local]")
 @click.option("--build-kb", is_flag=True,
               help="when --kb holds no KB, build it from the passages of the questions read "
-                   "(with summary layers, extractive, when 'summary' is a route)")
+                   "(with --stride: of every question in the span read), with extractive summary "
+                   "layers when 'summary' is a route")
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
 def label(ctx, data, kb_dir, out, scorer, n, offset, stride, routes, metric, k, lam, tau, llm_spec, build_kb, no_cache):

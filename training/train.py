@@ -175,12 +175,24 @@ def fit(model, x_train: np.ndarray, t_train: np.ndarray, x_val: np.ndarray, t_va
     Returns the history {epochs_run, best_epoch, best, curve}."""
     import lightning as L
     import torch
+
+    _quiet_lightning()
+    # Process-wide torch settings changed here are put back afterwards (library callers).
+    prev_threads, prev_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(max(1, cfg.threads))
+    try:
+        return _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg, progress, keep_initial)
+    finally:
+        torch.set_num_threads(prev_threads)
+        torch.use_deterministic_algorithms(prev_det)
+
+
+def _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfig, progress: bool,
+         keep_initial: bool) -> dict:
     from torch.utils.data import DataLoader, TensorDataset
 
     from router.model import anneal_tau, gumbel_routing_loss
 
-    _quiet_lightning()
-    torch.set_num_threads(max(1, cfg.threads))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     has_val = len(x_val) > 0
     monitor = "val_quality" if cfg.monitor == "quality" else "val_acc"

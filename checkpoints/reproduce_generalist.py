@@ -1,0 +1,86 @@
+"""Rebuild the data behind checkpoints/generalist.ckpt (KBs + retrieval labels), then print
+the training and evaluation commands. Run from the repository root:
+
+    .venv/bin/python checkpoints/reproduce_generalist.py            # KBs + labels under runs/router/
+    .venv/bin/logicroute train generalist --labels 'runs/router/labels/*_train.jsonl' \
+        --eval-labels 'runs/router/labels/*_test.jsonl' --out checkpoints/generalist.ckpt
+    .venv/bin/logicroute eval-router --labels 'runs/router/labels/*_test.jsonl' --json runs/router/eval.json
+
+Per data set (../shared/data): the first N questions (SQuAD: every 26th question, so the
+sample spans all 48 articles instead of the first two), KB = the passages of exactly those
+questions (the data README's corpus rule) with extractive summary layers (no LLM), labels
+from the LLM-free `retrieval` scorer for chunk, summary and logic; the first 80% of each
+set's questions are training labels, the last 20% held out.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SETS = [  # name, file under shared/data, questions, stride
+    ("nq", "nq/nq_open_oracle_2655.jsonl.gz", 400, 1),
+    ("squad", "squad/squad_v1.1_dev.json", 400, 26),
+    ("hotpotqa", "hotpotqa/hotpotqa_dev500.jsonl", 400, 1),
+    ("2wiki", "2wikimultihopqa/2wiki_train500.json", 400, 1),
+    ("musique", "musique/musique_200.jsonl", 200, 1),
+]
+HOLDOUT = 0.2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--out", default=str(ROOT / "runs" / "router"))
+    ap.add_argument("--only", nargs="*", help="data set names to do (default: all)")
+    ap.add_argument("--routes", default="chunk,summary,logic")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    torch.set_num_threads(1)  # a shared 2-core machine: one thread avoids oversubscription stalls
+
+    from engine.embedder import get_embedder
+    from hierarchy.documents import Document
+    from hierarchy.kb import KnowledgeBase
+    from hierarchy.layers import build_layers, load_layers
+    from training.labels import LabelConfig, label_questions, select_questions
+
+    emb = get_embedder()
+    out = Path(args.out)
+    routes = tuple(args.routes.split(","))
+    cfg = LabelConfig(scorer="retrieval", routes=routes, k=3, lam=0.1, tau=0.1)
+    for name, rel, n, stride in SETS:
+        if args.only and name not in args.only:
+            continue
+        t0 = time.perf_counter()
+        qs, ds = select_questions(Path(args.data) / rel, n=n, stride=stride)
+        if stride > 1:  # the span read holds other questions' paragraphs: keep those of the questions taken
+            keep = {s for q in qs for s in q.supporting}
+            passages = [p for p in ds.passages if p.id in keep]
+        else:
+            passages = ds.passages
+        kb_dir = out / "kb" / name
+        if (kb_dir / "manifest.json").exists():
+            kb = KnowledgeBase.open(kb_dir, emb)
+        else:
+            kb = KnowledgeBase.create(kb_dir, emb)
+            kb.add([Document(id=p.id, title=p.title, text=p.text) for p in passages], show_progress=True)
+        if "summary" in routes and load_layers(kb) is None:
+            build_layers(kb, summarizer="extractive", show_progress=True)
+        cut = int(round(len(qs) * (1 - HOLDOUT)))
+        idx = [i * stride for i in range(len(qs))]
+        for part, sl in (("train", slice(0, cut)), ("test", slice(cut, None))):
+            res = label_questions(qs[sl], kb, out / "labels" / f"{name}_{part}.jsonl", cfg, indices=idx[sl])
+            print(f"{name} {part}: {res}", file=sys.stderr)
+        print(f"{name}: {len(qs)} questions, {len(passages)} passages, {len(kb)} chunks, "
+              f"{time.perf_counter() - t0:.0f}s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
