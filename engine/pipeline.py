@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from engine.errors import LogicRouteError, StructuredOutputError
 from engine.llm import DEFAULT_LLM, LLM, call_llm, flag
+from engine.prompts import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes.common import check_question
 from engine.types import Answer, Usage
 
@@ -98,26 +99,6 @@ _UNKNOWN_PHRASE = re.compile(
     r"can't (answer|determine)|unable to (answer|determine)|i (do not|don't) know|does not (say|mention|specify))",
     re.IGNORECASE)
 
-SELF_CHECK_SCHEMA = {
-    "type": "object",
-    "properties": {"answered": {"type": "boolean"}},
-    "required": ["answered"],
-    "additionalProperties": False,
-}
-# Kept here (not engine/prompts.py) while escalation is new; one system line + two few-shots
-# so the small local model learns both outcomes.
-SELF_CHECK_SYSTEM = (
-    "You check an answer. Say whether the passages state the fact that answers the question, so "
-    'that the proposed answer is supported by them. Reply with JSON: {"answered": true} or {"answered": false}.'
-)
-_SELF_CHECK_FEWSHOT = [
-    {"role": "user", "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
-                                "Question: In which city was Marie Curie born?\nProposed answer: Warsaw"},
-    {"role": "assistant", "content": '{"answered": true}'},
-    {"role": "user", "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
-                                "Question: When was the director of Inception born?\nProposed answer: 2010"},
-    {"role": "assistant", "content": '{"answered": false}'},
-]
 SELF_CHECK_MAX_TOKENS = 12
 
 
@@ -131,11 +112,6 @@ def looks_unanswered(text: str) -> str | None:
     if len(t.split()) <= 25 and _UNKNOWN_PHRASE.search(t):
         return f"answer says the passages do not answer it ({t[:80]!r})"
     return None
-
-
-def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
-    body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
-    return [{"role": "system", "content": SELF_CHECK_SYSTEM}, *_SELF_CHECK_FEWSHOT, {"role": "user", "content": body}]
 
 
 # ---------------------------------------------------------------------------- the pipeline

@@ -2,6 +2,8 @@
 (Qwen2.5-Coder-1.5B): few-shot, answer-only, yes/no only for yes/no questions."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from engine.types import RetrievedChunk
 
 # ---------------------------------------------------------------- answering (chunk/summary/final)
@@ -306,3 +308,61 @@ def summary_messages(passages: list[str], max_words: int) -> list[dict]:
     body += (f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
              "and numbers.\nSummary:")
     return [{"role": "system", "content": SUMMARY_SYSTEM}, *SUMMARY_FEWSHOT, {"role": "user", "content": body}]
+
+
+# --- escalation self-check (engine/pipeline.py) ------------------------------------------------
+
+SELF_CHECK_SCHEMA = {
+    "type": "object",
+    "properties": {"answered": {"type": "boolean"}},
+    "required": ["answered"],
+    "additionalProperties": False,
+}
+# One system line + two few-shots so the small local model learns both outcomes.
+SELF_CHECK_SYSTEM = (
+    "You check an answer. Say whether the passages state the fact that answers the question, so "
+    'that the proposed answer is supported by them. Reply with JSON: {"answered": true} or {"answered": false}.'
+)
+_SELF_CHECK_FEWSHOT = [
+    {"role": "user", "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
+                                "Question: In which city was Marie Curie born?\nProposed answer: Warsaw"},
+    {"role": "assistant", "content": '{"answered": true}'},
+    {"role": "user", "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
+                                "Question: When was the director of Inception born?\nProposed answer: 2010"},
+    {"role": "assistant", "content": '{"answered": false}'},
+]
+
+def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
+    body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
+    return [{"role": "system", "content": SELF_CHECK_SYSTEM}, *_SELF_CHECK_FEWSHOT, {"role": "user", "content": body}]
+
+
+# --- the LLM as router (a baseline of the benchmark and of eval-router) ---------------------------
+
+ROUTE_HELP = {
+    "chunk": "one search, then one answer: for a question about one fact of one named thing",
+    "summary": "starts from summaries of topics: for a broad question about a topic's overview",
+    "logic": "splits the question into steps answered in order: for questions that chain facts "
+             "(the director of the film that ...) or compare two things",
+}
+_ROUTER_EXAMPLES = [("Who wrote the novel Dracula?", "chunk"),
+                    ("When was the director of film Jaws born?", "logic"),
+                    ("What are the main themes across these reports?", "summary"),
+                    ("Who was born first, Ann Lee or Tom Ford?", "logic")]
+
+
+def llm_router_messages(question: str, routes: Sequence[str]) -> list[dict]:
+    lines = "\n".join(f"- {r}: {ROUTE_HELP[r]}" for r in routes)
+    system = ("You choose how a question-answering system answers a question from a document "
+              f"collection. The routes:\n{lines}\nReply with JSON: {{\"route\": one of {list(routes)}}}.")
+    msgs = [{"role": "system", "content": system}]
+    for q, r in _ROUTER_EXAMPLES:
+        if r in routes:
+            msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _json.dumps({"route": r})}]
+    msgs.append({"role": "user", "content": f"Question: {question}"})
+    return msgs
+
+
+def llm_router_schema(routes: Sequence[str]) -> dict:
+    return {"type": "object", "properties": {"route": {"type": "string", "enum": list(routes)}},
+            "required": ["route"], "additionalProperties": False}

@@ -70,8 +70,6 @@ def _pct(xs: list[float], p: float) -> float:
 
 def run_bench(data: str | Path = DEFAULT_DATA, *, limit: int | None = None, n_queries: int = 200, k: int = 3,
               batch_size: int = 64, sandwich: bool = True, log=print) -> dict:
-    import numpy as np
-
     data = Path(data)
     tmp = Path(tempfile.mkdtemp(prefix="logicroute-bench-"))
     old_env = os.environ.get("LOGICROUTE_CACHE_DIR")

@@ -17,29 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-# The LLM-as-router baseline's prompt (kept here, beside its only user; the lead may move it
-# into engine/prompts.py). Short and concrete for the small local model.
-LLM_ROUTER_SYSTEM = (
-    "You choose how a question-answering system answers a question from a document collection. "
-    "Routes:\n"
-    "- chunk: one search for passages, then answer. For single-hop questions about one fact of one entity.\n"
-    "- summary: start from topic summaries, then passages. For broad questions that need an overview of a topic.\n"
-    "- logic: split the question into sub-questions and answer them step by step. For multi-hop questions "
-    "that chain facts (\"the director of the film that...\") or compare two entities.\n"
-    "Reply with JSON only: {\"route\": \"<one of the routes>\"}."
-)
-
-
-def router_schema(routes: Sequence[str]) -> dict:
-    return {"type": "object", "properties": {"route": {"type": "string", "enum": list(routes)}},
-            "required": ["route"], "additionalProperties": False}
-
-
-def llm_router_messages(question: str, routes: Sequence[str]) -> list[dict]:
-    allowed = ", ".join(routes)
-    return [{"role": "system", "content": LLM_ROUTER_SYSTEM},
-            {"role": "user", "content": f"Allowed routes: {allowed}.\nQuestion: {question}\nJSON:"}]
-
+from engine.prompts import llm_router_messages, llm_router_schema
 
 # ---------------------------------------------------------------- metrics
 
@@ -242,7 +220,7 @@ def llm_route_baseline(llm, rows: Sequence[dict], routes: Sequence[str]) -> dict
     for r in rows:
         t0 = time.perf_counter()
         try:
-            c = llm.chat(llm_router_messages(r["question"], routes), schema=router_schema(routes), max_tokens=20)
+            c = llm.chat(llm_router_messages(r["question"], routes), schema=llm_router_schema(routes), max_tokens=20)
             choice = (c.data or {}).get("route")
             tokens += c.prompt_tokens + c.completion_tokens
         except LogicRouteError:
