@@ -193,7 +193,8 @@ def _mm(text: str, limit: int = 80) -> str:
     text = " ".join(str(text).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    # '#' first: the other escapes introduce it ('#q1' placeholders of unsolved nodes stay literal)
+    return text.replace("#", "#35;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
 def trace_to_mermaid(trace: dict) -> str:

@@ -142,6 +142,16 @@ def test_comparison_same_rank_is_one_merged_retrieval_and_one_call():
     assert "Ann Lee" in kb.searches[0]["query"] and "Tom Ford" in kb.searches[0]["query"]
     assert purposes(ans) == ["decompose", "step q1,q2", "reflect 1", "answer"]
     assert ans.trace["dag"]["ranks"] == [["q1", "q2"]] and ans.trace["retrieval_rounds"] == 1
+    # the small model mis-compares dates: the order is computed and written into the notes
+    final = llm.calls[-1]["messages"][-1]["content"]
+    assert "When was Ann Lee born? 1936 (earlier date)" in final and "Tom Ford born? 1961 (later date)" in final
+
+
+def test_same_question_gets_a_same_or_different_note():
+    p = plan(("q1", "In which country was Ann Lee born?", []), ("q2", "In which country was Tom Ford born?", []))
+    llm = ScriptedLLM([p, step({"q1": "England", "q2": "United States"}), SUFFICIENT, "no"])
+    answer_logic("Were Ann Lee and Tom Ford born in the same country?", FakeKB(CORPUS), llm)
+    assert "The answers England and United States are different." in llm.calls[-1]["messages"][-1]["content"]
 
 
 def test_comparison_without_merging_is_one_retrieval_and_call_per_node():

@@ -62,6 +62,11 @@ class LogicConfig:
     max_prompt_tokens: int = field(default=12000, metadata={"help": "budget: prompt tokens per question"})
     max_seconds: float = field(default=300, metadata={"help": "budget: wall seconds per question"})
 
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.max_rounds < 0 or self.memory_words < 10 or self.max_llm_calls < 1:
+            raise ValueError(f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10 and "
+                             f"max_llm_calls >= 1 are required (got {self})")
+
     @classmethod
     def help(cls) -> dict[str, str]:
         return {f.name: f.metadata.get("help", "") for f in fields(cls)}
@@ -401,7 +406,7 @@ def _final_answer(st: _State) -> str:
             context += "\n" + P.format_passages(pending)
     else:
         context = P.format_passages(_dedup(st.raw))
-    notes = "\n".join(f"{n.rewritten or n.question} {n.answer}" for n in _ordered(st) if _known(n))
+    notes = _final_notes(st)
     try:
         c = _call(st, P.answer_messages(st.question, context, notes), purpose="answer",
                   max_tokens=ANSWER_MAX_TOKENS, final=True)
@@ -412,6 +417,57 @@ def _final_answer(st: _State) -> str:
         flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
         return answered[-1].answer or ""
     return _clean(c.text)
+
+
+def _final_notes(st: _State) -> str:
+    """Sub-answers as "question answer" lines. Comparisons (half of 2Wiki) fail on the small
+    model at the last step: it reads "born 1988" vs "born 1975" and picks the wrong one. So
+    sibling answers that are dates get an order label computed here (earlier / later), and
+    for a "same ...?" question a line says whether the sibling answers are the same."""
+    known = [n for n in _ordered(st) if _known(n)]
+    label: dict[str, str] = {}
+    extra: list[str] = []
+    by_rank: dict[int, list[D.SubQuestion]] = {}
+    for n in known:
+        by_rank.setdefault(n.rank, []).append(n)
+    for group in by_rank.values():
+        if len(group) < 2:
+            continue
+        dates = {n.id: _date_key(n.answer or "") for n in group}
+        if all(dates.values()) and len(set(dates.values())) == len(group):
+            order = sorted(group, key=lambda n: dates[n.id])
+            for j, n in enumerate(order):
+                label[n.id] = " (earliest date)" if j == 0 else " (latest date)" if j == len(order) - 1 else ""
+            if len(order) == 2:
+                label[order[0].id], label[order[1].id] = " (earlier date)", " (later date)"
+    m = re.search(r"\bsame (\w+)", st.question, re.I)
+    if m:
+        # only siblings that asked for the compared attribute ("same country" -> "In which country...")
+        attr = m.group(1).lower()[:6]
+        groups = [g for g in by_rank.values() if len(g) >= 2
+                  and all(attr in (n.rewritten or n.question).lower() for n in g)]
+        if groups:
+            vals = [_norm(n.answer or "") for n in groups[-1]]
+            same = len(set(vals)) == 1
+            extra.append("The answers " + " and ".join(n.answer or "" for n in groups[-1])
+                         + (" are the same." if same else " are different."))
+    lines = [f"{n.rewritten or n.question} {n.answer}{label.get(n.id, '')}" for n in known]
+    return "\n".join(lines + extra)
+
+
+_MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
+                                        "september", "october", "november", "december"], 1)}
+
+
+def _date_key(text: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a date written as '6 October 1988', 'February 27, 1975' or '1936'."""
+    t = text.lower()
+    years = re.findall(r"\b(1\d{3}|20\d{2})\b", t)
+    if not years:
+        return None
+    month = next((i for m, i in _MONTHS.items() if m in t or re.search(rf"\b{m[:3]}\b", t)), 0)
+    day = re.search(r"\b([0-3]?\d)(st|nd|rd|th)?\b(?!\d)", re.sub(r"\b(1\d{3}|20\d{2})\b", " ", t))
+    return int(years[-1]), month, int(day.group(1)) if day and month else 0
 
 
 # ---------------------------------------------------------------- helpers
