@@ -18,7 +18,7 @@ qa           Summary route vs chunk route (k=3) with the local LLM on the first 
                                questions; chunk vs summary (extractive layers).
                corpus "small": only the passages of the questions asked; chunk vs summary with
                                extractive layers vs summary with LLM-written layers (LLM
-                               summaries cost ~40 s per node on 2 cores, so they are built on
+                               summaries cost ~1 min per node on 2 idle cores, ~10 min on a busy one, so they are built on
                                this smaller corpus only).
 
     python -m training.bench_summary --out runs/bench_summary --parts build,qa --n-hotpot 30 --n-nq 30

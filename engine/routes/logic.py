@@ -393,10 +393,11 @@ def _new_nodes(st: _State, missing: list[dict]) -> list[D.SubQuestion]:
 
 def _final_answer(st: _State) -> str:
     cfg = st.cfg
-    if not st.raw:  # stopped before any retrieval: never answer from nothing
-        _retrieve(st, st.question, cfg.k)
+    if not any(_known(n) for n in st.nodes.values()) and st.question not in (s["query"] for s in st.trace["steps"]):
+        # stopped before any sub-answer: never answer from less than the chunk route would see
+        got = _retrieve(st, st.question, cfg.k)
         st.trace["steps"].append({"nodes": [], "rank": None, "query": st.question, "k": cfg.k,
-                                  "chunk_ids": [c.chunk_id for c in st.raw]})
+                                  "chunk_ids": [c.chunk_id for c in got]})
     if cfg.rolling_memory and st.memory:
         context = st.memory
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
