@@ -389,6 +389,12 @@ def update_after_change(kb: "KnowledgeBase", added_ids: Iterable[str], removed_i
                             cluster_size=meta.get("cluster_size", CLUSTER_SIZE), seed=meta.get("seed", 0))
     summarizer = meta["summarizer"]
     t0 = time.perf_counter()
+    have = layers.assignment()
+    rows = set(kb.chunk_ids)
+    added_ids = [c for c in dict.fromkeys(added_ids) if c in rows and c not in have]
+    removed_ids = [c for c in dict.fromkeys(removed_ids) if c in have]
+    if not added_ids and not removed_ids:
+        return {"mode": "unchanged", "seconds": round(time.perf_counter() - t0, 3), "llm_calls": 0, "total_tokens": 0}
     if summarizer == "llm" and llm is None:
         llm = _BUILD_LLMS.get(_key(kb))
         if llm is None:
