@@ -142,16 +142,32 @@ def test_comparison_same_rank_is_one_merged_retrieval_and_one_call():
     assert "Ann Lee" in kb.searches[0]["query"] and "Tom Ford" in kb.searches[0]["query"]
     assert purposes(ans) == ["decompose", "step q1,q2", "reflect 1", "answer"]
     assert ans.trace["dag"]["ranks"] == [["q1", "q2"]] and ans.trace["retrieval_rounds"] == 1
-    # the small model mis-compares dates: the order is computed and written into the notes
+    # the small model mis-compares dates: the comparison is computed and stated in the notes
     final = llm.calls[-1]["messages"][-1]["content"]
-    assert "When was Ann Lee born? 1936 (earlier date)" in final and "Tom Ford born? 1961 (later date)" in final
+    assert "so the answer is Ann Lee." in final and ans.trace["comparison"].startswith("Date comparison")
 
 
-def test_same_question_gets_a_same_or_different_note():
+def test_bridge_date_comparison_follows_the_dag_to_the_option():
+    p = plan(("q1", "Who is the director of film Jaws?", []), ("q2", "Who is the director of film Vertigo?", []),
+             ("q3", "When was #q1 born?", ["q1"]), ("q4", "When was #q2 born?", ["q2"]))
+    llm = ScriptedLLM([p, step({"q1": "Steven Spielberg", "q2": "Alfred Hitchcock"}),
+                       step({"q3": "December 18, 1946", "q4": "13 August 1899"}), SUFFICIENT, "Jaws"])
+    ans = answer_logic("Which film has the director born later, Jaws or Vertigo?", FakeKB(CORPUS), llm)
+    assert ans.trace["comparison"] == ("Date comparison: Jaws has the later date (December 18, 1946), "
+                                       "so the answer is Jaws.")
+
+
+def test_same_question_gets_a_computed_yes_or_no():
     p = plan(("q1", "In which country was Ann Lee born?", []), ("q2", "In which country was Tom Ford born?", []))
     llm = ScriptedLLM([p, step({"q1": "England", "q2": "United States"}), SUFFICIENT, "no"])
     answer_logic("Were Ann Lee and Tom Ford born in the same country?", FakeKB(CORPUS), llm)
-    assert "The answers England and United States are different." in llm.calls[-1]["messages"][-1]["content"]
+    assert ("The answers England and United States are different, so the answer is no."
+            in llm.calls[-1]["messages"][-1]["content"])
+    # no note when the sub-questions did not ask for the compared attribute
+    p = plan(("q1", "Who is Ann Lee?", []), ("q2", "Who is Tom Ford?", []))
+    llm = ScriptedLLM([p, step({"q1": "a singer", "q2": "a designer"}), SUFFICIENT, "no"])
+    ans = answer_logic("Were Ann Lee and Tom Ford born in the same country?", FakeKB(CORPUS), llm)
+    assert "comparison" not in ans.trace
 
 
 def test_comparison_without_merging_is_one_retrieval_and_call_per_node():
@@ -387,3 +403,48 @@ def test_logic_route_local_llm_two_hop(tmp_path):
     assert by_id[parent]["answer"] and by_id[parent]["answer"].lower() in by_id[child]["query"].lower(), dag
     assert "maren holt" in by_id[child]["query"].lower(), dag
     assert "vellmark" in ans.text.lower(), (ans.text, ans.trace)
+
+
+# ---------------------------------------------------------------- the benchmark script
+
+
+class _AutoLLM:
+    """Answers any logic-route schema with a fixed valid object (pipeline test, no model)."""
+
+    name = "fake:auto"
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        import json
+
+        from engine.types import Completion
+
+        props = (schema or {}).get("properties", {})
+        if "subquestions" in props:
+            data = plan(("q1", "Who is it?", []), ("q2", "Where is #q1?", ["q1"]))
+        elif "answers" in props:
+            data = {"answers": {i: "ans" for i in props["answers"]["required"]}}
+            if "memory" in props:
+                data["memory"] = "mem"
+        elif "sufficient" in props:
+            data = SUFFICIENT
+        else:
+            data = None
+        text = json.dumps(data) if data is not None else "x"
+        return Completion(text, 10, 2, 0.0, data=data, model=self.name)
+
+
+@pytest.mark.embedder
+@pytest.mark.shared_data
+def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
+    from training.bench_logic import main
+
+    kw = dict(systems=["chunk", "logic", "logic-no-merge"], datasets=["2wiki"], data_dir=shared_data,
+              llm=_AutoLLM(), show_progress=False)
+    report = main(1, tmp_path, **kw)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    main(1, tmp_path, **kw)  # resumed: nothing is run twice
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    o = report["datasets"]["2wiki"]["overall"]
+    assert o["chunk"]["llm_calls"] == 1 and o["logic"]["retrieval_rounds"] == 2
+    assert (tmp_path / "report.md").read_text().startswith("# Logic route benchmark")

@@ -30,6 +30,7 @@ from engine import dag as D
 from engine import prompts as P
 from engine.errors import LLMError, StructuredOutputError
 from engine.llm import LLM, Stopwatch, call_llm, flag
+from engine.routes.chunk import clean_answer
 from engine.routes.common import check_question
 from engine.types import Answer, RetrievedChunk, Usage
 
@@ -417,43 +418,81 @@ def _final_answer(st: _State) -> str:
             raise
         flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
         return answered[-1].answer or ""
-    return _clean(c.text)
+    return clean_answer(c.text)
 
 
 def _final_notes(st: _State) -> str:
-    """Sub-answers as "question answer" lines. Comparisons (half of 2Wiki) fail on the small
-    model at the last step: it reads "born 1988" vs "born 1975" and picks the wrong one. So
-    sibling answers that are dates get an order label computed here (earlier / later), and
-    for a "same ...?" question a line says whether the sibling answers are the same."""
+    """Sub-answers as "question answer" lines, plus a computed comparison line when one applies.
+
+    Why: comparisons are half of 2Wiki, and the small model fails them at the last step even
+    with both facts in hand (measured: "born 6 October 1988" vs "born February 27, 1975" ->
+    it names the younger one as older; "Indian" vs "Italian" -> "yes, same nationality"). Told
+    the conclusion in words it copies it. So for "A or B?" questions whose compared facts are
+    dates, and for "same X?" questions whose sub-questions asked for X, the comparison is
+    computed here and stated; it is recorded in trace["comparison"]."""
     known = [n for n in _ordered(st) if _known(n)]
-    label: dict[str, str] = {}
-    extra: list[str] = []
-    by_rank: dict[int, list[D.SubQuestion]] = {}
-    for n in known:
-        by_rank.setdefault(n.rank, []).append(n)
-    for group in by_rank.values():
-        if len(group) < 2:
+    lines = [f"{n.rewritten or n.question} {n.answer}" for n in known]
+    hint = _date_choice(st, known) or _same_check(st, known)
+    if hint:
+        st.trace["comparison"] = hint
+        lines.append(hint)
+    return "\n".join(lines)
+
+
+_EARLY = re.compile(r"\b(older|oldest|first|earlier|earliest|before)\b", re.I)
+_LATE = re.compile(r"\b(younger|youngest|later|latest|last|recently|recent|newer|after)\b", re.I)
+
+
+def _date_choice(st: _State, known: list[D.SubQuestion]) -> str:
+    """"Who died first, A or B?" with a date found for each of A and B -> which one it is."""
+    m = re.search(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$", st.question)
+    early, late = bool(_EARLY.search(st.question)), bool(_LATE.search(st.question))
+    if not m or early == late:
+        return ""
+    options = [m.group(1).strip(), m.group(2).strip()]
+    dated = [n for n in known if _date_key(n.answer or "")]
+    picked: dict[str, D.SubQuestion] = {}
+    for n in sorted(dated, key=lambda n: -n.rank):  # deepest facts first (bridge: the directors' dates)
+        opts = [o for o in options if o not in picked and _mentions(st, n, o)]
+        if len(opts) == 1:
+            picked[opts[0]] = n
+    if len(picked) != 2 or len({_date_key(n.answer or "") for n in picked.values()}) != 2:
+        return ""
+    order = sorted(options, key=lambda o: _date_key(picked[o].answer or ""))
+    win = order[0] if early else order[1]
+    return (f"Date comparison: {win} has the {'earlier' if early else 'later'} date "
+            f"({picked[win].answer}), so the answer is {win}.")
+
+
+def _mentions(st: _State, n: D.SubQuestion, option: str) -> bool:
+    """The option names this node or one of its ancestors (film -> its director -> his death)."""
+    o = _norm(option)
+    seen, todo = set(), [n.id]
+    while todo:
+        i = todo.pop()
+        if i in seen or i not in st.nodes:
             continue
-        dates = {n.id: _date_key(n.answer or "") for n in group}
-        if all(dates.values()) and len(set(dates.values())) == len(group):
-            order = sorted(group, key=lambda n: dates[n.id])
-            for j, n in enumerate(order):
-                label[n.id] = " (earliest date)" if j == 0 else " (latest date)" if j == len(order) - 1 else ""
-            if len(order) == 2:
-                label[order[0].id], label[order[1].id] = " (earlier date)", " (later date)"
+        seen.add(i)
+        a = st.nodes[i]
+        if o and o in _norm(f"{a.rewritten or a.question} {a.answer or ''}"):
+            return True
+        todo += a.depends_on
+    return False
+
+
+def _same_check(st: _State, known: list[D.SubQuestion]) -> str:
+    """"Are A and B of the same nationality?" with the nationality of each found -> yes/no."""
     m = re.search(r"\bsame (\w+)", st.question, re.I)
-    if m:
-        # only siblings that asked for the compared attribute ("same country" -> "In which country...")
-        attr = m.group(1).lower()[:6]
-        groups = [g for g in by_rank.values() if len(g) >= 2
-                  and all(attr in (n.rewritten or n.question).lower() for n in g)]
-        if groups:
-            vals = [_norm(n.answer or "") for n in groups[-1]]
-            same = len(set(vals)) == 1
-            extra.append("The answers " + " and ".join(n.answer or "" for n in groups[-1])
-                         + (" are the same." if same else " are different."))
-    lines = [f"{n.rewritten or n.question} {n.answer}{label.get(n.id, '')}" for n in known]
-    return "\n".join(lines + extra)
+    if not m:
+        return ""
+    attr = m.group(1).lower()[:6]  # "nationality" -> "nation", "country" -> "countr"
+    asked = [n for n in known if attr in (n.rewritten or n.question).lower()]
+    if len(asked) != 2:
+        return ""
+    a, b = (_norm(n.answer or "") for n in asked)
+    same = a == b or a in b or b in a or (len(a.split()) == len(b.split()) == 1 and a[:4] == b[:4])
+    return (f"The answers {asked[0].answer} and {asked[1].answer} are {'the same' if same else 'different'}, "
+            f"so the answer is {'yes' if same else 'no'}.")
 
 
 _MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
@@ -505,12 +544,6 @@ def _cap(text: str, words: int) -> str:
 def _first_line(text: str) -> str:
     t = (text or "").strip()
     return t.splitlines()[0].strip() if t else ""
-
-
-def _clean(text: str) -> str:
-    line = _first_line(text)
-    line = re.sub(r"^(answer|a)\s*:\s*", "", line, flags=re.I)
-    return line.rstrip(".").strip()
 
 
 _UNKNOWN = re.compile(r"\b(unknown|not (mentioned|provided|stated|given|specified)|no information|n/a)\b", re.I)
