@@ -439,7 +439,7 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     from training.bench_logic import main
 
     kw = dict(systems=["chunk", "logic", "logic-no-merge"], datasets=["2wiki"], data_dir=shared_data,
-              llm=_AutoLLM(), show_progress=False)
+              llm=_AutoLLM(), show_progress=False, kb_n=1)
     report = main(1, tmp_path, **kw)
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert len(lines) == 3

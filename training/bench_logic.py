@@ -1,7 +1,9 @@
 """Benchmark of the logic route against the chunk route, with the paper's four ablations.
 
 On the first N questions of 2WikiMultihopQA (2wiki_train500.json) and MuSiQue (musique_200.jsonl),
-each against a KB of its own file's passages for those questions, run:
+each against a KB of its own file's passages for the first KB_N questions (default 100, as the
+anchor of shared/ARCHITECTURE.md: more distractors than the N questions bring, and one KB shared
+by every N so that runs of different sizes share the LLM cache), run:
 
   chunk                   vanilla top-k RAG (engine.routes.chunk.answer_chunk)
   logic                   LogicRAG, every mechanism on
@@ -70,7 +72,7 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
 
 
 def _kb_for(dataset, out_dir: Path, name: str, n: int):
-    """The KB of this file's passages for these n questions, built once in out_dir and reused."""
+    """The KB of this dataset's passages (those of its first n questions), built once in out_dir."""
     from engine.errors import KBNotFoundError
     from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
@@ -183,6 +185,9 @@ def report_markdown(report: dict) -> str:
            "Scores in %, costs per question (means). Token counts of cached calls are the original ones; "
            "their seconds are 0, so read latency from `seconds_uncached` (mean over the `n_uncached` runs "
            "that made every call for real; the ablations share most calls with `logic` through the cache).", ""]
+    for ds, kb in report.get("kb", {}).items():
+        out.append(f"KB {ds}: the {kb['passages']} passages of the file's first {kb['questions']} questions.")
+    out.append("")
     for ds, d in report["datasets"].items():
         out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
         out += [f"### {ds} per question type", ""]
@@ -206,9 +211,10 @@ def report_markdown(report: dict) -> str:
 def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = DEFAULT_LLM, *,
          systems: list[str] | tuple[str, ...] = SYSTEMS, datasets: list[str] | tuple[str, ...] = tuple(DATASETS),
          data_dir: str | Path | None = None, k: int = 3, cache: bool | str | Path = True,
-         show_progress: bool = True, llm: Any = None) -> dict:
+         show_progress: bool = True, llm: Any = None, kb_n: int = 100) -> dict:
     """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
-    `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm."""
+    `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm. The KB of a dataset
+    holds the passages of its first max(n, kb_n) questions."""
     from tqdm import tqdm
 
     from engine.io import atomic_write_json, atomic_write_text
@@ -227,12 +233,14 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     results = out_dir / "results.jsonl"
     done = _load_done(results)
 
+    kb_n = max(n, kb_n)
+    kb_sets = {name: load_dataset(data_dir / DATASETS[name], kb_n) for name in datasets}
     loaded = {name: load_dataset(data_dir / DATASETS[name], n) for name in datasets}
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
     with results.open("a", encoding="utf-8") as fh:
         for name, ds in loaded.items():
-            kb = _kb_for(ds, out_dir, name, n)
+            kb = _kb_for(kb_sets[name], out_dir, name, kb_n)
             for q in ds.questions:
                 for s in systems:
                     key = (spec, name, s, q.id)
@@ -249,6 +257,7 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
     rows = [r for (sp, ds, s, qid), r in done.items() if sp == spec and ds in qids and qid in qids[ds] and s in systems]
     report = build_report(rows, spec, n)
+    report["kb"] = {name: {"questions": kb_n, "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
     atomic_write_json(out_dir / "report.json", report)
     md = report_markdown(report)
@@ -266,5 +275,6 @@ if __name__ == "__main__":
     ap.add_argument("--llm", default=DEFAULT_LLM)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--kb-n", type=int, default=100, help="KB = passages of the first KB_N questions")
     a = ap.parse_args()
-    main(a.n, a.out, a.llm, systems=a.systems.split(","), datasets=a.datasets.split(","))
+    main(a.n, a.out, a.llm, systems=a.systems.split(","), datasets=a.datasets.split(","), kb_n=a.kb_n)
