@@ -10,7 +10,9 @@ Per data set (../shared/data): the first N questions (SQuAD: every 26th question
 sample spans all 48 articles instead of the first two), KB = the passages of exactly those
 questions (the data README's corpus rule) with extractive summary layers (no LLM), labels
 from the LLM-free `retrieval` scorer for chunk, summary and logic; the first 80% of each
-set's questions are training labels, the last 20% held out.
+set's questions are training labels, the last 20% held out. Questions 0-99 of every file are
+reserved for the benchmarks (`logicroute benchmark`, `training.bench_logic`, which take the first
+questions of each file): they are in no training label file.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ SETS = [  # name, file under shared/data, questions, stride
     ("musique", "musique/musique_200.jsonl", 200, 1),
 ]
 HOLDOUT = 0.2
+RESERVED = 100  # questions 0..99 of each file: benchmark questions, never trained on
 
 
 def main() -> None:
@@ -75,8 +78,10 @@ def main() -> None:
             build_layers(kb, summarizer="extractive", show_progress=True)
         cut = int(round(len(qs) * (1 - HOLDOUT)))
         idx = [i * stride for i in range(len(qs))]
-        for part, sl in (("train", slice(0, cut)), ("test", slice(cut, None))):
-            res = label_questions(qs[sl], kb, out / "labels" / f"{name}_{part}.jsonl", cfg, indices=idx[sl])
+        train = [i for i in range(cut) if idx[i] >= RESERVED]
+        for part, pos in (("train", train), ("test", list(range(cut, len(qs))))):
+            res = label_questions([qs[i] for i in pos], kb, out / "labels" / f"{name}_{part}.jsonl", cfg,
+                                  indices=[idx[i] for i in pos])
             print(f"{name} {part}: {res}", file=sys.stderr)
         print(f"{name}: {len(qs)} questions, {len(passages)} passages, {len(kb)} chunks, "
               f"{time.perf_counter() - t0:.0f}s", file=sys.stderr)
