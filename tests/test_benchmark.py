@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -305,3 +306,21 @@ def test_overlap_with_the_router_training_labels_is_reported(tmp_path):
                            make_kb=lambda path, passages, show_progress=True: FakeKB(),
                            rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
     assert any(n.startswith("1 of 7 benchmark questions are in the router's training") for n in report["notes"])
+
+
+def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_path):
+    files = write_data(tmp_path)
+    seen: dict[str, list[str]] = {}
+
+    def make_kb(path, passages, show_progress=True):
+        seen[Path(path).name] = sorted(p.title for p in passages)
+        return FakeKB({p.title: p.text for p in passages})
+
+    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    router = FakeRouter()
+    cfg = make_cfg(tmp_path, files, kb_questions=3)
+    cfg.n = 1
+    report = run_benchmark(cfg, llm=llm, router=router, make_kb=make_kb,
+                           rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
+    assert seen == {"alpha": ["alpha 0", "alpha 1", "alpha 2"], "beta": ["beta 0", "beta 1", "beta 2"]}
+    assert report["systems"]["pooled"]["chunk"]["n"] == 2  # still only the first question of each file

@@ -57,6 +57,9 @@ class BenchConfig:
     offset: int = field(default=0, metadata={"help": "first question taken from each file"})
     kb_per_dataset: bool = field(default=False, metadata={
         "help": "one KB per data file (its questions' passages); otherwise one KB over all of them"})
+    kb_questions: int | None = field(default=None, metadata={
+        "help": "KB = the passages of the first max(n, kb_questions) questions from offset (more distractors; "
+                "None = those of the n questions, the data README's corpus rule)"})
     llm_spec: str = DEFAULT_LLM
     checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint (None: shipped generalist)"})
     labels: list[str] = field(default_factory=list, metadata={
@@ -424,9 +427,14 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
     make_kb = make_kb or build_or_open_kb
     items: dict[str, Item] = {}
     kb_passages: dict[str, dict] = {}
-    for name, ds, _ in data:
+    for name, ds, path in data:
         kb_name = name if cfg.kb_per_dataset else "all"
-        kb_passages.setdefault(kb_name, {}).update({p.id: p for p in ds.passages})
+        kb_ds = ds
+        if cfg.kb_questions and (cfg.n is not None and cfg.kb_questions > cfg.n):
+            from training.data import load_dataset
+
+            kb_ds = load_dataset(path, cfg.kb_questions, cfg.offset)
+        kb_passages.setdefault(kb_name, {}).update({p.id: p for p in kb_ds.passages})
         for q in ds.questions:
             key = f"{name}:{q.id}"
             if key in items:
@@ -766,7 +774,8 @@ def render_markdown(report: dict) -> str:
     order = report["systems_order"]
     md = ["# Routing benchmark", "",
           f"LLM `{cfg['llm_spec']}`, top-k {cfg['k']}, {cfg['n'] or 'all'} questions per file from offset "
-          f"{cfg['offset']}, {'one KB per dataset' if cfg['kb_per_dataset'] else 'one KB over all datasets'}, "
+          f"{cfg['offset']}, {'one KB per dataset' if cfg['kb_per_dataset'] else 'one KB over all datasets'}"
+          f"{' (passages of the first %d questions)' % cfg['kb_questions'] if cfg.get('kb_questions') else ''}, "
           f"router `{(report.get('router') or {}).get('checkpoint', 'none')}`, oracle/cost-quality metric "
           f"`{cfg['metric']}`, seed {cfg['seed']}.", "",
           "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing "

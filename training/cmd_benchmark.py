@@ -43,6 +43,8 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--offset", type=int, default=0, show_default=True, help="first question taken from each file")
 @click.option("--kb-per-dataset", is_flag=True,
               help="one KB per data file from its questions' passages (default: one KB over all files)")
+@click.option("--kb-questions", type=int, default=None,
+              help="build the KB from the passages of the first max(N, this) questions (more distractors)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="output folder: KBs, results.jsonl (resumable), report.json/.md, plots")
 @click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
@@ -67,7 +69,7 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
               show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
-def benchmark(data, n, offset, kb_per_dataset, out_dir, checkpoint, label_files, routes, thresholds, metric, k,
+def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint, label_files, routes, thresholds, metric, k,
               seed, concurrency, logic_max_seconds, no_llm_router, retry_errors, no_cache, llm_spec):
     """Compare routing decisions on DATA files (paths or names: hotpotqa, 2wiki, musique, nq,
     squad): fixed routes, the router (argmax and thresholds), the oracle, a random router and
@@ -77,7 +79,7 @@ def benchmark(data, n, offset, kb_per_dataset, out_dir, checkpoint, label_files,
 
     cfg = BenchConfig(
         data=[resolve_data(d) for d in data], out=out_dir, n=n or None, offset=offset,
-        kb_per_dataset=kb_per_dataset, llm_spec=llm_spec, checkpoint=checkpoint, labels=list(label_files),
+        kb_per_dataset=kb_per_dataset, kb_questions=kb_questions, llm_spec=llm_spec, checkpoint=checkpoint, labels=list(label_files),
         routes=tuple(r.strip() for r in routes.split(",") if r.strip()), thresholds=_floats(thresholds),
         metric=metric, seed=seed, k=k, concurrency=concurrency, logic_max_seconds=logic_max_seconds or None,
         llm_router=not no_llm_router,
