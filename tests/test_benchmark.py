@@ -271,11 +271,22 @@ def test_fixed_routes_subset_and_errors(tmp_path):
 
 
 def test_cli_command_is_exported_and_documented():
-    from training.cmd_benchmark import COMMANDS, benchmark
+    from training.cmd_benchmark import COMMANDS, bench_logic, bench_summary, benchmark
 
-    assert COMMANDS == [benchmark]
+    assert COMMANDS == [benchmark, bench_logic, bench_summary]
     res = CliRunner().invoke(benchmark, ["--help"])
     assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
+
+
+def test_component_benchmarks_are_cli_commands_with_clean_errors():
+    from training.cli import main
+
+    res = CliRunner().invoke(main, ["bench-logic", "--help"])
+    assert res.exit_code == 0 and "--kb-n" in res.output and "ablations" in res.output
+    res = CliRunner().invoke(main, ["bench-logic", "--systems", "chunk,nonsense", "--n", "1"])
+    assert res.exit_code == 2 and "unknown system 'nonsense'" in res.output
+    res = CliRunner().invoke(main, ["bench-summary", "--parts", "nope"])
+    assert res.exit_code == 2 and "unknown parts" in res.output
 
 
 def test_labels_stand_in_for_fixed_route_runs(tmp_path):

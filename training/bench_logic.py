@@ -17,7 +17,7 @@ tokens, seconds and retrieval rounds per question, overall and per question type
 MuSiQue hops), beside the paper's reference numbers. Resumable: every (llm, dataset, system,
 question) result is appended to results.jsonl and skipped on a rerun.
 
-The lead wires this as `logicroute bench-logic`; `python -m training.bench_logic --n 2` works too.
+Run it as `logicroute bench-logic` (or `python -m training.bench_logic --n 2`).
 """
 from __future__ import annotations
 

@@ -94,4 +94,57 @@ def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
-COMMANDS = [benchmark]
+@click.command("bench-logic")
+@click.option("--n", type=int, default=30, show_default=True, help="first N questions of each data set")
+@click.option("--kb-n", type=int, default=100, show_default=True,
+              help="KB = the passages of the first KB_N questions of each file")
+@click.option("--systems", default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,"
+              "logic-no-reflection", show_default=True, help="comma list; logic-no-* switch one mechanism off")
+@click.option("--datasets", default="2wiki,musique", show_default=True, help="comma list of 2wiki, musique")
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
+@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
+              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
+    """The logic route against the chunk route on 2Wiki and MuSiQue, per question type, with the
+    paper's ablations (graph pruning, context pruning, reflection, sampling without replacement
+    each switched off) and its reference numbers. Resumable; LLM calls through the cache."""
+    from training.bench_logic import main
+
+    try:
+        main(n, out_dir, llm_spec, systems=[s.strip() for s in systems.split(",") if s.strip()],
+             datasets=[d.strip() for d in datasets.split(",") if d.strip()], k=k, kb_n=kb_n)
+    except ValueError as e:
+        raise LogicRouteError(str(e)) from None
+    click.echo(f"report: {Path(out_dir) / 'report.md'}")
+
+
+@click.command("bench-summary")
+@click.option("--parts", default="build,qa", show_default=True,
+              help="build: layer build cost and incremental update on HotpotQA's ~5,000 passages; "
+                   "qa: summary vs chunk route answers")
+@click.option("--corpora", default="full,small", show_default=True,
+              help="qa corpora: full (all HotpotQA passages + 500 NQ questions'), small (the questions' own)")
+@click.option("--n-hotpot", type=int, default=30, show_default=True)
+@click.option("--n-nq", type=int, default=30, show_default=True)
+@click.option("--no-llm-summaries", is_flag=True, help="skip the LLM-written layers (small corpus)")
+@click.option("--force", is_flag=True, help="redo the build part even when build.json exists")
+@click.option("--out", "out_dir", default="runs/bench_summary", show_default=True, type=click.Path(file_okay=False))
+@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
+              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, out_dir, llm_spec):
+    """Summary layers: build cost (zero LLM tokens with extractive summaries) beside published
+    graph-RAG indexing costs, incremental add vs full rebuild, and the summary route vs the chunk
+    route with extractive and LLM-written summaries. Resumable per part and per question."""
+    from training.bench_summary import main
+
+    try:
+        main(out_dir, parts=[p.strip() for p in parts.split(",") if p.strip()], n_hotpot=n_hotpot, n_nq=n_nq,
+             llm=llm_spec, corpora=[c.strip() for c in corpora.split(",") if c.strip()],
+             llm_summaries=not no_llm_summaries, force=force)
+    except ValueError as e:
+        raise LogicRouteError(str(e)) from None
+    click.echo(f"report: {Path(out_dir) / 'report.md'}")
+
+
+COMMANDS = [benchmark, bench_logic, bench_summary]
