@@ -278,15 +278,17 @@ def test_cli_command_is_exported_and_documented():
     assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
 
 
-def test_component_benchmarks_are_cli_commands_with_clean_errors():
+def test_component_benchmarks_are_cli_commands_with_clean_errors(tmp_path, monkeypatch):
     from training.cli import main
 
+    monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(main, ["bench-logic", "--help"])
     assert res.exit_code == 0 and "--kb-n" in res.output and "ablations" in res.output
     res = CliRunner().invoke(main, ["bench-logic", "--systems", "chunk,nonsense", "--n", "1"])
     assert res.exit_code == 2 and "unknown system 'nonsense'" in res.output
     res = CliRunner().invoke(main, ["bench-summary", "--parts", "nope"])
     assert res.exit_code == 2 and "unknown parts" in res.output
+    assert not (tmp_path / "runs").exists()  # refused before anything is written
 
 
 def test_labels_stand_in_for_fixed_route_runs(tmp_path):

@@ -327,9 +327,6 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
          show_progress: bool = True) -> dict:
     """Run the selected parts; returns {"build": ..., "qa": ...} and writes
     out_dir/build.json, out_dir/qa.json, out_dir/report.md."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = Path(data_dir) if data_dir else SHARED_DATA
     parts = tuple(parts)
     unknown = set(parts) - {"build", "qa"}
     if unknown:
@@ -337,6 +334,9 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
     corpora = tuple(corpora)
     if set(corpora) - {"full", "small"}:
         raise ValueError(f"unknown corpora {corpora}: choose from full, small")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = Path(data_dir) if data_dir else SHARED_DATA
     result: dict = {}
     report: list[str] = ["# Summary layers benchmark", ""]
     f = out / "build.json"
