@@ -337,3 +337,17 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
                            rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
     assert seen == {"alpha": ["alpha 0", "alpha 1", "alpha 2"], "beta": ["beta 0", "beta 1", "beta 2"]}
     assert report["systems"]["pooled"]["chunk"]["n"] == 2  # still only the first question of each file
+
+
+def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
+    from training.bench_summary import PUBLISHED, main
+
+    step = {"total_tokens": 0, "seconds": 120.0, "cpu_seconds": 90.0}
+    (tmp_path / "build.json").write_text(json.dumps({
+        "corpus": "tiny", "published": PUBLISHED,
+        "cold": {"full_rebuild": step, "incremental_add": {"documents": 2, "layer_update": step}}}))
+    pooled = {"n": 1, "em": 1.0, "f1": 1.0, "prompt_tokens": 500, "completion_tokens": 4.0, "seconds": 3.0}
+    (tmp_path / "qa.json").write_text(json.dumps({"corpora": {"small": {"systems": {"chunk": {"all": pooled}}}}}))
+    main(tmp_path, parts=["build"])  # build.json exists: reused, nothing is rebuilt
+    md = (tmp_path / "report.md").read_text()
+    assert "incremental add of 2 docs (cold)" in md and "| small | chunk | all | 1 |" in md

@@ -355,6 +355,9 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
                                 llm_summaries=llm_summaries, k=k, show_progress=show_progress)
         (out / "qa.json").write_text(json.dumps(result["qa"], indent=2) + "\n")
         report += ["## Summary route vs chunk route", "", qa_table(result["qa"]), ""]
+    elif (out / "qa.json").is_file():  # keep an earlier QA part in the report
+        result["qa"] = json.loads((out / "qa.json").read_text())
+        report += ["## Summary route vs chunk route", "", qa_table(result["qa"]), ""]
     (out / "report.md").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     return result
