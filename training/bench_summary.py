@@ -311,7 +311,7 @@ def qa_table(r: dict) -> str:
     for corpus, e in r["corpora"].items():
         for name, s in e["systems"].items():
             for ds in ("hotpotqa", "nq", "all"):
-                p = s[ds]
+                p = s.get(ds) or {}
                 if p.get("n"):
                     lines.append(f"| {corpus} | {name} | {ds} | {p['n']} | {p['em']:.3f} | {p['f1']:.3f} | "
                                  f"{p['prompt_tokens']:.0f} | {p['completion_tokens']:.1f} | {p['seconds']:.1f} |")
