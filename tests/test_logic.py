@@ -448,3 +448,14 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     o = report["datasets"]["2wiki"]["overall"]
     assert o["chunk"]["llm_calls"] == 1 and o["logic"]["retrieval_rounds"] == 2
     assert (tmp_path / "report.md").read_text().startswith("# Logic route benchmark")
+
+
+@pytest.mark.shared_data
+def test_bench_logic_deep_hops_sample_takes_3_and_4_hop_questions_with_their_passages(shared_data):
+    from training.bench_logic import DATASETS, _deep_hops
+
+    kb, asked = _deep_hops(shared_data / DATASETS["musique-34hop"], 6)
+    assert sorted(q.type for q in asked.questions) == ["3hop"] * 3 + ["4hop"] * 3
+    assert {q.type for q in kb.questions} == {"3hop", "4hop"} and len(kb.questions) == 55
+    have = {p.id for p in kb.passages}
+    assert all(set(q.supporting) <= have for q in asked.questions)

@@ -30,7 +30,12 @@ from typing import Any
 from engine.llm import DEFAULT_LLM
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/musique_200.jsonl"}
+DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/musique_200.jsonl",
+            "musique-34hop": "musique/musique_200.jsonl"}
+# The first 122 MuSiQue questions are all 2-hop: "musique-34hop" takes the first N/2 3-hop and the
+# first N/2 4-hop questions of the file instead, against a KB of every 3- and 4-hop question's
+# passages (its own KB, so the 2-hop runs keep theirs and their cache).
+DEEP_HOPS = ("3hop", "4hop")
 SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection")
 _SWITCH_OFF = {"logic-no-merge": "merge_same_rank", "logic-no-memory": "rolling_memory",
                "logic-with-replacement": "without_replacement", "logic-no-reflection": "reflection"}
@@ -85,6 +90,21 @@ def _kb_for(dataset, out_dir: Path, name: str, n: int):
     kb = KnowledgeBase.create(path, overwrite=True)
     kb.add([Document(id=p.id, title=p.title, text=p.text) for p in dataset.passages], show_progress=True)
     return kb
+
+
+def _deep_hops(path: Path, n: int):
+    """(KB dataset = every 3/4-hop question with its passages, asked = the first n/2 of each hop count)."""
+    from training.data import Dataset, load_dataset
+
+    everything = load_dataset(path)
+    deep = [i for i, q in enumerate(everything.questions) if q.type in DEEP_HOPS]
+    per_hop = max(1, n // len(DEEP_HOPS))
+    asked = [i for h in DEEP_HOPS for i in [j for j in deep if everything.questions[j].type == h][:per_hop]]
+    passages: dict = {}
+    for i in deep:
+        passages.update({p.id: p for p in load_dataset(path, 1, offset=i).passages})
+    kb_ds = Dataset("musique", [everything.questions[i] for i in deep], list(passages.values()))
+    return kb_ds, Dataset("musique", [everything.questions[i] for i in sorted(asked)], [])
 
 
 def _qtype(q) -> str:
@@ -181,12 +201,14 @@ def _md_table(stats: dict[str, dict], cols: list[str]) -> list[str]:
 def report_markdown(report: dict) -> str:
     cols = ["n", "string_acc", "em", "f1", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
             "seconds_uncached", "n_uncached", "retrieval_rounds", "flagged"]
-    out = [f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset)", "",
+    out = [f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset; musique-34hop: the first half as many 3-hop and 4-hop questions)", "",
            "Scores in %, costs per question (means). Token counts of cached calls are the original ones; "
            "their seconds are 0, so read latency from `seconds_uncached` (mean over the `n_uncached` runs "
            "that made every call for real; the ablations share most calls with `logic` through the cache).", ""]
     for ds, kb in report.get("kb", {}).items():
-        out.append(f"KB {ds}: the {kb['passages']} passages of the file's first {kb['questions']} questions.")
+        which = (f"every 3- and 4-hop question ({kb['questions']})" if ds == "musique-34hop"
+                 else f"the file's first {kb['questions']} questions")
+        out.append(f"KB {ds}: the {kb['passages']} passages of {which}.")
     out.append("")
     for ds, d in report["datasets"].items():
         out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
@@ -234,8 +256,13 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     done = _load_done(results)
 
     kb_n = max(n, kb_n)
-    kb_sets = {name: load_dataset(data_dir / DATASETS[name], kb_n) for name in datasets}
-    loaded = {name: load_dataset(data_dir / DATASETS[name], n) for name in datasets}
+    kb_sets, loaded = {}, {}
+    for name in datasets:
+        if name == "musique-34hop":
+            kb_sets[name], loaded[name] = _deep_hops(data_dir / DATASETS[name], n)
+        else:
+            kb_sets[name] = load_dataset(data_dir / DATASETS[name], kb_n)
+            loaded[name] = load_dataset(data_dir / DATASETS[name], n)
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
     with results.open("a", encoding="utf-8") as fh:
@@ -257,7 +284,8 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
     rows = [r for (sp, ds, s, qid), r in done.items() if sp == spec and ds in qids and qid in qids[ds] and s in systems]
     report = build_report(rows, spec, n)
-    report["kb"] = {name: {"questions": kb_n, "passages": len(d.passages)} for name, d in kb_sets.items()}
+    report["kb"] = {name: {"questions": len(d.questions) if name == "musique-34hop" else kb_n,
+                           "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
     atomic_write_json(out_dir / "report.json", report)
     md = report_markdown(report)

@@ -100,7 +100,7 @@ def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint
               help="KB = the passages of the first KB_N questions of each file")
 @click.option("--systems", default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,"
               "logic-no-reflection", show_default=True, help="comma list; logic-no-* switch one mechanism off")
-@click.option("--datasets", default="2wiki,musique", show_default=True, help="comma list of 2wiki, musique")
+@click.option("--datasets", default="2wiki,musique", show_default=True, help="comma list of 2wiki, musique (the first questions: all 2-hop), musique-34hop (3- and 4-hop)")
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
 @click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
