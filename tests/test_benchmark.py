@@ -13,19 +13,8 @@ from engine.pipeline import RoutedRAG
 from engine.types import Answer, Usage
 from tests.fakes import ScriptedLLM
 from tests.test_pipeline import FakeKB, FakeRouter
-from training.benchmark import (
-    BenchConfig,
-    ResultStore,
-    apgr,
-    confusion,
-    cost_quality,
-    cost_quality_curve,
-    cpt,
-    curve_auc,
-    oracle_choice,
-    pgr,
-    run_benchmark,
-)
+from training.benchmark import BenchConfig, ResultStore, confusion, oracle_choice, run_benchmark
+from training.cost_quality import apgr, cost_quality, cost_quality_curve, cpt, curve_auc, pgr
 
 # ---------------------------------------------------------------- pure metric functions
 

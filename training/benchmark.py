@@ -14,7 +14,7 @@ Router-decided systems reuse the fixed routes' answers: nothing is answered twic
 Cost-quality (RouteLLM): logic is the "strong" model, chunk the "weak" one. Sweeping a
 threshold on P(logic) gives quality vs share of logic calls; AUC, APGR (average performance
 gap recovered) and CPT(x%) (share of logic calls needed to recover x% of the gap) summarize
-the curve. These are pure functions below (cost_quality_curve, curve_auc, apgr, cpt).
+the curve (training/cost_quality.py). The report is written by training/bench_report.py.
 
 Resumable: every (system, question) result is appended to <out>/results.jsonl as it finishes
 and is skipped on a rerun with the same LLM, top-k and knowledge base; every LLM call also
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import statistics
 import sys
@@ -38,6 +37,8 @@ from typing import Any, Callable, Sequence
 
 from engine.errors import LogicRouteError
 from engine.llm import DEFAULT_LLM
+from training.bench_report import write_report
+from training.cost_quality import cost_quality
 from engine.prompts import llm_router_messages, llm_router_schema
 
 ROUTES = ("chunk", "summary", "logic")
@@ -88,94 +89,6 @@ class BenchConfig:
         if any(not 0.0 <= t <= 1.0 for t in self.thresholds):
             raise LogicRouteError(f"thresholds must be in [0, 1], got {list(self.thresholds)}")
         self.routes = tuple(r for r in ROUTES if r in self.routes)  # cheapest first
-
-
-# ============================================================ cost-quality (pure functions)
-
-
-def pgr(quality: float, weak: float, strong: float) -> float | None:
-    """Performance gap recovered: (quality - weak) / (strong - weak); None without a gap."""
-    gap = strong - weak
-    return None if gap <= 0 else (quality - weak) / gap
-
-
-def cost_quality_curve(p_strong: Sequence[float], strong: Sequence[float], weak: Sequence[float]) -> list[dict]:
-    """Quality vs share of strong calls when questions with P(strong) >= t go to the strong
-    route, for every distinct t (from none to all; tied probabilities move together).
-
-    Returns points {threshold, share, quality} with share rising from 0 to 1; the first point
-    (no strong call) has threshold None."""
-    n = len(p_strong)
-    if n == 0 or len(strong) != n or len(weak) != n:
-        raise ValueError("cost_quality_curve needs equally long, non-empty sequences")
-    order = sorted(range(n), key=lambda i: -p_strong[i])
-    total = float(sum(weak))
-    points = [{"threshold": None, "share": 0.0, "quality": total / n}]
-    i = 0
-    while i < n:
-        t = p_strong[order[i]]
-        while i < n and p_strong[order[i]] == t:
-            total += strong[order[i]] - weak[order[i]]
-            i += 1
-        points.append({"threshold": float(t), "share": i / n, "quality": total / n})
-    return points
-
-
-def curve_auc(shares: Sequence[float], quality: Sequence[float]) -> float:
-    """Area under quality vs share (trapezoids; the curve spans shares 0..1)."""
-    pts = sorted(zip(shares, quality))
-    return float(sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(pts, pts[1:])))
-
-
-def apgr(shares: Sequence[float], quality: Sequence[float], weak: float, strong: float) -> float | None:
-    """Average performance gap recovered = integral of PGR over the share of strong calls,
-    i.e. (AUC - weak) / (strong - weak). 0.5 for random routing, 1.0 for a perfect step."""
-    gap = strong - weak
-    return None if gap <= 0 else (curve_auc(shares, quality) - weak) / gap
-
-
-def cpt(shares: Sequence[float], quality: Sequence[float], weak: float, strong: float,
-        target: float) -> float | None:
-    """Call-performance threshold: the smallest share of strong calls whose quality recovers
-    `target` (0..1) of the weak-strong gap, interpolating linearly between curve points
-    (mixing two neighbouring thresholds at random reaches any point in between)."""
-    gap = strong - weak
-    if gap <= 0:
-        return None
-    goal = weak + target * gap
-    pts = sorted(zip(shares, quality))
-    eps = 1e-12
-    for i, (x, y) in enumerate(pts):
-        if y >= goal - eps:
-            if i == 0:
-                return float(x)
-            x0, y0 = pts[i - 1]
-            return float(x0 + (goal - y0) * (x - x0) / (y - y0))
-    return None
-
-
-def curve_summary(points: list[dict], weak: float, strong: float) -> dict:
-    xs, ys = [p["share"] for p in points], [p["quality"] for p in points]
-    return {"points": points, "auc": curve_auc(xs, ys), "apgr": apgr(xs, ys, weak, strong),
-            "cpt50": cpt(xs, ys, weak, strong, 0.5), "cpt80": cpt(xs, ys, weak, strong, 0.8)}
-
-
-def cost_quality(p_logic: Sequence[float], strong: Sequence[float], weak: Sequence[float]) -> dict:
-    """The whole analysis for one scope: router curve, oracle curve (perfect ordering by the
-    gain), random routing (the straight line), weak/strong/oracle qualities."""
-    n = len(strong)
-    w, s = sum(weak) / n, sum(strong) / n
-    gain = [a - b for a, b in zip(strong, weak)]
-    oracle_q = sum(max(a, b) for a, b in zip(strong, weak)) / n
-    random_pts = [{"threshold": None, "share": 0.0, "quality": w}, {"threshold": None, "share": 1.0, "quality": s}]
-    return {
-        "n": n, "weak": w, "strong": s,
-        "router": curve_summary(cost_quality_curve(p_logic, strong, weak), w, s),
-        "oracle": curve_summary(cost_quality_curve(gain, strong, weak), w, s),
-        "random": curve_summary(random_pts, w, s),
-        # the chunk/logic oracle as one point: logic only where it scores strictly better
-        "oracle_point": {"share": sum(g > 0 for g in gain) / n, "quality": oracle_q},
-    }
 
 
 # ============================================================ per-question results -> tables
@@ -740,189 +653,3 @@ def build_report(cfg: BenchConfig, items: dict[str, Item], fixed: dict[tuple[str
 
 # ============================================================ writing
 
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
-def _share(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _num(x: float | None, nd: int = 2) -> str:
-    return "-" if x is None else f"{x:.{nd}f}"
-
-
-def systems_table(table: dict[str, dict], routes: Sequence[str], order: Sequence[str]) -> list[str]:
-    head = ["system", "EM", "F1", "Acc", "LLM calls", "prompt tok", "compl tok", "s / q",
-            *[f"% {r}" for r in routes], "errors"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for s in order:
-        row = table.get(s)
-        if not row or not row.get("n"):
-            continue
-        cells = [s, _pct(row["em"]), _pct(row["f1"]), _pct(row["string_acc"]), _num(row["llm_calls"]),
-                 f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}", _num(row["seconds"]),
-                 *[f"{100 * row['routes'].get(r, 0.0):.0f}" for r in routes], str(row["errors"])]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def render_markdown(report: dict) -> str:
-    cfg = report["config"]
-    routes = report["routes"]
-    order = report["systems_order"]
-    md = ["# Routing benchmark", "",
-          f"LLM `{cfg['llm_spec']}`, top-k {cfg['k']}, {cfg['n'] or 'all'} questions per file from offset "
-          f"{cfg['offset']}, {'one KB per dataset' if cfg['kb_per_dataset'] else 'one KB over all datasets'}"
-          f"{' (passages of the first %d questions)' % cfg['kb_questions'] if cfg.get('kb_questions') else ''}, "
-          f"router `{(report.get('router') or {}).get('checkpoint', 'none')}`, oracle/cost-quality metric "
-          f"`{cfg['metric']}`, seed {cfg['seed']}.", "",
-          "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing "
-          "included: the MLP's seconds, the LLM router's call); `% route` is the share of questions sent there.", ""]
-    for scope, table in report["systems"].items():
-        n = next(iter(table.values()))["n"]
-        md += [f"## {scope} ({n} questions)", "", *systems_table(table, routes, order), ""]
-    cq = report.get("cost_quality") or {}
-    if cq:
-        md += ["## Cost-quality (RouteLLM): logic = strong, chunk = weak", "",
-               f"Threshold sweep on P(logic); quality = mean {cfg['metric']}. APGR = average performance gap "
-               "recovered over the share of logic calls (random routing: 0.50); CPT(x%) = share of logic calls "
-               "needed to recover x% of the gap. APGR above 1 means the mix beats logic alone; '-' = logic is "
-               "not better than chunk here, so there is no gap to recover.", "",
-               "| scope | weak | strong | oracle (share) | router AUC | router APGR | router CPT(50%) | "
-               "router CPT(80%) | oracle APGR |", "|---|---|---|---|---|---|---|---|---|"]
-        for scope, a in cq.items():
-            r = a.get("router") or {}
-            md.append(f"| {scope} | {_pct(a['weak'])} | {_pct(a['strong'])} | {_pct(a['oracle_point']['quality'])} "
-                      f"({_share(a['oracle_point']['share'])}) | {_pct(r.get('auc'))} | {_num(r.get('apgr'))} | "
-                      f"{_share(r.get('cpt50'))} | {_share(r.get('cpt80'))} | {_num(a['oracle'].get('apgr'))} |")
-        md.append("")
-    for scope, cms in (report.get("confusion") or {}).items():
-        for name, cm in cms.items():
-            md += [f"### {scope}: {name.replace('_vs_', ' vs ')} (rows: chosen, columns: oracle; agreement "
-                   f"{_pct(cm['agreement'])}%)", "",
-                   "| | " + " | ".join(cm["labels"]) + " |", "|---|" + "---|" * len(cm["labels"])]
-            for lab, row in zip(cm["labels"], cm["matrix"]):
-                md.append(f"| **{lab}** | " + " | ".join(str(v) for v in row) + " |")
-            md.append("")
-    lr = report.get("llm_router")
-    if lr:
-        md += ["## The LLM as router", "",
-               f"{lr['decisions']} decisions ({lr['uncached']} uncached, {lr['errors']} failed): median "
-               f"{lr['median_seconds']:.2f} s, mean {lr['mean_seconds']:.2f} s per decision"
-               + (f"; the MLP router takes {report['router']['seconds_per_question'] * 1000:.1f} ms per question "
-                  "(batched)" if report.get("router") else "") + "." + (f" {lr['note']}." if lr.get("note") else ""),
-               ""]
-    if report.get("notes"):
-        md += ["## Notes", "", *[f"- {n}" for n in report["notes"]], ""]
-    md += ["Plots: `cost_quality.png`, `route_distribution.png`. Per-question results: `report.json` "
-           "(`per_question`) and `results.jsonl`.", ""]
-    return "\n".join(md)
-
-
-ROUTE_COLORS = {"chunk": "#4C72B0", "summary": "#55A868", "logic": "#C44E52"}
-
-
-def plot_cost_quality(report: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cq = report["cost_quality"]
-    metric = report["config"]["metric"]
-    scopes = list(cq)
-    cols = min(3, len(scopes))
-    rows = math.ceil(len(scopes) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
-    for ax, scope in zip(axes.flat, scopes):
-        a = cq[scope]
-        if a.get("router"):
-            pts = a["router"]["points"]
-            ax.plot([p["share"] for p in pts], [p["quality"] for p in pts], "-o", ms=3, color="#C44E52",
-                    label=f"router sweep (APGR {_num(a['router']['apgr'])})")
-        pts = a["oracle"]["points"]
-        ax.plot([p["share"] for p in pts], [p["quality"] for p in pts], "--", color="#8172B2", label="oracle ordering")
-        ax.plot([0, 1], [a["weak"], a["strong"]], ":", color="grey", label="random")
-        ax.scatter([0], [a["weak"]], marker="s", color=ROUTE_COLORS["chunk"], zorder=3, label="weak: chunk")
-        ax.scatter([1], [a["strong"]], marker="s", color=ROUTE_COLORS["logic"], zorder=3, label="strong: logic")
-        op = a["oracle_point"]
-        ax.scatter([op["share"]], [op["quality"]], marker="*", s=120, color="#8172B2", zorder=3, label="oracle")
-        for s, p in a.get("points", {}).items():
-            if s in ("router", "llm_router"):
-                ax.scatter([p["share"]], [p["quality"]], marker="^" if s == "router" else "v", s=60, zorder=3,
-                           label=f"{s} (3 routes)")
-        ax.set_title(f"{scope} (n={a['n']})")
-        ax.set_xlabel("share of logic calls")
-        ax.set_ylabel(metric)
-        ax.set_xlim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    for ax in list(axes.flat)[len(scopes):]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_route_distribution(report: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    routes = report["routes"]
-    systems = [s for s in ("router", "oracle", "llm_router", "random") if s in report["systems_order"]]
-    scopes = list(report["systems"])
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(scopes) * len(systems) / 2), 4))
-    width = 0.8 / max(len(systems), 1)
-    for si, s in enumerate(systems):
-        xs = [i + (si - (len(systems) - 1) / 2) * width for i in range(len(scopes))]
-        bottom = [0.0] * len(scopes)
-        for r in routes:
-            vals = [report["systems"][sc][s]["routes"].get(r, 0.0) for sc in scopes]
-            ax.bar(xs, vals, width * 0.95, bottom=bottom, color=ROUTE_COLORS.get(r), edgecolor="white",
-                   label=r if si == 0 else None)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        for x in xs:
-            ax.text(x, 1.01, s, rotation=90, ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(scopes)))
-    ax.set_xticklabels(scopes)
-    ax.set_ylim(0, 1.35)
-    ax.set_ylabel("share of questions")
-    ax.set_title("route distribution per dataset (bars: " + ", ".join(systems) + ")")
-    ax.legend(loc="upper right", fontsize=8, ncol=len(routes))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_report(report: dict, out: str | Path, plots: bool = True) -> dict[str, Path]:
-    """report.json, report.md, cost_quality.png (when the analysis ran), route_distribution.png."""
-    from engine.io import atomic_write_json, atomic_write_text
-
-    out = Path(out)
-    paths = {"json": out / "report.json", "md": out / "report.md"}
-    atomic_write_json(paths["json"], report)
-    atomic_write_text(paths["md"], render_markdown(report))
-    if not plots:
-        return paths
-    if report.get("cost_quality"):
-        paths["cost_quality"] = out / "cost_quality.png"
-        plot_cost_quality(report, paths["cost_quality"])
-    paths["routes"] = out / "route_distribution.png"
-    plot_route_distribution(report, paths["routes"])
-    return paths
-
-
-def pooled_lines(report: dict) -> list[str]:
-    """The pooled table and its cost-quality line, for the terminal."""
-    lines = systems_table(report["systems"]["pooled"], report["routes"], report["systems_order"])
-    a = (report.get("cost_quality") or {}).get("pooled")
-    if a and a.get("router"):
-        r = a["router"]
-        lines.append(f"cost-quality (logic vs chunk, {report['config']['metric']}): weak {_pct(a['weak'])}, strong "
-                     f"{_pct(a['strong'])}, router APGR {_num(r['apgr'])}, CPT(50%) {_share(r['cpt50'])}, "
-                     f"CPT(80%) {_share(r['cpt80'])}")
-    return lines

@@ -75,7 +75,8 @@ def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint
     squad): fixed routes, the router (argmax and thresholds), the oracle, a random router and
     an LLM as router; EM/F1/accuracy, costs, and a RouteLLM cost-quality analysis. Resumable:
     rerun the same command to continue."""
-    from training.benchmark import BenchConfig, pooled_lines, run_benchmark
+    from training.bench_report import pooled_lines
+    from training.benchmark import BenchConfig, run_benchmark
 
     cfg = BenchConfig(
         data=[resolve_data(d) for d in data], out=out_dir, n=n or None, offset=offset,
