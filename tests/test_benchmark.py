@@ -326,6 +326,7 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
                            rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router), echo=lambda s: None)
     assert seen == {"alpha": ["alpha 0", "alpha 1", "alpha 2"], "beta": ["beta 0", "beta 1", "beta 2"]}
     assert report["systems"]["pooled"]["chunk"]["n"] == 2  # still only the first question of each file
+    assert report["datasets"]["alpha"]["passages"] == 1 and report["datasets"]["alpha"]["kb_passages"] == 3
 
 
 def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):

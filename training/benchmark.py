@@ -483,7 +483,8 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
 
     report = build_report(cfg, items, fixed, probs, router_seconds, llm_routes, notes)
     report["datasets"] = {name: {"file": f, "questions": len(ds.questions), "passages": len(ds.passages),
-                                 "kb": str(out / "kb" / (name if cfg.kb_per_dataset else "all"))}
+                                 "kb": str(out / "kb" / (name if cfg.kb_per_dataset else "all")),
+                                 "kb_passages": len(kb_passages[name if cfg.kb_per_dataset else "all"])}
                           for name, ds, f in data}
     report["seconds"] = round(time.perf_counter() - t_start, 2)
     report["answered_this_run"] = len(todo)
