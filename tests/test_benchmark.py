@@ -341,3 +341,42 @@ def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
     main(tmp_path, parts=["build"])  # build.json exists: reused, nothing is rebuilt
     md = (tmp_path / "report.md").read_text()
     assert "incremental add of 2 docs (cold)" in md and "| small | chunk | all | 1 |" in md
+
+
+@pytest.mark.embedder
+def test_logreg_baseline_router_is_fitted_on_the_routers_own_labels(tmp_path):
+    from types import SimpleNamespace
+
+    from tests.test_embedder import shared_test_embedder
+    from training.data import Question
+    from training.eval_router import logreg_router_probs
+    from training.labels import LabelConfig, make_row
+
+    cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"), k=3)
+    cost = {"tokens_est": 500.0}
+    rows = []
+    for i, film in enumerate(["Jaws", "Alien", "Heat", "Up", "Cars", "Rocky", "Fargo", "Big"]):
+        for text, scores in ((f"Who directed {film}?", {"chunk": 1.0, "logic": 1.0}),
+                             (f"Where was the director of {film} born and when did he die?", {"chunk": 0.0, "logic": 1.0})):
+            q = Question(f"{i}-{len(rows)}", text, ["x"], None, [], "toy")
+            rows.append(make_row(q, scores, {"chunk": cost, "logic": {"tokens_est": 1800.0}}, cfg, index=len(rows)))
+    labels = tmp_path / "train.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    router = SimpleNamespace(card={"training": {"label_files": [{"path": str(labels)}]}}, routes=("chunk", "logic"),
+                             embedder=shared_test_embedder(), features=())
+    p = logreg_router_probs(router, ["Who directed Psycho?", "Where was the director of Psycho born and when did he die?"])
+    assert p[0]["chunk"] > 0.5 > p[1]["chunk"]
+    router.card = {}  # no label files: no baseline
+    assert logreg_router_probs(router, ["Who directed Psycho?"]) is None
+
+
+def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
+    import training.eval_router as ev
+
+    monkeypatch.setattr(ev, "logreg_router_probs", lambda router, qs: [
+        {"chunk": 0.1, "summary": 0.1, "logic": 0.8} for _ in qs])  # always logic
+    files = write_data(tmp_path)
+    report, _ = run(tmp_path, files)
+    pooled = report["systems"]["pooled"]
+    assert "logreg" in report["systems_order"] and pooled["logreg"]["routes"]["logic"] == pytest.approx(1.0)
+    assert pooled["logreg"]["em"] == pooled["logic"]["em"]

@@ -4,6 +4,8 @@ same questions.
 Systems
 - fixed routes (chunk, summary, logic): the only systems that call the answering LLM;
 - router: the trained MLP, argmax, and at P(logic) thresholds (router.policy);
+- logreg: logistic regression fitted on the router's own training labels and inputs (argmax),
+  when the router's card lists label files that are on disk;
 - oracle: per question the route with the best score (ties: fewer tokens, then the cheaper
   route), from the fixed routes' per-question results;
 - random: routes drawn (seeded) with the router's route shares;
@@ -420,6 +422,7 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
 
     # ---- the trained router (no LLM)
     probs: dict[str, dict[str, float]] = {}
+    baseline_probs: dict[str, dict[str, dict[str, float]]] = {}
     router_seconds = None
     if router is None:
         try:
@@ -438,6 +441,15 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
         if overlap:
             notes.append(f"{overlap} of {len(items)} benchmark questions are in the router's training label files "
                          "(its card): router results on them are optimistic; use --offset past the training range")
+        try:  # the logistic-regression baseline as a router, on the router's own labels and inputs
+            from training.eval_router import logreg_router_probs
+
+            lp = logreg_router_probs(router, texts)
+        except (LogicRouteError, ImportError, OSError, ValueError, KeyError) as e:  # a baseline never stops the run
+            lp = None
+            notes.append(f"logreg baseline left out ({type(e).__name__}: {e})")
+        if lp:
+            baseline_probs["logreg"] = dict(zip(items, lp))
         missing = sorted({r for p in plist for r in p} - set(cfg.routes))
         if missing:
             notes.append(f"routes not run: {', '.join(missing)}; router decisions are restricted to "
@@ -481,7 +493,7 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
         finally:
             bar.close()
 
-    report = build_report(cfg, items, fixed, probs, router_seconds, llm_routes, notes)
+    report = build_report(cfg, items, fixed, probs, router_seconds, llm_routes, notes, baseline_probs)
     report["datasets"] = {name: {"file": f, "questions": len(ds.questions), "passages": len(ds.passages),
                                  "kb": str(out / "kb" / (name if cfg.kb_per_dataset else "all")),
                                  "kb_passages": len(kb_passages[name if cfg.kb_per_dataset else "all"])}
@@ -521,7 +533,8 @@ def _restricted(p: dict[str, float], routes: Sequence[str]) -> dict[str, float]:
 
 def build_report(cfg: BenchConfig, items: dict[str, Item], fixed: dict[tuple[str, str], dict],
                  probs: dict[str, dict[str, float]], router_seconds: float | None,
-                 llm_routes: dict[str, dict], notes: list[str]) -> dict:
+                 llm_routes: dict[str, dict], notes: list[str],
+                 baseline_probs: dict[str, dict[str, dict[str, float]]] | None = None) -> dict:
     """Every system's per-question results, tables per dataset and pooled, confusion
     matrices and the cost-quality analysis. Pure: reads rows, runs nothing."""
     from router.policy import Policy, decide
@@ -544,6 +557,9 @@ def build_report(cfg: BenchConfig, items: dict[str, Item], fixed: dict[tuple[str
                 choices[name] = {k: decide({**_restricted(probs[k], routes), "logic": probs[k].get("logic", 0.0)},
                                            pol) for k in keys}
                 overhead[name] = overhead["router"]
+    for name, bp in (baseline_probs or {}).items():  # other scoring routers (logreg), argmax
+        choices[name] = {k: decide(_restricted(bp[k], routes)) for k in keys}
+        overhead[name] = overhead.get("router", {k: {"seconds": 0.0} for k in keys})
     escalated: dict[str, str] = {}
     if "router" in choices and STRONG in routes:
         # escalation's text rule (engine.pipeline), replayed on the fixed rows: a cheap answer

@@ -101,6 +101,24 @@ def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarr
     return [routes[i] for i in p.argmax(1)]
 
 
+def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, float]] | None:
+    """The logistic-regression baseline as a router: fitted on the oracle routes of the label
+    files the router's card lists (same inputs: embedding + cheap features), scoring `questions`.
+    None when the card lists no label file that is still on disk."""
+    from training.train import inputs_for, load_label_files
+
+    files = [f["path"] for f in (getattr(router, "card", None) or {}).get("training", {}).get("label_files", [])
+             if Path(f["path"]).is_file()]
+    if not files or not questions:
+        return None
+    train = load_label_files(files)
+    routes = list(router.routes)
+    x_train = inputs_for(train, router.embedder, router.features)
+    x = inputs_for([{"question": q} for q in questions], router.embedder, router.features)
+    p = logreg_fit_proba(x_train, [r["oracle"] for r in train], x, routes)
+    return [{r: float(v) for r, v in zip(routes, row)} for row in p]
+
+
 def decisions_at_share(probs: np.ndarray, routes: Sequence[str], share: float, gated: str = "logic") -> list[str]:
     """The threshold policy at a logic share: the top `share` by P(gated) go there, the
     rest to the likelier other route (router.policy.decide with a calibrated threshold)."""
