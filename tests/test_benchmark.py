@@ -277,6 +277,8 @@ def test_component_benchmarks_are_cli_commands_with_clean_errors(tmp_path, monke
     assert res.exit_code == 2 and "unknown system 'nonsense'" in res.output
     res = CliRunner().invoke(main, ["bench-summary", "--parts", "nope"])
     assert res.exit_code == 2 and "unknown parts" in res.output
+    res = CliRunner().invoke(main, ["bench-summary", "--parts", "build", "--modes", "tepid"])
+    assert res.exit_code == 2 and "unknown build modes" in res.output
     assert not (tmp_path / "runs").exists()  # refused before anything is written
 
 

@@ -331,6 +331,8 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
     unknown = set(parts) - {"build", "qa"}
     if unknown:
         raise ValueError(f"unknown parts {sorted(unknown)}: choose from build, qa")
+    if set(build_modes) - {"cold", "warm"}:
+        raise ValueError(f"unknown build modes {sorted(set(build_modes))}: choose from cold, warm")
     corpora = tuple(corpora)
     if set(corpora) - {"full", "small"}:
         raise ValueError(f"unknown corpora {corpora}: choose from full, small")

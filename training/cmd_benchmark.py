@@ -130,10 +130,12 @@ def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
 @click.option("--n-nq", type=int, default=30, show_default=True)
 @click.option("--no-llm-summaries", is_flag=True, help="skip the LLM-written layers (small corpus)")
 @click.option("--force", is_flag=True, help="redo the build part even when build.json exists")
+@click.option("--modes", default="cold,warm", show_default=True,
+              help="build part: cold (fresh embedding cache per step, the worst case) and/or warm")
 @click.option("--out", "out_dir", default="runs/bench_summary", show_default=True, type=click.Path(file_okay=False))
 @click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
               show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
-def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, out_dir, llm_spec):
+def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes, out_dir, llm_spec):
     """Summary layers: build cost (zero LLM tokens with extractive summaries) beside published
     graph-RAG indexing costs, incremental add vs full rebuild, and the summary route vs the chunk
     route with extractive and LLM-written summaries. Resumable per part and per question."""
@@ -142,7 +144,8 @@ def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, out_d
     try:
         main(out_dir, parts=[p.strip() for p in parts.split(",") if p.strip()], n_hotpot=n_hotpot, n_nq=n_nq,
              llm=llm_spec, corpora=[c.strip() for c in corpora.split(",") if c.strip()],
-             llm_summaries=not no_llm_summaries, force=force)
+             llm_summaries=not no_llm_summaries, force=force,
+             build_modes=[m.strip() for m in modes.split(",") if m.strip()])
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
