@@ -284,8 +284,7 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
     rows = [r for (sp, ds, s, qid), r in done.items() if sp == spec and ds in qids and qid in qids[ds] and s in systems]
     report = build_report(rows, spec, n)
-    report["kb"] = {name: {"questions": len(d.questions) if name == "musique-34hop" else kb_n,
-                           "passages": len(d.passages)} for name, d in kb_sets.items()}
+    report["kb"] = {name: {"questions": len(d.questions), "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
     atomic_write_json(out_dir / "report.json", report)
     md = report_markdown(report)

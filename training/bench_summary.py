@@ -341,24 +341,22 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
     data = Path(data_dir) if data_dir else SHARED_DATA
     result: dict = {}
     report: list[str] = ["# Summary layers benchmark", ""]
-    f = out / "build.json"
-    if "build" not in parts and f.is_file():  # keep an earlier build part in the report
+    # a part not run this time (or build.json without --force) keeps its earlier result in the report
+    f, q = out / "build.json", out / "qa.json"
+    if "build" in parts and (force or not f.is_file()):
+        result["build"] = bench_build(out, data, show_progress, modes=tuple(build_modes))
+        f.write_text(json.dumps(result["build"], indent=2) + "\n")
+    elif f.is_file():
         result["build"] = json.loads(f.read_text())
-        report += ["## Build cost", "", build_table(result["build"]), ""]
-    if "build" in parts:
-        if f.is_file() and not force:
-            result["build"] = json.loads(f.read_text())
-        else:
-            result["build"] = bench_build(out, data, show_progress, modes=tuple(build_modes))
-            f.write_text(json.dumps(result["build"], indent=2) + "\n")
-        report += ["## Build cost", "", build_table(result["build"]), ""]
     if "qa" in parts:
         result["qa"] = bench_qa(out, data, n_hotpot=n_hotpot, n_nq=n_nq, llm_spec=llm, corpora=corpora,
                                 llm_summaries=llm_summaries, k=k, show_progress=show_progress)
-        (out / "qa.json").write_text(json.dumps(result["qa"], indent=2) + "\n")
-        report += ["## Summary route vs chunk route", "", qa_table(result["qa"]), ""]
-    elif (out / "qa.json").is_file():  # keep an earlier QA part in the report
-        result["qa"] = json.loads((out / "qa.json").read_text())
+        q.write_text(json.dumps(result["qa"], indent=2) + "\n")
+    elif q.is_file():
+        result["qa"] = json.loads(q.read_text())
+    if "build" in result:
+        report += ["## Build cost", "", build_table(result["build"]), ""]
+    if "qa" in result:
         report += ["## Summary route vs chunk route", "", qa_table(result["qa"]), ""]
     (out / "report.md").write_text("\n".join(report) + "\n")
     print("\n".join(report))

@@ -101,14 +101,19 @@ def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarr
     return [routes[i] for i in p.argmax(1)]
 
 
+def card_label_files(card: dict | None) -> list[str]:
+    """The training label files a router's card lists that are still on disk."""
+    return [f["path"] for f in ((card or {}).get("training") or {}).get("label_files") or []
+            if Path(f["path"]).is_file()]
+
+
 def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, float]] | None:
     """The logistic-regression baseline as a router: fitted on the oracle routes of the label
     files the router's card lists (same inputs: embedding + cheap features), scoring `questions`.
     None when the card lists no label file that is still on disk."""
     from training.train import inputs_for, load_label_files
 
-    files = [f["path"] for f in (getattr(router, "card", None) or {}).get("training", {}).get("label_files", [])
-             if Path(f["path"]).is_file()]
+    files = card_label_files(getattr(router, "card", None))
     if not files or not questions:
         return None
     train = load_label_files(files)
@@ -271,8 +276,7 @@ def evaluate_checkpoint(checkpoint: str | Path | None, label_files: Sequence[str
 
         raise LogicRouteError(f"labels have routes {list(routes_of(test_rows))}, the router {routes}")
     if not train_files:  # the card remembers its training labels: reuse them when still there
-        train_files = [f["path"] for f in router.card.get("training", {}).get("label_files", [])
-                       if Path(f["path"]).is_file()]
+        train_files = card_label_files(router.card)
     train_rows = load_label_files(train_files) if train_files else []
     feats = router.features
     x_test = inputs_for(test_rows, router.embedder, feats)
