@@ -183,15 +183,16 @@ def _fill_cache(path: str, start: int) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
-def test_cache_is_safe_across_processes(tmp_path):
+def test_cache_is_safe_across_processes_racing_on_a_fresh_file(tmp_path):
+    # every process tries to switch the fresh file to WAL and create the table at once
     path = str(tmp_path / "c.sqlite")
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_fill_cache, args=(path, s)) for s in (0, 15)]
+    procs = [ctx.Process(target=_fill_cache, args=(path, s)) for s in (0, 5, 10, 15)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(30)
-    assert [p.exitcode for p in procs] == [0, 0]
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     inner = CountingLLM()
     llm = CachedLLM(inner, path)
     assert all(llm.chat([{"role": "user", "content": f"p{i}"}]).cached for i in range(40))
@@ -543,3 +544,4 @@ def test_real_local_model_answers_plain_and_structured(monkeypatch):
     assert "paris" in c.data["city"].lower() and c.prompt_tokens > 0 and c.completion_tokens > 0
     print(f"\nlocal 1.5b: plain {plain.prompt_tokens}+{plain.completion_tokens} tok in {plain.seconds:.2f}s; "
           f"json {c.prompt_tokens}+{c.completion_tokens} tok in {c.seconds:.2f}s")
+
