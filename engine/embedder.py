@@ -21,6 +21,7 @@ import numpy as np
 
 from engine.cache_dir import cache_dir
 from engine.errors import ModelFilesError
+from engine.sqlite_store import open_shared_sqlite
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
@@ -134,14 +135,9 @@ class EmbeddingCache:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")  # readers don't block a concurrent writer process
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, key BLOB NOT NULL, vec BLOB NOT NULL, "
-            "PRIMARY KEY (model, key)) WITHOUT ROWID"
-        )
+        self._conn = open_shared_sqlite(
+            self.path, "CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, key BLOB NOT NULL, "
+            "vec BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID", check_same_thread=False)
 
     def get_many(self, model: str, keys: list[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}

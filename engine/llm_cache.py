@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine.errors import LogicRouteError
 from engine.llm import LLM
+from engine.sqlite_store import open_shared_sqlite
 from engine.types import Completion
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
@@ -46,9 +47,6 @@ def cache_key(llm_name: str, messages: list[dict], schema: dict | None, max_toke
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-_SETUP_ATTEMPTS = 20
-
-
 class CachedLLM:
     def __init__(self, inner: LLM, path: str | Path | None = None) -> None:
         self.inner = inner
@@ -63,34 +61,12 @@ class CachedLLM:
         if conn is None:
             try:
                 with self._init_lock:  # the first connection sets WAL and the table, once
-                    conn = self._connect(setup=not self._ready)
+                    conn = open_shared_sqlite(self.path, _SCHEMA, setup=not self._ready)
                     self._ready = True
             except (sqlite3.Error, OSError) as e:
                 raise LogicRouteError(f"LLM cache {self.path} is unusable ({e}): delete it, "
                                       "or run with LOGICROUTE_NO_CACHE=1") from e
             self._local.conn = conn
-        return conn
-
-    def _connect(self, setup: bool) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        if setup:
-            # Switching to WAL and creating the table take the write lock, and SQLite answers
-            # "database is locked" at once (no busy wait) when another process does the same
-            # on a fresh file; retry with backoff instead of failing the run.
-            for attempt in range(_SETUP_ATTEMPTS):
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-                    conn.execute(_SCHEMA)
-                    break
-                except sqlite3.OperationalError as e:
-                    if "locked" not in str(e) and "busy" not in str(e):
-                        raise
-                    if attempt == _SETUP_ATTEMPTS - 1:
-                        raise
-                    time.sleep(0.05 * (attempt + 1))
         return conn
 
     def chat(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256,
