@@ -5,6 +5,7 @@ Control flow runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embed
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -310,10 +311,28 @@ def test_rolling_memory_is_the_final_context_and_is_capped():
     long = " ".join(["word"] * 400)
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}, long), step({"q2": "1946"}, "Spielberg born 1946."),
                        SUFFICIENT, "1946"])
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(memory_words=20))
+    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(memory_words=20, final_chunks=0))
     assert len(ans.trace["memory"][0].split()) == 20
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "Spielberg born 1946." in final and "Cincinnati" not in final  # summary, not raw chunks
+
+
+def test_final_answer_sees_the_last_hops_raw_chunks_beside_the_memory():
+    llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Spielberg directed Jaws."),
+                       step({"q2": "1946"}, "Spielberg born 1946."), SUFFICIENT, "1946"])
+    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(k=1))
+    final = llm.calls[-1]["messages"][-1]["content"]
+    q2_chunk = node(ans, "q2")["chunk_ids"][0]
+    assert "Spielberg born 1946." in final and CORPUS[q2_chunk].split(": ", 1)[1] in final
+    assert "Jaws is a 1975 thriller" not in final  # the first hop is in the memory only
+
+
+def test_a_comparison_has_no_single_last_hop_so_its_final_context_is_the_memory():
+    llm = ScriptedLLM([COMPARE_PLAN, step({"q1": "1936", "q2": "1961"}, "Ann Lee 1936; Tom Ford 1961."),
+                       SUFFICIENT, "Ann Lee"])
+    answer_logic(COMPARE_Q, FakeKB(CORPUS), llm)
+    final = llm.calls[-1]["messages"][-1]["content"]
+    assert "Ann Lee 1936; Tom Ford 1961." in final and "Manchester" not in final
 
 
 def test_sampling_without_replacement_excludes_earlier_chunks():
@@ -354,7 +373,7 @@ def test_empty_question_is_rejected(q):
 def test_config_documents_every_field():
     h = LogicConfig.help()
     assert set(h) == {"k", "max_rounds", "merge_same_rank", "rolling_memory", "without_replacement", "reflection",
-                      "memory_words", "max_llm_calls", "max_prompt_tokens", "max_seconds"}
+                      "memory_words", "final_chunks", "max_llm_calls", "max_prompt_tokens", "max_seconds"}
     assert all(h.values())
     c = LogicConfig()
     assert (c.k, c.max_rounds, c.memory_words, c.max_llm_calls, c.max_prompt_tokens, c.max_seconds) == (3, 3, 150, 12, 12000, 300)
@@ -447,6 +466,14 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
     o = report["datasets"]["2wiki"]["overall"]
     assert o["chunk"]["llm_calls"] == 1 and o["logic"]["retrieval_rounds"] == 2
+    # rows made under other route settings are not reused: a changed default is answered again
+    rows = [json.loads(x) for x in lines]
+    for r in rows:
+        r["cfg"] = "older" if r["system"] == "logic" else r["cfg"]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    main(1, tmp_path, **kw)
+    redone = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[3:]]
+    assert [r["system"] for r in redone] == ["logic"]
     assert (tmp_path / "report.md").read_text().startswith("# Logic route benchmark")
 
 

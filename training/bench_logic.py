@@ -11,6 +11,7 @@ by every N so that runs of different sizes share the LLM cache), run:
   logic-no-memory         context pruning off (raw chunks concatenated)
   logic-with-replacement  sampling without replacement off
   logic-no-reflection     self-reflection off
+  logic-memory-only       the paper's final step: memory + sub-answers, without the last hop's raw chunks
 
 through the (cached) LLM, and report EM / F1 / string accuracy, LLM calls, prompt/completion
 tokens, seconds and retrieval rounds per question, overall and per question type (2Wiki `type`,
@@ -36,9 +37,11 @@ DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/
 # first N/2 4-hop questions of the file instead, against a KB of every 3- and 4-hop question's
 # passages (its own KB, so the 2-hop runs keep theirs and their cache).
 DEEP_HOPS = ("3hop", "4hop")
-SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection")
-_SWITCH_OFF = {"logic-no-merge": "merge_same_rank", "logic-no-memory": "rolling_memory",
-               "logic-with-replacement": "without_replacement", "logic-no-reflection": "reflection"}
+SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection",
+           "logic-memory-only")
+_CHANGED = {"logic-no-merge": {"merge_same_rank": False}, "logic-no-memory": {"rolling_memory": False},
+            "logic-with-replacement": {"without_replacement": False}, "logic-no-reflection": {"reflection": False},
+            "logic-memory-only": {"final_chunks": 0}}
 
 # What we compare against (the paper: gpt-4o-mini, all-MiniLM-L6-v2, top-3; the anchor: the
 # released code on the local 1.5B model, first 20 2Wiki questions, see shared/ARCHITECTURE.md).
@@ -71,9 +74,17 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
         return None
     if system == "logic":
         return LogicConfig(k=k, max_seconds=max_seconds)
-    if system in _SWITCH_OFF:
-        return LogicConfig(k=k, max_seconds=max_seconds, **{_SWITCH_OFF[system]: False})
+    if system in _CHANGED:
+        return LogicConfig(k=k, max_seconds=max_seconds, **_CHANGED[system])
     raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+
+
+def config_fingerprint(config) -> str:
+    """Short hash of a route's settings (a LogicConfig or a dict), for result keys."""
+    import hashlib
+
+    d = config if isinstance(config, dict) else asdict(config)
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def _kb_for(dataset, out_dir: Path, name: str, n: int):
@@ -150,7 +161,7 @@ def _load_done(path: Path) -> dict[tuple, dict]:
                 r = json.loads(line)
             except json.JSONDecodeError:  # a torn last line from an interrupted run: redo it
                 continue
-            done[(r["llm"], r["dataset"], r["system"], r["qid"])] = r
+            done[(r["llm"], r["dataset"], r["system"], r["qid"], r.get("cfg"))] = r
     return done
 
 
@@ -265,14 +276,16 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
             loaded[name] = load_dataset(data_dir / DATASETS[name], n)
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
+    # a result is reused only for the same route settings (a changed default is answered again)
+    cfgs = {s: config_fingerprint(system_config(s, k) or {"k": k}) for s in systems}
     with results.open("a", encoding="utf-8") as fh:
         for name, ds in loaded.items():
             kb = _kb_for(kb_sets[name], out_dir, name, kb_n)
             for q in ds.questions:
                 for s in systems:
-                    key = (spec, name, s, q.id)
+                    key = (spec, name, s, q.id, cfgs[s])
                     if key not in done:
-                        r = {"llm": spec, "dataset": name, "system": s, "qid": q.id, "type": _qtype(q),
+                        r = {"llm": spec, "dataset": name, "system": s, "qid": q.id, "cfg": cfgs[s], "type": _qtype(q),
                              "question": q.text, "golds": q.answers, **_run_one(s, q, kb, llm, k)}
                         fh.write(json.dumps(r, ensure_ascii=False) + "\n")
                         fh.flush()
@@ -282,7 +295,8 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     bar.close()
 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
-    rows = [r for (sp, ds, s, qid), r in done.items() if sp == spec and ds in qids and qid in qids[ds] and s in systems]
+    rows = [r for (sp, ds, s, qid, cfg), r in done.items()
+            if sp == spec and ds in qids and qid in qids[ds] and s in systems and cfg == cfgs[s]]
     report = build_report(rows, spec, n)
     report["kb"] = {name: {"questions": len(d.questions), "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}

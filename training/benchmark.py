@@ -378,8 +378,14 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
     if store.bad_lines:
         notes.append(f"{store.bad_lines} unreadable line(s) in {RESULTS_FILE} ignored")
 
-    def sig(it: Item) -> dict:
-        return {"llm": llm_name, "k": cfg.k, "kb": kb_fp[it.kb]}
+    from training.bench_logic import config_fingerprint
+
+    logic_fp = config_fingerprint(next(iter(rags.values())).logic_config()) if rags else ""
+
+    def sig(it: Item, route: str) -> dict:
+        # logic answers are reused only under the same LogicConfig (a changed default re-answers)
+        extra = {"logic_cfg": logic_fp} if route == "logic" else {}
+        return {"llm": llm_name, "k": cfg.k, "kb": kb_fp[it.kb], **extra}
 
     # ---- fixed routes (the only answering LLM calls)
     imported = import_labels(cfg.labels, items, cfg.routes, llm_name, cfg.k, notes) if cfg.labels else {}
@@ -387,7 +393,7 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
     todo: list[tuple[str, Item]] = []
     for it in items.values():  # question-major: an interrupted run has every route for its first questions
         for r in cfg.routes:
-            row = store.get("answer", r, it.key, sig(it))
+            row = store.get("answer", r, it.key, sig(it, r))
             if row is not None and not (row.get("error") and cfg.retry_errors):
                 fixed[(r, it.key)] = row
             elif (r, it.key) in imported:
@@ -408,9 +414,9 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
         t0 = time.perf_counter()
         try:
             ans = rags[it.kb].answer(it.text, route=r, budget=budget)
-            row = _answer_row(r, it, sig(it), ans)
+            row = _answer_row(r, it, sig(it, r), ans)
         except LogicRouteError as e:  # one failed question must not stop the benchmark
-            row = _answer_row(r, it, sig(it), error=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
+            row = _answer_row(r, it, sig(it, r), error=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
         store.append(row)
         fixed[(r, it.key)] = row
 

@@ -59,12 +59,16 @@ class LogicConfig:
     reflection: bool = field(default=True, metadata={
         "help": "after the DAG is solved, check sufficiency and add sub-questions if evidence is missing"})
     memory_words: int = field(default=150, metadata={"help": "cap of the rolling memory in words (~ tokens * 0.75)"})
+    final_chunks: int = field(default=3, metadata={
+        "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
+                "0 = memory only, as the paper"})
     max_llm_calls: int = field(default=12, metadata={"help": "budget: LLM calls per question (final answer included)"})
     max_prompt_tokens: int = field(default=12000, metadata={"help": "budget: prompt tokens per question"})
     max_seconds: float = field(default=300, metadata={"help": "budget: wall seconds per question"})
 
     def __post_init__(self) -> None:
-        if self.k < 1 or self.max_rounds < 0 or self.memory_words < 10 or self.max_llm_calls < 1:
+        if (self.k < 1 or self.max_rounds < 0 or self.memory_words < 10 or self.max_llm_calls < 1
+                or self.final_chunks < 0):
             raise ValueError(f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10 and "
                              f"max_llm_calls >= 1 are required (got {self})")
 
@@ -404,8 +408,9 @@ def _final_answer(st: _State) -> str:
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
         summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
         pending = [c for c in _dedup(st.raw) if c.chunk_id not in summarised]
-        if pending:
-            context += "\n" + P.format_passages(pending)
+        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in {p.chunk_id for p in pending}]
+        if pending or last_hop:
+            context += "\n" + P.format_passages(last_hop + pending)
     else:
         context = P.format_passages(_dedup(st.raw))
     notes = _final_notes(st)
@@ -419,6 +424,23 @@ def _final_answer(st: _State) -> str:
         flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
         return answered[-1].answer or ""
     return clean_answer(c.text)
+
+
+def _last_hop_chunks(st: _State) -> list[RetrievedChunk]:
+    """The raw chunks retrieved for the DAG's single sink, the hop that answers the question.
+
+    Why: the 150-word memory drops the exact phrase the answer needs (measured on SQuAD: memory
+    "oil prices ... priced in terms of gold" lost "September 1971"; logic F1 54 vs chunk 82 on
+    single-lookup questions). Comparisons (several sinks) keep memory + computed notes only.
+    """
+    if st.cfg.final_chunks == 0:
+        return []
+    used = {d for n in st.nodes.values() for d in n.depends_on}
+    sinks = [n for n in st.nodes.values() if n.id not in used and n.chunk_ids]
+    if len(sinks) != 1:
+        return []
+    by_id = {c.chunk_id: c for c in st.raw}
+    return [by_id[i] for i in sinks[0].chunk_ids if i in by_id][: st.cfg.final_chunks]
 
 
 def _final_notes(st: _State) -> str:
