@@ -112,6 +112,9 @@ def test_shared_data_slicing_takes_only_the_passages_of_the_questions_taken(shar
     assert [q.supporting for q in part.questions] == [q.supporting for q in full.questions[10:15]]
     assert {p.id for p in part.passages} <= {p.id for p in full.passages}
     assert 10 <= len(part.passages) <= 50
+    # each question names the passages it came with; together they are the slice's passages
+    assert {i for q in part.questions for i in q.passages} == {p.id for p in part.passages}
+    assert all(set(q.supporting) <= set(q.passages) for q in part.questions)
     assert load_dataset(path, n=0).questions == []
     assert len(load_dataset(path, offset=495).questions) == 5
     assert load_dataset(path, offset=10_000).questions == []

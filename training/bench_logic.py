@@ -111,10 +111,9 @@ def _deep_hops(path: Path, n: int):
     deep = [i for i, q in enumerate(everything.questions) if q.type in DEEP_HOPS]
     per_hop = max(1, n // len(DEEP_HOPS))
     asked = [i for h in DEEP_HOPS for i in [j for j in deep if everything.questions[j].type == h][:per_hop]]
-    passages: dict = {}
-    for i in deep:
-        passages.update({p.id: p for p in load_dataset(path, 1, offset=i).passages})
-    kb_ds = Dataset("musique", [everything.questions[i] for i in deep], list(passages.values()))
+    wanted = {pid for i in deep for pid in everything.questions[i].passages}
+    kb_ds = Dataset("musique", [everything.questions[i] for i in deep],
+                    [p for p in everything.passages if p.id in wanted])
     return kb_ds, Dataset("musique", [everything.questions[i] for i in sorted(asked)], [])
 
 

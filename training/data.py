@@ -72,6 +72,7 @@ class Question:
     type: str | None
     supporting: list[str]  # ids of supporting passages
     dataset: str
+    passages: list[str] = field(default_factory=list)  # ids of every passage the question came with
 
 
 @dataclass
@@ -134,6 +135,7 @@ def load_dataset(path: str | Path, n: int | None = None, offset: int = 0) -> Dat
             raise
         except (KeyError, TypeError, ValueError, SyntaxError, AttributeError, IndexError) as e:
             raise DataFormatError(f"{path}:{loc}: malformed {name} record ({type(e).__name__}: {e})") from None
+        q.passages = [p.id for p in ps]
         questions.append(q)
         for p in ps:
             passages.setdefault(p.id, p)
