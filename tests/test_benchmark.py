@@ -237,9 +237,9 @@ def test_rows_of_another_setup_are_not_reused(tmp_path):
 def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_path):
     from engine.routes.logic import LogicConfig
 
-    class PaperFinalRAG(ScriptRAG):
+    class LastHopChunksRAG(ScriptRAG):
         def logic_config(self, budget=None, spent=None):
-            return LogicConfig(k=self.k, final_chunks=0)
+            return LogicConfig(k=self.k, final_chunks=3)
 
     files = write_data(tmp_path)
     llm = ScriptedLLM(rules={"Question:": llm_router_reply})
@@ -247,7 +247,7 @@ def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_
     ScriptRAG.runs = []
     run_benchmark(make_cfg(tmp_path, files), llm=llm, router=FakeRouter(),
                   make_kb=lambda path, passages, show_progress=True: FakeKB({p.title: p.text for p in passages}),
-                  rag_factory=lambda kb: PaperFinalRAG(kb=kb, llm=llm, router=FakeRouter()), echo=lambda s: None)
+                  rag_factory=lambda kb: LastHopChunksRAG(kb=kb, llm=llm, router=FakeRouter()), echo=lambda s: None)
     assert sorted({r for r, _ in ScriptRAG.runs}) == ["logic"] and len(ScriptRAG.runs) == 7
 
 

@@ -320,11 +320,31 @@ def test_rolling_memory_is_the_final_context_and_is_capped():
 def test_final_answer_sees_the_last_hops_raw_chunks_beside_the_memory():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Spielberg directed Jaws."),
                        step({"q2": "1946"}, "Spielberg born 1946."), SUFFICIENT, "1946"])
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(k=1))
+    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(k=1, final_chunks=3))
     final = llm.calls[-1]["messages"][-1]["content"]
     q2_chunk = node(ans, "q2")["chunk_ids"][0]
     assert "Spielberg born 1946." in final and CORPUS[q2_chunk].split(": ", 1)[1] in final
     assert "Jaws is a 1975 thriller" not in final  # the first hop is in the memory only
+
+
+def test_a_plan_restating_the_question_is_answered_like_the_chunk_route():
+    from engine.routes.chunk import answer_chunk
+
+    q = "Who directed the film Vertigo?"
+    llm = ScriptedLLM([plan(("q1", "Who directed the film Vertigo?", [])), "Alfred Hitchcock"])
+    ans = answer_logic(q, FakeKB(CORPUS), llm)
+    assert purposes(ans) == ["decompose", "answer"] and ans.text == "Alfred Hitchcock"
+    assert ans.trace["single_hop"] is True and node(ans, "q1")["answer"] == "Alfred Hitchcock"
+    chunk_llm = ScriptedLLM(["Alfred Hitchcock"])
+    answer_chunk(q, FakeKB(CORPUS), chunk_llm)
+    assert llm.calls[-1]["messages"] == chunk_llm.calls[0]["messages"]  # same prompt: one cache entry
+
+
+def test_with_direct_single_hop_off_a_one_node_plan_goes_through_the_dag():
+    q = "Who directed the film Vertigo?"
+    llm = ScriptedLLM([plan(("q1", q, [])), step({"q1": "Alfred Hitchcock"}), SUFFICIENT, "Alfred Hitchcock"])
+    ans = answer_logic(q, FakeKB(CORPUS), llm, LogicConfig(direct_single_hop=False))
+    assert purposes(ans) == ["decompose", "step q1", "reflect 1", "answer"] and "single_hop" not in ans.trace
 
 
 def test_a_comparison_has_no_single_last_hop_so_its_final_context_is_the_memory():
@@ -373,7 +393,7 @@ def test_empty_question_is_rejected(q):
 def test_config_documents_every_field():
     h = LogicConfig.help()
     assert set(h) == {"k", "max_rounds", "merge_same_rank", "rolling_memory", "without_replacement", "reflection",
-                      "memory_words", "final_chunks", "max_llm_calls", "max_prompt_tokens", "max_seconds"}
+                      "memory_words", "final_chunks", "direct_single_hop", "max_llm_calls", "max_prompt_tokens", "max_seconds"}
     assert all(h.values())
     c = LogicConfig()
     assert (c.k, c.max_rounds, c.memory_words, c.max_llm_calls, c.max_prompt_tokens, c.max_seconds) == (3, 3, 150, 12, 12000, 300)

@@ -11,7 +11,8 @@ by every N so that runs of different sizes share the LLM cache), run:
   logic-no-memory         context pruning off (raw chunks concatenated)
   logic-with-replacement  sampling without replacement off
   logic-no-reflection     self-reflection off
-  logic-memory-only       the paper's final step: memory + sub-answers, without the last hop's raw chunks
+  logic-last-hop-chunks   the final answer also sees the last hop's raw chunks (final_chunks=3)
+  logic-dag-single-hop    a one-lookup plan goes through step, memory and reflection too
 
 through the (cached) LLM, and report EM / F1 / string accuracy, LLM calls, prompt/completion
 tokens, seconds and retrieval rounds per question, overall and per question type (2Wiki `type`,
@@ -38,10 +39,10 @@ DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/
 # passages (its own KB, so the 2-hop runs keep theirs and their cache).
 DEEP_HOPS = ("3hop", "4hop")
 SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection",
-           "logic-memory-only")
+           "logic-last-hop-chunks", "logic-dag-single-hop")
 _CHANGED = {"logic-no-merge": {"merge_same_rank": False}, "logic-no-memory": {"rolling_memory": False},
             "logic-with-replacement": {"without_replacement": False}, "logic-no-reflection": {"reflection": False},
-            "logic-memory-only": {"final_chunks": 0}}
+            "logic-last-hop-chunks": {"final_chunks": 3}, "logic-dag-single-hop": {"direct_single_hop": False}}
 
 # What we compare against (the paper: gpt-4o-mini, all-MiniLM-L6-v2, top-3; the anchor: the
 # released code on the local 1.5B model, first 20 2Wiki questions, see shared/ARCHITECTURE.md).
