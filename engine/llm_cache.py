@@ -74,10 +74,10 @@ class CachedLLM:
         key = cache_key(self.name, messages, schema, max_tokens, temperature)
         row = self._get(key)
         if row is not None:
-            text, data, pt, ct, model = row
+            text, data, pt, ct, model, secs = row
             return Completion(text=text, prompt_tokens=pt, completion_tokens=ct, seconds=0.0,
                               data=None if data is None else json.loads(data), cached=True,
-                              model=model)
+                              model=model, original_seconds=secs)
         # errors (StructuredOutputError, LLMError) propagate and are never stored
         c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
         self._put(key, c)
@@ -86,7 +86,7 @@ class CachedLLM:
     def _get(self, key: str) -> tuple | None:
         try:
             return self._db().execute(
-                "SELECT text, data, prompt_tokens, completion_tokens, model FROM completions "
+                "SELECT text, data, prompt_tokens, completion_tokens, model, seconds FROM completions "
                 "WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as e:
             raise LogicRouteError(f"LLM cache {self.path} is unreadable ({e}): delete it, "

@@ -16,6 +16,7 @@ class Completion:
     data: Any = None
     cached: bool = False
     model: str = ""
+    original_seconds: float | None = None  # a cache hit: what the call took when it was made
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Usage:
     completion_tokens: int = 0
     cached_calls: int = 0
     llm_seconds: float = 0.0
+    llm_seconds_uncached: float = 0.0  # LLM seconds without the cache: a hit counts its original call
     seconds: float = 0.0  # wall seconds of the whole answer, set by the route
 
     def add(self, c: Completion) -> None:
@@ -35,6 +37,7 @@ class Usage:
         self.completion_tokens += c.completion_tokens
         self.cached_calls += int(c.cached)
         self.llm_seconds += c.seconds
+        self.llm_seconds_uncached += (c.original_seconds or 0.0) if c.cached else c.seconds
 
     def merge(self, other: "Usage") -> None:
         self.llm_calls += other.llm_calls
@@ -42,6 +45,7 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.cached_calls += other.cached_calls
         self.llm_seconds += other.llm_seconds
+        self.llm_seconds_uncached += other.llm_seconds_uncached
         self.seconds += other.seconds
 
     @property

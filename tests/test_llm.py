@@ -124,6 +124,11 @@ def test_cache_hit_returns_original_tokens_without_calling_inner(tmp_path):
     call_llm(llm, MSGS, purpose="t", usage=usage, trace=trace, schema=SCHEMA)
     assert usage.cached_calls == 1 and usage.prompt_tokens == 11
     assert trace["llm_calls"][0]["cached"] is True
+    # latency without the cache stays measurable on a cached rerun: the hit brings its original seconds
+    assert hit.original_seconds == 1.5 and usage.llm_seconds == 0.0 and usage.llm_seconds_uncached == 1.5
+    fresh = Usage()
+    fresh.add(first)
+    assert fresh.llm_seconds == fresh.llm_seconds_uncached == 1.5
 
 
 def test_cache_key_covers_everything_that_changes_output():

@@ -21,7 +21,7 @@ def _num(x: float | None, nd: int = 2) -> str:
 
 
 def systems_table(table: dict[str, dict], routes: Sequence[str], order: Sequence[str]) -> list[str]:
-    head = ["system", "EM", "F1", "Acc", "LLM calls", "prompt tok", "compl tok", "s / q",
+    head = ["system", "EM", "F1", "Acc", "LLM calls", "prompt tok", "compl tok", "s / q", "LLM s / q uncached",
             *[f"% {r}" for r in routes], "errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in order:
@@ -30,6 +30,7 @@ def systems_table(table: dict[str, dict], routes: Sequence[str], order: Sequence
             continue
         cells = [s, _pct(row["em"]), _pct(row["f1"]), _pct(row["string_acc"]), _num(row["llm_calls"]),
                  f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}", _num(row["seconds"]),
+                 _num(row.get("llm_seconds_uncached")),
                  *[f"{100 * row['routes'].get(r, 0.0):.0f}" for r in routes], str(row["errors"])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -108,7 +108,7 @@ def summarize(results: Sequence[dict], routes: Sequence[str]) -> dict:
     out: dict[str, Any] = {"n": n}
     for m in METRICS:
         out[m] = mean(m)
-    for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds"):
+    for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "llm_seconds_uncached"):
         out[c] = mean(c)
     out["routes"] = {r: sum(1 for x in results if x.get("route") == r) / n for r in routes}
     out["errors"] = sum(1 for x in results if x.get("error"))
@@ -281,10 +281,11 @@ def _answer_row(route: str, it: Item, sig: dict, ans=None, error: str | None = N
     if ans is not None:
         u = ans.usage
         row.update(llm_calls=u.llm_calls, prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-                   cached_calls=u.cached_calls, seconds=round(u.seconds, 4), flags=list(ans.flags))
+                   cached_calls=u.cached_calls, seconds=round(u.seconds, 4),
+                   llm_seconds_uncached=round(u.llm_seconds_uncached, 3), flags=list(ans.flags))
     else:
         row.update(llm_calls=0, prompt_tokens=0, completion_tokens=0, cached_calls=0, seconds=round(seconds, 4),
-                   flags=[])
+                   llm_seconds_uncached=0.0, flags=[])
     return row
 
 
@@ -489,7 +490,8 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
             row = {"kind": "llm_route", "system": "llm_router", "key": it.key, "dataset": it.dataset, "id": it.id,
                    "sig": lsig, "route": route, "error": error, "seconds": round(time.perf_counter() - t0, 4),
                    "llm_calls": usage.llm_calls, "prompt_tokens": usage.prompt_tokens,
-                   "completion_tokens": usage.completion_tokens, "cached": usage.cached_calls == usage.llm_calls > 0}
+                   "completion_tokens": usage.completion_tokens, "cached": usage.cached_calls == usage.llm_calls > 0,
+                   "llm_seconds_uncached": round(usage.llm_seconds_uncached, 3)}
             store.append(row)
             llm_routes[it.key] = row
 
@@ -599,14 +601,14 @@ def build_report(cfg: BenchConfig, items: dict[str, Item], fixed: dict[tuple[str
         r = choices[system][k]
         row = per_route[k][r]
         res = {m: float(row.get(m) or 0.0) for m in METRICS}
-        for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls"):
+        for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls", "llm_seconds_uncached"):
             res[c] = float(row.get(c) or 0.0)
         res["route"], res["error"] = r, row.get("error")
         extras = [overhead.get(system, {}).get(k)]  # routing cost: the LLM router's call, the MLP's seconds
         if system == "router+escalate" and k in escalated:
             extras.append(per_route[k][escalated[k]])  # the first, cheap attempt
         for extra in filter(None, extras):
-            for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds"):
+            for c in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "llm_seconds_uncached"):
                 res[c] += float(extra.get(c) or 0.0)
         return res
 
