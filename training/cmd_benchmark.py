@@ -100,7 +100,8 @@ def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint
 @click.option("--kb-n", type=int, default=100, show_default=True,
               help="KB = the passages of the first KB_N questions of each file")
 @click.option("--systems", default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,"
-              "logic-no-reflection", show_default=True, help="comma list; logic-no-* switch one mechanism off")
+              "logic-no-reflection", show_default=True,
+              help="comma list; logic-no-* switch one mechanism off; also logic-last-hop-chunks, logic-dag-single-hop")
 @click.option("--datasets", default="2wiki,musique", show_default=True, help="comma list of 2wiki, musique (the first questions: all 2-hop), musique-34hop (3- and 4-hop)")
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
