@@ -127,7 +127,8 @@ def print_answer(ans, question: str | None = None) -> None:
         click.echo("evidence: " + "; ".join(t for t in titles if t))
     u = ans.usage
     click.echo(f"cost: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s"
-               + (f" ({u.cached_calls} cached)" if u.cached_calls else ""))
+               + (f" ({u.cached_calls} cached; {u.llm_seconds_uncached:.1f}s of LLM time uncached)"
+                  if u.cached_calls else ""))
     for f in ans.flags:
         click.secho(f"flag: {f}", fg="yellow")
 
