@@ -34,4 +34,4 @@ def open_shared_sqlite(path: Path, schema: str, *, setup: bool = True,
                 conn.close()
                 raise
             time.sleep(0.05 * (attempt + 1))
-    return conn
+    raise AssertionError("unreachable: the last attempt returns or raises")

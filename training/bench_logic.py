@@ -80,14 +80,6 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
     raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
 
 
-def config_fingerprint(config) -> str:
-    """Short hash of a route's settings (a LogicConfig or a dict), for result keys."""
-    import hashlib
-
-    d = config if isinstance(config, dict) else asdict(config)
-    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
-
-
 def _kb_for(dataset, out_dir: Path, name: str, n: int):
     """The KB of this dataset's passages (those of its first n questions), built once in out_dir."""
     from engine.errors import KBNotFoundError
@@ -178,7 +170,7 @@ def _aggregate(rows: list[dict]) -> dict:
     for m in _METRICS:
         out[m] = round(100 * sum(r[m] for r in rows) / n, 1)
     for c in _COSTS:
-        out[c] = round(sum(r.get(c) or 0.0 for r in rows) / n, 2)
+        out[c] = round(sum(r[c] for r in rows) / n, 2)
     out["tokens"] = round(out["prompt_tokens"] + out["completion_tokens"], 1)
     # cached calls cost 0 s: latency is only meaningful over runs that made every call for real
     cold = [r["seconds"] for r in rows if r["cached_calls"] == 0]
@@ -279,7 +271,7 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
     # a result is reused only for the same route settings (a changed default is answered again)
-    cfgs = {s: config_fingerprint(system_config(s, k) or {"k": k}) for s in systems}
+    cfgs = {s: system_config(s, k).fingerprint() if s != "chunk" else f"chunk-k{k}" for s in systems}
     with results.open("a", encoding="utf-8") as fh:
         for name, ds in loaded.items():
             kb = _kb_for(kb_sets[name], out_dir, name, kb_n)

@@ -379,9 +379,7 @@ def run_benchmark(cfg: BenchConfig, *, llm=None, router=None, make_kb: Callable 
     if store.bad_lines:
         notes.append(f"{store.bad_lines} unreadable line(s) in {RESULTS_FILE} ignored")
 
-    from training.bench_logic import config_fingerprint
-
-    logic_fp = config_fingerprint(next(iter(rags.values())).logic_config()) if rags else ""
+    logic_fp = next(iter(rags.values())).logic_config().fingerprint() if rags else ""
 
     def sig(it: Item, route: str) -> dict:
         # logic answers are reused only under the same LogicConfig (a changed default re-answers)

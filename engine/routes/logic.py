@@ -21,6 +21,8 @@ Every fallback is visible in trace["flags"].
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
@@ -72,8 +74,13 @@ class LogicConfig:
     def __post_init__(self) -> None:
         if (self.k < 1 or self.max_rounds < 0 or self.memory_words < 10 or self.max_llm_calls < 1
                 or self.final_chunks < 0):
-            raise ValueError(f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10 and "
-                             f"max_llm_calls >= 1 are required (got {self})")
+            raise ValueError(f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
+                             f"max_llm_calls >= 1 and final_chunks >= 0 are required (got {self})")
+
+    def fingerprint(self) -> str:
+        """Short hash of every setting: results made under other settings are not reused."""
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha1(blob).hexdigest()[:10]
 
     @classmethod
     def help(cls) -> dict[str, str]:
@@ -417,7 +424,8 @@ def _final_answer(st: _State) -> str:
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
         summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
         pending = [c for c in _dedup(st.raw) if c.chunk_id not in summarised]
-        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in {p.chunk_id for p in pending}]
+        pending_ids = {c.chunk_id for c in pending}
+        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
         if pending or last_hop:
             context += "\n" + P.format_passages(last_hop + pending)
     else:
