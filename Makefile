@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test lint clean
 
 install: $(STAMP)
 
@@ -25,8 +25,14 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/logicroute demo
 
-test: install
+# The README's test command: the linters, the import contract, then the tests.
+test: install lint
 	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV)

@@ -5,35 +5,40 @@ Importing this module is cheap: torch / sentence_transformers load on the first 
 `.id` and `.dim` are read from the model's files, so opening a knowledge base and checking its
 embedder never loads the model.
 """
+
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 import sys
 import threading
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.cache_dir import cache_dir
-from engine.errors import ModelFilesError
-from engine.sqlite_store import open_shared_sqlite
+from engine.base.errors import ModelFilesError
+from engine.base.files import cache_dir, content_hash
+from engine.base.sqlite_store import open_shared_sqlite
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2"
 # Names a user may type for the bundled default model.
-_DEFAULT_ALIASES = {"", "default", "minilm", DEFAULT_MODEL_ID.lower(), f"sentence-transformers/{DEFAULT_MODEL_ID}".lower()}
+_DEFAULT_ALIASES = {
+    "",
+    "default",
+    "minilm",
+    DEFAULT_MODEL_ID.lower(),
+    f"sentence-transformers/{DEFAULT_MODEL_ID}".lower(),
+}
 _CACHE_FILE = "embeddings.sqlite"
 _SQL_IN_CHUNK = 500  # keys per SELECT ... IN (...); far below SQLite's variable limit
 _BLOCK_BATCHES = 8  # batches encoded per model call; the cache is written after each block
-
-
 
 
 def default_model_path() -> Path:
@@ -71,12 +76,12 @@ def _model_id(path: Path, is_default: bool) -> str:
         return DEFAULT_MODEL_ID
     # Folder name + short hash of the config files, so two different models in folders with the
     # same name never share cache entries or pass each other's KB checks.
-    h = hashlib.sha1()
-    for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
-        f = path / name
-        if f.is_file():
-            h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
-    return f"{path.name}-{h.hexdigest()[:8]}"
+    configs = b"".join(
+        name.encode() + b"\0" + (path / name).read_bytes() + b"\0"
+        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")
+        if (path / name).is_file()
+    )
+    return f"{path.name}-{content_hash(configs)[:8]}"
 
 
 def _dim_from_files(path: Path) -> int | None:
@@ -119,10 +124,12 @@ def _load_model(path: Path) -> "SentenceTransformer":
             try:
                 from sentence_transformers import SentenceTransformer
             except ModuleNotFoundError as e:
-                raise ModelFilesError("the embedder needs sentence-transformers (pip install sentence-transformers)") from e
+                raise ModelFilesError(
+                    "the embedder needs sentence-transformers (pip install sentence-transformers)"
+                ) from e
             try:
                 m = SentenceTransformer(str(path), device="cpu")
-            except Exception as e:  # noqa: BLE001 - any load failure is a model-files problem for the user
+            except Exception as e:  # any load failure is a model-files problem for the user
                 raise ModelFilesError(f"could not load the embedder model from {path}: {e}") from e
             m.eval()
             _MODELS[path] = m
@@ -136,8 +143,11 @@ class EmbeddingCache:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn = open_shared_sqlite(
-            self.path, "CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, key BLOB NOT NULL, "
-            "vec BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID", check_same_thread=False)
+            self.path,
+            "CREATE TABLE IF NOT EXISTS emb (model TEXT NOT NULL, key BLOB NOT NULL, "
+            "vec BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID",
+            check_same_thread=False,
+        )
 
     def get_many(self, model: str, keys: list[bytes]) -> dict[bytes, bytes]:
         out: dict[bytes, bytes] = {}
@@ -180,7 +190,9 @@ class Embedder:
     cache: True (SQLite at $LOGICROUTE_CACHE_DIR or ~/.cache/logicroute), False, or a path
     (a folder, or a .sqlite file)."""
 
-    def __init__(self, model: str | os.PathLike | None = None, *, batch_size: int = 64, cache: bool | str | os.PathLike = True):
+    def __init__(
+        self, model: str | os.PathLike | None = None, *, batch_size: int = 64, cache: bool | str | os.PathLike = True
+    ):
         self.model_path, self.is_default = _resolve(model)
         self.id: str = _model_id(self.model_path, self.is_default)
         self.batch_size = max(1, int(batch_size))
@@ -268,7 +280,7 @@ class Embedder:
         if n == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
 
-        keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        keys = [bytes.fromhex(content_hash(t)) for t in texts]  # the cache stores the 20-byte digest
         # Unique keys in first-seen order; duplicates in one call are encoded once.
         first: dict[bytes, int] = {}
         for i, k in enumerate(keys):

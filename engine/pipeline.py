@@ -11,27 +11,26 @@ the lazily built LLM and router are created under a lock; the local llama.cpp ba
 serializes its own calls, remote endpoints run concurrently (up to `concurrency` in
 `answer_many`).
 """
+
 from __future__ import annotations
 
-import re
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from engine.errors import LogicRouteError, StructuredOutputError
-from engine.llm import DEFAULT_LLM, LLM, call_llm, flag
+from engine.base.errors import LogicRouteError, StructuredOutputError
+from engine.base.types import Answer, Usage
+from engine.llm.base import DEFAULT_LLM, LLM, call_llm, flag
 from engine.prompts import SELF_CHECK_SCHEMA, self_check_messages
-from engine.routes.common import check_question
-from engine.types import Answer, Usage
+from engine.routes import CHEAP_ROUTES, check_route, run_route
+from engine.routes.common import check_question, looks_unanswered
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
-
-ROUTES = ("chunk", "summary", "logic")
-CHEAP_ROUTES = ("chunk", "summary")  # the routes escalation may leave for "logic"
 
 
 # ---------------------------------------------------------------------------- budget
@@ -86,32 +85,7 @@ class Budget:
 
 # ---------------------------------------------------------------------------- escalation
 
-# Replies that mean "no answer" (the answer prompt asks for a best guess, so these are rare but
-# decisive). Matched against the whole cleaned answer, or as a phrase inside a short one.
-_UNKNOWN_WHOLE = re.compile(
-    r"^(unknown|unanswerable|none|n/?a|no answer|not known|no information|not available|"
-    r"not (given|mentioned|stated|specified|provided|found)|i (do not|don't|cannot|can't) (know|say|tell)|"
-    r"(it is |it's )?(unclear|impossible to (say|tell|determine))|cannot be determined|insufficient information)$",
-    re.IGNORECASE)
-_UNKNOWN_PHRASE = re.compile(
-    r"(not in the (passages?|context|text)|(passages?|context|text) (do|does) not|not (mentioned|stated|given|"
-    r"provided|specified) in|no (relevant )?information|not enough information|cannot (be )?(answer|determin)|"
-    r"can't (answer|determine)|unable to (answer|determine)|i (do not|don't) know|does not (say|mention|specify))",
-    re.IGNORECASE)
-
 SELF_CHECK_MAX_TOKENS = 12
-
-
-def looks_unanswered(text: str) -> str | None:
-    """A reason string when the answer text says it has no answer, else None."""
-    t = (text or "").strip().strip(".!\"'").strip()
-    if not t:
-        return "empty answer"
-    if _UNKNOWN_WHOLE.match(t):
-        return f"answer says it does not know ({t!r})"
-    if len(t.split()) <= 25 and _UNKNOWN_PHRASE.search(t):
-        return f"answer says the passages do not answer it ({t[:80]!r})"
-    return None
 
 
 # ---------------------------------------------------------------------------- the pipeline
@@ -127,13 +101,22 @@ class RoutedRAG:
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
     cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
-    escalate: bool = field(default=False, metadata={
-        "help": "default for answer(escalate=None): retry unanswered chunk/summary answers on the logic route"})
-    self_check: bool = field(default=True, metadata={
-        "help": "when escalating, also ask the LLM whether the passages answer the question (one extra call)"})
+    escalate: bool = field(
+        default=False,
+        metadata={
+            "help": "default for answer(escalate=None): retry unanswered chunk/summary answers on the logic route"
+        },
+    )
+    self_check: bool = field(
+        default=True,
+        metadata={
+            "help": "when escalating, also ask the LLM whether the passages answer the question (one extra call)"
+        },
+    )
     budget: Budget | None = field(default=None, metadata={"help": "default Budget for answer(budget=None)"})
-    router: object | None = field(default=None, metadata={"help": "a router object with .probs(questions); "
-                                                                  "overrides checkpoint"})
+    router: object | None = field(
+        default=None, metadata={"help": "a router object with .probs(questions); overrides checkpoint"}
+    )
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -146,29 +129,27 @@ class RoutedRAG:
         return cls(kb=KnowledgeBase.open(kb), **options)
 
     @classmethod
-    def build(cls, sources: Iterable[str | Path], kb: str | Path, *, summaries: str = "extractive",
-              show_progress: bool = True, **options) -> "RoutedRAG":
+    def build(
+        cls,
+        sources: Iterable[str | Path],
+        kb: str | Path,
+        *,
+        summaries: str = "extractive",
+        show_progress: bool = True,
+        **options,
+    ) -> "RoutedRAG":
         """Index the sources into `kb` (created, or extended when it exists)."""
-        from hierarchy.kb import KnowledgeBase
-        from hierarchy.sources import load_documents
+        from hierarchy.indexing import index_sources
 
-        path = Path(kb)
-        base = KnowledgeBase.open(path) if (path / "manifest.json").exists() else KnowledgeBase.create(path)
-        docs = [d for s in sources for d in load_documents(s)]
-        base.add(docs, show_progress=show_progress)
-        rag = cls(kb=base, **options)
-        if summaries != "none" and not (path / "layers").exists():
-            from hierarchy.layers import build_layers
-
-            build_layers(base, summarizer=summaries, llm=rag.get_llm() if summaries == "llm" else None,
-                         show_progress=show_progress)
+        rag = cls(kb=None, **options)  # type: ignore[arg-type]  # the KB is set below
+        rag.kb = index_sources(kb, sources, summaries=summaries, make_llm=rag.get_llm, show_progress=show_progress).kb
         return rag
 
     # ------------------------------------------------------------------ parts, lazily
     def get_llm(self) -> LLM:
         with self._lock:
             if self.llm is None:
-                from engine.llm import make_llm
+                from engine.llm.factory import make_llm
 
                 self.llm = make_llm(self.llm_spec, cache=self.cache)
             return self.llm
@@ -204,32 +185,46 @@ class RoutedRAG:
         from router.policy import Policy, decide
 
         if budget is not None and budget.threshold is not None:
-            policy = Policy(kind="threshold", route="logic", threshold=budget.threshold,
-                            target_share=budget.logic_share)
-            return decide(probs, policy), {"policy": "threshold", "threshold": budget.threshold,
-                                           "logic_share": budget.logic_share}
+            policy = Policy(
+                kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
+            )
+            return decide(probs, policy), {
+                "policy": "threshold",
+                "threshold": budget.threshold,
+                "logic_share": budget.logic_share,
+            }
         return decide(probs), {"policy": "argmax"}
 
     # ------------------------------------------------------------------ answering
-    def answer(self, question: str, *, route: str = "auto", budget: Budget | None = None,
-               escalate: bool | None = None) -> Answer:
+    def answer(
+        self, question: str, *, route: str = "auto", budget: Budget | None = None, escalate: bool | None = None
+    ) -> Answer:
         """Answer one question. route: "auto" (router) or a route name to force; budget: see
         Budget (None = the instance's default); escalate: None = the instance's default."""
         t0 = time.perf_counter()
         q = check_question(question)
         budget = self.budget if budget is None else budget
-        _check_route(route)
+        check_route(route)
         probs, decision = None, {"policy": "forced"}
         if route == "auto":
             if budget is not None and budget.logic_share is not None and budget.threshold is None:
-                raise LogicRouteError("Budget(logic_share=...) needs a calibrated threshold for a single question: "
-                                      "use rag.calibrate(sample_questions, logic_share) or answer_many")
+                raise LogicRouteError(
+                    "Budget(logic_share=...) needs a calibrated threshold for a single question: "
+                    "use rag.calibrate(sample_questions, logic_share) or answer_many"
+                )
             probs = self.route_probs(q)
             route, decision = self._decide(probs, budget)
         return self._answer_decided(q, route, probs, decision, budget, escalate, t0)
 
-    def answer_many(self, questions: Sequence[str], concurrency: int = 4, *, route: str = "auto",
-                    budget: Budget | None = None, escalate: bool | None = None) -> list[Answer]:
+    def answer_many(
+        self,
+        questions: Sequence[str],
+        concurrency: int = 4,
+        *,
+        route: str = "auto",
+        budget: Budget | None = None,
+        escalate: bool | None = None,
+    ) -> list[Answer]:
         """Answer many questions, in input order. Routing is batched (one embedding batch);
         a Budget(logic_share=s) without a threshold is calibrated on this batch, so about s
         of it goes to logic. Up to `concurrency` questions run at once; the first error
@@ -237,7 +232,7 @@ class RoutedRAG:
         t0 = time.perf_counter()
         qs = [check_question(q) for q in questions]
         budget = self.budget if budget is None else budget
-        _check_route(route)
+        check_route(route)
         if not qs:
             return []
         n = len(qs)
@@ -258,8 +253,15 @@ class RoutedRAG:
         workers = max(1, min(int(concurrency), n))
 
         def one(i: int) -> Answer:
-            return self._answer_decided(qs[i], decided[i][0], probs_list[i], decided[i][1], budget, escalate,
-                                        time.perf_counter() - routing_share)
+            return self._answer_decided(
+                qs[i],
+                decided[i][0],
+                probs_list[i],
+                decided[i][1],
+                budget,
+                escalate,
+                time.perf_counter() - routing_share,
+            )
 
         if workers == 1:
             return [one(i) for i in range(n)]
@@ -267,8 +269,16 @@ class RoutedRAG:
             futures = [pool.submit(one, i) for i in range(n)]
             return [f.result() for f in futures]
 
-    def _answer_decided(self, q: str, route: str, probs: dict | None, decision: dict, budget: Budget | None,
-                        escalate: bool | None, t0: float) -> Answer:
+    def _answer_decided(
+        self,
+        q: str,
+        route: str,
+        probs: dict | None,
+        decision: dict,
+        budget: Budget | None,
+        escalate: bool | None,
+        t0: float,
+    ) -> Answer:
         escalate = self.escalate if escalate is None else escalate
         ans = self._run_route(q, route, budget)
         if escalate and route in CHEAP_ROUTES:
@@ -281,24 +291,12 @@ class RoutedRAG:
         return ans
 
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
-        llm = self.get_llm()
-        if route == "chunk":
-            from engine.routes.chunk import answer_chunk
-
-            return answer_chunk(q, self.kb, llm, k=self.k)
-        if route == "summary":
-            from engine.routes.summary import answer_summary
-
-            return answer_summary(q, self.kb, llm, k=self.k)
-        if route == "logic":
-            from engine.routes.logic import answer_logic
-
-            return answer_logic(q, self.kb, llm, self.logic_config(budget))
-        raise LogicRouteError(f"unknown route {route!r}: choose one of auto, {', '.join(ROUTES)}")
+        logic_config = self.logic_config(budget) if route == "logic" else None
+        return run_route(route, q, self.kb, self.get_llm(), k=self.k, logic_config=logic_config)
 
     def logic_config(self, budget: Budget | None = None, spent: Usage | None = None):
         """The LogicConfig for one answer: top-k, plus the budget's limits minus what `spent` used."""
-        from engine.routes.logic import LogicConfig
+        from engine.routes.logic.config import LogicConfig
 
         wanted: dict = {"k": self.k}
         if budget is not None:
@@ -329,9 +327,9 @@ class RoutedRAG:
         return merge_escalated(first, second, reason)
 
     def _run_logic_after(self, q: str, first: Answer, budget: Budget | None) -> Answer:
-        from engine.routes.logic import answer_logic
-
-        return answer_logic(q, self.kb, self.get_llm(), self.logic_config(budget, spent=first.usage))
+        return run_route(
+            "logic", q, self.kb, self.get_llm(), k=self.k, logic_config=self.logic_config(budget, spent=first.usage)
+        )
 
     def _self_check(self, q: str, ans: Answer) -> str | None:
         """One structured call: do the passages the route used answer the question? Booked in
@@ -340,9 +338,15 @@ class RoutedRAG:
         if not passages:
             return None
         try:
-            c = call_llm(self.get_llm(), self_check_messages(q, ans.text, passages), purpose="self_check",
-                         usage=ans.usage, trace=ans.trace, schema=SELF_CHECK_SCHEMA,
-                         max_tokens=SELF_CHECK_MAX_TOKENS)
+            c = call_llm(
+                self.get_llm(),
+                self_check_messages(q, ans.text, passages),
+                purpose="self_check",
+                usage=ans.usage,
+                trace=ans.trace,
+                schema=SELF_CHECK_SCHEMA,
+                max_tokens=SELF_CHECK_MAX_TOKENS,
+            )
         except StructuredOutputError as e:
             flag(ans.trace, f"self-check failed ({e}); answer kept")
             return None
@@ -352,8 +356,8 @@ class RoutedRAG:
 
     def _passages_of(self, ans: Answer) -> str:
         """The text the route answered from, rebuilt from the chunk ids in its trace."""
+        from engine.base.types import RetrievedChunk
         from engine.prompts import format_passages
-        from engine.types import RetrievedChunk
 
         chunks = []
         for r in ans.trace.get("retrieved", []) or []:
@@ -375,18 +379,20 @@ def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
     trace["llm_calls"] = first_calls + [{**c, "route": second.route} for c in second.trace.get("llm_calls", [])]
     trace["flags"] = [f"{first.route}: {f}" for f in first.trace.get("flags", [])] + list(second.trace.get("flags", []))
     flag(trace, f"escalated from {first.route} to {second.route}: {reason}")
-    trace["escalated_from"] = {"route": first.route, "text": first.text, "reason": reason,
-                               "usage": first.usage.to_dict(), "trace": first.trace}
+    trace["escalated_from"] = {
+        "route": first.route,
+        "text": first.text,
+        "reason": reason,
+        "usage": first.usage.to_dict(),
+        "trace": first.trace,
+    }
     return Answer(text=second.text, route=second.route, usage=usage, trace=trace)
 
 
 def _too_little_left(budget: Budget, spent: Usage) -> bool:
     # the logic route needs at least a decomposition call and the final answer to help
-    return ((budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
-            or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
-            or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0))
-
-
-def _check_route(route: str) -> None:
-    if route != "auto" and route not in ROUTES:
-        raise LogicRouteError(f"unknown route {route!r}: choose one of auto, {', '.join(ROUTES)}")
+    return (
+        (budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
+        or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
+        or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0)
+    )

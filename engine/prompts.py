@@ -1,10 +1,11 @@
 """Every prompt in one place. Written for, and tested against, the small local model
 (Qwen2.5-Coder-1.5B): few-shot, answer-only, yes/no only for yes/no questions."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from engine.types import RetrievedChunk
+from engine.base.types import RetrievedChunk
 
 # ---------------------------------------------------------------- answering (chunk/summary/final)
 
@@ -19,7 +20,7 @@ ANSWER_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903.\n\n"
+            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903.\n\n"  # noqa: E501 (prompt text)
             "Question: In which city was Marie Curie born?\nAnswer:"
         ),
     },
@@ -27,7 +28,7 @@ ANSWER_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n[2] The Amazon: The Amazon is about 6,400 km long.\n\n"
+            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n[2] The Amazon: The Amazon is about 6,400 km long.\n\n"  # noqa: E501 (prompt text)
             "Question: Is the Amazon longer than the Nile?\nAnswer:"
         ),
     },
@@ -76,28 +77,52 @@ DECOMPOSE_SYSTEM = (
 
 _DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
     ("Who wrote the novel Dracula?", [("q1", "Who wrote the novel Dracula?", [])]),
-    ("What is the date of birth of the performer of song Hello?",
-     [("q1", "Who is the performer of song Hello?", []), ("q2", "What is the date of birth of #q1?", ["q1"])]),
-    ("Who is older, Ann Lee or Tom Ford?",
-     [("q1", "When was Ann Lee born?", []), ("q2", "When was Tom Ford born?", [])]),
-    ("Are the directors of films Jaws and Amelie from the same country?",
-     [("q1", "Who is the director of film Jaws?", []), ("q2", "Who is the director of film Amelie?", []),
-      ("q3", "Which country is #q1 from?", ["q1"]), ("q4", "Which country is #q2 from?", ["q2"])]),
-    ("Which film has the director who died later, Vertigo or Metropolis?",
-     [("q1", "Who is the director of film Vertigo?", []), ("q2", "Who is the director of film Metropolis?", []),
-      ("q3", "When did #q1 die?", ["q1"]), ("q4", "When did #q2 die?", ["q2"])]),
-    ("Who is the paternal grandfather of Anne Boleyn?",
-     [("q1", "Who is the father of Anne Boleyn?", []), ("q2", "Who is the father of #q1?", ["q1"])]),
-    ("What is the capital of the country where the composer of Carmen was born?",
-     [("q1", "Who is the composer of Carmen?", []), ("q2", "In which country was #q1 born?", ["q1"]),
-      ("q3", "What is the capital of #q2?", ["q2"])]),
+    (
+        "What is the date of birth of the performer of song Hello?",
+        [("q1", "Who is the performer of song Hello?", []), ("q2", "What is the date of birth of #q1?", ["q1"])],
+    ),
+    (
+        "Who is older, Ann Lee or Tom Ford?",
+        [("q1", "When was Ann Lee born?", []), ("q2", "When was Tom Ford born?", [])],
+    ),
+    (
+        "Are the directors of films Jaws and Amelie from the same country?",
+        [
+            ("q1", "Who is the director of film Jaws?", []),
+            ("q2", "Who is the director of film Amelie?", []),
+            ("q3", "Which country is #q1 from?", ["q1"]),
+            ("q4", "Which country is #q2 from?", ["q2"]),
+        ],
+    ),
+    (
+        "Which film has the director who died later, Vertigo or Metropolis?",
+        [
+            ("q1", "Who is the director of film Vertigo?", []),
+            ("q2", "Who is the director of film Metropolis?", []),
+            ("q3", "When did #q1 die?", ["q1"]),
+            ("q4", "When did #q2 die?", ["q2"]),
+        ],
+    ),
+    (
+        "Who is the paternal grandfather of Anne Boleyn?",
+        [("q1", "Who is the father of Anne Boleyn?", []), ("q2", "Who is the father of #q1?", ["q1"])],
+    ),
+    (
+        "What is the capital of the country where the composer of Carmen was born?",
+        [
+            ("q1", "Who is the composer of Carmen?", []),
+            ("q2", "In which country was #q1 born?", ["q1"]),
+            ("q3", "What is the capital of #q2?", ["q2"]),
+        ],
+    ),
 ]
 
 
 def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     # compact separators: fewer prompt tokens per example, and the model copies the style
-    return _json.dumps({"subquestions": [{"id": i, "question": q, "depends_on": d} for i, q, d in nodes]},
-                       separators=(",", ":"))
+    return _json.dumps(
+        {"subquestions": [{"id": i, "question": q, "depends_on": d} for i, q, d in nodes]}, separators=(",", ":")
+    )
 
 
 def decompose_messages(question: str) -> list[dict]:
@@ -113,9 +138,13 @@ def decompose_retry_messages(question: str, bad_reply: str, problems: list[str])
     model loses the question in a multi-turn correction (it re-plans the few-shot questions),
     so the same single-turn prompt is sent again with the earlier plan and its error stated."""
     msgs = decompose_messages(question)
-    msgs[-1] = {"role": "user", "content": (
-        f"Question: {question}\n(An earlier plan for this question was wrong: {'; '.join(problems)}. "
-        f"Each sub-question may only depend on earlier ids. Earlier plan: {bad_reply})")}
+    msgs[-1] = {
+        "role": "user",
+        "content": (
+            f"Question: {question}\n(An earlier plan for this question was wrong: {'; '.join(problems)}. "
+            f"Each sub-question may only depend on earlier ids. Earlier plan: {bad_reply})"
+        ),
+    }
     return msgs
 
 
@@ -124,14 +153,19 @@ def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:
         "type": "object",
         "properties": {
             "subquestions": {
-                "type": "array", "minItems": 1, "maxItems": max_items,
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max_items,
                 "items": {
                     "type": "object",
                     "properties": {
                         "id": {"type": "string", "pattern": "^q[0-9]{1,2}$"},
                         "question": {"type": "string", "minLength": 3, "maxLength": 300},
-                        "depends_on": {"type": "array", "maxItems": 4,
-                                       "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"}},
+                        "depends_on": {
+                            "type": "array",
+                            "maxItems": 4,
+                            "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"},
+                        },
                     },
                     "required": ["id", "question", "depends_on"],
                     "additionalProperties": False,
@@ -144,13 +178,15 @@ def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:
 
 
 REWRITE_SYSTEM = (
-    "Rewrite the question so that it names the thing directly, using the facts. "
-    "Reply with the rewritten question only."
+    "Rewrite the question so that it names the thing directly, using the facts. Reply with the rewritten question only."
 )
 
 REWRITE_FEWSHOT = [
-    {"role": "user", "content": "Facts:\nWho is the director of film Jaws? Steven Spielberg\n\n"
-                                "Question: When was the director born?\nRewritten question:"},
+    {
+        "role": "user",
+        "content": "Facts:\nWho is the director of film Jaws? Steven Spielberg\n\n"
+        "Question: When was the director born?\nRewritten question:",
+    },
     {"role": "assistant", "content": "When was Steven Spielberg born?"},
 ]
 
@@ -161,12 +197,16 @@ def rewrite_messages(question: str, facts: list[tuple[str, str]]) -> list[dict]:
 
 
 def step_system(memory_words: int, with_memory: bool) -> str:
-    s = ("You answer sub-questions of a main question from passages. Reply in JSON. "
-         '"answers": for each sub-question id, the answer alone: a short phrase such as a name, '
-         "a date, a place or a number, no sentence. If the passages and notes do not say, write unknown.")
+    s = (
+        "You answer sub-questions of a main question from passages. Reply in JSON. "
+        '"answers": for each sub-question id, the answer alone: a short phrase such as a name, '
+        "a date, a place or a number, no sentence. If the passages and notes do not say, write unknown."
+    )
     if with_memory:
-        s += (f' "memory": the facts from the notes and the passages that help answer the main '
-              f"question, in short sentences, at most {memory_words} words; only facts the notes or passages state; keep names and dates exactly.")
+        s += (
+            f' "memory": the facts from the notes and the passages that help answer the main '
+            f"question, in short sentences, at most {memory_words} words; only facts the notes or passages state; keep names and dates exactly."  # noqa: E501 (prompt text)
+        )
     return s
 
 
@@ -190,8 +230,9 @@ _STEP_EXAMPLE = (
 )
 
 
-def step_messages(main: str, notes: str, passages: str, subqs: list[tuple[str, str]],
-                  memory_words: int, with_memory: bool) -> list[dict]:
+def step_messages(
+    main: str, notes: str, passages: str, subqs: list[tuple[str, str]], memory_words: int, with_memory: bool
+) -> list[dict]:
     """One call per rank: answer every sub-question of the rank, and (rolling memory) write
     the new memory = query-oriented summary of old notes + new passages."""
     eq, en, ep, es, ea, em = _STEP_EXAMPLE
@@ -228,19 +269,33 @@ REFLECT_SYSTEM = (
 )
 
 REFLECT_FEWSHOT = [
-    {"role": "user", "content": "Main question: Where was the director of film Jaws born?\n\nFacts:\n"
-                                "q1: Who is the director of film Jaws? -> Steven Spielberg\n"
-                                "q2: Where was Steven Spielberg born? -> Cincinnati"},
+    {
+        "role": "user",
+        "content": "Main question: Where was the director of film Jaws born?\n\nFacts:\n"
+        "q1: Who is the director of film Jaws? -> Steven Spielberg\n"
+        "q2: Where was Steven Spielberg born? -> Cincinnati",
+    },
     {"role": "assistant", "content": '{"sufficient":true,"missing":[]}'},
-    {"role": "user", "content": "Main question: What is the date of birth of the performer of song Hello?\n\nFacts:\n"
-                                "q1: Who is the performer of song Hello? -> Adele"},
-    {"role": "assistant", "content": '{"sufficient":false,"missing":[{"question":"What is the date of birth of '
-                                     '#q1?","depends_on":["q1"]}]}'},
-    {"role": "user", "content": "Main question: Who was born first, Ann Lee or Tom Ford?\n\nFacts:\n"
-                                "q1: When was Ann Lee born? -> 1936\n"
-                                "q2: When was Tom Ford born? -> unknown"},
-    {"role": "assistant", "content": '{"sufficient":false,"missing":[{"question":"When was Tom Ford born?",'
-                                     '"depends_on":[]}]}'},
+    {
+        "role": "user",
+        "content": "Main question: What is the date of birth of the performer of song Hello?\n\nFacts:\n"
+        "q1: Who is the performer of song Hello? -> Adele",
+    },
+    {
+        "role": "assistant",
+        "content": '{"sufficient":false,"missing":[{"question":"What is the date of birth of '
+        '#q1?","depends_on":["q1"]}]}',
+    },
+    {
+        "role": "user",
+        "content": "Main question: Who was born first, Ann Lee or Tom Ford?\n\nFacts:\n"
+        "q1: When was Ann Lee born? -> 1936\n"
+        "q2: When was Tom Ford born? -> unknown",
+    },
+    {
+        "role": "assistant",
+        "content": '{"sufficient":false,"missing":[{"question":"When was Tom Ford born?","depends_on":[]}]}',
+    },
 ]
 
 
@@ -257,13 +312,17 @@ def reflect_schema(max_missing: int = 2) -> dict:
         "properties": {
             "sufficient": {"type": "boolean"},
             "missing": {
-                "type": "array", "maxItems": max_missing,
+                "type": "array",
+                "maxItems": max_missing,
                 "items": {
                     "type": "object",
                     "properties": {
                         "question": {"type": "string", "minLength": 3, "maxLength": 300},
-                        "depends_on": {"type": "array", "maxItems": 4,
-                                       "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"}},
+                        "depends_on": {
+                            "type": "array",
+                            "maxItems": 4,
+                            "items": {"type": "string", "pattern": "^q[0-9]{1,2}$"},
+                        },
                     },
                     "required": ["question", "depends_on"],
                     "additionalProperties": False,
@@ -306,8 +365,10 @@ SUMMARY_FEWSHOT = [
 def summary_messages(passages: list[str], max_words: int) -> list[dict]:
     """Abstractive summary of one cluster (its chunks, or its children's summaries)."""
     body = "Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
-    body += (f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
-             "and numbers.\nSummary:")
+    body += (
+        f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
+        "and numbers.\nSummary:"
+    )
     return [{"role": "system", "content": SUMMARY_SYSTEM}, *SUMMARY_FEWSHOT, {"role": "user", "content": body}]
 
 
@@ -325,13 +386,20 @@ SELF_CHECK_SYSTEM = (
     'that the proposed answer is supported by them. Reply with JSON: {"answered": true} or {"answered": false}.'
 )
 _SELF_CHECK_FEWSHOT = [
-    {"role": "user", "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
-                                "Question: In which city was Marie Curie born?\nProposed answer: Warsaw"},
+    {
+        "role": "user",
+        "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
+        "Question: In which city was Marie Curie born?\nProposed answer: Warsaw",
+    },
     {"role": "assistant", "content": '{"answered": true}'},
-    {"role": "user", "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
-                                "Question: When was the director of Inception born?\nProposed answer: 2010"},
+    {
+        "role": "user",
+        "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
+        "Question: When was the director of Inception born?\nProposed answer: 2010",
+    },
     {"role": "assistant", "content": '{"answered": false}'},
 ]
+
 
 def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
     body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
@@ -344,26 +412,37 @@ ROUTE_HELP = {
     "chunk": "one search, then one answer: for a question about one fact of one named thing",
     "summary": "starts from summaries of topics: for a broad question about a topic's overview",
     "logic": "splits the question into steps answered in order: for questions that chain facts "
-             "(the director of the film that ...) or compare two things",
+    "(the director of the film that ...) or compare two things",
 }
-_ROUTER_EXAMPLES = [("Who wrote the novel Dracula?", "chunk"),
-                    ("When was the director of film Jaws born?", "logic"),
-                    ("What are the main themes across these reports?", "summary"),
-                    ("Who was born first, Ann Lee or Tom Ford?", "logic")]
+_ROUTER_EXAMPLES = [
+    ("Who wrote the novel Dracula?", "chunk"),
+    ("When was the director of film Jaws born?", "logic"),
+    ("What are the main themes across these reports?", "summary"),
+    ("Who was born first, Ann Lee or Tom Ford?", "logic"),
+]
 
 
 def llm_router_messages(question: str, routes: Sequence[str]) -> list[dict]:
     lines = "\n".join(f"- {r}: {ROUTE_HELP[r]}" for r in routes)
-    system = ("You choose how a question-answering system answers a question from a document "
-              f"collection. The routes:\n{lines}\nReply with JSON: {{\"route\": one of {list(routes)}}}.")
+    system = (
+        "You choose how a question-answering system answers a question from a document "
+        f'collection. The routes:\n{lines}\nReply with JSON: {{"route": one of {list(routes)}}}.'
+    )
     msgs = [{"role": "system", "content": system}]
     for q, r in _ROUTER_EXAMPLES:
         if r in routes:
-            msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _json.dumps({"route": r})}]
+            msgs += [
+                {"role": "user", "content": f"Question: {q}"},
+                {"role": "assistant", "content": _json.dumps({"route": r})},
+            ]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
 
 
 def llm_router_schema(routes: Sequence[str]) -> dict:
-    return {"type": "object", "properties": {"route": {"type": "string", "enum": list(routes)}},
-            "required": ["route"], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {"route": {"type": "string", "enum": list(routes)}},
+        "required": ["route"],
+        "additionalProperties": False,
+    }

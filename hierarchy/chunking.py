@@ -5,13 +5,14 @@ Longer documents are cut at paragraph and sentence boundaries into windows of ab
 `chunk_words` words; consecutive windows share about `overlap_words` words of whole sentences
 so a fact split across a boundary is still retrievable from one chunk.
 """
+
 from __future__ import annotations
 
-import hashlib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-from engine.errors import LogicRouteError
+from engine.base.errors import LogicRouteError
+from engine.base.files import content_hash
 from hierarchy.documents import Chunk, Document
 
 DEFAULT_CHUNK_WORDS = 200
@@ -23,8 +24,10 @@ _SENT_RE = re.compile(r"(?<=[.!?])(?:[\"'\u201d\u2019)\]]*)\s+")
 
 
 def chunk_id(title: str, text: str) -> str:
-    """Stable content hash: same title + text -> same id (16 hex chars)."""
-    return hashlib.sha1(f"{title}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """Stable content hash: same title + text -> same id (16 hex chars). The NUL separator
+    (passage ids use \\x1f) makes a whole-passage chunk's id differ from its passage id; both
+    are persisted, so neither may change."""
+    return content_hash(f"{title}\x00{text}")[:16]
 
 
 def chunk_embed_text(chunk: Chunk) -> str:
@@ -40,7 +43,9 @@ def check_params(chunk_words: int, overlap_words: int) -> None:
     if int(chunk_words) < 1:
         raise LogicRouteError(f"chunk_words must be >= 1 (got {chunk_words})")
     if not 0 <= int(overlap_words) < int(chunk_words):
-        raise LogicRouteError(f"overlap_words must be >= 0 and < chunk_words (got {overlap_words}, chunk_words={chunk_words})")
+        raise LogicRouteError(
+            f"overlap_words must be >= 0 and < chunk_words (got {overlap_words}, chunk_words={chunk_words})"
+        )
 
 
 def _sentences(text: str) -> list[str]:
@@ -82,7 +87,9 @@ def _join(units: list[tuple[int, list[str]]]) -> str:
     return "".join(parts)
 
 
-def split_text(text: str, chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS) -> list[str]:
+def split_text(
+    text: str, chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS
+) -> list[str]:
     """The chunk texts of one document text (empty list for blank text)."""
     check_params(chunk_words, overlap_words)
     text = text.strip()
@@ -137,7 +144,9 @@ def split_text(text: str, chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words:
     return chunks
 
 
-def chunk_document(doc: Document, chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS) -> list[Chunk]:
+def chunk_document(
+    doc: Document, chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS
+) -> list[Chunk]:
     """Chunks of one document; a chunk repeated inside the document is kept once."""
     out: list[Chunk] = []
     seen: set[str] = set()
@@ -150,7 +159,9 @@ def chunk_document(doc: Document, chunk_words: int = DEFAULT_CHUNK_WORDS, overla
     return out
 
 
-def chunk_documents(docs: Iterable[Document], chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS) -> list[Chunk]:
+def chunk_documents(
+    docs: Iterable[Document], chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS
+) -> list[Chunk]:
     """Chunks of many documents; identical chunks (same title + text) are kept once, first wins."""
     out: list[Chunk] = []
     seen: set[str] = set()

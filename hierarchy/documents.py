@@ -1,4 +1,5 @@
 """The records of the chunk level: a source document and the chunks cut from it."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -28,5 +29,10 @@ class Chunk:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Chunk":
-        return cls(id=str(d["id"]), doc_id=str(d["doc_id"]), title=str(d.get("title") or ""),
-                   text=str(d["text"]), position=int(d.get("position", 0)))
+        return cls(
+            id=str(d["id"]),
+            doc_id=str(d["doc_id"]),
+            title=str(d.get("title") or ""),
+            text=str(d["text"]),
+            position=int(d.get("position", 0)),
+        )

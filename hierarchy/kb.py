@@ -6,95 +6,52 @@ Layout of a KB directory:
   chunks.jsonl    one Chunk per line, in row order
   vectors.npy     float32 (n_chunks, dim), row i <-> line i of chunks.jsonl
   index.faiss     faiss IndexFlatIP over the vectors (exact inner product = cosine)
-  layers/         optional summary layers (hierarchy.layers), kept in step after add/delete
+  layers/         optional summary layers (hierarchy.layers), which sit above the KB: they keep
+                  their state in their own folder and their summary in the manifest (`annotate`)
 
-Crash safety: each file is written atomically, and the manifest is written LAST: it is the
-commit point. Before a change overwrites the data files their current versions are hard-linked
-to `<name>.prev`; the manifest's fingerprints say which version is committed. If a change dies
-between the data files and the manifest, `open` finds the `.prev` files that match the
-manifest and restores them, so the KB comes back at its previous state.
+Every change goes through hierarchy.store's commit protocol with the manifest as the commit
+record, so a change that dies half-way leaves the KB at its previous state.
 """
+
 from __future__ import annotations
 
-import hashlib
-import io
+import contextlib
 import json
 import os
 import shutil
 import time
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from collections.abc import Collection, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
-from engine.io import TMP_SUFFIX, atomic_write_bytes, atomic_write_json
-from engine.types import RetrievedChunk
-from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, check_params, chunk_document, chunk_embed_text
+from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
+from engine.base.types import RetrievedChunk
+from hierarchy import store
+from hierarchy.chunking import (
+    DEFAULT_CHUNK_WORDS,
+    DEFAULT_OVERLAP_WORDS,
+    check_params,
+    chunk_document,
+    chunk_embed_text,
+)
 from hierarchy.documents import Chunk, Document
+from hierarchy.kb_files import DATA_FILES, REBUILD_HINT, appended_index, check_counts, decode, encode, flat_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.embedder import Embedder
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-CHUNKS = "chunks.jsonl"
-VECTORS = "vectors.npy"
-INDEX = "index.faiss"
-DATA_FILES = (CHUNKS, VECTORS, INDEX)
-PREV = ".prev"
-REBUILD_HINT = "rebuild it with `logicroute index --rebuild`"
+LAYERS_DIR = "layers"  # the summary layers' folder: removed with the KB it summarizes
+# Manifest entries the KB itself keeps; `annotate` may not overwrite them.
+_OWN_ENTRIES = {"format_version", "embedder", "chunking", "index", "counts", "build", "created", "updated", "files"}
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-@contextmanager
-def _dir_lock(path: Path):
-    """Exclusive advisory lock on `path/.lock` while a change is written (POSIX; elsewhere a no-op)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(path / ".lock", "a+b") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
-def _fingerprint(data: bytes) -> dict:
-    return {"bytes": len(data), "sha1": hashlib.sha1(data).hexdigest()}
-
-
-def _flat_index(vectors: np.ndarray, dim: int):
-    import faiss
-
-    index = faiss.IndexFlatIP(dim)
-    if len(vectors):
-        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    return index
-
-
-def _serialize_index(index) -> bytes:
-    import faiss
-
-    return faiss.serialize_index(index).tobytes()
-
-
-def _npy_bytes(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a, dtype=np.float32), allow_pickle=False)
-    return buf.getvalue()
-
-
-def _chunks_bytes(chunks: Sequence[Chunk]) -> bytes:
-    return "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks).encode("utf-8")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class KnowledgeBase:
@@ -132,13 +89,6 @@ class KnowledgeBase:
         """The chunks of one document, in position order."""
         return sorted((self.chunks[c] for c in self._doc_chunks.get(doc_id, ())), key=lambda c: c.position)
 
-    def row_of(self, chunk_id: str) -> int:
-        """Row of a chunk in `vectors` / the index (KeyError if absent)."""
-        return self._row[chunk_id]
-
-    def vectors_of(self, chunk_ids: Sequence[str]) -> np.ndarray:
-        return self.vectors[[self._row[c] for c in chunk_ids]] if chunk_ids else np.zeros((0, self.dim), np.float32)
-
     @property
     def dim(self) -> int:
         return int(self.manifest["embedder"]["dim"])
@@ -162,14 +112,14 @@ class KnowledgeBase:
             raise KBError(f"cannot create a knowledge base at {path}: it is a file")
         if (path / MANIFEST).exists():
             if not overwrite:
-                raise KBError(f"a knowledge base already exists at {path} (use overwrite / `logicroute index --rebuild`)")
+                raise KBError(
+                    f"a knowledge base already exists at {path} (use overwrite / `logicroute index --rebuild`)"
+                )
             # Manifest first: a crash mid-cleanup leaves "no KB", never a half-old one.
-            for name in (MANIFEST, *DATA_FILES, *(n + PREV for n in DATA_FILES)):
-                try:
+            for name in (MANIFEST, *DATA_FILES, *(n + store.PREV for n in DATA_FILES)):
+                with contextlib.suppress(FileNotFoundError):
                     (path / name).unlink()
-                except FileNotFoundError:
-                    pass
-            shutil.rmtree(path / "layers", ignore_errors=True)
+            shutil.rmtree(path / LAYERS_DIR, ignore_errors=True)
         if embedder is None:
             from engine.embedder import get_embedder
 
@@ -179,7 +129,11 @@ class KnowledgeBase:
         manifest = {
             "format_version": FORMAT_VERSION,
             "embedder": {"id": embedder.id, "dim": dim, "model": getattr(embedder, "spec", None)},
-            "chunking": {"chunk_words": int(chunk_words), "overlap_words": int(overlap_words), "embed_text": "title+text"},
+            "chunking": {
+                "chunk_words": int(chunk_words),
+                "overlap_words": int(overlap_words),
+                "embed_text": "title+text",
+            },
             "index": {"type": "faiss.IndexFlatIP", "metric": "inner_product"},
             "counts": {"documents": 0, "chunks": 0},
             "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},
@@ -188,9 +142,23 @@ class KnowledgeBase:
             "files": {},
         }
         vectors = np.zeros((0, dim), dtype=np.float32)
-        kb = cls(path, embedder, manifest, [], vectors, _flat_index(vectors, dim))
+        kb = cls(path, embedder, manifest, [], vectors, flat_index(vectors, dim))
         kb._commit([], vectors, kb.index)
         return kb
+
+    @staticmethod
+    def exists(path: str | os.PathLike) -> bool:
+        """Whether a committed knowledge base lives at `path`."""
+        return (Path(path) / MANIFEST).is_file()
+
+    @classmethod
+    def open_or_create(
+        cls, path: str | os.PathLike, embedder: "Embedder | None" = None, **create_options
+    ) -> "KnowledgeBase":
+        """Open the KB at `path`, or create an empty one there (create_options: chunking)."""
+        if cls.exists(path):
+            return cls.open(path, embedder)
+        return cls.create(path, embedder, **create_options)
 
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
@@ -211,7 +179,10 @@ class KnowledgeBase:
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
             raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {REBUILD_HINT}") from e
         if version != FORMAT_VERSION:
-            raise KBCorruptError(f"knowledge base {path} has format_version {version}, this version reads {FORMAT_VERSION}; {REBUILD_HINT}")
+            raise KBCorruptError(
+                f"knowledge base {path} has format_version {version}, "
+                f"this version reads {FORMAT_VERSION}; {REBUILD_HINT}"
+            )
 
         if embedder is None:
             from engine.embedder import get_embedder
@@ -223,82 +194,31 @@ class KnowledgeBase:
                 f"not {embedder.id!r} (dim {embedder.dim}); open it with that embedder or {REBUILD_HINT}"
             )
 
-        data = {name: cls._read_committed(path, name, files.get(name)) for name in DATA_FILES}
-
-        chunks: list[Chunk] = []
-        for ln, line in enumerate(data[CHUNKS].decode("utf-8", "replace").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                chunks.append(Chunk.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as e:
-                raise KBCorruptError(f"{path / CHUNKS} line {ln} is malformed ({e}); {REBUILD_HINT}") from e
-        try:
-            vectors = np.load(io.BytesIO(data[VECTORS]), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
-            raise KBCorruptError(f"{path / VECTORS} is unreadable ({e}); {REBUILD_HINT}") from e
-        try:
-            import faiss
-
-            index = faiss.deserialize_index(np.frombuffer(data[INDEX], dtype=np.uint8))
-        except Exception as e:  # noqa: BLE001 - faiss raises RuntimeError with C++ text
-            raise KBCorruptError(f"{path / INDEX} is unreadable ({e}); {REBUILD_HINT}") from e
-
-        counts = {
-            "chunks.jsonl lines": len(chunks),
-            "vectors.npy rows": int(vectors.shape[0]) if vectors.ndim == 2 else -1,
-            "index.faiss vectors": int(index.ntotal),
-        }
-        bad = {k: v for k, v in counts.items() if v != n_chunks}
-        if bad or vectors.ndim != 2 or vectors.shape[1] != dim or index.d != dim or vectors.dtype != np.float32:
-            raise KBCorruptError(
-                f"knowledge base {path} is inconsistent: manifest says {n_chunks} chunks of dim {dim}, files have "
-                + ", ".join(f"{k}={v}" for k, v in counts.items())
-                + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index.d}; {REBUILD_HINT}"
-            )
-        if len({c.id for c in chunks}) != len(chunks):
-            raise KBCorruptError(f"{path / CHUNKS} has duplicate chunk ids; {REBUILD_HINT}")
+        data = {}
+        for name in DATA_FILES:
+            if not isinstance(files.get(name), dict):
+                raise KBCorruptError(f"knowledge base manifest {mpath} has no fingerprint for {name}; {REBUILD_HINT}")
+            # The committed version: an interrupted change is rolled back here.
+            data[name] = store.read_committed(path, name, files[name], REBUILD_HINT)
+        chunks, vectors, index = decode(path, data)
+        check_counts(path, n_chunks, dim, chunks, vectors, index)
         kb = cls(path, embedder, manifest, chunks, vectors, index)
         if len(kb._doc_chunks) != n_docs:
             raise KBCorruptError(
-                f"knowledge base {path} is inconsistent: manifest says {n_docs} documents, chunks.jsonl has {len(kb._doc_chunks)}; {REBUILD_HINT}"
+                f"knowledge base {path} is inconsistent: manifest says {n_docs} documents, "
+                f"chunks.jsonl has {len(kb._doc_chunks)}; {REBUILD_HINT}"
             )
         return kb
 
-    @staticmethod
-    def _read_committed(path: Path, name: str, fp: dict | None) -> bytes:
-        """The committed version of a data file: the current one if it matches the manifest's
-        fingerprint, else a matching `.prev` left by an interrupted change (restored in place)."""
-        cur, prev = path / name, path / (name + PREV)
-        if not isinstance(fp, dict):
-            raise KBCorruptError(f"knowledge base manifest {path / MANIFEST} has no fingerprint for {name}; {REBUILD_HINT}")
-        data = cur.read_bytes() if cur.is_file() else None
-        if data is not None and _fingerprint(data) == fp:
-            if prev.exists():  # a change committed but died before cleaning up
-                try:
-                    prev.unlink()
-                except OSError:
-                    pass
-            return data
-        old = prev.read_bytes() if prev.is_file() else None
-        if old is not None and _fingerprint(old) == fp:
-            try:  # roll the interrupted change back
-                os.replace(prev, cur)
-            except OSError:
-                pass  # read-only KB: still usable from the .prev file
-            return old
-        state = "is missing" if data is None else "does not match the manifest (changed or partly written)"
-        raise KBCorruptError(f"knowledge base file {cur} {state}; {REBUILD_HINT}")
-
     # -- writing ----------------------------------------------------------------------------
     def _commit(self, chunks: list[Chunk], vectors: np.ndarray, index, *, stats: dict | None = None) -> None:
-        """Write data files then the manifest; on any failure roll the files back and re-raise
-        (in-memory state is only replaced after the manifest is written)."""
-        payload = {CHUNKS: _chunks_bytes(chunks), VECTORS: _npy_bytes(vectors), INDEX: _serialize_index(index)}
+        """Write data files then the manifest through the store (in-memory state is only
+        replaced once the manifest is written)."""
+        payload = encode(chunks, vectors, index)
         manifest = json.loads(json.dumps(self.manifest))  # deep copy; self.manifest changes only on success
         n_docs = len({c.doc_id for c in chunks})
         manifest["counts"] = {"documents": n_docs, "chunks": len(chunks)}
-        manifest["files"] = {name: _fingerprint(b) for name, b in payload.items()}
+        manifest["files"] = {name: store.fingerprint(b) for name, b in payload.items()}
         manifest["updated"] = _now()
         if stats:
             # Build cost accumulates over every add/delete of this KB.
@@ -306,77 +226,44 @@ class KnowledgeBase:
             b["seconds"] = round(b.get("seconds", 0.0) + stats.get("seconds", 0.0), 3)
             b["embed_seconds"] = round(b.get("embed_seconds", 0.0) + stats.get("embed_seconds", 0.0), 3)
             b["chunks_embedded"] = int(b.get("chunks_embedded", 0) + stats.get("chunks_embedded", 0))
-        self.path.mkdir(parents=True, exist_ok=True)
-        with _dir_lock(self.path):
-            # Another process may have changed the KB since we read it: never overwrite that.
-            if (self._on_disk_files() or {}) != (self.manifest.get("files") or {}):
-                raise KBError(f"knowledge base {self.path} was changed by another process since it was opened; open it again and retry")
-            for name in DATA_FILES:  # a failed rollback left snapshots: restore them first
-                if (self.path / (name + PREV)).exists() and name in self.manifest.get("files", {}):
-                    self._read_committed(self.path, name, self.manifest["files"][name])
-            for name in (MANIFEST, *DATA_FILES):  # temp files of a writer that died
-                for t in self.path.glob(f".{name}.*{TMP_SUFFIX}"):
-                    try:
-                        t.unlink()
-                    except OSError:
-                        pass
-            linked: list[str] = []
-            try:
-                for name in DATA_FILES:
-                    cur, prev = self.path / name, self.path / (name + PREV)
-                    if cur.exists():
-                        try:
-                            prev.unlink()
-                        except FileNotFoundError:
-                            pass
-                        try:
-                            os.link(cur, prev)  # cheap snapshot: the atomic replace below gives `cur` a new inode
-                        except OSError:
-                            shutil.copy2(cur, prev)
-                        linked.append(name)
-                for name in DATA_FILES:
-                    atomic_write_bytes(self.path / name, payload[name])
-                atomic_write_json(self.path / MANIFEST, manifest)  # the commit point
-            except BaseException:
-                if self._on_disk_files() == manifest["files"]:
-                    # Interrupted after the manifest landed: the change is committed, keep it.
-                    self.manifest = manifest
-                    self._set_state(chunks, vectors, index)
-                else:
-                    self._rollback(linked)
-                raise
-            for name in linked:
-                try:
-                    (self.path / (name + PREV)).unlink()
-                except OSError:
-                    pass
+
+        def adopt() -> None:
             self.manifest = manifest
             self._set_state(chunks, vectors, index)
 
-    def _on_disk_files(self) -> dict | None:
-        try:
-            return json.loads((self.path / MANIFEST).read_text(encoding="utf-8")).get("files")
-        except (OSError, ValueError, AttributeError):
-            return None
+        store.commit(
+            self.path,
+            MANIFEST,
+            manifest,
+            payload,
+            on_commit=adopt,
+            expected_files=self.manifest.get("files") or {},
+            hint=REBUILD_HINT,
+        )
 
-    def _rollback(self, linked: list[str]) -> None:
-        """Put the `.prev` snapshots back (best effort; `open` repeats this if we die here)."""
-        for name in linked:
-            try:
-                os.replace(self.path / (name + PREV), self.path / name)
-            except OSError:
-                pass
-
-    def save_manifest(self) -> None:
-        """Persist changes other modules made to `self.manifest` (e.g. layer metadata)."""
-        with _dir_lock(self.path):
-            atomic_write_json(self.path / MANIFEST, self.manifest)
+    def annotate(self, key: str, value: Any) -> None:
+        """Commit `value` as the manifest entry `key`: what a layer above the KB reports about
+        itself (the summary layers' state). The data files stay as they are."""
+        if key in _OWN_ENTRIES:
+            raise KBError(f"manifest entry {key!r} belongs to the knowledge base itself")
+        manifest = json.loads(json.dumps(self.manifest))
+        manifest[key] = value
+        store.commit(
+            self.path,
+            MANIFEST,
+            manifest,
+            {},
+            on_commit=lambda: setattr(self, "manifest", manifest),
+            expected_files=self.manifest.get("files") or {},
+            hint=REBUILD_HINT,
+        )
 
     # -- add / delete -----------------------------------------------------------------------
     def add(self, docs: Iterable[Document], show_progress: bool = True) -> dict:
         """Chunk and index documents. Chunks already present are skipped (dedupe by content
         id) and only new chunks are embedded. A document id already present is replaced: its
-        chunks that are not in the new version are removed.
+        chunks that are not in the new version are removed. Summary layers are not touched:
+        hierarchy.indexing.add_documents adds and updates them.
 
         Returns {added_chunks, duplicate_chunks, removed_chunks, documents, seconds, embed_seconds}."""
         t0 = time.perf_counter()
@@ -387,8 +274,37 @@ class KnowledgeBase:
         for d in docs:
             by_id.pop(d.id, None)
             by_id[d.id] = d
+        new_chunks, removed, updated, duplicates = self._plan_add(
+            [(doc, chunk_document(doc, cw, ow)) for doc in by_id.values()]
+        )
+        new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)
+        if new_chunks or removed or updated:
+            keep_rows = [i for i, cid in enumerate(self.chunk_ids) if cid not in removed]
+            kept = [updated.get(self.chunk_ids[i], self.chunks[self.chunk_ids[i]]) for i in keep_rows]
+            chunks = kept + new_chunks
+            if removed:
+                vectors = np.concatenate([self.vectors[keep_rows], new_vecs]) if len(keep_rows) else new_vecs
+                index = flat_index(vectors, self.dim)
+            else:
+                vectors = np.concatenate([self.vectors, new_vecs])
+                # Appending to a copy: self.index stays valid if the commit fails.
+                index = appended_index(self.index, new_vecs)
+            stats["seconds"] = time.perf_counter() - t0
+            self._commit(chunks, vectors, index, stats=stats)
+        seconds = time.perf_counter() - t0
+        return {
+            "added_chunks": len(new_chunks),
+            "duplicate_chunks": duplicates,
+            "removed_chunks": len(removed - {c.id for c in new_chunks}),
+            "documents": len(by_id),
+            "seconds": round(seconds, 3),
+            "embed_seconds": round(stats["embed_seconds"], 3),
+        }
 
-        chunked = [(doc, chunk_document(doc, cw, ow)) for doc in by_id.values()]
+    def _plan_add(
+        self, chunked: list[tuple[Document, list[Chunk]]]
+    ) -> tuple[list[Chunk], set[str], dict[str, Chunk], int]:
+        """(new chunks, ids removed, kept chunks whose position changed, duplicates) of an add."""
         # Pass 1: chunks of replaced documents that their new version no longer has.
         removed: set[str] = set()
         for doc, cs in chunked:
@@ -399,7 +315,7 @@ class KnowledgeBase:
         # Pass 2: new chunks vs duplicates (already in the KB and staying, or earlier in this call).
         new_chunks: list[Chunk] = []
         new_ids: set[str] = set()
-        updated: dict[str, Chunk] = {}  # kept chunks whose position in their document changed
+        updated: dict[str, Chunk] = {}
         duplicates = 0
         for doc, cs in chunked:
             for c in cs:
@@ -411,9 +327,12 @@ class KnowledgeBase:
                     continue
                 new_chunks.append(c)
                 new_ids.add(c.id)
-        # A chunk dropped by one document but produced by another keeps its vector.
-        reuse = {c.id for c in new_chunks if c.id in removed}
+        return new_chunks, removed, updated, duplicates
 
+    def _vectors_for(self, new_chunks: list[Chunk], removed: set[str], show_progress: bool) -> tuple[np.ndarray, dict]:
+        """Vectors of the new chunks, in order, and the embedding stats. A chunk dropped by one
+        document but produced by another keeps its vector; only the others are embedded."""
+        reuse = {c.id for c in new_chunks if c.id in removed}
         embed_seconds = 0.0
         to_embed = [c for c in new_chunks if c.id not in reuse]
         if to_embed:
@@ -429,54 +348,17 @@ class KnowledgeBase:
             ).astype(np.float32, copy=False)
         else:
             new_vecs = np.zeros((0, self.dim), np.float32)
-
-        stats = {"seconds": 0.0, "embed_seconds": embed_seconds, "chunks_embedded": len(to_embed)}
-        if new_chunks or removed or updated:
-            keep_rows = [i for i, cid in enumerate(self.chunk_ids) if cid not in removed]
-            kept = [updated.get(self.chunk_ids[i], self.chunks[self.chunk_ids[i]]) for i in keep_rows]
-            chunks = kept + new_chunks
-            if removed:
-                vectors = np.concatenate([self.vectors[keep_rows], new_vecs]) if len(keep_rows) else new_vecs
-                index = _flat_index(vectors, self.dim)
-            else:
-                vectors = np.concatenate([self.vectors, new_vecs])
-                # Appending to a copy: self.index stays valid if the commit fails.
-                index = self._appended_index(new_vecs)
-            stats["seconds"] = time.perf_counter() - t0
-            self._commit(chunks, vectors, index, stats=stats)
-        seconds = time.perf_counter() - t0
-        result = {
-            "added_chunks": len(new_chunks),
-            "duplicate_chunks": duplicates,
-            "removed_chunks": len(removed - new_ids),
-            "documents": len(by_id),
-            "seconds": round(seconds, 3),
-            "embed_seconds": round(embed_seconds, 3),
-        }
-        if new_chunks or removed:
-            self._notify_layers([c.id for c in new_chunks if c.id not in removed], sorted(removed - new_ids))
-        return result
-
-    def _appended_index(self, new_vecs: np.ndarray):
-        import faiss
-
-        index = faiss.clone_index(self.index)
-        if len(new_vecs):
-            index.add(np.ascontiguousarray(new_vecs, dtype=np.float32))
-        return index
+        return new_vecs, {"seconds": 0.0, "embed_seconds": embed_seconds, "chunks_embedded": len(to_embed)}
 
     def _embed(self, texts: list[str], show_progress: bool) -> np.ndarray:
-        try:
-            v = self.embedder.encode(texts, show_progress=show_progress)
-        except TypeError:  # a minimal embedder without show_progress
-            v = self.embedder.encode(texts)
-        v = np.asarray(v, dtype=np.float32)
+        v = np.asarray(self.embedder.encode(texts, show_progress=show_progress), dtype=np.float32)
         if v.shape != (len(texts), self.dim):
             raise KBError(f"embedder {self.embedder.id!r} returned shape {v.shape}, expected {(len(texts), self.dim)}")
         return v
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:
-        """Remove the chunks of these documents (unknown ids are ignored). Returns chunks removed."""
+        """Remove the chunks of these documents (unknown ids are ignored). Returns chunks removed.
+        Summary layers are not touched: hierarchy.indexing.delete_documents deletes and updates them."""
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
         removed = {cid for d in set(doc_ids) for cid in self._doc_chunks.get(d, ())}
@@ -487,25 +369,9 @@ class KnowledgeBase:
         chunks = [self.chunks[self.chunk_ids[i]] for i in keep_rows]
         vectors = self.vectors[keep_rows] if keep_rows else np.zeros((0, self.dim), np.float32)
         # Flat index: rebuilding from the kept vectors is a memcpy, cheaper than remove_ids.
-        index = _flat_index(vectors, self.dim)
+        index = flat_index(vectors, self.dim)
         self._commit(chunks, vectors, index, stats={"seconds": time.perf_counter() - t0})
-        self._notify_layers([], sorted(removed))
         return len(removed)
-
-    def _notify_layers(self, added_ids: list[str], removed_ids: list[str]) -> None:
-        if not (self.path / "layers").exists():
-            return
-        # hierarchy.layers (summary layers) is owned by the summary route. Until that module
-        # exists, there is nothing to update; any other import failure is a real bug and raises.
-        import importlib
-
-        try:
-            layers = importlib.import_module("hierarchy.layers")
-        except ModuleNotFoundError as e:
-            if e.name == "hierarchy.layers":
-                return
-            raise
-        layers.update_after_change(self, added_ids, removed_ids)
 
     # -- search -----------------------------------------------------------------------------
     def _query_matrix(self, queries: "str | np.ndarray | Sequence[str]") -> np.ndarray:

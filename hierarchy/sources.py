@@ -1,13 +1,14 @@
 """Where documents come from: a folder of text files, a JSONL of documents, or the passages of
 any supported QA data file."""
+
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 
-from engine.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -15,7 +16,7 @@ DOC_JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SUPPORTED = (
     "a folder of .txt/.md files (searched recursively); "
     "a .txt/.md file; "
-    "a JSONL file of documents, one {\"id\", \"title\", \"text\"} object per line; "
+    'a JSONL file of documents, one {"id", "title", "text"} object per line; '
     "a QA data file (HotpotQA, 2WikiMultihopQA, MuSiQue, NQ-open, SQuAD, generic QA JSONL: "
     "its passages become the documents)"
 )
@@ -101,7 +102,9 @@ def _from_doc_jsonl(path: Path) -> list[Document]:
             except json.JSONDecodeError as e:
                 raise DataFormatError(f"{path}:{ln}: malformed JSON line ({e.msg})") from None
             if not isinstance(rec, dict):
-                raise DataFormatError(f"{path}:{ln}: expected a JSON object {{id, title, text}}, got {type(rec).__name__}")
+                raise DataFormatError(
+                    f"{path}:{ln}: expected a JSON object {{id, title, text}}, got {type(rec).__name__}"
+                )
             text, title = rec.get("text"), rec.get("title", "")
             if not isinstance(text, str):
                 raise DataFormatError(f"{path}:{ln}: field 'text' must be a string")
@@ -111,8 +114,8 @@ def _from_doc_jsonl(path: Path) -> list[Document]:
                 raise DataFormatError(f"{path}:{ln}: field 'title' must be a string")
             doc_id = rec.get("id")
             if doc_id is None:
-                # No id: a content hash, so reloading the same file gives the same ids.
-                doc_id = hashlib.sha1(f"{title}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+                # No id: the passage's content hash, so reloading the same file gives the same ids.
+                doc_id = passage_id(title, text)
             elif not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
                 raise DataFormatError(f"{path}:{ln}: field 'id' must be a string or integer")
             meta = {k: v for k, v in rec.items() if k not in ("id", "title", "text")}
@@ -122,12 +125,6 @@ def _from_doc_jsonl(path: Path) -> list[Document]:
 
 
 def _from_qa_file(path: Path) -> list[Document]:
-    try:
-        from training.data import load_dataset
-    except ModuleNotFoundError as e:
-        if e.name not in ("training.data", "training"):
-            raise
-        raise UnknownFormatError(f"{path}: not a document file and the QA data reader is unavailable. Supported: {SUPPORTED}") from None
     try:
         ds = load_dataset(path)
     except UnknownFormatError as e:

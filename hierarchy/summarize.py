@@ -7,15 +7,16 @@ units (not only the rendered text) lets an upper level summarize its children's 
 sentences again without re-splitting rendered text, and lets the summary route drop
 sentences already present in the chunks it shows.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.llm import LLM, call_llm
-from engine.types import Usage
+from engine.base.types import Usage
+from engine.llm.base import LLM, call_llm
 
 Unit = list[str]  # [title, sentence]; JSON-friendly (lists, not tuples)
 Passage = tuple[str, str]  # (title, text) given to a summarizer
@@ -27,9 +28,48 @@ DUP_COSINE = 0.9  # a candidate this close to a chosen sentence is a repeat (ove
 LLM_INPUT_WORDS = 1200  # ~1,600 prompt tokens: inside the 4,096-token window, ~30 s of prefill on 2 cores
 
 # Abbreviations after which a period does not end a sentence.
-_ABBREV = {"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "inc", "ltd", "co", "corp", "vs", "etc",
-           "no", "vol", "gen", "col", "lt", "sgt", "capt", "rev", "ft", "mt", "jan", "feb", "mar", "apr",
-           "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "e.g", "i.e"}
+_ABBREV = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "jr",
+    "sr",
+    "prof",
+    "inc",
+    "ltd",
+    "co",
+    "corp",
+    "vs",
+    "etc",
+    "no",
+    "vol",
+    "gen",
+    "col",
+    "lt",
+    "sgt",
+    "capt",
+    "rev",
+    "ft",
+    "mt",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "u.s",
+    "u.k",
+    "e.g",
+    "i.e",
+}
 _SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -42,11 +82,11 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _SPLIT.finditer(text):
-        piece = text[start:m.start()].rstrip()
+        piece = text[start : m.start()].rstrip()
         last = piece.rsplit(" ", 1)[-1].rstrip(".!?\"')]").lower()
         if last in _ABBREV or (len(last) == 1 and last.isalpha()):
             continue
-        out.append(text[start:m.end()].strip())
+        out.append(text[start : m.end()].strip())
         start = m.end()
     tail = text[start:].strip()
     if tail:
@@ -107,8 +147,9 @@ def embed_key(unit: Sequence[str]) -> str:
     return f"{unit[0]}: {unit[1]}" if unit[0] else unit[1]
 
 
-def mmr_select(units: list[Unit], vecs: np.ndarray, centroid: np.ndarray, max_words: int,
-               lam: float = MMR_LAMBDA) -> list[Unit]:
+def mmr_select(
+    units: list[Unit], vecs: np.ndarray, centroid: np.ndarray, max_words: int, lam: float = MMR_LAMBDA
+) -> list[Unit]:
     """Greedy maximal marginal relevance within a word budget; returns units in input order.
 
     Each step takes the candidate with the best lam*cos(centroid) - (1-lam)*max cos(chosen)
@@ -122,8 +163,7 @@ def mmr_select(units: list[Unit], vecs: np.ndarray, centroid: np.ndarray, max_wo
     titles: set[str] = set()
     used = 0
     while True:
-        cost = np.array([unit_words(u) + (len(u[0].split()) if u[0] and u[0] not in titles else 0)
-                         for u in units])
+        cost = np.array([unit_words(u) + (len(u[0].split()) if u[0] and u[0] not in titles else 0) for u in units])
         ok = alive & (used + cost <= max_words) & (max_sim < DUP_COSINE)
         if not ok.any():
             break
@@ -145,8 +185,12 @@ def mmr_select(units: list[Unit], vecs: np.ndarray, centroid: np.ndarray, max_wo
     return [units[i] for i in sorted(chosen)]
 
 
-def extractive_batch(jobs: Sequence[tuple[Sequence[Passage], np.ndarray]], encode: Encode,
-                     max_words: int, cache: dict[str, np.ndarray] | None = None) -> list[list[Unit]]:
+def extractive_batch(
+    jobs: Sequence[tuple[Sequence[Passage], np.ndarray]],
+    encode: Encode,
+    max_words: int,
+    cache: dict[str, np.ndarray] | None = None,
+) -> list[list[Unit]]:
     """Summarize many clusters with one batched encode of all their new sentences.
 
     jobs: (passages, centroid) per cluster; centroid is L2-normalized. cache maps an
@@ -164,8 +208,7 @@ def extractive_batch(jobs: Sequence[tuple[Sequence[Passage], np.ndarray]], encod
     return out
 
 
-def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage,
-                trace: dict) -> list[Unit]:
+def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage, trace: dict) -> list[Unit]:
     """Abstractive summary (temperature 0, through call_llm so it is cached and booked),
     cut to max_words words."""
     from engine.prompts import summary_messages
@@ -174,7 +217,13 @@ def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage:
     total = sum(len(x.split()) for x in texts) or 1
     if total > LLM_INPUT_WORDS:  # trim every passage in proportion, so each keeps a voice
         texts = [" ".join(x.split()[: max(20, len(x.split()) * LLM_INPUT_WORDS // total)]) for x in texts]
-    c = call_llm(llm, summary_messages(texts, max_words), purpose="summary", usage=usage, trace=trace,
-                 max_tokens=int(max_words * 1.6) + 16)
+    c = call_llm(
+        llm,
+        summary_messages(texts, max_words),
+        purpose="summary",
+        usage=usage,
+        trace=trace,
+        max_tokens=int(max_words * 1.6) + 16,
+    )
     words = " ".join(c.text.split()).split()
     return [["", " ".join(words[:max_words])]] if words else [["", ""]]

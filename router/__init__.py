@@ -7,6 +7,7 @@ each route a probability; decisions by argmax or a calibrated threshold on P(log
     r.decide("...", Policy.load("thresholds.json")).route
 
 Nothing heavy is imported here (torch loads when a checkpoint does)."""
+
 from __future__ import annotations
 
 _LAZY = {
@@ -21,7 +22,6 @@ _LAZY = {
     "calibrate_share": "router.policy",
     "RouterConfig": "router.model",
     "RouterMLP": "router.model",
-    "DEFAULT_ROUTES": "router.model",
 }
 
 __all__ = list(_LAZY)

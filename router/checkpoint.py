@@ -9,6 +9,7 @@ garbage, so a mismatch is a CheckpointError naming both.
 
 torch, safetensors and the embedder load inside functions: importing this is cheap.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -16,11 +17,12 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-from engine.errors import CheckpointError
+from engine.base.errors import CheckpointError
 
 if TYPE_CHECKING:
     from router.model import RouterMLP
@@ -63,7 +65,7 @@ def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
     full["routes"] = list(model.config.routes)
     full.setdefault("embedder", {})
     full["embedder"].setdefault("dim", model.config.embed_dim)
-    full.setdefault("created", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    full.setdefault("created", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     blob = save(tensors, metadata={CARD_KEY: json.dumps(full, sort_keys=True)})
     path = Path(path)
@@ -117,12 +119,14 @@ def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
         raise CheckpointError(
             f"router checkpoint {path} was trained on embedder {want_id!r} (dim {want_dim}), "
             f"but the embedder in use is {have_id!r} (dim {getattr(embedder, 'dim', '?')}): "
-            "train a router for this embedder or use the matching one")
+            "train a router for this embedder or use the matching one"
+        )
     have_dim = getattr(embedder, "dim", None)
     if want_dim != have_dim:
         raise CheckpointError(
             f"router checkpoint {path} expects embedder {want_id!r} with dim {want_dim}, "
-            f"but the embedder in use {have_id!r} has dim {have_dim}")
+            f"but the embedder in use {have_id!r} has dim {have_dim}"
+        )
 
 
 @dataclass
@@ -171,8 +175,11 @@ class Router:
         t0 = time.perf_counter()
         probs = self.probs([question])[0]
         route = decide(probs, policy)
-        label = "argmax" if policy is None or policy.kind == "argmax" else \
-            f"threshold P({policy.route})>={policy.threshold:.4f}"
+        label = (
+            "argmax"
+            if policy is None or policy.kind == "argmax"
+            else f"threshold P({policy.route})>={policy.threshold:.4f}"
+        )
         return Decision(route, probs, label, time.perf_counter() - t0)
 
 

@@ -7,28 +7,65 @@ training (the reference QA-GraphRAG code trained and served on different prompt 
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 # Question words in the one-hot, in order; "yesno" = starts with an auxiliary verb
 # (Is/Was/Did/...): comparison and verification questions often do.
 QWORDS = ("what", "who", "when", "where", "which", "why", "how", "yesno")
-_AUX = {"is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could",
-        "will", "would", "should"}
+_AUX = {
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "has",
+    "have",
+    "had",
+    "can",
+    "could",
+    "will",
+    "would",
+    "should",
+}
 # Words that signal a comparison or a join of two entities (2Wiki comparison / bridge-comparison).
 COMPARISON_WORDS = {
-    "both", "same", "older", "younger", "oldest", "youngest", "earlier", "later", "first", "last",
-    "more", "less", "fewer", "larger", "smaller", "longer", "shorter", "higher", "lower", "bigger",
-    "than", "compared", "either", "between",
+    "both",
+    "same",
+    "older",
+    "younger",
+    "oldest",
+    "youngest",
+    "earlier",
+    "later",
+    "first",
+    "last",
+    "more",
+    "less",
+    "fewer",
+    "larger",
+    "smaller",
+    "longer",
+    "shorter",
+    "higher",
+    "lower",
+    "bigger",
+    "than",
+    "compared",
+    "either",
+    "between",
 }
 _TOKEN = re.compile(r"[A-Za-z0-9][\w'\-\.]*")
 # A maximal run of capitalized tokens (allowing short connectors: "Lord of the Rings").
-_SPAN = re.compile(r"(?:[A-Z0-9][\w'\-\.]*)(?:\s+(?:of|the|de|la|von|van|and|&)?\s*[A-Z0-9][\w'\-\.]*)*")
+SPAN = re.compile(r"(?:[A-Z0-9][\w'\-\.]*)(?:\s+(?:of|the|de|la|von|van|and|&)?\s*[A-Z0-9][\w'\-\.]*)*")
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”")
 
 
@@ -72,7 +109,7 @@ def f_qword(q: str) -> list[float]:
 def f_entities(q: str) -> list[float]:
     """Count of entity-like spans (capitalized runs not at the sentence start, quoted titles), / 4, capped at 1."""
     body = q.split(" ", 1)[1] if " " in q else ""
-    n = len(_SPAN.findall(body)) + len(_QUOTED.findall(q))
+    n = len(SPAN.findall(body)) + len(_QUOTED.findall(q))
     return [min(n, 4) / 4.0]
 
 
@@ -118,13 +155,16 @@ def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32).reshape(len(texts), feature_dim(names))
 
 
-def build_inputs(texts: Sequence[str], embedder, names: Sequence[str],
-                 embeddings: np.ndarray | None = None) -> np.ndarray:
+def build_inputs(
+    texts: Sequence[str], embedder, names: Sequence[str], embeddings: np.ndarray | None = None
+) -> np.ndarray:
     """[embedding ‖ cheap features] for each text, float32 (n, embedder.dim + feature_dim).
 
     `embeddings` skips the embedder when the caller already has them (training caches them
     once per question text)."""
     qs = [normalize_question(t) for t in texts]
     if embeddings is None:
-        embeddings = np.asarray(embedder.encode(qs), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
+        embeddings = (
+            np.asarray(embedder.encode(qs), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
+        )
     return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(qs, names)], axis=1)

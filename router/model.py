@@ -10,6 +10,7 @@ Training vs inference (the reference code mixed them up and routed at random):
 This module imports torch at top level: only import it lazily (inside functions) from
 anything the CLI loads at start.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-DEFAULT_ROUTES: tuple[str, ...] = ("chunk", "summary", "logic")
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "silu": nn.SiLU}
 
 
@@ -27,13 +27,17 @@ ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "silu": nn.SiL
 class RouterConfig:
     """Architecture of a router; stored in every checkpoint card."""
 
-    routes: tuple[str, ...] = field(default=DEFAULT_ROUTES, metadata={
-        "help": "route names, one logit each, in this order (data, not code: stored in the checkpoint)"})
+    routes: tuple[str, ...] = field(
+        metadata={"help": "route names, one logit each, in this order (data, not code: stored in the checkpoint)"}
+    )
     embed_dim: int = field(default=384, metadata={"help": "query embedding width (MiniLM-L6: 384)"})
-    features: tuple[str, ...] = field(default=("specificity", "length", "qword", "entities", "comparison"),
-                                      metadata={"help": "cheap features appended to the embedding (router.features)"})
-    hidden: tuple[int, int] = field(default=(64, 16), metadata={
-        "help": "widths of the two hidden layers (3 linear layers in all)"})
+    features: tuple[str, ...] = field(
+        default=("specificity", "length", "qword", "entities", "comparison"),
+        metadata={"help": "cheap features appended to the embedding (router.features)"},
+    )
+    hidden: tuple[int, int] = field(
+        default=(64, 16), metadata={"help": "widths of the two hidden layers (3 linear layers in all)"}
+    )
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
     dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (training only)"})
 
@@ -50,9 +54,14 @@ class RouterConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RouterConfig":
-        return cls(routes=tuple(d["routes"]), embed_dim=int(d["embed_dim"]), features=tuple(d["features"]),
-                   hidden=tuple(int(h) for h in d["hidden"]), activation=d["activation"],
-                   dropout=float(d["dropout"]))
+        return cls(
+            routes=tuple(d["routes"]),
+            embed_dim=int(d["embed_dim"]),
+            features=tuple(d["features"]),
+            hidden=tuple(int(h) for h in d["hidden"]),
+            activation=d["activation"],
+            dropout=float(d["dropout"]),
+        )
 
 
 class RouterMLP(nn.Module):
@@ -72,8 +81,12 @@ class RouterMLP(nn.Module):
         h1, h2 = config.hidden
         act = ACTIVATIONS[config.activation]
         self.net = nn.Sequential(
-            nn.Linear(config.input_dim, h1), act(), nn.Dropout(config.dropout),
-            nn.Linear(h1, h2), act(), nn.Dropout(config.dropout),
+            nn.Linear(config.input_dim, h1),
+            act(),
+            nn.Dropout(config.dropout),
+            nn.Linear(h1, h2),
+            act(),
+            nn.Dropout(config.dropout),
             nn.Linear(h2, len(config.routes)),
         )
         self.register_buffer("input_mean", torch.zeros(config.input_dim))
@@ -96,8 +109,9 @@ class RouterMLP(nn.Module):
         return torch.softmax(logits, dim=-1).numpy()
 
 
-def gumbel_routing_loss(logits: torch.Tensor, pref: torch.Tensor, tau: float, *,
-                        loss: str = "reward", ce_weight: float = 0.1) -> torch.Tensor:
+def gumbel_routing_loss(
+    logits: torch.Tensor, pref: torch.Tensor, tau: float, *, loss: str = "reward", ce_weight: float = 0.1
+) -> torch.Tensor:
     """Training loss against preference vectors `pref` (rows sum to 1).
 
     A hard route y is drawn with straight-through Gumbel-Softmax: y is the one-hot route the

@@ -7,16 +7,17 @@ share = (budget - cost_cheap) / (cost_logic - cost_cheap), clipped to [0, 1].
 
 Pure Python + numpy: no torch here.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from engine.errors import LogicRouteError
+from engine.base.errors import LogicRouteError
 
 # Tokens per question of each route, used when no measured costs are given: the anchor
 # measurements in ARCHITECTURE.md (vanilla top-3 RAG ~540-640 tokens; LogicRAG ~1,180 on the
@@ -30,8 +31,10 @@ class Policy:
 
     kind: str = field(default="argmax", metadata={"help": "argmax | threshold"})
     route: str = field(default="logic", metadata={"help": "the expensive route the threshold gates"})
-    threshold: float = field(default=0.5, metadata={
-        "help": "P(route) >= threshold sends the question there; otherwise argmax over the other routes"})
+    threshold: float = field(
+        default=0.5,
+        metadata={"help": "P(route) >= threshold sends the question there; otherwise argmax over the other routes"},
+    )
     target_share: float | None = field(default=None, metadata={"help": "share the threshold was calibrated for"})
     token_budget: float | None = field(default=None, metadata={"help": "tokens/question the share was derived from"})
     meta: dict = field(default_factory=dict, metadata={"help": "calibration details (n questions, checkpoint, costs)"})
@@ -40,7 +43,7 @@ class Policy:
         return asdict(self)
 
     def save(self, path: str | Path) -> None:
-        from engine.io import atomic_write_json
+        from engine.base.files import atomic_write_json
 
         atomic_write_json(Path(path), self.to_dict())
 
@@ -48,8 +51,9 @@ class Policy:
     def load(cls, path: str | Path) -> "Policy":
         try:
             d = json.loads(Path(path).read_text())
-            return cls(**{k: d[k] for k in ("kind", "route", "threshold", "target_share", "token_budget", "meta")
-                          if k in d})
+            return cls(
+                **{k: d[k] for k in ("kind", "route", "threshold", "target_share", "token_budget", "meta") if k in d}
+            )
         except (OSError, ValueError, TypeError) as e:
             raise LogicRouteError(f"{path}: not a thresholds file ({type(e).__name__}: {e})") from None
 

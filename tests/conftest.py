@@ -1,4 +1,5 @@
 """Shared fixtures. Teammates: add fixtures below, keep this file import-light."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +14,8 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 def shared_data() -> Path:
     """Path of ../shared/data. Fails (never skips): the data are part of the test setup."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data folder missing: expected {SHARED_DATA} "
-                    "(the benchmark files live in ../shared/data relative to the repo root)")
+        pytest.fail(
+            f"shared data folder missing: expected {SHARED_DATA} "
+            "(the benchmark files live in ../shared/data relative to the repo root)"
+        )
     return SHARED_DATA

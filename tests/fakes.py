@@ -1,13 +1,12 @@
 """A scripted fake at the LLM interface, for control-flow tests (no model needed)."""
+
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
-import jsonschema
-
-from engine.errors import StructuredOutputError
-from engine.types import Completion
+from engine.base.types import Completion
+from engine.llm.base import chat_structured
 
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
 
@@ -15,7 +14,7 @@ Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | lis
 class ScriptedLLM:
     """Returns scripted replies in order, or by the first rule whose substring occurs in the
     last user message. dict/list replies are JSON-encoded; an Exception reply is raised.
-    Schema calls validate like a real backend: one retry, then StructuredOutputError."""
+    Schema calls go through engine.llm.base.chat_structured, as every real backend does."""
 
     name = "fake:scripted"
 
@@ -42,20 +41,16 @@ class ScriptedLLM:
         return reply if isinstance(reply, str) else json.dumps(reply)
 
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0) -> Completion:
-        attempts = []
-        for _ in range(2 if schema else 1):
-            self.calls.append({"messages": messages, "schema": schema})
-            text = self._next(messages)
-            c = Completion(text=text, prompt_tokens=sum(len(m["content"].split()) for m in messages),
-                           completion_tokens=len(text.split()), seconds=0.0, model=self.name)
-            if schema is None:
-                return c
-            attempts.append(c)
-            try:
-                c.data = json.loads(text)
-                jsonschema.validate(c.data, schema)
-                return c
-            except (ValueError, jsonschema.ValidationError) as e:
-                messages = messages + [{"role": "assistant", "content": text},
-                                       {"role": "user", "content": f"Invalid JSON ({e}). Reply again with valid JSON only."}]
-        raise StructuredOutputError("output failed schema validation twice", attempts)
+        def send(msgs: list[dict]) -> Completion:
+            self.calls.append({"messages": msgs, "schema": schema})
+            text = self._next(msgs)
+            return Completion(
+                text=text,
+                prompt_tokens=sum(len(m["content"].split()) for m in msgs),
+                completion_tokens=len(text.split()),
+                seconds=0.0,
+                model=self.name,
+            )
+
+        # Structured output goes through the backends' own code path: same retry prompt, same token sums.
+        return send(messages) if schema is None else chat_structured(send, messages, schema)

@@ -17,32 +17,52 @@ by every N so that runs of different sizes share the LLM cache), run:
 through the (cached) LLM, and report EM / F1 / string accuracy, LLM calls, prompt/completion
 tokens, seconds and retrieval rounds per question, overall and per question type (2Wiki `type`,
 MuSiQue hops), beside the paper's reference numbers. Resumable: every (llm, dataset, system,
-question) result is appended to results.jsonl and skipped on a rerun.
-
-Run it as `logicroute bench-logic` (or `python -m training.bench_logic --n 2`).
+question) result is appended to results.jsonl and skipped on a rerun. Run it as
+`logicroute bench-logic`.
 """
+
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.llm import DEFAULT_LLM
+from engine.llm.base import DEFAULT_LLM
+from engine.routes import run_route
+from engine.routes.logic.config import LogicConfig
+from hierarchy.datasets import SHARED_FILES, shared_data_dir
+from training.answer_scores import METRICS, answer_scores
+from training.jsonl_store import JsonlStore
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-DATASETS = {"2wiki": "2wikimultihopqa/2wiki_train500.json", "musique": "musique/musique_200.jsonl",
-            "musique-34hop": "musique/musique_200.jsonl"}
+# data set name -> file under the shared data folder
+DATASETS = {
+    "2wiki": SHARED_FILES["2wiki"],
+    "musique": SHARED_FILES["musique"],
+    "musique-34hop": SHARED_FILES["musique"],
+}
 # The first 122 MuSiQue questions are all 2-hop: "musique-34hop" takes the first N/2 3-hop and the
 # first N/2 4-hop questions of the file instead, against a KB of every 3- and 4-hop question's
 # passages (its own KB, so the 2-hop runs keep theirs and their cache).
 DEEP_HOPS = ("3hop", "4hop")
-SYSTEMS = ("chunk", "logic", "logic-no-merge", "logic-no-memory", "logic-with-replacement", "logic-no-reflection",
-           "logic-last-hop-chunks", "logic-dag-single-hop")
-_CHANGED = {"logic-no-merge": {"merge_same_rank": False}, "logic-no-memory": {"rolling_memory": False},
-            "logic-with-replacement": {"without_replacement": False}, "logic-no-reflection": {"reflection": False},
-            "logic-last-hop-chunks": {"final_chunks": 3}, "logic-dag-single-hop": {"direct_single_hop": False}}
+SYSTEMS = (
+    "chunk",
+    "logic",
+    "logic-no-merge",
+    "logic-no-memory",
+    "logic-with-replacement",
+    "logic-no-reflection",
+    "logic-last-hop-chunks",
+    "logic-dag-single-hop",
+)
+_CHANGED = {
+    "logic-no-merge": {"merge_same_rank": False},
+    "logic-no-memory": {"rolling_memory": False},
+    "logic-with-replacement": {"without_replacement": False},
+    "logic-no-reflection": {"reflection": False},
+    "logic-last-hop-chunks": {"final_chunks": 3},
+    "logic-dag-single-hop": {"direct_single_hop": False},
+}
 
 # What we compare against (the paper: gpt-4o-mini, all-MiniLM-L6-v2, top-3; the anchor: the
 # released code on the local 1.5B model, first 20 2Wiki questions, see shared/ARCHITECTURE.md).
@@ -50,14 +70,28 @@ REFERENCE = {
     "paper (LogicRAG, gpt-4o-mini), 2Wiki": {"string_acc": 64.7, "tokens_per_query": 1778, "seconds_per_query": 9.8},
     "paper (vanilla RAG, gpt-4o-mini), 2Wiki": {"tokens_per_query": 490, "seconds_per_query": 4.3},
     "paper (HippoRAG2), 2Wiki": {"string_acc": 50.0},
-    "paper: graph pruning": {"claim": "merging same-rank sub-questions about halves retrieval rounds on compositional questions"},
+    "paper: graph pruning": {
+        "claim": "merging same-rank sub-questions about halves retrieval rounds on compositional questions"
+    },
     "paper: sampling without replacement": {"claim": "about 35% fewer tokens at equal accuracy"},
     "anchor: released LogicRAG code, local 1.5B, 2Wiki first 20": {
-        "string_acc": 5.0, "em": 5.0, "f1": 9.0, "prompt_tokens": 1019, "completion_tokens": 161, "llm_calls": 3.3,
-        "seconds_per_query": 31},
+        "string_acc": 5.0,
+        "em": 5.0,
+        "f1": 9.0,
+        "prompt_tokens": 1019,
+        "completion_tokens": 161,
+        "llm_calls": 3.3,
+        "seconds_per_query": 31,
+    },
     "anchor: vanilla RAG few-shot answer-only, local 1.5B, 2Wiki first 20": {
-        "string_acc": 10.0, "em": 10.0, "f1": 17.2, "prompt_tokens": 636, "completion_tokens": 4, "llm_calls": 1,
-        "seconds_per_query": 7},
+        "string_acc": 10.0,
+        "em": 10.0,
+        "f1": 17.2,
+        "prompt_tokens": 636,
+        "completion_tokens": 4,
+        "llm_calls": 1,
+        "seconds_per_query": 7,
+    },
 }
 
 
@@ -67,10 +101,8 @@ REFERENCE = {
 BENCH_MAX_SECONDS = 3600.0
 
 
-def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECONDS):
+def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECONDS) -> LogicConfig | None:
     """The LogicConfig of a logic system name (None for 'chunk')."""
-    from engine.routes.logic import LogicConfig
-
     if system == "chunk":
         return None
     if system == "logic":
@@ -82,31 +114,27 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
 
 def _kb_for(dataset, out_dir: Path, name: str, n: int):
     """The KB of this dataset's passages (those of its first n questions), built once in out_dir."""
-    from engine.errors import KBNotFoundError
-    from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
+    from training.passage_kb import passages_kb
 
     path = out_dir / "kb" / f"{name}_n{n}"
-    try:
+    if KnowledgeBase.exists(path):
         return KnowledgeBase.open(path)
-    except KBNotFoundError:
-        pass
-    kb = KnowledgeBase.create(path, overwrite=True)
-    kb.add([Document(id=p.id, title=p.title, text=p.text) for p in dataset.passages], show_progress=True)
-    return kb
+    return passages_kb(path, dataset.passages, overwrite=True, show_progress=True)
 
 
 def _deep_hops(path: Path, n: int):
     """(KB dataset = every 3/4-hop question with its passages, asked = the first n/2 of each hop count)."""
-    from training.data import Dataset, load_dataset
+    from hierarchy.datasets import Dataset, load_dataset
 
     everything = load_dataset(path)
     deep = [i for i, q in enumerate(everything.questions) if q.type in DEEP_HOPS]
     per_hop = max(1, n // len(DEEP_HOPS))
     asked = [i for h in DEEP_HOPS for i in [j for j in deep if everything.questions[j].type == h][:per_hop]]
     wanted = {pid for i in deep for pid in everything.questions[i].passages}
-    kb_ds = Dataset("musique", [everything.questions[i] for i in deep],
-                    [p for p in everything.passages if p.id in wanted])
+    kb_ds = Dataset(
+        "musique", [everything.questions[i] for i in deep], [p for p in everything.passages if p.id in wanted]
+    )
     return kb_ds, Dataset("musique", [everything.questions[i] for i in sorted(asked)], [])
 
 
@@ -115,50 +143,40 @@ def _qtype(q) -> str:
 
 
 def _run_one(system: str, q, kb, llm, k: int) -> dict:
-    from engine.routes.chunk import answer_chunk
-    from engine.routes.logic import answer_logic
-    from training.metrics import exact_match, f1, string_acc
-
     t0 = time.perf_counter()
-    if system == "chunk":
-        ans = answer_chunk(q.text, kb, llm, k=k)
-    else:
-        ans = answer_logic(q.text, kb, llm, system_config(system, k))
+    route = "chunk" if system == "chunk" else "logic"
+    ans = run_route(route, q.text, kb, llm, k=k, logic_config=system_config(system, k))
     wall = time.perf_counter() - t0
     tr = ans.trace
     return {
         "pred": ans.text,
-        "em": exact_match(ans.text, q.answers), "f1": f1(ans.text, q.answers),
-        "string_acc": string_acc(ans.text, q.answers),
-        "llm_calls": ans.usage.llm_calls, "prompt_tokens": ans.usage.prompt_tokens,
-        "completion_tokens": ans.usage.completion_tokens, "cached_calls": ans.usage.cached_calls,
-        "llm_seconds": round(ans.usage.llm_seconds, 3), "seconds": round(ans.usage.seconds or wall, 3),
+        **answer_scores(ans.text, q.answers),
+        "llm_calls": ans.usage.llm_calls,
+        "prompt_tokens": ans.usage.prompt_tokens,
+        "completion_tokens": ans.usage.completion_tokens,
+        "cached_calls": ans.usage.cached_calls,
+        "llm_seconds": round(ans.usage.llm_seconds, 3),
+        "seconds": round(ans.usage.seconds or wall, 3),
         "llm_seconds_uncached": round(ans.usage.llm_seconds_uncached, 3),
         "retrieval_rounds": tr.get("retrieval_rounds", 1),
         "nodes": len((tr.get("dag") or {}).get("nodes", [])) if system != "chunk" else 0,
         "edges": (tr.get("dag") or {}).get("edges", []) if system != "chunk" else [],
         "reflection_added": sum(len(r.get("added", [])) for r in tr.get("reflection", [])),
         "flags": tr.get("flags", []),
-        "subquestions": [[n["id"], n.get("rewritten") or n["question"], n.get("answer")]
-                         for n in (tr.get("dag") or {}).get("nodes", [])] if system != "chunk" else [],
+        "subquestions": [
+            [n["id"], n.get("rewritten") or n["question"], n.get("answer")]
+            for n in (tr.get("dag") or {}).get("nodes", [])
+        ]
+        if system != "chunk"
+        else [],
     }
 
 
-def _load_done(path: Path) -> dict[tuple, dict]:
-    done: dict[tuple, dict] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line from an interrupted run: redo it
-                continue
-            done[(r["llm"], r["dataset"], r["system"], r["qid"], r.get("cfg"))] = r
-    return done
+def _row_key(r: dict) -> tuple:
+    """A result counts for the same LLM, data set, system, question and route settings."""
+    return r["llm"], r["dataset"], r["system"], r["qid"], r.get("cfg")
 
 
-_METRICS = ("em", "f1", "string_acc")
 _COSTS = ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "llm_seconds_uncached", "retrieval_rounds")
 
 
@@ -167,7 +185,7 @@ def _aggregate(rows: list[dict]) -> dict:
     if not n:
         return {"n": 0}
     out: dict[str, Any] = {"n": n}
-    for m in _METRICS:
+    for m in METRICS:
         out[m] = round(100 * sum(r[m] for r in rows) / n, 1)
     for c in _COSTS:
         out[c] = round(sum(r[c] for r in rows) / n, 2)
@@ -189,8 +207,10 @@ def build_report(rows: list[dict], llm_spec: str, n: int) -> dict:
         types = sorted({r["type"] for r in d_rows})
         report["datasets"][ds] = {
             "overall": {s: _aggregate([r for r in d_rows if r["system"] == s]) for s in systems},
-            "per_type": {t: {s: _aggregate([r for r in d_rows if r["system"] == s and r["type"] == t])
-                             for s in systems} for t in types},
+            "per_type": {
+                t: {s: _aggregate([r for r in d_rows if r["system"] == s and r["type"] == t]) for s in systems}
+                for t in types
+            },
         }
     return report
 
@@ -203,29 +223,56 @@ def _md_table(stats: dict[str, dict], cols: list[str]) -> list[str]:
 
 
 def report_markdown(report: dict) -> str:
-    cols = ["n", "string_acc", "em", "f1", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
-            "llm_seconds_uncached", "seconds_uncached", "n_uncached", "retrieval_rounds", "flagged"]
-    out = [f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset; musique-34hop: the first half as many 3-hop and 4-hop questions)", "",
-           "Scores in %, costs per question (means). Token counts of cached calls are the original ones; "
-           "their seconds are 0, so read latency from `llm_seconds_uncached` (the LLM seconds of every call "
-           "as it took when it was made, cache hits included) or `seconds_uncached` (mean wall over the "
-           "`n_uncached` runs that made every call for real).", ""]
+    cols = [
+        "n",
+        "string_acc",
+        "em",
+        "f1",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+        "llm_seconds_uncached",
+        "seconds_uncached",
+        "n_uncached",
+        "retrieval_rounds",
+        "flagged",
+    ]
+    out = [
+        f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset; "
+        "musique-34hop: the first half as many 3-hop and 4-hop questions)",
+        "",
+        "Scores in %, costs per question (means). Token counts of cached calls are the original ones; "
+        "their seconds are 0, so read latency from `llm_seconds_uncached` (the LLM seconds of every call "
+        "as it took when it was made, cache hits included) or `seconds_uncached` (mean wall over the "
+        "`n_uncached` runs that made every call for real).",
+        "",
+    ]
     for ds, kb in report.get("kb", {}).items():
-        which = (f"every 3- and 4-hop question ({kb['questions']})" if ds == "musique-34hop"
-                 else f"the file's first {kb['questions']} questions")
+        which = (
+            f"every 3- and 4-hop question ({kb['questions']})"
+            if ds == "musique-34hop"
+            else f"the file's first {kb['questions']} questions"
+        )
         out.append(f"KB {ds}: the {kb['passages']} passages of {which}.")
     out.append("")
     for ds, d in report["datasets"].items():
         out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
         out += [f"### {ds} per question type", ""]
         for t, stats in d["per_type"].items():
-            out += [f"**{t}**", ""] + _md_table(stats, ["n", "string_acc", "f1", "tokens", "llm_calls",
-                                                         "retrieval_rounds"]) + [""]
+            out += (
+                [f"**{t}**", ""]
+                + _md_table(stats, ["n", "string_acc", "f1", "tokens", "llm_calls", "retrieval_rounds"])
+                + [""]
+            )
         o = d["overall"]
         if "logic" in o and "logic-no-merge" in o and o["logic-no-merge"].get("retrieval_rounds"):
             ratio = o["logic"]["retrieval_rounds"] / o["logic-no-merge"]["retrieval_rounds"]
-            out += [f"Graph pruning: retrieval rounds with merging / without = {ratio:.2f} "
-                    "(paper: about 0.5 on compositional questions).", ""]
+            out += [
+                f"Graph pruning: retrieval rounds with merging / without = {ratio:.2f} "
+                "(paper: about 0.5 on compositional questions).",
+                "",
+            ]
         if "logic" in o and "logic-with-replacement" in o and o["logic-with-replacement"].get("tokens"):
             ratio = o["logic"]["tokens"] / o["logic-with-replacement"]["tokens"]
             out += [f"Sampling without replacement: tokens with / without = {ratio:.2f} (paper: about 0.65).", ""]
@@ -235,32 +282,10 @@ def report_markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = DEFAULT_LLM, *,
-         systems: list[str] | tuple[str, ...] = SYSTEMS, datasets: list[str] | tuple[str, ...] = tuple(DATASETS),
-         data_dir: str | Path | None = None, k: int = 3, cache: bool | str | Path = True,
-         show_progress: bool = True, llm: Any = None, kb_n: int = 100) -> dict:
-    """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
-    `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm. The KB of a dataset
-    holds the passages of its first max(n, kb_n) questions."""
-    from tqdm import tqdm
+def _load_sets(datasets, data_dir: Path, n: int, kb_n: int) -> tuple[dict, dict]:
+    """(KB data set, asked data set) per data set name."""
+    from hierarchy.datasets import load_dataset
 
-    from engine.io import atomic_write_json, atomic_write_text
-    from engine.llm import make_llm
-    from training.data import load_dataset
-
-    for s in systems:
-        if s not in SYSTEMS:
-            raise ValueError(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    data_dir = Path(data_dir) if data_dir else DATA_DIR
-    if llm is None:
-        llm = make_llm(llm_spec, cache=cache)
-    spec = getattr(llm, "name", llm_spec)
-    results = out_dir / "results.jsonl"
-    done = _load_done(results)
-
-    kb_n = max(n, kb_n)
     kb_sets, loaded = {}, {}
     for name in datasets:
         if name == "musique-34hop":
@@ -268,29 +293,92 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
         else:
             kb_sets[name] = load_dataset(data_dir / DATASETS[name], kb_n)
             loaded[name] = load_dataset(data_dir / DATASETS[name], n)
+    return kb_sets, loaded
+
+
+def _answer_all(
+    store: JsonlStore,
+    kb_sets: dict,
+    loaded: dict,
+    systems,
+    cfgs: dict[str, str],
+    spec: str,
+    llm,
+    k: int,
+    out_dir: Path,
+    kb_n: int,
+    show_progress: bool,
+) -> None:
+    """Answer every (data set, question, system) not in the store yet, appending each result."""
+    from tqdm import tqdm
+
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
-    # a result is reused only for the same route settings (a changed default is answered again)
-    cfgs = {s: system_config(s, k).fingerprint() if s != "chunk" else f"chunk-k{k}" for s in systems}
-    with results.open("a", encoding="utf-8") as fh:
-        for name, ds in loaded.items():
-            kb = _kb_for(kb_sets[name], out_dir, name, kb_n)
-            for q in ds.questions:
-                for s in systems:
-                    key = (spec, name, s, q.id, cfgs[s])
-                    if key not in done:
-                        r = {"llm": spec, "dataset": name, "system": s, "qid": q.id, "cfg": cfgs[s], "type": _qtype(q),
-                             "question": q.text, "golds": q.answers, **_run_one(s, q, kb, llm, k)}
-                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-                        fh.flush()
-                        done[key] = r
-                    bar.set_postfix_str(f"{name} {s}")
-                    bar.update(1)
+    for name, ds in loaded.items():
+        kb = _kb_for(kb_sets[name], out_dir, name, kb_n)
+        for q in ds.questions:
+            for s in systems:
+                if (spec, name, s, q.id, cfgs[s]) not in store:
+                    store.append(
+                        {
+                            "llm": spec,
+                            "dataset": name,
+                            "system": s,
+                            "qid": q.id,
+                            "cfg": cfgs[s],
+                            "type": _qtype(q),
+                            "question": q.text,
+                            "golds": q.answers,
+                            **_run_one(s, q, kb, llm, k),
+                        }
+                    )
+                bar.set_postfix_str(f"{name} {s}")
+                bar.update(1)
     bar.close()
 
+
+def main(
+    n: int = 30,
+    out_dir: str | Path = "runs/bench_logic",
+    llm_spec: str = DEFAULT_LLM,
+    *,
+    systems: list[str] | tuple[str, ...] = SYSTEMS,
+    datasets: list[str] | tuple[str, ...] = tuple(DATASETS),
+    data_dir: str | Path | None = None,
+    k: int = 3,
+    cache: bool | str | Path = True,
+    show_progress: bool = True,
+    llm: Any = None,
+    kb_n: int = 100,
+) -> dict:
+    """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
+    `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm. The KB of a dataset
+    holds the passages of its first max(n, kb_n) questions."""
+    from engine.base.files import atomic_write_json, atomic_write_text
+    from engine.llm.factory import make_llm
+
+    for s in systems:
+        if s not in SYSTEMS:
+            raise ValueError(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(data_dir) if data_dir else shared_data_dir()
+    if llm is None:
+        llm = make_llm(llm_spec, cache=cache)
+    spec = getattr(llm, "name", llm_spec)
+    store = JsonlStore(out_dir / "results.jsonl", key=_row_key)
+    kb_n = max(n, kb_n)
+    kb_sets, loaded = _load_sets(datasets, data_dir, n, kb_n)
+    # a result is reused only for the same route settings (a changed default is answered again)
+    cfgs = {s: system_config(s, k).fingerprint() if s != "chunk" else f"chunk-k{k}" for s in systems}
+    _answer_all(store, kb_sets, loaded, systems, cfgs, spec, llm, k, out_dir, kb_n, show_progress)
+
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
-    rows = [r for (sp, ds, s, qid, cfg), r in done.items()
-            if sp == spec and ds in qids and qid in qids[ds] and s in systems and cfg == cfgs[s]]
+    rows = [
+        r
+        for (sp, ds, s, qid, cfg), r in store.by_key.items()
+        if sp == spec and ds in qids and qid in qids[ds] and s in systems and cfg == cfgs[s]
+    ]
     report = build_report(rows, spec, n)
     report["kb"] = {name: {"questions": len(d.questions), "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
@@ -299,17 +387,3 @@ def main(n: int = 30, out_dir: str | Path = "runs/bench_logic", llm_spec: str = 
     atomic_write_text(out_dir / "report.md", md)
     print(md)
     return report
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--out", default="runs/bench_logic")
-    ap.add_argument("--llm", default=DEFAULT_LLM)
-    ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--kb-n", type=int, default=100, help="KB = passages of the first KB_N questions")
-    a = ap.parse_args()
-    main(a.n, a.out, a.llm, systems=a.systems.split(","), datasets=a.datasets.split(","), kb_n=a.kb_n)

@@ -1,11 +1,12 @@
 """Writing the routing benchmark's report: markdown tables, the cost-quality and route
 distribution plots (matplotlib, imported on use), report.json, and the pooled lines printed by
 `logicroute benchmark`."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def _pct(x: float | None) -> str:
@@ -21,17 +22,37 @@ def _num(x: float | None, nd: int = 2) -> str:
 
 
 def systems_table(table: dict[str, dict], routes: Sequence[str], order: Sequence[str]) -> list[str]:
-    head = ["system", "EM", "F1", "Acc", "LLM calls", "prompt tok", "compl tok", "s / q", "LLM s / q uncached",
-            *[f"% {r}" for r in routes], "errors"]
+    head = [
+        "system",
+        "EM",
+        "F1",
+        "Acc",
+        "LLM calls",
+        "prompt tok",
+        "compl tok",
+        "s / q",
+        "LLM s / q uncached",
+        *[f"% {r}" for r in routes],
+        "errors",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in order:
         row = table.get(s)
         if not row or not row.get("n"):
             continue
-        cells = [s, _pct(row["em"]), _pct(row["f1"]), _pct(row["string_acc"]), _num(row["llm_calls"]),
-                 f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}", _num(row["seconds"]),
-                 _num(row.get("llm_seconds_uncached")),
-                 *[f"{100 * row['routes'].get(r, 0.0):.0f}" for r in routes], str(row["errors"])]
+        cells = [
+            s,
+            _pct(row["em"]),
+            _pct(row["f1"]),
+            _pct(row["string_acc"]),
+            _num(row["llm_calls"]),
+            f"{row['prompt_tokens']:.0f}",
+            f"{row['completion_tokens']:.0f}",
+            _num(row["seconds"]),
+            _num(row.get("llm_seconds_uncached")),
+            *[f"{100 * row['routes'].get(r, 0.0):.0f}" for r in routes],
+            str(row["errors"]),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -40,52 +61,81 @@ def render_markdown(report: dict) -> str:
     cfg = report["config"]
     routes = report["routes"]
     order = report["systems_order"]
-    md = ["# Routing benchmark", "",
-          f"LLM `{cfg['llm_spec']}`, top-k {cfg['k']}, {cfg['n'] or 'all'} questions per file from offset "
-          f"{cfg['offset']}, {'one KB per dataset' if cfg['kb_per_dataset'] else 'one KB over all datasets'}"
-          f"{' (passages of the first %d questions)' % cfg['kb_questions'] if cfg.get('kb_questions') else ''}, "
-          f"router `{(report.get('router') or {}).get('checkpoint', 'none')}`, oracle/cost-quality metric "
-          f"`{cfg['metric']}`, seed {cfg['seed']}.", "",
-          "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing "
-          "included: the MLP's seconds, the LLM router's call); `% route` is the share of questions sent there.", ""]
+    kb_note = f" (passages of the first {int(cfg['kb_questions'])} questions)" if cfg.get("kb_questions") else ""
+    md = [
+        "# Routing benchmark",
+        "",
+        f"LLM `{cfg['llm_spec']}`, top-k {cfg['k']}, {cfg['n'] or 'all'} questions per file from offset "
+        f"{cfg['offset']}, {'one KB per dataset' if cfg['kb_per_dataset'] else 'one KB over all datasets'}"
+        f"{kb_note}, "
+        f"router `{(report.get('router') or {}).get('checkpoint', 'none')}`, oracle/cost-quality metric "
+        f"`{cfg['metric']}`, seed {cfg['seed']}.",
+        "",
+        "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing "
+        "included: the MLP's seconds, the LLM router's call); `% route` is the share of questions sent there.",
+        "",
+    ]
     for scope, table in report["systems"].items():
         n = next(iter(table.values()))["n"]
         md += [f"## {scope} ({n} questions)", "", *systems_table(table, routes, order), ""]
     cq = report.get("cost_quality") or {}
     if cq:
-        md += ["## Cost-quality (RouteLLM): logic = strong, chunk = weak", "",
-               f"Threshold sweep on P(logic); quality = mean {cfg['metric']}. APGR = average performance gap "
-               "recovered over the share of logic calls (random routing: 0.50); CPT(x%) = share of logic calls "
-               "needed to recover x% of the gap. APGR above 1 means the mix beats logic alone; '-' = logic is "
-               "not better than chunk here, so there is no gap to recover.", "",
-               "| scope | weak | strong | oracle (share) | router AUC | router APGR | router CPT(50%) | "
-               "router CPT(80%) | oracle APGR |", "|---|---|---|---|---|---|---|---|---|"]
+        md += [
+            "## Cost-quality (RouteLLM): logic = strong, chunk = weak",
+            "",
+            f"Threshold sweep on P(logic); quality = mean {cfg['metric']}. APGR = average performance gap "
+            "recovered over the share of logic calls (random routing: 0.50); CPT(x%) = share of logic calls "
+            "needed to recover x% of the gap. APGR above 1 means the mix beats logic alone; '-' = logic is "
+            "not better than chunk here, so there is no gap to recover.",
+            "",
+            "| scope | weak | strong | oracle (share) | router AUC | router APGR | router CPT(50%) | "
+            "router CPT(80%) | oracle APGR |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for scope, a in cq.items():
             r = a.get("router") or {}
-            md.append(f"| {scope} | {_pct(a['weak'])} | {_pct(a['strong'])} | {_pct(a['oracle_point']['quality'])} "
-                      f"({_share(a['oracle_point']['share'])}) | {_pct(r.get('auc'))} | {_num(r.get('apgr'))} | "
-                      f"{_share(r.get('cpt50'))} | {_share(r.get('cpt80'))} | {_num(a['oracle'].get('apgr'))} |")
+            md.append(
+                f"| {scope} | {_pct(a['weak'])} | {_pct(a['strong'])} | {_pct(a['oracle_point']['quality'])} "
+                f"({_share(a['oracle_point']['share'])}) | {_pct(r.get('auc'))} | {_num(r.get('apgr'))} | "
+                f"{_share(r.get('cpt50'))} | {_share(r.get('cpt80'))} | {_num(a['oracle'].get('apgr'))} |"
+            )
         md.append("")
     for scope, cms in (report.get("confusion") or {}).items():
         for name, cm in cms.items():
-            md += [f"### {scope}: {name.replace('_vs_', ' vs ')} (rows: chosen, columns: oracle; agreement "
-                   f"{_pct(cm['agreement'])}%)", "",
-                   "| | " + " | ".join(cm["labels"]) + " |", "|---|" + "---|" * len(cm["labels"])]
+            md += [
+                f"### {scope}: {name.replace('_vs_', ' vs ')} (rows: chosen, columns: oracle; agreement "
+                f"{_pct(cm['agreement'])}%)",
+                "",
+                "| | " + " | ".join(cm["labels"]) + " |",
+                "|---|" + "---|" * len(cm["labels"]),
+            ]
             for lab, row in zip(cm["labels"], cm["matrix"]):
                 md.append(f"| **{lab}** | " + " | ".join(str(v) for v in row) + " |")
             md.append("")
     lr = report.get("llm_router")
     if lr:
-        md += ["## The LLM as router", "",
-               f"{lr['decisions']} decisions ({lr['uncached']} uncached, {lr['errors']} failed): median "
-               f"{lr['median_seconds']:.2f} s, mean {lr['mean_seconds']:.2f} s per decision"
-               + (f"; the MLP router takes {report['router']['seconds_per_question'] * 1000:.1f} ms per question "
-                  "(batched)" if report.get("router") else "") + "." + (f" {lr['note']}." if lr.get("note") else ""),
-               ""]
+        md += [
+            "## The LLM as router",
+            "",
+            f"{lr['decisions']} decisions ({lr['uncached']} uncached, {lr['errors']} failed): median "
+            f"{lr['median_seconds']:.2f} s, mean {lr['mean_seconds']:.2f} s per decision"
+            + (
+                f"; the MLP router takes {report['router']['seconds_per_question'] * 1000:.1f} ms per question "
+                "(batched)"
+                if report.get("router")
+                else ""
+            )
+            + "."
+            + (f" {lr['note']}." if lr.get("note") else ""),
+            "",
+        ]
     if report.get("notes"):
         md += ["## Notes", "", *[f"- {n}" for n in report["notes"]], ""]
-    md += ["Plots: `cost_quality.png`, `route_distribution.png`. Per-question results: `report.json` "
-           "(`per_question`) and `results.jsonl`.", ""]
+    md += [
+        "Plots: `cost_quality.png`, `route_distribution.png`. Per-question results: `report.json` "
+        "(`per_question`) and `results.jsonl`.",
+        "",
+    ]
     return "\n".join(md)
 
 
@@ -108,8 +158,14 @@ def plot_cost_quality(report: dict, path: Path) -> None:
         a = cq[scope]
         if a.get("router"):
             pts = a["router"]["points"]
-            ax.plot([p["share"] for p in pts], [p["quality"] for p in pts], "-o", ms=3, color="#C44E52",
-                    label=f"router sweep (APGR {_num(a['router']['apgr'])})")
+            ax.plot(
+                [p["share"] for p in pts],
+                [p["quality"] for p in pts],
+                "-o",
+                ms=3,
+                color="#C44E52",
+                label=f"router sweep (APGR {_num(a['router']['apgr'])})",
+            )
         pts = a["oracle"]["points"]
         ax.plot([p["share"] for p in pts], [p["quality"] for p in pts], "--", color="#8172B2", label="oracle ordering")
         ax.plot([0, 1], [a["weak"], a["strong"]], ":", color="grey", label="random")
@@ -119,15 +175,21 @@ def plot_cost_quality(report: dict, path: Path) -> None:
         ax.scatter([op["share"]], [op["quality"]], marker="*", s=120, color="#8172B2", zorder=3, label="oracle")
         for s, p in a.get("points", {}).items():
             if s in ("router", "llm_router"):
-                ax.scatter([p["share"]], [p["quality"]], marker="^" if s == "router" else "v", s=60, zorder=3,
-                           label=f"{s} (3 routes)")
+                ax.scatter(
+                    [p["share"]],
+                    [p["quality"]],
+                    marker="^" if s == "router" else "v",
+                    s=60,
+                    zorder=3,
+                    label=f"{s} (3 routes)",
+                )
         ax.set_title(f"{scope} (n={a['n']})")
         ax.set_xlabel("share of logic calls")
         ax.set_ylabel(metric)
         ax.set_xlim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
-    for ax in list(axes.flat)[len(scopes):]:
+    for ax in list(axes.flat)[len(scopes) :]:
         ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -150,8 +212,15 @@ def plot_route_distribution(report: dict, path: Path) -> None:
         bottom = [0.0] * len(scopes)
         for r in routes:
             vals = [report["systems"][sc][s]["routes"].get(r, 0.0) for sc in scopes]
-            ax.bar(xs, vals, width * 0.95, bottom=bottom, color=ROUTE_COLORS.get(r), edgecolor="white",
-                   label=r if si == 0 else None)
+            ax.bar(
+                xs,
+                vals,
+                width * 0.95,
+                bottom=bottom,
+                color=ROUTE_COLORS.get(r),
+                edgecolor="white",
+                label=r if si == 0 else None,
+            )
             bottom = [b + v for b, v in zip(bottom, vals)]
         for x in xs:
             ax.text(x, 1.01, s, rotation=90, ha="center", va="bottom", fontsize=7)
@@ -168,7 +237,7 @@ def plot_route_distribution(report: dict, path: Path) -> None:
 
 def write_report(report: dict, out: str | Path, plots: bool = True) -> dict[str, Path]:
     """report.json, report.md, cost_quality.png (when the analysis ran), route_distribution.png."""
-    from engine.io import atomic_write_json, atomic_write_text
+    from engine.base.files import atomic_write_json, atomic_write_text
 
     out = Path(out)
     paths = {"json": out / "report.json", "md": out / "report.md"}
@@ -190,7 +259,9 @@ def pooled_lines(report: dict) -> list[str]:
     a = (report.get("cost_quality") or {}).get("pooled")
     if a and a.get("router"):
         r = a["router"]
-        lines.append(f"cost-quality (logic vs chunk, {report['config']['metric']}): weak {_pct(a['weak'])}, strong "
-                     f"{_pct(a['strong'])}, router APGR {_num(r['apgr'])}, CPT(50%) {_share(r['cpt50'])}, "
-                     f"CPT(80%) {_share(r['cpt80'])}")
+        lines.append(
+            f"cost-quality (logic vs chunk, {report['config']['metric']}): weak {_pct(a['weak'])}, strong "
+            f"{_pct(a['strong'])}, router APGR {_num(r['apgr'])}, CPT(50%) {_share(r['cpt50'])}, "
+            f"CPT(80%) {_share(r['cpt80'])}"
+        )
     return lines

@@ -5,36 +5,39 @@ force=True; the QA part resumes per question from its JSONL files):
 
 build        Extractive layers over the ~4,858 passages of HotpotQA dev500: a KB over 99% of
              the passages (every 100th passage held out), layers built on it, the held-out 1%
-             added (the KB's hook updates the layers incrementally), then a full rebuild over
+             added (add_documents updates the layers incrementally), then a full rebuild over
              all passages. Run twice: "cold" (each step with a fresh embedding cache: the worst
              case) and "warm" (one cache for all steps, as a user's default cache: the update
              re-embeds only new sentences and changed summaries). LLM tokens are 0 by
              construction. Printed beside the indexing costs graph-RAG systems report on
              2WikiMQA's ~6,000 passages (PUBLISHED below).
 qa           Summary route vs chunk route (k=3) with the local LLM on the first n_hotpot
-             HotpotQA dev500 questions and the first n_nq NQ-open questions: EM, F1 (training.
-             metrics), LLM tokens and wall seconds per question.
+             HotpotQA dev500 questions and the first n_nq NQ-open questions: EM, F1, LLM tokens
+             and wall seconds per question.
                corpus "full":  all HotpotQA dev500 passages + the passages of the first 500 NQ
                                questions; chunk vs summary (extractive layers).
                corpus "small": only the passages of the questions asked; chunk vs summary with
                                extractive layers vs summary with LLM-written layers (LLM
-                               summaries cost ~1 min per node on 2 idle cores, ~10 min on a busy one, so they are built on
+                               summaries take minutes per node on a CPU, so they are built on
                                this smaller corpus only).
-
-    python -m training.bench_summary --out runs/bench_summary --parts build,qa --n-hotpot 30 --n-nq 30
 """
+
 from __future__ import annotations
 
 import json
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-HOTPOT = "hotpotqa/hotpotqa_dev500.jsonl"
-NQ = "nq/nq_open_oracle_2655.jsonl.gz"
+from engine.llm.base import DEFAULT_LLM
+from hierarchy.datasets import SHARED_FILES, shared_data_dir
+from training.jsonl_store import JsonlStore
+
+HOTPOT = SHARED_FILES["hotpotqa"]
+NQ = SHARED_FILES["nq"]
 NQ_DISTRACTOR_QUESTIONS = 500
 HOLDOUT_EVERY = 100  # 1% of the documents are added incrementally
 
@@ -68,6 +71,7 @@ def _docs(passages: Iterable[Any]) -> list:
 
 # ------------------------------------------------------------------------------ build cost
 
+
 def _copy_cache(src: Path, dst: Path) -> None:
     """Seed an embedding cache folder with a copy of another (SQLite file and its WAL)."""
     dst.mkdir(parents=True, exist_ok=True)
@@ -83,8 +87,10 @@ def _build_run(mode: str, base: list, held: list, work: Path, chunk_cache: Path,
     warm: one cache for all steps, as a user's default cache is: the update re-embeds only new
           sentences and changed summaries; the rebuild finds the base corpus's sentences cached."""
     from engine.embedder import Embedder
+    from hierarchy.indexing import add_documents
     from hierarchy.kb import KnowledgeBase
-    from hierarchy.layers import build_layers, load_layers
+    from hierarchy.layers.persist import load_layers
+    from hierarchy.layers.update import build_layers
 
     if mode == "cold":
         kb_cache = chunk_cache
@@ -104,7 +110,7 @@ def _build_run(mode: str, base: list, held: list, work: Path, chunk_cache: Path,
     _log(f"[{mode}] extractive layers over {len(kb)} chunks: {build['seconds']:.1f} s, {build['nodes_per_level']}")
     kb = KnowledgeBase.open(path, Embedder(cache=caches["add"]))
     t = time.perf_counter()
-    add = kb.add(held, show_progress=False)
+    add = add_documents(kb, held, show_progress=False)
     add_seconds = time.perf_counter() - t
     upd = load_layers(kb).meta["updates"][-1]
     _log(f"[{mode}] add {len(held)} documents: {add_seconds:.1f} s in all, layer update {upd['seconds']:.1f} s")
@@ -115,17 +121,22 @@ def _build_run(mode: str, base: list, held: list, work: Path, chunk_cache: Path,
         "chunks": len(kb),
         "chunk_index_seconds_base": round(kb_seconds, 2),
         "build_base": build,
-        "incremental_add": {"documents": len(held), "kb_add_seconds_total": round(add_seconds, 2),
-                            "kb_add": add, "layer_update": upd},
+        "incremental_add": {
+            "documents": len(held),
+            "kb_add_seconds_total": round(add_seconds, 2),
+            "kb_add": add,
+            "layer_update": upd,
+        },
         "full_rebuild": rebuild,
         "speedup_incremental_vs_rebuild": round(rebuild["seconds"] / max(upd["seconds"], 1e-9), 1),
     }
 
 
-def bench_build(out_dir: Path, data_dir: Path, show_progress: bool = True,
-                modes: Iterable[str] = ("cold", "warm")) -> dict:
+def bench_build(
+    out_dir: Path, data_dir: Path, show_progress: bool = True, modes: Iterable[str] = ("cold", "warm")
+) -> dict:
     """Extractive build on 99% of the passages, incremental add of the other 1%, full rebuild."""
-    from training.data import load_dataset
+    from hierarchy.datasets import load_dataset
 
     ds = load_dataset(data_dir / HOTPOT)
     docs = _docs(ds.passages)
@@ -136,10 +147,13 @@ def bench_build(out_dir: Path, data_dir: Path, show_progress: bool = True,
     # Holds only the base passages' chunk vectors (never sentences or held-out chunks), and
     # survives reruns: the chunk index is the chunk route's cost, not the layers'.
     chunk_cache = out_dir / "emb_cache_chunks"
-    result: dict = {"corpus": f"HotpotQA dev500, {len(docs)} passages ({len(base)} base + {len(held)} added)",
-                    "published": PUBLISHED, "load_average_at_start": _loadavg(),
-                    "note": "wall seconds on a 2-core machine that may be shared with other jobs; "
-                            "cpu_seconds is this process's CPU time"}
+    result: dict = {
+        "corpus": f"HotpotQA dev500, {len(docs)} passages ({len(base)} base + {len(held)} added)",
+        "published": PUBLISHED,
+        "load_average_at_start": _loadavg(),
+        "note": "wall seconds on a 2-core machine that may be shared with other jobs; "
+        "cpu_seconds is this process's CPU time",
+    }
     try:
         for mode in modes:
             result[mode] = _build_run(mode, base, held, work, chunk_cache, show_progress)
@@ -159,11 +173,14 @@ def build_table(r: dict) -> str:
         if not x:
             continue
         n_add = x["incremental_add"]["documents"]
-        rows = [(f"logicroute extractive layers, full build ({mode} embedding cache)", x["full_rebuild"]),
-                (f"logicroute incremental add of {n_add} docs ({mode})", x["incremental_add"]["layer_update"])]
+        rows = [
+            (f"logicroute extractive layers, full build ({mode} embedding cache)", x["full_rebuild"]),
+            (f"logicroute incremental add of {n_add} docs ({mode})", x["incremental_add"]["layer_update"]),
+        ]
         for name, c in rows:
-            lines.append(f"| {name} | {r['corpus']} | {c['total_tokens']} | {m(c['seconds'])} | "
-                         f"{m(c.get('cpu_seconds', 0.0))} |")
+            lines.append(
+                f"| {name} | {r['corpus']} | {c['total_tokens']} | {m(c['seconds'])} | {m(c.get('cpu_seconds', 0.0))} |"
+            )
     for p in r["published"]:
         lines.append(f"| {p['system']} (published) | {p['corpus']} | ~{p['tokens'] / 1e6:.0f}M | ~{p['minutes']} | |")
     return "\n".join(lines)
@@ -171,9 +188,10 @@ def build_table(r: dict) -> str:
 
 # ------------------------------------------------------------------------------ QA
 
+
 def _questions(data_dir: Path, n_hotpot: int, n_nq: int) -> tuple[list, list, list]:
     """(questions asked, passages of the full corpus, passages of the small corpus)."""
-    from training.data import load_dataset
+    from hierarchy.datasets import load_dataset
 
     hp_all = load_dataset(data_dir / HOTPOT)
     nq_all = load_dataset(data_dir / NQ, n=max(NQ_DISTRACTOR_QUESTIONS, n_nq))
@@ -187,10 +205,11 @@ def _questions(data_dir: Path, n_hotpot: int, n_nq: int) -> tuple[list, list, li
 
 def _kb_with_layers(path: Path, passages: list, summarizer: str, llm: Any, show_progress: bool):
     """Open or create the KB at path with the given layers (resumable: reuses what exists)."""
+    from engine.base.errors import KBNotFoundError
     from engine.embedder import Embedder
-    from engine.errors import KBNotFoundError
+    from hierarchy.indexing import add_documents
     from hierarchy.kb import KnowledgeBase
-    from hierarchy.layers import build_layers
+    from hierarchy.layers.update import build_layers
 
     # Seeded from the build part's chunk vectors, so HotpotQA passages embed once; a cache of
     # its own, so the build part's incremental step never finds held-out passages cached.
@@ -204,62 +223,57 @@ def _kb_with_layers(path: Path, passages: list, summarizer: str, llm: Any, show_
         kb = KnowledgeBase.create(path, emb)
     docs = _docs(passages)
     if len(kb.doc_ids) != len(docs):
-        kb.add(docs, show_progress=show_progress)
+        add_documents(kb, docs, show_progress=show_progress)
     cost = build_layers(kb, summarizer, llm=llm, show_progress=show_progress)
     return kb, cost
 
 
-def _done(path: Path) -> set[str]:
-    if not path.is_file():
-        return set()
-    out = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.add(json.loads(line)["id"])
-        except (ValueError, KeyError):
-            continue  # a torn last line from an interrupted run is simply redone
-    return out
-
-
 def run_system(name: str, fn, questions: list, out_file: Path, show_progress: bool = True) -> list[dict]:
-    """Answer every question not yet in out_file, appending one JSON line each."""
-    from engine.errors import LogicRouteError
-    from training.metrics import exact_match, f1
+    """Answer every question not yet in out_file, appending one JSON line each; returns the
+    rows of `questions`."""
+    from engine.base.errors import LogicRouteError
+    from engine.base.metrics import exact_match, f1
 
-    done = _done(out_file)
-    todo = [q for q in questions if q.id not in done]
+    store = JsonlStore(out_file, key=lambda r: r.get("id"))
+    todo = [q for q in questions if q.id not in store]
     bar = None
     if show_progress and todo:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc=name, unit="q", file=sys.stderr)
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    with out_file.open("a", encoding="utf-8") as f:
-        for q in todo:
-            t = time.perf_counter()
-            try:
-                ans = fn(q.text)
-                pred, usage, trace, err = ans.text, ans.usage.to_dict(), ans.trace, None
-            except LogicRouteError as e:  # recorded, scored as wrong, never silently dropped
-                pred, usage, trace, err = "", {}, {}, f"{type(e).__name__}: {e}"
-            row = {
-                "id": q.id, "dataset": q.dataset, "question": q.text, "golds": q.answers, "pred": pred,
-                "em": exact_match(pred, q.answers), "f1": f1(pred, q.answers),
-                "prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0),
-                "llm_calls": usage.get("llm_calls", 0), "cached_calls": usage.get("cached_calls", 0),
+    for q in todo:
+        t = time.perf_counter()
+        try:
+            ans = fn(q.text)
+            pred, usage, trace, err = ans.text, ans.usage.to_dict(), ans.trace, None
+        except LogicRouteError as e:  # recorded, scored as wrong, never silently dropped
+            pred, usage, trace, err = "", {}, {}, f"{type(e).__name__}: {e}"
+        store.append(
+            {
+                "id": q.id,
+                "dataset": q.dataset,
+                "question": q.text,
+                "golds": q.answers,
+                "pred": pred,
+                "em": exact_match(pred, q.answers),
+                "f1": f1(pred, q.answers),
+                "prompt_tokens": usage.get("prompt_tokens", 0),
+                "completion_tokens": usage.get("completion_tokens", 0),
+                "llm_calls": usage.get("llm_calls", 0),
+                "cached_calls": usage.get("cached_calls", 0),
                 "seconds": round(time.perf_counter() - t, 3),
                 "chunk_ids": trace.get("chunk_ids") or [r["chunk_id"] for r in trace.get("retrieved", [])],
-                "summary_ids": trace.get("summary_ids", []), "flags": trace.get("flags", []), "error": err,
+                "summary_ids": trace.get("summary_ids", []),
+                "flags": trace.get("flags", []),
+                "error": err,
             }
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            f.flush()
-            if bar is not None:
-                bar.update(1)
+        )
+        if bar is not None:
+            bar.update(1)
     if bar is not None:
         bar.close()
     ids = {q.id for q in questions}
-    rows = [json.loads(x) for x in out_file.read_text(encoding="utf-8").splitlines() if x.strip()]
-    return [r for r in rows if r["id"] in ids]
+    return [r for r in store.rows if r.get("id") in ids]
 
 
 def pool(rows: list[dict]) -> dict:
@@ -267,15 +281,32 @@ def pool(rows: list[dict]) -> dict:
     if not n:
         return {"n": 0}
     mean = lambda k: round(sum(r[k] for r in rows) / n, 4)  # noqa: E731
-    return {"n": n, "em": mean("em"), "f1": mean("f1"), "prompt_tokens": mean("prompt_tokens"),
-            "completion_tokens": mean("completion_tokens"), "llm_calls": mean("llm_calls"),
-            "seconds": mean("seconds"), "errors": sum(1 for r in rows if r.get("error")),
-            "cached_calls": sum(r.get("cached_calls", 0) for r in rows)}
+    return {
+        "n": n,
+        "em": mean("em"),
+        "f1": mean("f1"),
+        "prompt_tokens": mean("prompt_tokens"),
+        "completion_tokens": mean("completion_tokens"),
+        "llm_calls": mean("llm_calls"),
+        "seconds": mean("seconds"),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "cached_calls": sum(r.get("cached_calls", 0) for r in rows),
+    }
 
 
-def bench_qa(out_dir: Path, data_dir: Path, *, n_hotpot: int, n_nq: int, llm_spec: str, corpora: tuple[str, ...],
-             llm_summaries: bool, k: int, show_progress: bool) -> dict:
-    from engine.llm import make_llm
+def bench_qa(
+    out_dir: Path,
+    data_dir: Path,
+    *,
+    n_hotpot: int,
+    n_nq: int,
+    llm_spec: str,
+    corpora: tuple[str, ...],
+    llm_summaries: bool,
+    k: int,
+    show_progress: bool,
+) -> dict:
+    from engine.llm.factory import make_llm
     from engine.routes.chunk import answer_chunk
     from engine.routes.summary import answer_summary
 
@@ -307,24 +338,40 @@ def bench_qa(out_dir: Path, data_dir: Path, *, n_hotpot: int, n_nq: int, llm_spe
 
 
 def qa_table(r: dict) -> str:
-    lines = ["| corpus | system | set | n | EM | F1 | prompt tok | compl tok | s/question |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| corpus | system | set | n | EM | F1 | prompt tok | compl tok | s/question |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for corpus, e in r["corpora"].items():
         for name, s in e["systems"].items():
             for ds in ("hotpotqa", "nq", "all"):
                 p = s.get(ds) or {}
                 if p.get("n"):
-                    lines.append(f"| {corpus} | {name} | {ds} | {p['n']} | {p['em']:.3f} | {p['f1']:.3f} | "
-                                 f"{p['prompt_tokens']:.0f} | {p['completion_tokens']:.1f} | {p['seconds']:.1f} |")
+                    lines.append(
+                        f"| {corpus} | {name} | {ds} | {p['n']} | {p['em']:.3f} | {p['f1']:.3f} | "
+                        f"{p['prompt_tokens']:.0f} | {p['completion_tokens']:.1f} | {p['seconds']:.1f} |"
+                    )
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------ entry point
 
-def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = ("build", "qa"), n_hotpot: int = 30,
-         build_modes: Iterable[str] = ("cold", "warm"),
-         n_nq: int = 30, llm: str = "local:qwen2.5-coder-1.5b", corpora: Iterable[str] = ("full", "small"),
-         llm_summaries: bool = True, k: int = 3, data_dir: str | Path | None = None, force: bool = False,
-         show_progress: bool = True) -> dict:
+
+def main(
+    out_dir: str | Path = "runs/bench_summary",
+    *,
+    parts: Iterable[str] = ("build", "qa"),
+    n_hotpot: int = 30,
+    build_modes: Iterable[str] = ("cold", "warm"),
+    n_nq: int = 30,
+    llm: str = DEFAULT_LLM,
+    corpora: Iterable[str] = ("full", "small"),
+    llm_summaries: bool = True,
+    k: int = 3,
+    data_dir: str | Path | None = None,
+    force: bool = False,
+    show_progress: bool = True,
+) -> dict:
     """Run the selected parts; returns {"build": ..., "qa": ...} and writes
     out_dir/build.json, out_dir/qa.json, out_dir/report.md."""
     parts = tuple(parts)
@@ -338,7 +385,7 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
         raise ValueError(f"unknown corpora {corpora}: choose from full, small")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = Path(data_dir) if data_dir else SHARED_DATA
+    data = Path(data_dir) if data_dir else shared_data_dir()
     result: dict = {}
     report: list[str] = ["# Summary layers benchmark", ""]
     # a part not run this time (or build.json without --force) keeps its earlier result in the report
@@ -349,8 +396,17 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
     elif f.is_file():
         result["build"] = json.loads(f.read_text())
     if "qa" in parts:
-        result["qa"] = bench_qa(out, data, n_hotpot=n_hotpot, n_nq=n_nq, llm_spec=llm, corpora=corpora,
-                                llm_summaries=llm_summaries, k=k, show_progress=show_progress)
+        result["qa"] = bench_qa(
+            out,
+            data,
+            n_hotpot=n_hotpot,
+            n_nq=n_nq,
+            llm_spec=llm,
+            corpora=corpora,
+            llm_summaries=llm_summaries,
+            k=k,
+            show_progress=show_progress,
+        )
         q.write_text(json.dumps(result["qa"], indent=2) + "\n")
     elif q.is_file():
         result["qa"] = json.loads(q.read_text())
@@ -361,20 +417,3 @@ def main(out_dir: str | Path = "runs/bench_summary", *, parts: Iterable[str] = (
     (out / "report.md").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     return result
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="runs/bench_summary")
-    ap.add_argument("--parts", default="build,qa")
-    ap.add_argument("--n-hotpot", type=int, default=30)
-    ap.add_argument("--n-nq", type=int, default=30)
-    ap.add_argument("--llm", default="local:qwen2.5-coder-1.5b")
-    ap.add_argument("--corpora", default="full,small")
-    ap.add_argument("--no-llm-summaries", action="store_true")
-    ap.add_argument("--force", action="store_true")
-    a = ap.parse_args()
-    main(a.out, parts=a.parts.split(","), n_hotpot=a.n_hotpot, n_nq=a.n_nq, llm=a.llm,
-         corpora=a.corpora.split(","), llm_summaries=not a.no_llm_summaries, force=a.force)

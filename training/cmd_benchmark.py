@@ -1,33 +1,17 @@
-"""`logicroute benchmark`: the benchmark of routing decisions (training/benchmark.py).
+"""The benchmark commands of `logicroute`: benchmark (routing decisions, training/benchmark.py),
+bench-logic, bench-summary and bench-index. Registered on the group by training/commands.py.
+Nothing heavy is imported at module level."""
 
-Registered by training/cli.py from COMMANDS. Nothing heavy is imported at module level."""
 from __future__ import annotations
 
-import os
+import json
+import sys
 from pathlib import Path
 
 import click
 
-from engine.errors import LogicRouteError
-from engine.llm import DEFAULT_LLM
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def resolve_data(arg: str) -> str:
-    """A data file path, or a shared data set name (hotpotqa, 2wiki, musique, nq, squad) looked
-    up in $LOGICROUTE_DATA_DIR or ../shared/data beside the repository."""
-    if Path(arg).exists():
-        return arg
-    from training.data import SHARED_FILES
-
-    if arg in SHARED_FILES:
-        root = Path(os.environ.get("LOGICROUTE_DATA_DIR") or REPO.parent / "shared" / "data")
-        p = root / SHARED_FILES[arg]
-        if p.is_file():
-            return str(p)
-        raise LogicRouteError(f"data set {arg!r}: {p} not found (set LOGICROUTE_DATA_DIR)")
-    raise LogicRouteError(f"{arg}: no such data file (or a name: {', '.join(SHARED_FILES)})")
+from engine.base.errors import LogicRouteError
+from engine.cli import llm_option
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -41,53 +25,125 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.argument("data", nargs=-1, required=True)
 @click.option("--n", type=int, default=50, show_default=True, help="questions per data file (0 = all)")
 @click.option("--offset", type=int, default=0, show_default=True, help="first question taken from each file")
-@click.option("--kb-per-dataset", is_flag=True,
-              help="one KB per data file from its questions' passages (default: one KB over all files)")
-@click.option("--kb-questions", type=int, default=None,
-              help="build the KB from the passages of the first max(N, this) questions (more distractors)")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="output folder: KBs, results.jsonl (resumable), report.json/.md, plots")
+@click.option(
+    "--kb-per-dataset",
+    is_flag=True,
+    help="one KB per data file from its questions' passages (default: one KB over all files)",
+)
+@click.option(
+    "--kb-questions",
+    type=int,
+    default=None,
+    help="build the KB from the passages of the first max(N, this) questions (more distractors)",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="output folder: KBs, results.jsonl (resumable), report.json/.md, plots",
+)
 @click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
-@click.option("--labels", "label_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="label file(s) of the answer scorer: their per-route answers (same LLM and k) are reused "
-                   "instead of answering again (repeatable)")
-@click.option("--routes", default="chunk,summary,logic", show_default=True,
-              help="fixed routes to run (router systems choose among these)")
-@click.option("--thresholds", default="0.25,0.5,0.75", show_default=True,
-              help="P(logic) thresholds of the router@t systems")
-@click.option("--metric", type=click.Choice(["f1", "em", "string_acc"]), default="f1", show_default=True,
-              help="score of the oracle and of the cost-quality analysis")
+@click.option(
+    "--labels",
+    "label_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="label file(s) of the answer scorer: their per-route answers (same LLM and k) are reused "
+    "instead of answering again (repeatable)",
+)
+@click.option(
+    "--routes",
+    default="chunk,summary,logic",
+    show_default=True,
+    help="fixed routes to run (router systems choose among these)",
+)
+@click.option(
+    "--thresholds", default="0.25,0.5,0.75", show_default=True, help="P(logic) thresholds of the router@t systems"
+)
+@click.option(
+    "--metric",
+    type=click.Choice(["f1", "em", "string_acc", "acc"]),
+    default="f1",
+    show_default=True,
+    help="score of the oracle and of the cost-quality analysis (acc = string_acc)",
+)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--seed", default=0, show_default=True, help="seed of the random router")
-@click.option("--concurrency", default=1, show_default=True,
-              help="questions answered at once (helps remote endpoints; the local model serializes)")
-@click.option("--logic-max-seconds", type=float, default=1800.0, show_default=True,
-              help="wall-clock cap of one logic answer (0 = the route's default, 300 s; a low cap makes "
-                   "results depend on machine load)")
+@click.option(
+    "--concurrency",
+    default=1,
+    show_default=True,
+    help="questions answered at once (helps remote endpoints; the local model serializes)",
+)
+@click.option(
+    "--logic-max-seconds",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="wall-clock cap of one logic answer (0 = the route's default, 300 s; a low cap makes "
+    "results depend on machine load)",
+)
 @click.option("--no-llm-router", is_flag=True, help="leave out the LLM-as-router baseline")
 @click.option("--retry-errors", is_flag=True, help="answer again the questions that failed in an earlier run")
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
-@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
-              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
-def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint, label_files, routes, thresholds, metric, k,
-              seed, concurrency, logic_max_seconds, no_llm_router, retry_errors, no_cache, llm_spec):
+@llm_option
+def benchmark(
+    data,
+    n,
+    offset,
+    kb_per_dataset,
+    kb_questions,
+    out_dir,
+    checkpoint,
+    label_files,
+    routes,
+    thresholds,
+    metric,
+    k,
+    seed,
+    concurrency,
+    logic_max_seconds,
+    no_llm_router,
+    retry_errors,
+    no_cache,
+    llm_spec,
+):
     """Compare routing decisions on DATA files (paths or names: hotpotqa, 2wiki, musique, nq,
     squad): fixed routes, the router (argmax and thresholds), the oracle, a random router and
     an LLM as router; EM/F1/accuracy, costs, and a RouteLLM cost-quality analysis. Resumable:
     rerun the same command to continue."""
+    from hierarchy.datasets import resolve_data
+    from training.bench_data import BenchConfig
     from training.bench_report import pooled_lines
-    from training.benchmark import BenchConfig, run_benchmark
+    from training.benchmark import run_benchmark
 
     cfg = BenchConfig(
-        data=[resolve_data(d) for d in data], out=out_dir, n=n or None, offset=offset,
-        kb_per_dataset=kb_per_dataset, kb_questions=kb_questions, llm_spec=llm_spec, checkpoint=checkpoint, labels=list(label_files),
-        routes=tuple(r.strip() for r in routes.split(",") if r.strip()), thresholds=_floats(thresholds),
-        metric=metric, seed=seed, k=k, concurrency=concurrency, logic_max_seconds=logic_max_seconds or None,
+        data=[resolve_data(d) for d in data],
+        out=out_dir,
+        n=n or None,
+        offset=offset,
+        kb_per_dataset=kb_per_dataset,
+        kb_questions=kb_questions,
+        llm_spec=llm_spec,
+        checkpoint=checkpoint,
+        labels=list(label_files),
+        routes=tuple(r.strip() for r in routes.split(",") if r.strip()),
+        thresholds=_floats(thresholds),
+        metric=metric,
+        seed=seed,
+        k=k,
+        concurrency=concurrency,
+        logic_max_seconds=logic_max_seconds or None,
         llm_router=not no_llm_router,
-        cache=not no_cache, retry_errors=retry_errors)
+        cache=not no_cache,
+        retry_errors=retry_errors,
+    )
     report = run_benchmark(cfg, echo=lambda s: click.echo(s, err=True))
-    click.echo(f"pooled, {report['systems']['pooled'][report['systems_order'][0]]['n']} questions "
-               f"({report['answered_this_run']} route answers made in this run, {report['seconds']:.0f}s):")
+    click.echo(
+        f"pooled, {report['systems']['pooled'][report['systems_order'][0]]['n']} questions "
+        f"({report['answered_this_run']} route answers made in this run, {report['seconds']:.0f}s):"
+    )
     for line in pooled_lines(report):
         click.echo(line)
     for note in report.get("notes", []):
@@ -97,16 +153,28 @@ def benchmark(data, n, offset, kb_per_dataset, kb_questions, out_dir, checkpoint
 
 @click.command("bench-logic")
 @click.option("--n", type=int, default=30, show_default=True, help="first N questions of each data set")
-@click.option("--kb-n", type=int, default=100, show_default=True,
-              help="KB = the passages of the first KB_N questions of each file")
-@click.option("--systems", default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,"
-              "logic-no-reflection", show_default=True,
-              help="comma list; logic-no-* switch one mechanism off; also logic-last-hop-chunks, logic-dag-single-hop")
-@click.option("--datasets", default="2wiki,musique", show_default=True, help="comma list of 2wiki, musique (the first questions: all 2-hop), musique-34hop (3- and 4-hop)")
+@click.option(
+    "--kb-n",
+    type=int,
+    default=100,
+    show_default=True,
+    help="KB = the passages of the first KB_N questions of each file",
+)
+@click.option(
+    "--systems",
+    default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,logic-no-reflection",
+    show_default=True,
+    help="comma list; logic-no-* switch one mechanism off; also logic-last-hop-chunks, logic-dag-single-hop",
+)
+@click.option(
+    "--datasets",
+    default="2wiki,musique",
+    show_default=True,
+    help="comma list of 2wiki, musique (the first questions: all 2-hop), musique-34hop (3- and 4-hop)",
+)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
-@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
-              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+@llm_option
 def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
     """The logic route against the chunk route on 2Wiki and MuSiQue, per question type, with the
     paper's ablations (graph pruning, context pruning, reflection, sampling without replacement
@@ -114,28 +182,46 @@ def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
     from training.bench_logic import main
 
     try:
-        main(n, out_dir, llm_spec, systems=[s.strip() for s in systems.split(",") if s.strip()],
-             datasets=[d.strip() for d in datasets.split(",") if d.strip()], k=k, kb_n=kb_n)
+        main(
+            n,
+            out_dir,
+            llm_spec,
+            systems=[s.strip() for s in systems.split(",") if s.strip()],
+            datasets=[d.strip() for d in datasets.split(",") if d.strip()],
+            k=k,
+            kb_n=kb_n,
+        )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
 @click.command("bench-summary")
-@click.option("--parts", default="build,qa", show_default=True,
-              help="build: layer build cost and incremental update on HotpotQA's ~5,000 passages; "
-                   "qa: summary vs chunk route answers")
-@click.option("--corpora", default="full,small", show_default=True,
-              help="qa corpora: full (all HotpotQA passages + 500 NQ questions'), small (the questions' own)")
+@click.option(
+    "--parts",
+    default="build,qa",
+    show_default=True,
+    help="build: layer build cost and incremental update on HotpotQA's ~5,000 passages; "
+    "qa: summary vs chunk route answers",
+)
+@click.option(
+    "--corpora",
+    default="full,small",
+    show_default=True,
+    help="qa corpora: full (all HotpotQA passages + 500 NQ questions'), small (the questions' own)",
+)
 @click.option("--n-hotpot", type=int, default=30, show_default=True)
 @click.option("--n-nq", type=int, default=30, show_default=True)
 @click.option("--no-llm-summaries", is_flag=True, help="skip the LLM-written layers (small corpus)")
 @click.option("--force", is_flag=True, help="redo the build part even when build.json exists")
-@click.option("--modes", default="cold,warm", show_default=True,
-              help="build part: cold (fresh embedding cache per step, the worst case) and/or warm")
+@click.option(
+    "--modes",
+    default="cold,warm",
+    show_default=True,
+    help="build part: cold (fresh embedding cache per step, the worst case) and/or warm",
+)
 @click.option("--out", "out_dir", default="runs/bench_summary", show_default=True, type=click.Path(file_okay=False))
-@click.option("--llm", "llm_spec", default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
-              show_default=DEFAULT_LLM, help="local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+@llm_option
 def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes, out_dir, llm_spec):
     """Summary layers: build cost (zero LLM tokens with extractive summaries) beside published
     graph-RAG indexing costs, incremental add vs full rebuild, and the summary route vs the chunk
@@ -143,13 +229,55 @@ def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes
     from training.bench_summary import main
 
     try:
-        main(out_dir, parts=[p.strip() for p in parts.split(",") if p.strip()], n_hotpot=n_hotpot, n_nq=n_nq,
-             llm=llm_spec, corpora=[c.strip() for c in corpora.split(",") if c.strip()],
-             llm_summaries=not no_llm_summaries, force=force,
-             build_modes=[m.strip() for m in modes.split(",") if m.strip()])
+        main(
+            out_dir,
+            parts=[p.strip() for p in parts.split(",") if p.strip()],
+            n_hotpot=n_hotpot,
+            n_nq=n_nq,
+            llm=llm_spec,
+            corpora=[c.strip() for c in corpora.split(",") if c.strip()],
+            llm_summaries=not no_llm_summaries,
+            force=force,
+            build_modes=[m.strip() for m in modes.split(",") if m.strip()],
+        )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
-COMMANDS = [benchmark, bench_logic, bench_summary]
+@click.command("bench-index")
+@click.option(
+    "--data",
+    default="hotpotqa",
+    show_default=True,
+    help="QA data file whose passages are indexed (or a shared data set name)",
+)
+@click.option("--limit", type=int, default=None, help="index only the first N passages")
+@click.option("--queries", type=int, default=200, show_default=True, help="questions used for latency")
+@click.option("--k", default=3, show_default=True, help="chunks per search")
+@click.option("--batch-size", default=64, show_default=True, help="embedding batch size of the KB build")
+@click.option("--no-sandwich", is_flag=True, help="run the bare baseline once (before the build) only")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="write the result JSON here")
+def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
+    """The chunk index: KB build throughput against bare SentenceTransformer.encode on the
+    same texts (cold embedding cache), and search latency. Prints the result as JSON."""
+    from hierarchy.datasets import resolve_data
+    from training.bench_index import run_bench
+
+    res = run_bench(
+        resolve_data(data),
+        limit=limit,
+        n_queries=queries,
+        k=k,
+        batch_size=batch_size,
+        sandwich=not no_sandwich,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    if out:
+        from engine.base.files import atomic_write_json
+
+        atomic_write_json(out, res)
+    click.echo(json.dumps(res))
+
+
+COMMANDS = [benchmark, bench_logic, bench_summary, bench_index]

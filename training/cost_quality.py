@@ -5,9 +5,10 @@ P(logic) >= t to logic, for every t, traces quality against the share of logic c
 (average performance gap recovered: 0.5 for random routing, 1.0 for a perfect step) and CPT(x%)
 (the share of logic calls needed to recover x% of the weak-strong gap) summarize the curve.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def pgr(quality: float, weak: float, strong: float) -> float | None:
@@ -51,8 +52,7 @@ def apgr(shares: Sequence[float], quality: Sequence[float], weak: float, strong:
     return None if gap <= 0 else (curve_auc(shares, quality) - weak) / gap
 
 
-def cpt(shares: Sequence[float], quality: Sequence[float], weak: float, strong: float,
-        target: float) -> float | None:
+def cpt(shares: Sequence[float], quality: Sequence[float], weak: float, strong: float, target: float) -> float | None:
     """Call-performance threshold: the smallest share of strong calls whose quality recovers
     `target` (0..1) of the weak-strong gap, interpolating linearly between curve points
     (mixing two neighbouring thresholds at random reaches any point in between)."""
@@ -73,8 +73,13 @@ def cpt(shares: Sequence[float], quality: Sequence[float], weak: float, strong: 
 
 def curve_summary(points: list[dict], weak: float, strong: float) -> dict:
     xs, ys = [p["share"] for p in points], [p["quality"] for p in points]
-    return {"points": points, "auc": curve_auc(xs, ys), "apgr": apgr(xs, ys, weak, strong),
-            "cpt50": cpt(xs, ys, weak, strong, 0.5), "cpt80": cpt(xs, ys, weak, strong, 0.8)}
+    return {
+        "points": points,
+        "auc": curve_auc(xs, ys),
+        "apgr": apgr(xs, ys, weak, strong),
+        "cpt50": cpt(xs, ys, weak, strong, 0.5),
+        "cpt80": cpt(xs, ys, weak, strong, 0.8),
+    }
 
 
 def cost_quality(p_logic: Sequence[float], strong: Sequence[float], weak: Sequence[float]) -> dict:
@@ -86,7 +91,9 @@ def cost_quality(p_logic: Sequence[float], strong: Sequence[float], weak: Sequen
     oracle_q = sum(max(a, b) for a, b in zip(strong, weak)) / n
     random_pts = [{"threshold": None, "share": 0.0, "quality": w}, {"threshold": None, "share": 1.0, "quality": s}]
     return {
-        "n": n, "weak": w, "strong": s,
+        "n": n,
+        "weak": w,
+        "strong": s,
         "router": curve_summary(cost_quality_curve(p_logic, strong, weak), w, s),
         "oracle": curve_summary(cost_quality_curve(gain, strong, weak), w, s),
         "random": curve_summary(random_pts, w, s),

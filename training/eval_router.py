@@ -1,67 +1,26 @@
 """Judging routing decisions on held-out label files.
 
-Per split and overall: accuracy against the oracle route (argmax of the preference, ties to
-the cheaper route), macro-F1 over routes, confusion matrix (rows = oracle, columns =
-decision), route distribution per dataset, and the preference mass / label score of the
-routes chosen. Baselines: the majority oracle route of the training labels, a logistic
-regression on the very same inputs (sklearn), each fixed route, and optionally an LLM asked
-to pick the route (JSON schema), timed. Speed: one decision (embed + MLP, embedding cache
-off) and batch throughput.
+Per split and overall: the decision metrics of training.route_metrics (accuracy against the
+oracle route, macro-F1 over routes, confusion matrix, route distribution per dataset,
+preference mass and label score of the routes chosen). Baselines: the majority oracle route of
+the training labels, a logistic regression on the very same inputs (sklearn), each fixed
+route, and optionally the LLM as router (training.llm_router), timed. Speed: one decision
+(embed + MLP, embedding cache off) and batch throughput.
 """
+
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from engine.prompts import llm_router_messages, llm_router_schema
-
-# ---------------------------------------------------------------- metrics
-
-def routing_metrics(pred: Sequence[str], rows: Sequence[dict], routes: Sequence[str]) -> dict:
-    """Decision quality of `pred` (one route per row) against the rows' labels."""
-    from sklearn.metrics import confusion_matrix, f1_score
-
-    from training.labels import route_cost
-
-    routes = list(routes)
-    n = len(rows)
-    if n == 0:
-        return {"n": 0}
-    oracle = [r["oracle"] for r in rows]
-    cm = confusion_matrix(oracle, list(pred), labels=routes)
-    out = {
-        "n": n,
-        "accuracy": round(float(np.mean([p == o for p, o in zip(pred, oracle)])), 4),
-        "macro_f1": round(float(f1_score(oracle, list(pred), labels=routes, average="macro", zero_division=0)), 4),
-        # mean preference mass of the chosen route: 1.0 = always the preferred route
-        "quality": round(float(np.mean([r["pref"][p] for r, p in zip(rows, pred)])), 4),
-        # mean label score (support recall or answer F1) the decisions get vs the oracle's
-        "score": round(float(np.mean([r["scores"][p] for r, p in zip(rows, pred)])), 4),
-        "oracle_score": round(float(np.mean([r["scores"][o] for r, o in zip(rows, oracle)])), 4),
-        "cost": round(float(np.mean([route_cost(r["costs"][p]) for r, p in zip(rows, pred)])), 1),
-        "route_share": _share(pred, routes),
-        "oracle_share": _share(oracle, routes),
-        "confusion": {"rows_oracle_cols_pred": routes, "matrix": cm.tolist()},
-    }
-    per = {}
-    for ds in sorted({str(r.get("dataset")) for r in rows}):
-        idx = [i for i, r in enumerate(rows) if str(r.get("dataset")) == ds]
-        p = [pred[i] for i in idx]
-        o = [oracle[i] for i in idx]
-        per[ds] = {"n": len(idx), "accuracy": round(float(np.mean([a == b for a, b in zip(p, o)])), 4),
-                   "quality": round(float(np.mean([rows[i]["pref"][pred[i]] for i in idx])), 4),
-                   "route_share": _share(p, routes), "oracle_share": _share(o, routes)}
-    out["per_dataset"] = per
-    return out
-
-
-def _share(items: Sequence[str], routes: Sequence[str]) -> dict[str, float]:
-    n = max(len(items), 1)
-    return {r: round(sum(1 for x in items if x == r) / n, 4) for r in routes}
+from engine.base.errors import LogicRouteError
+from training.label_arrays import inputs_for, load_label_files, routes_of
+from training.llm_router import llm_route
+from training.route_metrics import routing_metrics
 
 
 def _brief(m: dict) -> dict:
@@ -75,8 +34,9 @@ def majority_route(train_rows: Sequence[dict], routes: Sequence[str]) -> str:
     return max(routes, key=lambda r: counts[r])  # ties -> the earlier (cheaper) route
 
 
-def logreg_fit_proba(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray,
-                     routes: Sequence[str]) -> np.ndarray:
+def logreg_fit_proba(
+    x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray, routes: Sequence[str]
+) -> np.ndarray:
     """Logistic regression on the router's own inputs (standardized), the linear baseline:
     (n, routes) class probabilities (0 for a route never seen in training)."""
     from sklearn.linear_model import LogisticRegression
@@ -94,25 +54,17 @@ def logreg_fit_proba(x_train: np.ndarray, y_train: Sequence[str], x_test: np.nda
     return out
 
 
-def logreg_predict(x_train: np.ndarray, y_train: Sequence[str], x_test: np.ndarray,
-                   routes: Sequence[str] | None = None) -> list[str]:
-    routes = list(routes or sorted(set(y_train)))
-    p = logreg_fit_proba(x_train, y_train, x_test, routes)
-    return [routes[i] for i in p.argmax(1)]
-
-
 def card_label_files(card: dict | None) -> list[str]:
     """The training label files a router's card lists that are still on disk."""
-    return [f["path"] for f in ((card or {}).get("training") or {}).get("label_files") or []
-            if Path(f["path"]).is_file()]
+    return [
+        f["path"] for f in ((card or {}).get("training") or {}).get("label_files") or [] if Path(f["path"]).is_file()
+    ]
 
 
 def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, float]] | None:
     """The logistic-regression baseline as a router: fitted on the oracle routes of the label
     files the router's card lists (same inputs: embedding + cheap features), scoring `questions`.
     None when the card lists no label file that is still on disk."""
-    from training.train import inputs_for, load_label_files
-
     files = card_label_files(getattr(router, "card", None))
     if not files or not questions:
         return None
@@ -158,8 +110,14 @@ def logic_auc(probs: np.ndarray, rows: Sequence[dict], routes: Sequence[str], ga
     return round(float(roc_auc_score(y, probs[:, list(routes).index(gated)])), 4)
 
 
-def evaluate_predictions(model, train_rows: Sequence[dict], x_train: np.ndarray, test_rows: Sequence[dict],
-                         x_test: np.ndarray, routes: Sequence[str]) -> dict:
+def evaluate_predictions(
+    model,
+    train_rows: Sequence[dict],
+    x_train: np.ndarray,
+    test_rows: Sequence[dict],
+    x_test: np.ndarray,
+    routes: Sequence[str],
+) -> dict:
     """Router (argmax, eval mode) vs baselines on test rows. model: a RouterMLP."""
     routes = list(routes)
     probs = model.predict_proba(x_test) if len(x_test) else np.zeros((0, len(routes)))
@@ -176,26 +134,28 @@ def evaluate_predictions(model, train_rows: Sequence[dict], x_train: np.ndarray,
     baselines["oracle"] = _brief(routing_metrics([r["oracle"] for r in test_rows], test_rows, routes))
     out = {"router": router, "baselines": baselines}
     if "logic" in routes and len(test_rows):
-        out["logic_auc"] = {"router": logic_auc(probs, test_rows, routes), "logreg": logic_auc(lr_probs, test_rows, routes)}
-        out["share_curve"] = {"router": share_curve(probs, test_rows, routes),
-                              "logreg": share_curve(lr_probs, test_rows, routes)}
+        out["logic_auc"] = {
+            "router": logic_auc(probs, test_rows, routes),
+            "logreg": logic_auc(lr_probs, test_rows, routes),
+        }
+        out["share_curve"] = {
+            "router": share_curve(probs, test_rows, routes),
+            "logreg": share_curve(lr_probs, test_rows, routes),
+        }
     return out
 
 
 # ---------------------------------------------------------------- speed
 
+
 def uncached_router(router):
     """The same router over an embedder with its cache off (timing must embed for real)."""
+    from engine.embedder import Embedder
     from router.checkpoint import Router
 
     emb = router.embedder
-    try:
-        from engine.embedder import Embedder
-
-        if isinstance(emb, Embedder):
-            emb = Embedder(emb.spec, cache=False)  # shares the loaded weights (per-process model registry)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(emb, Embedder):
+        emb = Embedder(emb.spec, cache=False)  # shares the loaded weights (per-process model registry)
     return Router(router.model, router.card, emb, router.path)
 
 
@@ -221,8 +181,8 @@ def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: i
     t0 = time.perf_counter()
     done = 0
     for s in range(0, len(qs), batch):
-        r.probs_array(qs[s: s + batch])
-        done += len(qs[s: s + batch])
+        r.probs_array(qs[s : s + batch])
+        done += len(qs[s : s + batch])
     total = time.perf_counter() - t0
     ts = sorted(times)
     return {
@@ -236,44 +196,50 @@ def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: i
 
 
 def llm_route_baseline(llm, rows: Sequence[dict], routes: Sequence[str]) -> dict:
-    """Ask the LLM to pick the route (JSON schema), time each decision."""
-    from engine.errors import LogicRouteError
-
+    """Ask the LLM to pick the route of each row's question (training.llm_router), timed; a
+    failed or invalid pick counts in "failed" and falls back to the cheapest route."""
     pred, secs, failed, tokens = [], [], 0, 0
     for r in rows:
-        t0 = time.perf_counter()
-        try:
-            c = llm.chat(llm_router_messages(r["question"], routes), schema=llm_router_schema(routes), max_tokens=20)
-            choice = (c.data or {}).get("route")
-            tokens += c.prompt_tokens + c.completion_tokens
-        except LogicRouteError:
-            choice = None
-        secs.append(time.perf_counter() - t0)
-        if choice not in routes:
+        d = llm_route(llm, r["question"], routes)
+        secs.append(d.seconds)
+        tokens += d.usage.total_tokens
+        choice = d.route
+        if d.error or choice not in routes:
             failed += 1
-            choice = routes[0]  # visible in "failed": a failed pick falls back to the cheapest route
+            choice = routes[0]
         pred.append(choice)
     m = _brief(routing_metrics(pred, rows, routes))
-    m.update({"failed": failed, "seconds_median": round(statistics.median(secs), 3) if secs else None,
-              "tokens_per_decision": round(tokens / max(len(rows), 1), 1), "llm": getattr(llm, "name", "?")})
+    m.update(
+        {
+            "failed": failed,
+            "seconds_median": round(statistics.median(secs), 3) if secs else None,
+            "tokens_per_decision": round(tokens / max(len(rows), 1), 1),
+            "llm": getattr(llm, "name", "?"),
+        }
+    )
     return m
 
 
 # ---------------------------------------------------------------- the whole report
 
-def evaluate_checkpoint(checkpoint: str | Path | None, label_files: Sequence[str | Path], *,
-                        train_files: Sequence[str | Path] = (), embedder=None, llm=None,
-                        n_single: int = 50, speed: bool = True) -> dict:
+
+def evaluate_checkpoint(
+    checkpoint: str | Path | None,
+    label_files: Sequence[str | Path],
+    *,
+    train_files: Sequence[str | Path] = (),
+    embedder=None,
+    llm=None,
+    n_single: int = 50,
+    speed: bool = True,
+) -> dict:
     """Report for a checkpoint on held-out label files, split by file and overall."""
     from router.checkpoint import load_router
-    from training.train import inputs_for, load_label_files, routes_of
 
     router = load_router(checkpoint, embedder=embedder)
     routes = list(router.routes)
     test_rows = load_label_files(label_files)
     if list(routes_of(test_rows)) != routes:
-        from engine.errors import LogicRouteError
-
         raise LogicRouteError(f"labels have routes {list(routes_of(test_rows))}, the router {routes}")
     if not train_files:  # the card remembers its training labels: reuse them when still there
         train_files = card_label_files(router.card)
@@ -281,8 +247,12 @@ def evaluate_checkpoint(checkpoint: str | Path | None, label_files: Sequence[str
     feats = router.features
     x_test = inputs_for(test_rows, router.embedder, feats)
     x_train = inputs_for(train_rows, router.embedder, feats) if train_rows else np.zeros((0, x_test.shape[1]))
-    report: dict = {"checkpoint": str(router.path), "routes": routes, "train_files": [str(p) for p in train_files],
-                    "splits": {}}
+    report: dict = {
+        "checkpoint": str(router.path),
+        "routes": routes,
+        "train_files": [str(p) for p in train_files],
+        "splits": {},
+    }
     groups = {"overall": list(range(len(test_rows)))}
     for f in label_files:
         groups[Path(f).name] = [i for i, r in enumerate(test_rows) if r["_file"] == str(f)]
@@ -304,32 +274,44 @@ def format_report(rep: dict) -> str:
     lines = [f"checkpoint {rep['checkpoint']}  routes {rep['routes']}"]
     for name, s in rep["splits"].items():
         m = s["router"]
-        lines.append(f"\n[{name}] n={m['n']}  router: acc {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}  "
-                     f"quality {m['quality']:.3f}  score {m['score']:.3f} (oracle {m['oracle_score']:.3f})  "
-                     f"share {m['route_share']}")
+        lines.append(
+            f"\n[{name}] n={m['n']}  router: acc {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}  "
+            f"quality {m['quality']:.3f}  score {m['score']:.3f} (oracle {m['oracle_score']:.3f})  "
+            f"share {m['route_share']}"
+        )
         for b, bm in s.get("baselines", {}).items():
-            lines.append(f"    {b:<22} acc {bm['accuracy']:.3f}  macro-F1 {bm['macro_f1']:.3f}  "
-                         f"quality {bm['quality']:.3f}  score {bm['score']:.3f}")
+            lines.append(
+                f"    {b:<22} acc {bm['accuracy']:.3f}  macro-F1 {bm['macro_f1']:.3f}  "
+                f"quality {bm['quality']:.3f}  score {bm['score']:.3f}"
+            )
         if "logic_auc" in s:
             a = s["logic_auc"]
             lines.append(f"    AUC of P(logic) for 'oracle = logic': router {a['router']}  logreg {a['logreg']}")
             for who, curve in s["share_curve"].items():
-                lines.append(f"    {who:<7} score/cost at logic share " + "  ".join(
-                    f"{k}: {v['score']:.3f}/{v['cost']:.0f}" for k, v in curve.items()))
+                lines.append(
+                    f"    {who:<7} score/cost at logic share "
+                    + "  ".join(f"{k}: {v['score']:.3f}/{v['cost']:.0f}" for k, v in curve.items())
+                )
         if name == "overall":
             cm = m["confusion"]
-            lines.append(f"    confusion (rows oracle, cols decision) {cm['rows_oracle_cols_pred']}: {cm['matrix']}")
+            lines.append(f"    confusion (rows decision, cols oracle) {cm['labels']}: {cm['matrix']}")
             for ds, d in m.get("per_dataset", {}).items():
-                lines.append(f"    {ds:<10} n={d['n']:<4} acc {d['accuracy']:.3f}  decisions {d['route_share']}  "
-                             f"oracle {d['oracle_share']}")
+                lines.append(
+                    f"    {ds:<10} n={d['n']:<4} acc {d['accuracy']:.3f}  decisions {d['route_share']}  "
+                    f"oracle {d['oracle_share']}"
+                )
     if "llm_baseline" in rep:
         b = rep["llm_baseline"]
-        lines.append(f"\nLLM as router ({b['llm']}): acc {b['accuracy']:.3f}  macro-F1 {b['macro_f1']:.3f}  "
-                     f"{b['seconds_median']} s/decision (median), {b['failed']} failed, share {b['route_share']}")
+        lines.append(
+            f"\nLLM as router ({b['llm']}): acc {b['accuracy']:.3f}  macro-F1 {b['macro_f1']:.3f}  "
+            f"{b['seconds_median']} s/decision (median), {b['failed']} failed, share {b['route_share']}"
+        )
     if "speed" in rep:
         s = rep["speed"]
-        lines.append(f"\nspeed: one decision {s['single_decision_ms_median']} ms median "
-                     f"(p90 {s['single_decision_ms_p90']} ms; MLP alone {s['mlp_only_ms_median']} ms), "
-                     f"batch {s['batch_throughput_qps']} q/s over {s['batch_questions']} questions, "
-                     f"{s['torch_threads']} torch threads")
+        lines.append(
+            f"\nspeed: one decision {s['single_decision_ms_median']} ms median "
+            f"(p90 {s['single_decision_ms_p90']} ms; MLP alone {s['mlp_only_ms_median']} ms), "
+            f"batch {s['batch_throughput_qps']} q/s over {s['batch_questions']} questions, "
+            f"{s['torch_threads']} torch threads"
+        )
     return "\n".join(lines)

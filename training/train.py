@@ -1,10 +1,8 @@
 """Router training with Lightning on CPU: a generalist on a mix of label files, a specialist
 fine-tuned from it on one target set (QA-GraphRAG).
 
-- Inputs: [MiniLM embedding ‖ cheap features] (router.features.build_inputs), embeddings
-  computed once per distinct question text (the embedder's SQLite cache keeps them across runs).
-- Targets: each row's preference vector; rows where every route scored 0 target the cheapest
-  route (all_zero="cheapest", default), keep their computed vector ("pref") or are dropped.
+- Inputs and targets: training.label_arrays (embedding + cheap features; preference vectors,
+  all-zero rows to the cheapest route by default).
 - Loss: straight-through Gumbel-Softmax, temperature annealed tau_start -> tau_end
   (router.model.gumbel_routing_loss explains the choice of loss).
 - Validation: a stratified split (by dataset x oracle route); early stopping and the kept
@@ -14,20 +12,32 @@ fine-tuned from it on one target set (QA-GraphRAG).
 
 torch / lightning load inside functions (the CLI imports this module lazily anyway).
 """
+
 from __future__ import annotations
 
 import copy
 import logging
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from engine.errors import CheckpointError, LogicRouteError
+from engine.base.errors import CheckpointError, LogicRouteError
 from router.features import ALL_FEATURES
+from training.eval_router import evaluate_predictions
+from training.label_arrays import (
+    inputs_for,
+    load_label_files,
+    oracle_indices,
+    routes_of,
+    split_keys,
+    stratified_split,
+    target_matrix,
+)
+from training.route_metrics import routing_metrics
 
 
 @dataclass
@@ -37,8 +47,9 @@ class TrainConfig:
     hidden: tuple[int, int] = field(default=(64, 16), metadata={"help": "widths of the two hidden layers"})
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
     dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (off at inference)"})
-    features: tuple[str, ...] = field(default=ALL_FEATURES, metadata={
-        "help": "cheap features appended to the embedding; () = embedding only"})
+    features: tuple[str, ...] = field(
+        default=ALL_FEATURES, metadata={"help": "cheap features appended to the embedding; () = embedding only"}
+    )
     lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate"})
     weight_decay: float = field(default=1e-2, metadata={"help": "AdamW weight decay"})
     batch_size: int = field(default=64, metadata={"help": "questions per step"})
@@ -46,7 +57,9 @@ class TrainConfig:
     patience: int = field(default=15, metadata={"help": "epochs without validation improvement before stopping"})
     tau_start: float = field(default=1.0, metadata={"help": "Gumbel-Softmax temperature at epoch 0"})
     tau_end: float = field(default=0.2, metadata={"help": "temperature reached at max_epochs (exponential annealing)"})
-    loss: str = field(default="reward", metadata={"help": "reward: -(y_hard . pref) + ce_weight*CE | ce: CE on the soft sample"})
+    loss: str = field(
+        default="reward", metadata={"help": "reward: -(y_hard . pref) + ce_weight*CE | ce: CE on the soft sample"}
+    )
     ce_weight: float = field(default=0.1, metadata={"help": "weight of the cross-entropy anchor in the reward loss"})
     val_frac: float = field(default=0.15, metadata={"help": "stratified validation share of the training labels"})
     all_zero: str = field(default="cheapest", metadata={"help": "rows where no route scored: cheapest | pref | drop"})
@@ -58,105 +71,13 @@ class TrainConfig:
 def specialist_config(**overrides) -> TrainConfig:
     """Fine-tuning defaults: 3x lower learning rate on small batches (a target set has a few
     hundred questions), at most 40 epochs, short patience, a cooler Gumbel start."""
-    return replace(TrainConfig(lr=1e-4, batch_size=16, max_epochs=40, patience=10, tau_start=0.5, val_frac=0.2),
-                   **overrides)
-
-
-# ---------------------------------------------------------------- label rows -> arrays
-
-def load_label_files(paths: Sequence[str | Path]) -> list[dict]:
-    from training.labels import read_labels
-
-    rows = []
-    for p in paths:
-        got = read_labels(p)
-        if not got:
-            raise LogicRouteError(f"{p}: no label rows")
-        for r in got:
-            r["_file"] = str(p)
-        rows.extend(got)
-    routes_of(rows)
-    return rows
-
-
-def routes_of(rows: Sequence[dict]) -> tuple[str, ...]:
-    """The route names of the rows (the same in every row, or an error)."""
-    routes = tuple(rows[0]["pref"]) if rows else ()
-    for r in rows:
-        if tuple(r["pref"]) != routes:
-            raise LogicRouteError(f"label rows disagree on routes: {list(routes)} vs {list(r['pref'])} "
-                                  f"({r.get('_file', '?')}, id {r.get('id')}): label every file with the same --routes")
-    return routes
-
-
-def cheapest_index(row: dict, routes: Sequence[str]) -> int:
-    from training.labels import route_cost
-
-    costs = [route_cost(row["costs"][r]) for r in routes]
-    return int(min(range(len(routes)), key=lambda i: (costs[i], i)))
-
-
-def target_matrix(rows: Sequence[dict], routes: Sequence[str], all_zero: str = "cheapest") -> np.ndarray:
-    t = np.array([[r["pref"][x] for x in routes] for r in rows], dtype=np.float32).reshape(len(rows), len(routes))
-    if all_zero == "cheapest":
-        for i, r in enumerate(rows):
-            if r.get("all_zero"):
-                t[i] = 0.0
-                t[i, cheapest_index(r, routes)] = 1.0
-    elif all_zero not in ("pref", "drop"):
-        raise LogicRouteError(f"all_zero must be cheapest, pref or drop, got {all_zero!r}")
-    return t
-
-
-def oracle_indices(rows: Sequence[dict], routes: Sequence[str]) -> np.ndarray:
-    return np.array([list(routes).index(r["oracle"]) for r in rows], dtype=np.int64)
-
-
-def embed_unique(texts: Sequence[str], embedder) -> np.ndarray:
-    """Embeddings of texts, each distinct (normalized) text encoded once."""
-    from router.features import normalize_question
-
-    norm = [normalize_question(t) for t in texts]
-    uniq = list(dict.fromkeys(norm))
-    if not uniq:
-        return np.zeros((0, embedder.dim), np.float32)
-    vecs = np.asarray(embedder.encode(uniq), dtype=np.float32)
-    pos = {t: i for i, t in enumerate(uniq)}
-    return vecs[[pos[t] for t in norm]]
-
-
-def inputs_for(rows: Sequence[dict], embedder, features: Sequence[str]) -> np.ndarray:
-    from router.features import build_inputs
-
-    texts = [r["question"] for r in rows]
-    return build_inputs(texts, embedder, features, embeddings=embed_unique(texts, embedder))
-
-
-def stratified_split(keys: Sequence[str], frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(keep, held) index arrays: `frac` of each stratum held, at least one row of every
-    stratum with >= 3 rows, deterministic for a seed."""
-    rng = np.random.default_rng(seed)
-    groups: dict[str, list[int]] = {}
-    for i, k in enumerate(keys):
-        groups.setdefault(k, []).append(i)
-    held: list[int] = []
-    for k in sorted(groups):
-        idx = np.array(groups[k])
-        rng.shuffle(idx)
-        m = int(round(len(idx) * frac))
-        if m == 0 and len(idx) >= 3 and frac > 0:
-            m = 1
-        held.extend(idx[:m].tolist())
-    held_set = set(held)
-    keep = [i for i in range(len(keys)) if i not in held_set]
-    return np.array(keep, dtype=np.int64), np.array(sorted(held), dtype=np.int64)
-
-
-def split_keys(rows: Sequence[dict]) -> list[str]:
-    return [f"{r.get('dataset')}|{r['oracle']}" for r in rows]
+    return replace(
+        TrainConfig(lr=1e-4, batch_size=16, max_epochs=40, patience=10, tau_start=0.5, val_frac=0.2), **overrides
+    )
 
 
 # ---------------------------------------------------------------- Lightning fit
+
 
 def _quiet_lightning() -> None:
     for name in ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning"):
@@ -167,8 +88,17 @@ def _quiet_lightning() -> None:
     warnings.filterwarnings("ignore", ".*_pytree.*")
 
 
-def fit(model, x_train: np.ndarray, t_train: np.ndarray, x_val: np.ndarray, t_val: np.ndarray,
-        o_val: np.ndarray, cfg: TrainConfig, progress: bool = False, keep_initial: bool = False) -> dict:
+def fit(
+    model,
+    x_train: np.ndarray,
+    t_train: np.ndarray,
+    x_val: np.ndarray,
+    t_val: np.ndarray,
+    o_val: np.ndarray,
+    cfg: TrainConfig,
+    progress: bool = False,
+    keep_initial: bool = False,
+) -> dict:
     """Train `model` in place with Lightning; it ends holding the best-validation weights.
     keep_initial: the starting weights compete too (epoch -1), so fine-tuning never ends
     worse on validation than the generalist it started from.
@@ -187,17 +117,69 @@ def fit(model, x_train: np.ndarray, t_train: np.ndarray, x_val: np.ndarray, t_va
         torch.use_deterministic_algorithms(prev_det)
 
 
-def _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfig, progress: bool,
-         keep_initial: bool) -> dict:
+def _fit(
+    L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfig, progress: bool, keep_initial: bool
+) -> dict:
     from torch.utils.data import DataLoader, TensorDataset
-
-    from router.model import anneal_tau, gumbel_routing_loss
 
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     has_val = len(x_val) > 0
     monitor = "val_quality" if cfg.monitor == "quality" else "val_acc"
     if cfg.monitor not in ("quality", "accuracy"):
         raise LogicRouteError(f"monitor must be quality or accuracy, got {cfg.monitor!r}")
+    g = torch.Generator().manual_seed(cfg.seed)
+    train_dl = DataLoader(
+        TensorDataset(torch.from_numpy(x_train), torch.from_numpy(t_train)),
+        batch_size=cfg.batch_size,
+        shuffle=True,
+        generator=g,
+        num_workers=0,
+    )
+    keep = _keep_best(L, monitor)
+    if keep_initial and has_val:
+        _score_initial(torch, model, x_val, t_val, o_val, keep, monitor)
+    callbacks = [keep]
+    val_dl = None
+    if has_val:
+        from lightning.pytorch.callbacks import EarlyStopping
+
+        val_dl = DataLoader(
+            TensorDataset(torch.from_numpy(x_val), torch.from_numpy(t_val), torch.from_numpy(o_val)),
+            batch_size=max(1, len(x_val)),
+            shuffle=False,
+            num_workers=0,
+        )
+        callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=cfg.patience, min_delta=1e-4))
+    trainer = L.Trainer(
+        max_epochs=cfg.max_epochs,
+        accelerator="cpu",
+        devices=1,
+        deterministic=True,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=progress,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=callbacks,
+        limit_val_batches=1.0 if has_val else 0,
+    )
+    lit = _lightning_module(L, torch, model, cfg)
+    model.train()  # a loaded generalist arrives in eval mode
+    trainer.fit(lit, train_dl, val_dl)
+    if keep.state is not None:
+        model.load_state_dict(keep.state)
+    model.eval()
+    return {
+        "epochs_run": trainer.current_epoch,
+        "best_epoch": keep.best_epoch,
+        f"best_{monitor}": round(keep.best, 4),
+        "curve": keep.curve,
+    }
+
+
+def _lightning_module(L, torch, model, cfg: TrainConfig):
+    """`model` wrapped for Lightning: Gumbel-Softmax training, argmax validation."""
+    from router.model import anneal_tau, gumbel_routing_loss
 
     class RouterLit(L.LightningModule):
         def __init__(self):
@@ -223,9 +205,14 @@ def _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfi
         def configure_optimizers(self):
             return torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
-    class KeepBest(L.Callback):
-        """Early stopping alone keeps the last weights; we want the best epoch's."""
+    return RouterLit()
 
+
+def _keep_best(L, monitor: str):
+    """A callback that remembers the best validation epoch's weights (early stopping alone
+    keeps the last ones) and the validation curve."""
+
+    class KeepBest(L.Callback):
         def __init__(self):
             self.best, self.best_epoch, self.state, self.curve = -1.0, -1, None, []
 
@@ -233,56 +220,55 @@ def _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfi
             m = trainer.callback_metrics
             q, a = float(m["val_quality"]), float(m["val_acc"])
             loss = float(m["train_loss"]) if "train_loss" in m else None
-            self.curve.append({"epoch": trainer.current_epoch, "val_quality": round(q, 4), "val_acc": round(a, 4),
-                               "train_loss": None if loss is None else round(loss, 4), "tau": round(module.tau, 4)})
+            self.curve.append(
+                {
+                    "epoch": trainer.current_epoch,
+                    "val_quality": round(q, 4),
+                    "val_acc": round(a, 4),
+                    "train_loss": None if loss is None else round(loss, 4),
+                    "tau": round(module.tau, 4),
+                }
+            )
             score = q if monitor == "val_quality" else a
             if score > self.best + 1e-6:
                 self.best, self.best_epoch = score, trainer.current_epoch
                 self.state = copy.deepcopy(module.model.state_dict())
 
-    g = torch.Generator().manual_seed(cfg.seed)
-    train_dl = DataLoader(TensorDataset(torch.from_numpy(x_train), torch.from_numpy(t_train)),
-                          batch_size=cfg.batch_size, shuffle=True, generator=g, num_workers=0)
-    keep = KeepBest()
-    if keep_initial and has_val:
-        with torch.no_grad():
-            model.eval()
-            pred = model(torch.from_numpy(x_val)).argmax(-1).numpy()
-        q0 = float(t_val[np.arange(len(pred)), pred].mean())
-        a0 = float((pred == o_val).mean())
-        keep.best, keep.best_epoch = (q0 if monitor == "val_quality" else a0), -1
-        keep.state = copy.deepcopy(model.state_dict())
-        keep.curve.append({"epoch": -1, "val_quality": round(q0, 4), "val_acc": round(a0, 4),
-                           "train_loss": None, "tau": None})
-    callbacks = [keep]
-    val_dl = None
-    if has_val:
-        from lightning.pytorch.callbacks import EarlyStopping
+    return KeepBest()
 
-        val_dl = DataLoader(TensorDataset(torch.from_numpy(x_val), torch.from_numpy(t_val), torch.from_numpy(o_val)),
-                            batch_size=max(1, len(x_val)), shuffle=False, num_workers=0)
-        callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=cfg.patience, min_delta=1e-4))
-    trainer = L.Trainer(max_epochs=cfg.max_epochs, accelerator="cpu", devices=1, deterministic=True,
-                        logger=False, enable_checkpointing=False, enable_progress_bar=progress,
-                        enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
-                        limit_val_batches=1.0 if has_val else 0)
-    lit = RouterLit()
-    model.train()  # a loaded generalist arrives in eval mode
-    trainer.fit(lit, train_dl, val_dl)
-    if keep.state is not None:
-        model.load_state_dict(keep.state)
-    model.eval()
-    return {"epochs_run": trainer.current_epoch, "best_epoch": keep.best_epoch,
-            f"best_{monitor}": round(keep.best, 4), "curve": keep.curve}
+
+def _score_initial(torch, model, x_val, t_val, o_val, keep, monitor: str) -> None:
+    """Let the starting weights compete as epoch -1 (fine-tuning keeps them unless it improves)."""
+    with torch.no_grad():
+        model.eval()
+        pred = model(torch.from_numpy(x_val)).argmax(-1).numpy()
+    q0 = float(t_val[np.arange(len(pred)), pred].mean())
+    a0 = float((pred == o_val).mean())
+    keep.best, keep.best_epoch = (q0 if monitor == "val_quality" else a0), -1
+    keep.state = copy.deepcopy(model.state_dict())
+    keep.curve.append(
+        {"epoch": -1, "val_quality": round(q0, 4), "val_acc": round(a0, 4), "train_loss": None, "tau": None}
+    )
 
 
 # ---------------------------------------------------------------- generalist / specialist
 
+
 def _file_summary(rows: Sequence[dict]) -> list[dict]:
     out: dict[str, dict] = {}
     for r in rows:
-        f = out.setdefault(r["_file"], {"path": r["_file"], "rows": 0, "datasets": {}, "scorer": r.get("scorer"),
-                                        "llm": r.get("llm"), "all_zero": 0, "oracle": {}})
+        f = out.setdefault(
+            r["_file"],
+            {
+                "path": r["_file"],
+                "rows": 0,
+                "datasets": {},
+                "scorer": r.get("scorer"),
+                "llm": r.get("llm"),
+                "all_zero": 0,
+                "oracle": {},
+            },
+        )
         f["rows"] += 1
         f["datasets"][r.get("dataset")] = f["datasets"].get(r.get("dataset"), 0) + 1
         f["all_zero"] += bool(r.get("all_zero"))
@@ -299,8 +285,6 @@ def _get_embedder(embedder):
 
 
 def _heldout(model, train_rows, x_train, eval_files, embedder, routes) -> dict:
-    from training.eval_router import evaluate_predictions
-
     if not eval_files:
         return {}
     test_rows = load_label_files(eval_files)
@@ -310,9 +294,16 @@ def _heldout(model, train_rows, x_train, eval_files, embedder, routes) -> dict:
     return evaluate_predictions(model, train_rows, x_train, test_rows, x_test, routes)
 
 
-def train_generalist(label_files: Sequence[str | Path], out: str | Path, cfg: TrainConfig | None = None, *,
-                     eval_files: Sequence[str | Path] = (), embedder=None, progress: bool = False,
-                     notes: str = "") -> dict:
+def train_generalist(
+    label_files: Sequence[str | Path],
+    out: str | Path,
+    cfg: TrainConfig | None = None,
+    *,
+    eval_files: Sequence[str | Path] = (),
+    embedder=None,
+    progress: bool = False,
+    notes: str = "",
+) -> dict:
     """Train on the mix of label files, save checkpoint + card, return the card."""
     from router.checkpoint import save_checkpoint
     from router.model import RouterConfig, RouterMLP
@@ -332,12 +323,18 @@ def train_generalist(label_files: Sequence[str | Path], out: str | Path, cfg: Tr
     import torch
 
     torch.manual_seed(cfg.seed)
-    model = RouterMLP(RouterConfig(routes=routes, embed_dim=int(embedder.dim), features=tuple(cfg.features),
-                                   hidden=tuple(cfg.hidden), activation=cfg.activation, dropout=cfg.dropout))
+    model = RouterMLP(
+        RouterConfig(
+            routes=routes,
+            embed_dim=int(embedder.dim),
+            features=tuple(cfg.features),
+            hidden=tuple(cfg.hidden),
+            activation=cfg.activation,
+            dropout=cfg.dropout,
+        )
+    )
     model.set_normalization(x[tr])
     history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress)
-
-    from training.eval_router import routing_metrics
 
     train_rows = [rows[i] for i in tr]
     val = routing_metrics(_argmax_routes(model, x[va], routes), [rows[i] for i in va], routes) if len(va) else {}
@@ -347,7 +344,9 @@ def train_generalist(label_files: Sequence[str | Path], out: str | Path, cfg: Tr
         "features": list(cfg.features),
         "training": {
             "label_files": _file_summary(rows),
-            "n_rows": len(rows), "n_train": len(tr), "n_val": len(va),
+            "n_rows": len(rows),
+            "n_train": len(tr),
+            "n_val": len(va),
             "label_scorer": sorted({str(r.get("scorer")) for r in rows}),
             "label_llm": sorted({str(r.get("llm")) for r in rows}),
             "config": _jsonable(asdict(cfg)),
@@ -362,13 +361,21 @@ def train_generalist(label_files: Sequence[str | Path], out: str | Path, cfg: Tr
     return save_checkpoint(out, model, card)
 
 
-def train_specialist(from_ckpt: str | Path, label_files: Sequence[str | Path], out: str | Path,
-                     cfg: TrainConfig | None = None, *, eval_files: Sequence[str | Path] = (),
-                     holdout_frac: float = 0.2, embedder=None, progress: bool = False, notes: str = "") -> dict:
+def train_specialist(
+    from_ckpt: str | Path,
+    label_files: Sequence[str | Path],
+    out: str | Path,
+    cfg: TrainConfig | None = None,
+    *,
+    eval_files: Sequence[str | Path] = (),
+    holdout_frac: float = 0.2,
+    embedder=None,
+    progress: bool = False,
+    notes: str = "",
+) -> dict:
     """Fine-tune a generalist on target-domain labels; report generalist vs specialist on
     the target held-out split (eval_files, or a stratified holdout_frac of the labels)."""
     from router.checkpoint import check_embedder, load_checkpoint, save_checkpoint
-    from training.eval_router import routing_metrics
 
     cfg = cfg or specialist_config()
     t0 = time.perf_counter()
@@ -378,8 +385,10 @@ def train_specialist(from_ckpt: str | Path, label_files: Sequence[str | Path], o
     routes = tuple(base.config.routes)
     rows = load_label_files(label_files)
     if routes_of(rows) != routes:
-        raise CheckpointError(f"{from_ckpt} routes {list(routes)}, but the labels have {list(routes_of(rows))}: "
-                              "label the target set with the generalist's routes")
+        raise CheckpointError(
+            f"{from_ckpt} routes {list(routes)}, but the labels have {list(routes_of(rows))}: "
+            "label the target set with the generalist's routes"
+        )
     features = tuple(base.config.features)
     if eval_files:
         test_rows = load_label_files(eval_files)
@@ -403,21 +412,37 @@ def train_specialist(from_ckpt: str | Path, label_files: Sequence[str | Path], o
 
     card = {k: v for k, v in base_card.items() if k not in ("format", "config", "routes", "created")}
     card["kind"] = "specialist"
-    card["parent"] = {"path": str(from_ckpt), "created": base_card.get("created"),
-                      "training": {k: base_card.get("training", {}).get(k) for k in ("label_files", "n_rows")}}
+    card["parent"] = {
+        "path": str(from_ckpt),
+        "created": base_card.get("created"),
+        "training": {k: base_card.get("training", {}).get(k) for k in ("label_files", "n_rows")},
+    }
     card["training"] = {
-        "label_files": _file_summary(pool), "n_rows": len(pool), "n_train": len(tr), "n_val": len(va),
+        "label_files": _file_summary(pool),
+        "n_rows": len(pool),
+        "n_train": len(tr),
+        "n_val": len(va),
         "label_scorer": sorted({str(r.get("scorer")) for r in pool}),
         "label_llm": sorted({str(r.get("llm")) for r in pool}),
         "config": _jsonable(asdict(cfg)),
-        "history": {k: v for k, v in history.items() if k != "curve"}, "curve": history["curve"],
+        "history": {k: v for k, v in history.items() if k != "curve"},
+        "curve": history["curve"],
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    card["validation"] = _summary(routing_metrics(_argmax_routes(model, x[va], routes), [pool[i] for i in va], routes)) \
-        if len(va) else {}
-    card["heldout"] = {"target": {"n": len(test_rows), "source": [str(p) for p in eval_files] or
-                                  f"stratified {holdout_frac:.0%} of the labels (seed {cfg.seed + 1})",
-                                  "generalist": _summary(before), "specialist": _summary(after)}}
+    card["validation"] = (
+        _summary(routing_metrics(_argmax_routes(model, x[va], routes), [pool[i] for i in va], routes))
+        if len(va)
+        else {}
+    )
+    card["heldout"] = {
+        "target": {
+            "n": len(test_rows),
+            "source": [str(p) for p in eval_files]
+            or f"stratified {holdout_frac:.0%} of the labels (seed {cfg.seed + 1})",
+            "generalist": _summary(before),
+            "specialist": _summary(after),
+        }
+    }
     card["notes"] = notes
     return save_checkpoint(out, model, card)
 

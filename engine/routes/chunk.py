@@ -1,12 +1,13 @@
 """The chunk route: one dense retrieval over text chunks, one answer-only LLM call."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.llm import LLM, Stopwatch, call_llm
+from engine.base.types import Answer, Usage
+from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts import answer_messages, format_passages
 from engine.routes.common import check_question
-from engine.types import Answer, Usage
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -38,5 +39,10 @@ def clean_answer(text: str) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     for prefix in ("Answer:", "answer:", "A:"):
         if line.startswith(prefix):
-            line = line[len(prefix):].strip()
+            line = line[len(prefix) :].strip()
     return line.rstrip(".").strip()
+
+
+def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None) -> Answer:
+    """The registry's entry (engine.routes.run_route)."""
+    return answer_chunk(question, kb, llm, k=k)

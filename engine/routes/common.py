@@ -1,7 +1,10 @@
-"""What every route shares: question validation."""
+"""What every route shares: question validation, and the rule for an answer that says it does not know."""
+
 from __future__ import annotations
 
-from engine.errors import BadQuestionError
+import re
+
+from engine.base.errors import BadQuestionError
 
 # The local model has a 4,096-token window; few-shots + 3 passages take ~700 tokens.
 # A question longer than this leaves no room for evidence.
@@ -19,3 +22,41 @@ def check_question(question: str) -> str:
             f"the question has {n} words; the limit is {MAX_QUESTION_WORDS} (it must leave room for evidence)"
         )
     return q
+
+
+# Replies that mean "no answer" (the answer prompt asks for a best guess, so these are rare but
+# decisive). Matched against the whole cleaned answer, or as a phrase inside a short one.
+_UNKNOWN_WHOLE = re.compile(
+    r"^(unknown|unanswerable|none|n/?a|no answer|not known|no information|not available|"
+    r"not (given|mentioned|stated|specified|provided|found)|i (do not|don't|cannot|can't) (know|say|tell)|"
+    r"(it is |it's )?(unclear|impossible to (say|tell|determine))|cannot be determined|insufficient information)$",
+    re.IGNORECASE,
+)
+_UNKNOWN_PHRASE = re.compile(
+    r"(not in the (passages?|context|text)|(passages?|context|text) (do|does) not|not (mentioned|stated|given|"
+    r"provided|specified) in|no (relevant )?information|not enough information|cannot (be )?(answer|determin)|"
+    r"can't (answer|determine)|unable to (answer|determine)|i (do not|don't) know|does not (say|mention|specify))",
+    re.IGNORECASE,
+)
+
+# A logic-route sub-answer (a short phrase from its structured step) carrying any of these
+# markers holds no fact: it is left out of the notes and may be asked again.
+_UNKNOWN_MARKER = re.compile(r"\b(unknown|not (mentioned|provided|stated|given|specified)|no information|n/a)\b", re.I)
+
+
+def looks_unanswered(text: str) -> str | None:
+    """A reason string when the answer text says it has no answer, else None."""
+    t = (text or "").strip().strip(".!\"'").strip()
+    if not t:
+        return "empty answer"
+    if _UNKNOWN_WHOLE.match(t):
+        return f"answer says it does not know ({t!r})"
+    if len(t.split()) <= 25 and _UNKNOWN_PHRASE.search(t):
+        return f"answer says the passages do not answer it ({t[:80]!r})"
+    return None
+
+
+def says_unknown(text: str) -> bool:
+    """A sub-answer with a "no answer" marker anywhere in it. Unlike `looks_unanswered` it looks
+    at any length but knows fewer phrasings: each keeps the rule its callers were measured with."""
+    return bool(_UNKNOWN_MARKER.search(text))

@@ -9,21 +9,22 @@ chunks together and fill the context in score order.
 The context holds the chosen summaries and the chosen chunks within `context_words`. Summary
 sentences already present in a chosen chunk are dropped (extractive summaries quote chunks).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.llm import LLM, Stopwatch, call_llm, flag
+from engine.base.types import Answer, RetrievedChunk, Usage
+from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts import answer_messages, format_passages
 from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.common import check_question
-from engine.types import Answer, RetrievedChunk, Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
-    from hierarchy.layers import Layers
+    from hierarchy.layers.tree import Layers
 
 SUMMARY_SHARE = 0.5  # at most this share of the word budget goes to summaries while chunks wait
 SUMMARY_MIN_REL = 0.5  # a summary scoring under half the best summary's cosine is not shown
@@ -48,8 +49,9 @@ def _summary_hit(layers: "Layers", node_id: str, score: float, skip: set[str]) -
     from hierarchy.summarize import render_units
 
     text = " ".join(render_units(units).splitlines())
-    return RetrievedChunk(chunk_id=node_id, doc_id=SUMMARY_DOC_ID, title=f"Summary (level {n.level})",
-                          text=text, score=float(score))
+    return RetrievedChunk(
+        chunk_id=node_id, doc_id=SUMMARY_DOC_ID, title=f"Summary (level {n.level})", text=text, score=float(score)
+    )
 
 
 def _quoted(layers: "Layers", node_id: str, shown: str) -> set[str]:
@@ -79,9 +81,16 @@ def _fill(items: list[RetrievedChunk], budget: int) -> tuple[list[RetrievedChunk
     return out, used
 
 
-def summary_context(question: str, kb: "KnowledgeBase", *, k: int = 3, start_level: int | None = None,
-                    collapsed: bool = False, context_words: int = 450,
-                    query_vector: np.ndarray | None = None) -> tuple[list[RetrievedChunk], dict]:
+def summary_context(
+    question: str,
+    kb: "KnowledgeBase",
+    *,
+    k: int = 3,
+    start_level: int | None = None,
+    collapsed: bool = False,
+    context_words: int = 450,
+    query_vector: np.ndarray | None = None,
+) -> tuple[list[RetrievedChunk], dict]:
     """Retrieve the summary route's context with no LLM call.
 
     Returns (passages in prompt order, visited). Passages are chunks (doc_id set) and
@@ -89,112 +98,26 @@ def summary_context(question: str, kb: "KnowledgeBase", *, k: int = 3, start_lev
     {"start_level", "collapsed", "per_level": {"<level>": [node ids chosen], "0": [chunk ids]},
     "scores": {id: cosine}, "chunk_ids", "summary_ids", "context_words", "flags"}.
     start_level 0 searches the chunks directly. Raises KBError when the KB has no layers."""
-    from hierarchy.layers import require_layers
+    from hierarchy.layers.search import require_layers
 
     q = check_question(question)
     layers = require_layers(kb)
     flags: list[str] = []
     k = max(1, int(k))
     qv = np.asarray(query_vector if query_vector is not None else kb.embedder.encode([q])[0], dtype=np.float32)
-    top = layers.top
-    if top == 0:
-        flags.append("the summary layers are empty (the KB had no chunks when they were built)")
-    if start_level is None:
-        start = top
-    else:
-        start = int(start_level)
-        if start > top or start < 0:
-            flags.append(f"start level {start_level} outside 0..{top}; started at {min(max(start, 0), top)}")
-            start = min(max(start, 0), top)
+    start = _start_level(layers, start_level, flags)
     covered = layers.meta.get("chunks")
     if covered is not None and covered != len(kb):
-        flags.append(f"the summary layers cover {covered} chunks, the KB has {len(kb)}: bring them up to date "
-                     f"with build_layers (logicroute index ... --summaries ...)")
-    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
+        flags.append(
+            f"the summary layers cover {covered} chunks, the KB has {len(kb)}: bring them up to date "
+            f"with build_layers (logicroute index ... --summaries ...)"
+        )
     per_level: dict[str, list[str]] = {}
     scores: dict[str, float] = {}
-
-    def chunk_hits(ids: list[str], kk: int) -> list[RetrievedChunk]:
-        live = [c for c in ids if c in rows]
-        if len(live) < len(ids):
-            flags.append(f"{len(ids) - len(live)} chunk(s) in the summary layers are no longer in the KB")
-        if not live:
-            return []
-        s = kb.vectors[[rows[c] for c in live]] @ qv
-        out = []
-        for cid, sc in _top(live, s, kk):
-            c = kb.chunks[cid]
-            out.append(RetrievedChunk(c.id, c.doc_id, c.title, c.text, sc))
-        return out
-
-    if collapsed and top > 0:
-        # Every level's best nodes and the best chunks compete on one score.
-        cands: list[tuple[str, float]] = []
-        for l in range(1, top + 1):
-            cands += _top(layers.levels[l - 1], layers.vectors[l - 1] @ qv, 2 * k)
-        chunks = kb.search(qv, k=2 * k)
-        for c in chunks:
-            scores[c.chunk_id] = round(c.score, 4)
-        for nid, s in cands:
-            scores[nid] = round(s, 4)
-        pool: list[RetrievedChunk] = list(chunks)
-        for nid, s in cands:
-            hit = _summary_hit(layers, nid, s, set())
-            if hit is not None:
-                pool.append(hit)
-        pool.sort(key=lambda h: -h.score)
-        first, _ = _fill(pool, context_words)
-        # Drop summary sentences quoted by a chunk that made it in, then fill again.
-        shown = " ".join(" ".join(c.text.split()) for c in first if c.doc_id != SUMMARY_DOC_ID)
-        pool2 = []
-        for h in pool:
-            if h.doc_id == SUMMARY_DOC_ID:
-                h = _summary_hit(layers, h.chunk_id, h.score, _quoted(layers, h.chunk_id, shown))
-                if h is None:
-                    continue
-            pool2.append(h)
-        context, used = _fill(pool2, context_words)
-        for h in context:
-            lvl = str(layers.nodes[h.chunk_id].level) if h.doc_id == SUMMARY_DOC_ID else "0"
-            per_level.setdefault(lvl, []).append(h.chunk_id)
+    if collapsed and layers.top > 0:
+        context, used = _collapsed_context(layers, kb, qv, k, context_words, per_level, scores)
     else:
-        chosen_nodes: list[tuple[str, float]] = []
-        if start == 0:
-            chunks = kb.search(qv, k=k) if len(kb) else []
-        else:
-            sel = _top(layers.levels[start - 1], layers.vectors[start - 1] @ qv, k)
-            per_level[str(start)] = [i for i, _ in sel]
-            chosen_nodes += sel
-            for l in range(start - 1, 0, -1):
-                kids = [ch for nid, _ in sel for ch in layers.nodes[nid].children]
-                s = np.array([float(layers.vector(c) @ qv) for c in kids], dtype=np.float32)
-                sel = _top(kids, s, k)
-                per_level[str(l)] = [i for i, _ in sel]
-                chosen_nodes += sel
-            chunks = chunk_hits([c for nid, _ in sel for c in layers.nodes[nid].children], k)
-        per_level["0"] = [c.chunk_id for c in chunks]
-        for nid, s in chosen_nodes:
-            scores[nid] = round(s, 4)
-        for c in chunks:
-            scores[c.chunk_id] = round(c.score, 4)
-        # Summaries minus sentences the chunks show; they may use at most SUMMARY_SHARE of
-        # the budget while chunks still need room.
-        shown = " ".join(" ".join(c.text.split()) for c in chunks)
-        summaries = []
-        best = max((s for _, s in chosen_nodes), default=0.0)
-        for nid, s in sorted(chosen_nodes, key=lambda x: -x[1]):
-            if s < SUMMARY_MIN_REL * best:  # visited for the descent, too far off to show
-                continue
-            hit = _summary_hit(layers, nid, s, _quoted(layers, nid, shown))
-            if hit is not None:
-                summaries.append(hit)
-        s_words = sum(_words(h.text) for h in summaries)
-        c_words = sum(_words(c.text) for c in chunks)
-        s_budget = max(context_words - c_words, min(s_words, int(context_words * SUMMARY_SHARE)))
-        s_part, s_used = _fill(summaries, min(s_budget, context_words))
-        c_part, c_used = _fill(chunks, context_words - s_used)
-        # Overview first, then the evidence closest to the question.
-        context, used = s_part + c_part, s_used + c_used
+        context, used = _tree_context(layers, kb, qv, start, k, context_words, per_level, scores, flags)
     visited = {
         "start_level": start,
         "collapsed": bool(collapsed),
@@ -208,22 +131,170 @@ def summary_context(question: str, kb: "KnowledgeBase", *, k: int = 3, start_lev
     return context, visited
 
 
-def answer_summary(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, start_level: int | None = None,
-                   collapsed: bool = False, context_words: int = 450) -> Answer:
+def _start_level(layers: "Layers", start_level: int | None, flags: list[str]) -> int:
+    """The level the descent starts at (default: the top), clamped to the levels that exist."""
+    top = layers.top
+    if top == 0:
+        flags.append("the summary layers are empty (the KB had no chunks when they were built)")
+    if start_level is None:
+        return top
+    start = int(start_level)
+    if start > top or start < 0:
+        flags.append(f"start level {start_level} outside 0..{top}; started at {min(max(start, 0), top)}")
+        start = min(max(start, 0), top)
+    return start
+
+
+def _chunk_hits(kb: "KnowledgeBase", qv: np.ndarray, ids: list[str], k: int, flags: list[str]) -> list[RetrievedChunk]:
+    """The top-k of the chunks `ids` by cosine to the question; ids no longer in the KB are flagged."""
+    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
+    live = [c for c in ids if c in rows]
+    if len(live) < len(ids):
+        flags.append(f"{len(ids) - len(live)} chunk(s) in the summary layers are no longer in the KB")
+    if not live:
+        return []
+    s = kb.vectors[[rows[c] for c in live]] @ qv
+    out = []
+    for cid, sc in _top(live, s, k):
+        c = kb.chunks[cid]
+        out.append(RetrievedChunk(c.id, c.doc_id, c.title, c.text, sc))
+    return out
+
+
+def _collapsed_context(
+    layers: "Layers",
+    kb: "KnowledgeBase",
+    qv: np.ndarray,
+    k: int,
+    context_words: int,
+    per_level: dict[str, list[str]],
+    scores: dict[str, float],
+) -> tuple[list[RetrievedChunk], int]:
+    """Every level's best nodes and the best chunks compete on one score (RAPTOR's collapsed tree)."""
+    cands: list[tuple[str, float]] = []
+    for level in range(1, layers.top + 1):
+        cands += _top(layers.levels[level - 1], layers.vectors[level - 1] @ qv, 2 * k)
+    chunks = kb.search(qv, k=2 * k)
+    for c in chunks:
+        scores[c.chunk_id] = round(c.score, 4)
+    for nid, s in cands:
+        scores[nid] = round(s, 4)
+    pool: list[RetrievedChunk] = list(chunks)
+    for nid, s in cands:
+        hit = _summary_hit(layers, nid, s, set())
+        if hit is not None:
+            pool.append(hit)
+    pool.sort(key=lambda h: -h.score)
+    first, _ = _fill(pool, context_words)
+    # Drop summary sentences quoted by a chunk that made it in, then fill again.
+    shown = " ".join(" ".join(c.text.split()) for c in first if c.doc_id != SUMMARY_DOC_ID)
+    pool2 = []
+    for h in pool:
+        if h.doc_id == SUMMARY_DOC_ID:
+            h = _summary_hit(layers, h.chunk_id, h.score, _quoted(layers, h.chunk_id, shown))
+            if h is None:
+                continue
+        pool2.append(h)
+    context, used = _fill(pool2, context_words)
+    for h in context:
+        lvl = str(layers.nodes[h.chunk_id].level) if h.doc_id == SUMMARY_DOC_ID else "0"
+        per_level.setdefault(lvl, []).append(h.chunk_id)
+    return context, used
+
+
+def _tree_context(
+    layers: "Layers",
+    kb: "KnowledgeBase",
+    qv: np.ndarray,
+    start: int,
+    k: int,
+    context_words: int,
+    per_level: dict[str, list[str]],
+    scores: dict[str, float],
+    flags: list[str],
+) -> tuple[list[RetrievedChunk], int]:
+    """Descend from `start`, keeping the top-k children at each level, down to the chunks."""
+    chosen_nodes: list[tuple[str, float]] = []
+    if start == 0:
+        chunks = kb.search(qv, k=k) if len(kb) else []
+    else:
+        sel = _top(layers.levels[start - 1], layers.vectors[start - 1] @ qv, k)
+        per_level[str(start)] = [i for i, _ in sel]
+        chosen_nodes += sel
+        for level in range(start - 1, 0, -1):
+            kids = [ch for nid, _ in sel for ch in layers.nodes[nid].children]
+            s = np.array([float(layers.vector(c) @ qv) for c in kids], dtype=np.float32)
+            sel = _top(kids, s, k)
+            per_level[str(level)] = [i for i, _ in sel]
+            chosen_nodes += sel
+        chunks = _chunk_hits(kb, qv, [c for nid, _ in sel for c in layers.nodes[nid].children], k, flags)
+    per_level["0"] = [c.chunk_id for c in chunks]
+    for nid, s in chosen_nodes:
+        scores[nid] = round(s, 4)
+    for c in chunks:
+        scores[c.chunk_id] = round(c.score, 4)
+    return _tree_passages(layers, chunks, chosen_nodes, context_words)
+
+
+def _tree_passages(
+    layers: "Layers", chunks: list[RetrievedChunk], chosen_nodes: list[tuple[str, float]], context_words: int
+) -> tuple[list[RetrievedChunk], int]:
+    """Summaries minus sentences the chunks show, then the chunks, within `context_words`.
+    Summaries may use at most SUMMARY_SHARE of the budget while chunks still need room."""
+    shown = " ".join(" ".join(c.text.split()) for c in chunks)
+    summaries = []
+    best = max((s for _, s in chosen_nodes), default=0.0)
+    for nid, s in sorted(chosen_nodes, key=lambda x: -x[1]):
+        if s < SUMMARY_MIN_REL * best:  # visited for the descent, too far off to show
+            continue
+        hit = _summary_hit(layers, nid, s, _quoted(layers, nid, shown))
+        if hit is not None:
+            summaries.append(hit)
+    s_words = sum(_words(h.text) for h in summaries)
+    c_words = sum(_words(c.text) for c in chunks)
+    s_budget = max(context_words - c_words, min(s_words, int(context_words * SUMMARY_SHARE)))
+    s_part, s_used = _fill(summaries, min(s_budget, context_words))
+    c_part, c_used = _fill(chunks, context_words - s_used)
+    # Overview first, then the evidence closest to the question.
+    return s_part + c_part, s_used + c_used
+
+
+def answer_summary(
+    question: str,
+    kb: "KnowledgeBase",
+    llm: LLM,
+    *,
+    k: int = 3,
+    start_level: int | None = None,
+    collapsed: bool = False,
+    context_words: int = 450,
+) -> Answer:
     """Answer from the summary layers: summary_context, then one answer-only LLM call."""
     watch = Stopwatch()
     q = check_question(question)
     usage = Usage()
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
-    context, visited = summary_context(q, kb, k=k, start_level=start_level, collapsed=collapsed,
-                                       context_words=context_words)
+    context, visited = summary_context(
+        q, kb, k=k, start_level=start_level, collapsed=collapsed, context_words=context_words
+    )
     for f in visited.pop("flags"):
         flag(trace, f)
     trace.update(visited)
     trace["retrieved"] = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in context]
     if not context:
         flag(trace, "no context found in the summary layers; answered without passages")
-    c = call_llm(llm, answer_messages(q, format_passages(context) if context else "(none)"), purpose="answer",
-                 usage=usage, trace=trace, max_tokens=ANSWER_MAX_TOKENS)
+    c = call_llm(
+        llm,
+        answer_messages(q, format_passages(context) if context else "(none)"),
+        purpose="answer",
+        usage=usage,
+        trace=trace,
+        max_tokens=ANSWER_MAX_TOKENS,
+    )
     usage.seconds = watch.elapsed()
     return Answer(text=clean_answer(c.text), route="summary", usage=usage, trace=trace)
+
+
+def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None) -> Answer:
+    """The registry's entry (engine.routes.run_route)."""
+    return answer_summary(question, kb, llm, k=k)

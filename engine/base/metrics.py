@@ -1,0 +1,71 @@
+"""Answer metrics: exact match and token F1 (official SQuAD / HotpotQA scripts) and
+LogicRAG's string accuracy. Every metric takes the best score over the gold aliases.
+
+- `exact_match`: normalized prediction == normalized gold.
+- `f1`: token F1 of the normalized strings; HotpotQA rule: when either side normalizes to
+  "yes", "no" or "noanswer" and the two differ, the score is 0.
+- `string_acc`: normalized gold is a substring of the normalized prediction (LogicRAG's
+  `string_based_evaluation` accuracy). A gold that normalizes to "" (e.g. "The") never
+  matches here, where LogicRAG would count it contained in any prediction.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+_SPECIAL = ("yes", "no", "noanswer")
+
+
+def normalize_answer(s: str) -> str:
+    """Official SQuAD normalization: lowercase, drop punctuation, articles, extra whitespace."""
+    s = s.lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def _golds(golds: str | list[str]) -> list[str]:
+    # A bare string is one gold answer, not a list of characters.
+    return [golds] if isinstance(golds, str) else list(golds)
+
+
+def _f1_one(pred: str, gold: str) -> float:
+    if (pred in _SPECIAL or gold in _SPECIAL) and pred != gold:
+        return 0.0
+    p, g = pred.split(), gold.split()
+    same = sum((Counter(p) & Counter(g)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(pred: str, golds: str | list[str]) -> float:
+    """1.0 if the normalized prediction equals any normalized gold, else 0.0."""
+    p = normalize_answer(pred)
+    return float(any(p == normalize_answer(g) for g in _golds(golds)))
+
+
+def f1(pred: str, golds: str | list[str]) -> float:
+    """Best token F1 over gold aliases (HotpotQA yes/no/noanswer rule applies)."""
+    p = normalize_answer(pred)
+    return max((_f1_one(p, normalize_answer(g)) for g in _golds(golds)), default=0.0)
+
+
+def string_acc(pred: str, golds: str | list[str]) -> float:
+    """1.0 if any non-empty normalized gold occurs inside the normalized prediction."""
+    p = normalize_answer(pred)
+    return float(any(g and g in p for g in map(normalize_answer, _golds(golds))))
+
+
+def score_all(preds: list[str], golds: list[list[str]]) -> dict:
+    """Per-example em/f1/string_acc and their pooled means (all in [0, 1])."""
+    if len(preds) != len(golds):
+        raise ValueError(f"{len(preds)} predictions for {len(golds)} gold lists")
+    per = [{"em": exact_match(p, g), "f1": f1(p, g), "string_acc": string_acc(p, g)} for p, g in zip(preds, golds)]
+    n = len(per)
+    pooled = {k: (sum(e[k] for e in per) / n if n else 0.0) for k in ("em", "f1", "string_acc")}
+    pooled["n"] = n
+    return {"pooled": pooled, "per_example": per}

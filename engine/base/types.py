@@ -1,0 +1,98 @@
+"""The records that cross module boundaries: completions, usage, retrieved chunks, answers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Completion:
+    """One LLM call's result. `data` is the validated JSON object when a schema was given."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    data: Any = None
+    cached: bool = False
+    model: str = ""
+    original_seconds: float | None = None  # a cache hit: what the call took when it was made
+
+
+@dataclass
+class Usage:
+    """Cost of one answer. Judge/label-scoring calls are never added here."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_calls: int = 0
+    llm_seconds: float = 0.0
+    llm_seconds_uncached: float = 0.0  # LLM seconds without the cache: a hit counts its original call
+    seconds: float = 0.0  # wall seconds of the whole answer, set by the route
+
+    def add(self, c: Completion) -> None:
+        self.llm_calls += 1
+        self.prompt_tokens += c.prompt_tokens
+        self.completion_tokens += c.completion_tokens
+        self.cached_calls += int(c.cached)
+        self.llm_seconds += c.seconds
+        self.llm_seconds_uncached += (c.original_seconds or 0.0) if c.cached else c.seconds
+
+    def merge(self, other: "Usage") -> None:
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_calls += other.cached_calls
+        self.llm_seconds += other.llm_seconds
+        self.llm_seconds_uncached += other.llm_seconds_uncached
+        self.seconds += other.seconds
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["total_tokens"] = self.total_tokens
+        return d
+
+
+@dataclass
+class RetrievedChunk:
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Answer:
+    """What every route returns.
+
+    trace: route-specific JSON-able dict; always has "llm_calls": [{purpose, prompt_tokens,
+    completion_tokens, seconds, cached}] and "flags": [str] (fallbacks taken, visibly)."""
+
+    text: str
+    route: str
+    usage: Usage
+    trace: dict = field(default_factory=dict)
+    route_probs: dict[str, float] | None = None
+
+    @property
+    def flags(self) -> list[str]:
+        return self.trace.get("flags", [])
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "route": self.route,
+            "route_probs": self.route_probs,
+            "usage": self.usage.to_dict(),
+            "trace": self.trace,
+        }

@@ -1,0 +1,245 @@
+"""The `logicroute` command: index, ask, route, demo.
+
+Heavy libraries load inside commands, so `logicroute --help` is instant. Other packages add
+commands through the `logicroute.commands` entry point group (each entry is a function that
+takes the group; loaded on first use) (training adds label, train,
+calibrate, eval-router and the benchmarks): engine never imports them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import click
+
+from engine.base.errors import LogicRouteError
+from engine.llm.base import DEFAULT_LLM
+
+DEMO_DIR = Path(__file__).resolve().parent / "demo"
+ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
+PLUGIN_GROUP = "logicroute.commands"
+
+
+class Group(click.Group):
+    """Adds the plugin commands on first use, and turns every LogicRouteError into one line on
+    stderr and exit code 2: no tracebacks."""
+
+    _plugins_loaded = False
+
+    def _load_plugins(self) -> None:
+        # On first use, not at import: a plugin module may itself import this module's options.
+        if not self._plugins_loaded:
+            self._plugins_loaded = True
+            for ep in entry_points(group=PLUGIN_GROUP):
+                ep.load()(self)
+
+    def list_commands(self, ctx):
+        self._load_plugins()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        self._load_plugins()
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except LogicRouteError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=Group)
+@click.version_option(package_name="logicroute")
+def main() -> None:
+    """logicroute: query-adaptive RAG. A trained router sends each question to the cheapest
+    route that answers it well: chunk, summary or logic (LogicRAG DAG reasoning)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def default_llm_spec() -> str:
+    return os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM)
+
+
+def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL"):
+    """The one --llm option of every command ($LOGICROUTE_LLM, else the local model)."""
+    option = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
+    return option(f) if f is not None else option
+
+
+def injected_embedder(ctx: click.Context):
+    """The embedder injected through ctx.obj (tests), else None = the shared default."""
+    obj = ctx.find_object(dict)
+    return obj.get("embedder") if obj else None
+
+
+@main.command()
+@click.argument("sources", nargs=-1)
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
+@click.option(
+    "--summaries",
+    type=click.Choice(["extractive", "llm", "none"]),
+    default="extractive",
+    show_default=True,
+    help="summary layer over chunk clusters (extractive costs no LLM tokens)",
+)
+@click.option("--rebuild", is_flag=True, help="rebuild the summary layer from scratch")
+@click.option("--delete", "delete_ids", multiple=True, help="document id to delete (repeatable)")
+@click.option("--chunk-words", default=200, show_default=True)
+@click.option("--overlap-words", default=40, show_default=True)
+@llm_option
+def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, llm_spec):
+    """Index SOURCES (folders of .txt/.md, JSONL {id,title,text}, QA data files) into --kb."""
+    from hierarchy.indexing import index_sources
+
+    if not sources and not delete_ids and not rebuild:
+        raise click.UsageError("give SOURCES to add, --delete DOC_ID to remove, or --rebuild")
+
+    def llm():
+        from engine.llm.factory import make_llm
+
+        return make_llm(llm_spec)
+
+    result = index_sources(
+        kb_dir,
+        sources,
+        delete_ids=delete_ids,
+        summaries=summaries,
+        rebuild=rebuild,
+        make_llm=llm,
+        chunk_words=chunk_words,
+        overlap_words=overlap_words,
+    )
+    if delete_ids:
+        click.echo(f"deleted {result.deleted_chunks} chunks of {len(delete_ids)} documents", err=True)
+    report = result.added
+    click.echo(
+        f"{result.documents} documents -> {report.get('added_chunks', 0)} new chunks "
+        f"({report.get('duplicate_chunks', 0)} duplicates) in {report.get('seconds', 0):.1f}s; "
+        f"KB holds {len(result.kb)} chunks",
+        err=True,
+    )
+    if result.layers is not None:
+        click.echo(f"summary layer: {json.dumps(result.layers)}", err=True)
+
+
+@main.command()
+@click.argument("question")
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
+@click.option("--json", "as_json", is_flag=True, help="print the whole Answer as JSON")
+@click.option(
+    "--trace-format",
+    type=click.Choice(["none", "json", "mermaid"]),
+    default="none",
+    help="also print the trace (mermaid: the logic route's DAG)",
+)
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@llm_option
+def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, llm_spec):
+    """Answer QUESTION from the knowledge base --kb."""
+    from engine.pipeline import RoutedRAG
+
+    rag = RoutedRAG.open(kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache)
+    ans = rag.answer(question, route=route)
+    if as_json:
+        click.echo(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print_answer(ans)
+    if trace_format == "json" and not as_json:
+        click.echo(json.dumps(ans.trace, indent=2, ensure_ascii=False))
+    elif trace_format == "mermaid":
+        from engine.routes.logic.render import trace_to_mermaid
+
+        click.echo(trace_to_mermaid(ans.trace))
+
+
+def print_answer(ans, question: str | None = None) -> None:
+    if question:
+        click.secho(f"Q: {question}", bold=True)
+    probs = ""
+    if ans.route_probs:
+        probs = "  (" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
+    click.echo(f"route: {ans.route}{probs}")
+    click.secho(f"answer: {ans.text}", fg="green")
+    titles = [r.get("title", "") for r in ans.trace.get("retrieved", [])]
+    if titles:
+        click.echo("evidence: " + "; ".join(t for t in titles if t))
+    u = ans.usage
+    click.echo(
+        f"cost: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s"
+        + (f" ({u.cached_calls} cached; {u.llm_seconds_uncached:.1f}s of LLM time uncached)" if u.cached_calls else "")
+    )
+    for f in ans.flags:
+        click.secho(f"flag: {f}", fg="yellow")
+
+
+@main.command()
+@click.argument("question")
+@click.option("--checkpoint", default=None, help="router checkpoint [default: shipped checkpoints/generalist.ckpt]")
+@click.option(
+    "--thresholds",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="thresholds.json from `logicroute calibrate` (default: argmax)",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.pass_context
+def route(ctx, question, checkpoint, thresholds, as_json):
+    """Route probabilities and the decision for QUESTION."""
+    from engine.routes.common import check_question
+    from router.checkpoint import load_router
+    from router.policy import Policy
+
+    q = check_question(question)
+    router = load_router(checkpoint, embedder=injected_embedder(ctx))
+    policy = Policy.load(thresholds) if thresholds else None
+    router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
+    d = router.decide(q, policy)
+    if as_json:
+        click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": str(router.path)}, ensure_ascii=False))
+        return
+    click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
+    click.echo(f"route: {d.route}  ({d.policy}, {1000 * d.seconds:.1f} ms)")
+
+
+@main.command()
+@click.option("--kb", "kb_dir", default=None, help="where to build the demo KB (default: cache folder)")
+@click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
+@llm_option
+def demo(kb_dir, route, llm_spec):
+    """Build a KB from the shipped fictional corpus and answer its sample questions."""
+    from engine.base.files import cache_dir
+    from engine.base.metrics import f1
+    from engine.pipeline import RoutedRAG
+
+    kb_path = Path(kb_dir) if kb_dir else cache_dir() / "demo_kb"
+    click.echo(f"[1/3] indexing the demo corpus into {kb_path} (loads MiniLM) ...", err=True)
+    rag = RoutedRAG.build([DEMO_DIR / "corpus.jsonl"], kb=kb_path, llm_spec=llm_spec)
+    click.echo(f"[2/3] loading the LLM {llm_spec} (first run assembles the 1.1 GB model) ...", err=True)
+    rag.get_llm()
+    questions = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text().splitlines() if line.strip()]
+    click.echo(f"[3/3] answering {len(questions)} questions", err=True)
+    total_f1 = 0.0
+    for item in questions:
+        click.echo()
+        ans = rag.answer(item["question"], route=route)
+        print_answer(ans, item["question"])
+        score = f1(ans.text, item["answers"])
+        total_f1 += score
+        click.echo(f"gold: {item['answers'][0]}  (F1 {score:.2f})")
+    click.echo(f"\nmean F1 {total_f1 / max(len(questions), 1):.2f} over {len(questions)} questions")
+
+
+if __name__ == "__main__":
+    main()

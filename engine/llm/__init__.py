@@ -1,0 +1,1 @@
+"""LLM backends behind one protocol (base), the factory, the on-disk cache, model files."""

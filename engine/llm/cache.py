@@ -1,0 +1,130 @@
+"""An on-disk cache in front of any LLM: the same call twice costs one real call.
+
+SQLite in WAL mode, one connection per thread, so threads and processes (parallel
+benchmarks) can share one file. Only successful completions are stored; a hit reports the
+original token counts (what the answer would cost uncached) with cached=True and seconds=0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from engine.base.errors import LogicRouteError
+from engine.base.sqlite_store import open_shared_sqlite
+from engine.base.types import Completion
+from engine.llm.base import LLM
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    llm TEXT NOT NULL,
+    text TEXT NOT NULL,
+    data TEXT,               -- JSON of the validated object, NULL for plain calls
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL,   -- of the original call
+    model TEXT NOT NULL,
+    created REAL NOT NULL
+)"""
+
+
+def default_cache_path() -> Path:
+    from engine.base.files import cache_dir
+
+    return cache_dir() / "llm_cache.sqlite"
+
+
+def cache_key(llm_name: str, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
+    """sha256 of the canonical JSON of everything that decides the output."""
+    blob = json.dumps(
+        {"llm": llm_name, "messages": messages, "schema": schema, "max_tokens": max_tokens, "temperature": temperature},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CachedLLM:
+    def __init__(self, inner: LLM, path: str | Path | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.path = Path(path) if path is not None else default_cache_path()
+        self._local = threading.local()  # sqlite connections must not cross threads
+        self._init_lock = threading.Lock()
+        self._ready = False
+
+    def _db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                with self._init_lock:  # the first connection sets WAL and the table, once
+                    conn = open_shared_sqlite(self.path, _SCHEMA, setup=not self._ready)
+                    self._ready = True
+            except (sqlite3.Error, OSError) as e:
+                raise LogicRouteError(
+                    f"LLM cache {self.path} is unusable ({e}): delete it, or run with LOGICROUTE_NO_CACHE=1"
+                ) from e
+            self._local.conn = conn
+        return conn
+
+    def chat(
+        self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
+    ) -> Completion:
+        key = cache_key(self.name, messages, schema, max_tokens, temperature)
+        row = self._get(key)
+        if row is not None:
+            text, data, pt, ct, model, secs = row
+            return Completion(
+                text=text,
+                prompt_tokens=pt,
+                completion_tokens=ct,
+                seconds=0.0,
+                data=None if data is None else json.loads(data),
+                cached=True,
+                model=model,
+                original_seconds=secs,
+            )
+        # errors (StructuredOutputError, LLMError) propagate and are never stored
+        c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        self._put(key, c)
+        return c
+
+    def _get(self, key: str) -> tuple | None:
+        try:
+            return (
+                self._db()
+                .execute(
+                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds FROM completions "
+                    "WHERE key = ?",
+                    (key,),
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as e:
+            raise LogicRouteError(
+                f"LLM cache {self.path} is unreadable ({e}): delete it, or run with LOGICROUTE_NO_CACHE=1"
+            ) from e
+
+    def _put(self, key: str, c: Completion) -> None:
+        data = None if c.data is None else json.dumps(c.data, ensure_ascii=False)
+        try:
+            self._db().execute(
+                "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, self.name, c.text, data, c.prompt_tokens, c.completion_tokens, c.seconds, c.model, time.time()),
+            )
+        except (sqlite3.Error, LogicRouteError) as e:
+            # the answer is good; losing its cache entry must not lose the answer
+            warnings.warn(f"LLM cache {self.path} not written ({e})", RuntimeWarning, stacklevel=3)
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,372 @@
+"""Question-answering data sets, read in their original public formats.
+
+`load_dataset(path, n=None, offset=0)` detects the format from the file name and the
+first record's keys, takes questions [offset, offset+n) and returns a `Dataset` whose
+passages are the union of those questions' passages (deduplicated, first-seen order).
+A benchmark corpus is exactly that union, so every question competes with the
+distractors of every other question taken.
+
+Supported formats (`dataset_names()` lists the names a Dataset can get):
+
+- ``hotpotqa`` (IRCoT processed JSONL, e.g. hotpotqa_dev500.jsonl): question_id,
+  question_text, answers_objects[].spans, contexts[{id,title,paragraph_text,is_supporting}].
+  Type is None (IRCoT drops HotpotQA's bridge/comparison label). IRCoT files of 2Wiki or
+  MuSiQue are named from the file name and get a hop label when the id carries one.
+- ``2wiki`` (raw 2WikiMultihopQA JSON array) and ``hotpotqa`` (raw HotpotQA JSON array):
+  _id, type, question, answer, context[[title,[sentences]]], supporting_facts[[title,i]].
+  context/supporting_facts/evidences may be strings holding Python literals. A file is
+  2Wiki when records carry `evidences` (HotpotQA has none).
+- ``musique`` (raw MuSiQue-Ans JSONL, or a JSON array of the same records): id, question,
+  answer, answer_aliases, paragraphs[{idx,title,paragraph_text,is_supporting}];
+  type = hop label from the id prefix ("2hop", "3hop", "4hop").
+- ``nq`` (NQ-open oracle, gzipped JSONL): question, answers[], ctxs[{title,text,isgold}];
+  id = "nq-<0-based line index>", type "single", supporting = gold ctxs.
+- ``squad`` (SQuAD v1.1 JSON): data[].title, data[].paragraphs[].context/qas[]; one
+  passage per paragraph titled with its article; type "single".
+- generic JSONL (named after the file stem): {id, question, answers[], type?,
+  passages[{title, text, supporting?}]}.
+
+Files may be .json or .jsonl, optionally gzipped (.gz). Errors: an unrecognised file
+raises `UnknownFormatError`; a malformed JSON line or record raises `DataFormatError`
+naming the file and line (record index for JSON arrays). Any malformed line refuses the
+whole load, even outside the slice taken: nothing partial is ever returned.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.base.files import content_hash
+
+FORMATS: dict[str, str] = {
+    "hotpotqa": "IRCoT JSONL (question_id, question_text, answers_objects, contexts) "
+    "or raw HotpotQA JSON (_id, question, answer, context, supporting_facts)",
+    "2wiki": "raw 2WikiMultihopQA JSON (_id, type, question, answer, context, supporting_facts, evidences)",
+    "musique": "raw MuSiQue JSONL/JSON (id, question, answer, answer_aliases, paragraphs)",
+    "nq": "NQ-open oracle JSONL(.gz) (question, answers, ctxs)",
+    "squad": "SQuAD v1.1 JSON (data[].paragraphs[].context/qas)",
+    "generic": "JSONL {id, question, answers[], type?, passages[{title, text, supporting?}]}",
+}
+
+# Where the benchmark files live under shared/data (see its README).
+SHARED_FILES: dict[str, str] = {
+    "hotpotqa": "hotpotqa/hotpotqa_dev500.jsonl",
+    "2wiki": "2wikimultihopqa/2wiki_train500.json",
+    "musique": "musique/musique_200.jsonl",
+    "nq": "nq/nq_open_oracle_2655.jsonl.gz",
+    "squad": "squad/squad_v1.1_dev.json",
+}
+
+
+def shared_data_dir() -> Path:
+    """$LOGICROUTE_DATA_DIR, else shared/data beside the repository (its parent's shared/data)."""
+    env = os.environ.get("LOGICROUTE_DATA_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def resolve_data(arg: str | Path) -> str:
+    """A data file path, or a shared data set name (hotpotqa, 2wiki, musique, nq, squad)."""
+    if Path(arg).exists():
+        return str(arg)
+    if arg in SHARED_FILES:
+        p = shared_data_dir() / SHARED_FILES[str(arg)]
+        if p.is_file():
+            return str(p)
+        raise LogicRouteError(f"data set {arg!r}: {p} not found (set LOGICROUTE_DATA_DIR)")
+    raise LogicRouteError(f"{arg}: no such data file (or a name: {', '.join(SHARED_FILES)})")
+
+
+@dataclass
+class Question:
+    id: str
+    text: str
+    answers: list[str]
+    type: str | None
+    supporting: list[str]  # ids of supporting passages
+    dataset: str
+    passages: list[str] = field(default_factory=list)  # ids of every passage the question came with
+
+
+@dataclass
+class Passage:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
+class Dataset:
+    name: str
+    questions: list[Question]
+    passages: list[Passage] = field(default_factory=list)
+
+
+def dataset_names() -> list[str]:
+    """Format names a loaded Dataset can carry ("generic" files take their file stem)."""
+    return list(FORMATS)
+
+
+def passage_id(title: str, text: str) -> str:
+    """Stable short content hash: identical passages of different questions share an id."""
+    # The separator keeps ("ab", "c") and ("a", "bc") apart.
+    return content_hash(f"{title}\x1f{text}")[:16]
+
+
+def load_dataset(path: str | Path, n: int | None = None, offset: int = 0) -> Dataset:
+    """Load questions [offset, offset+n) of a QA file in any supported format (see module doc)."""
+    path = Path(path)
+    if n is not None and n < 0:
+        raise ValueError(f"n must be >= 0 or None, got {n}")
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset}")
+    if not path.is_file():
+        raise LogicRouteError(f"{path}: no such data file")
+
+    inner = path.name[:-3] if path.name.endswith(".gz") else path.name
+    suffix = Path(inner).suffix.lower()
+    if suffix not in (".json", ".jsonl"):
+        raise UnknownFormatError(_unknown(path, f"extension {suffix or '(none)'!r}"))
+
+    text = _read_text(path)
+    # records: (location for messages, raw dict); squad yields its own single record.
+    records = _parse(path, text, prefer_lines=(suffix == ".jsonl"))
+    if not records:
+        raise DataFormatError(f"{path}: no records")
+    first_loc, first = records[0]
+    if not isinstance(first, dict):
+        raise UnknownFormatError(_unknown(path, f"first record is a {type(first).__name__}"))
+
+    name, convert = _detect(path, first)
+    stop = None if n is None else offset + n
+    questions: list[Question] = []
+    passages: dict[str, Passage] = {}
+    for loc, raw, qi in _question_records(path, name, records, offset, stop):
+        try:
+            q, ps = convert(raw, name, qi)
+        except DataFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, SyntaxError, AttributeError, IndexError) as e:
+            raise DataFormatError(f"{path}:{loc}: malformed {name} record ({type(e).__name__}: {e})") from None
+        q.passages = [p.id for p in ps]
+        questions.append(q)
+        for p in ps:
+            passages.setdefault(p.id, p)
+    return Dataset(name=name, questions=questions, passages=list(passages.values()))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return f.read()
+        return path.read_text(encoding="utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise DataFormatError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
+
+
+def _parse(path: Path, text: str, prefer_lines: bool) -> list[tuple[str, Any]]:
+    """Decode a whole file into (location, record) pairs; every line is decoded, so a bad
+    line anywhere refuses the load."""
+    if not prefer_lines:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            # A .json file holding JSON lines is still accepted.
+            if e.msg != "Extra data":
+                raise DataFormatError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
+        else:
+            if isinstance(obj, list):
+                return [(f"record {i}", r) for i, r in enumerate(obj)]
+            return [("1", obj)]
+    records = []
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            records.append((str(i + 1), json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"{path}:{i + 1}: malformed JSON line ({e.msg})") from None
+    return records
+
+
+def _unknown(path: Path, why: str) -> str:
+    return f"{path}: unknown data format ({why}). Supported: " + "; ".join(f"{k}: {v}" for k, v in FORMATS.items())
+
+
+Converter = Callable[[dict, str, int], "tuple[Question, list[Passage]]"]
+
+
+def _detect(path: Path, r: dict) -> tuple[str, Converter]:
+    keys = set(r)
+    if "data" in keys and isinstance(r["data"], list):
+        return "squad", _from_squad_paragraph
+    if {"question_text", "contexts"} <= keys:
+        low = path.name.lower()
+        name = "2wiki" if "2wiki" in low else "musique" if "musique" in low else "hotpotqa"
+        return name, _from_ircot
+    if {"question", "answer", "context", "supporting_facts"} <= keys:
+        return ("2wiki" if "evidences" in keys else "hotpotqa"), _from_hotpot_raw
+    if {"question", "answer", "paragraphs"} <= keys:
+        return "musique", _from_musique
+    if {"question", "answers", "ctxs"} <= keys:
+        return "nq", _from_nq
+    if {"question", "answers", "passages"} <= keys:
+        return path.name.split(".")[0], _from_generic
+    raise UnknownFormatError(_unknown(path, f"first record keys {sorted(keys)[:12]}"))
+
+
+def _question_records(
+    path: Path, name: str, records: list[tuple[str, Any]], start: int, stop: int | None
+) -> Iterator[tuple[str, Any, int]]:
+    """Yield (location, raw, question index) for questions in [start, stop)."""
+    if name == "squad":
+        # One record holds every question: flatten to (article, paragraph, qa) in order.
+        loc, doc = records[0]
+        qi = 0
+        try:
+            for a, article in enumerate(doc["data"]):
+                for p, para in enumerate(article["paragraphs"]):
+                    for qa in para["qas"]:
+                        if stop is not None and qi >= stop:
+                            return
+                        if qi >= start:
+                            yield (f"data[{a}].paragraphs[{p}]", (article["title"], para["context"], qa), qi)
+                        qi += 1
+        except (KeyError, TypeError) as e:
+            raise DataFormatError(f"{path}: malformed squad layout ({type(e).__name__}: {e})") from None
+        return
+    for qi, (loc, raw) in enumerate(records[start:stop], start):
+        if not isinstance(raw, dict):
+            raise DataFormatError(f"{path}:{loc}: expected a JSON object, got {type(raw).__name__}")
+        yield loc, raw, qi
+
+
+# ---------------------------------------------------------------- converters
+
+
+def _literal(v: Any) -> Any:
+    """Some dumps store lists as strings of Python literals: decode those."""
+    return ast.literal_eval(v) if isinstance(v, str) else v
+
+
+def _dedup(items) -> list:
+    return list(dict.fromkeys(items))
+
+
+def _hops(qid: str) -> str | None:
+    m = re.match(r"(\d+hop)", qid)
+    return m.group(1) if m else None
+
+
+def _str_list(v: Any) -> list[str]:
+    v = _literal(v)
+    if isinstance(v, str):
+        return [v]
+    if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+        raise TypeError(f"answers must be a list of strings, got {v!r:.80}")
+    return v
+
+
+def _build(
+    qid: str, text: str, answers: list[str], qtype: str | None, dataset: str, paras: list[tuple[str, str, bool]]
+) -> tuple[Question, list[Passage]]:
+    if not isinstance(text, str):
+        raise TypeError(f"question must be a string, got {type(text).__name__}")
+    passages, supporting = [], []
+    for title, body, sup in paras:
+        if not isinstance(title, str) or not isinstance(body, str):
+            raise TypeError("passage title and text must be strings")
+        p = Passage(passage_id(title, body), title, body)
+        passages.append(p)
+        if sup:
+            supporting.append(p.id)
+    q = Question(
+        id=str(qid),
+        text=text,
+        answers=_dedup(a for a in answers if a),
+        type=qtype,
+        supporting=_dedup(supporting),
+        dataset=dataset,
+    )
+    return q, passages
+
+
+def _from_ircot(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    answers = [s for obj in r["answers_objects"] for s in obj["spans"]]
+    paras = [(c["title"], c["paragraph_text"], bool(c.get("is_supporting"))) for c in r["contexts"]]
+    qid = r["question_id"]
+    return _build(qid, r["question_text"], answers, _hops(str(qid)), name, paras)
+
+
+def _from_hotpot_raw(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    context = _literal(r["context"])
+    sup_titles = {f[0] for f in _literal(r["supporting_facts"])}
+    # Strip each sentence: HotpotQA sentences carry leading spaces, 2Wiki ones do not.
+    paras = [(t, " ".join(s.strip() for s in sents if s.strip()), t in sup_titles) for t, sents in context]
+    return _build(r["_id"], r["question"], [r["answer"]], r.get("type"), name, paras)
+
+
+def _from_musique(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    answers = [r["answer"], *_str_list(r.get("answer_aliases", []))]
+    paras = [
+        (p["title"], p["paragraph_text"], bool(_literal(p.get("is_supporting", False))))
+        for p in _literal(r["paragraphs"])
+    ]
+    return _build(r["id"], r["question"], answers, _hops(str(r["id"])), name, paras)
+
+
+def _from_nq(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    paras = [(c["title"], c["text"], bool(c.get("isgold"))) for c in _literal(r["ctxs"])]
+    # Index of the question in the file (= 0-based line for JSONL without blank lines).
+    return _build(f"nq-{qi}", r["question"], _str_list(r["answers"]), "single", name, paras)
+
+
+def _from_squad_paragraph(raw: tuple, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    title, context, qa = raw
+    answers = [a["text"] for a in qa["answers"]]
+    return _build(qa["id"], qa["question"], answers, "single", name, [(title, context, True)])
+
+
+def _from_generic(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    paras = [(p["title"], p["text"], bool(p.get("supporting", False))) for p in r["passages"]]
+    return _build(r.get("id", f"{name}-{qi}"), r["question"], _str_list(r["answers"]), r.get("type"), name, paras)
+
+
+def read_questions(path: str | Path) -> list[str]:
+    """Questions from a .txt (one per line), a JSONL with a question/text field (label files
+    too), or any QA data file hierarchy.datasets reads."""
+    path = Path(path)
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if name.endswith(".txt"):
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if name.endswith(".jsonl") and not path.name.endswith(".gz"):
+        qs = []
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    qs = None
+                    break
+                q = obj.get("question") if isinstance(obj, dict) else None
+                if not isinstance(q, str):
+                    qs = None
+                    break
+                qs.append(q)
+        if qs:
+            return qs
+    return [q.text for q in load_dataset(path).questions]

@@ -1,0 +1,98 @@
+"""The chunk route: one retrieval, one answer-only call, cost booked, bad questions refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.base.errors import BadQuestionError
+from engine.base.types import RetrievedChunk
+from engine.routes.chunk import answer_chunk, clean_answer
+from tests.fakes import ScriptedLLM
+
+
+class KeywordKB:
+    """A fake KB: scores passages by shared words with the query."""
+
+    def __init__(self, passages: dict[str, str]):
+        self.passages = passages
+        self.queries: list[tuple[str, int]] = []
+
+    def search(self, query, k=3, exclude=()):
+        self.queries.append((query, k))
+        words = set(query.lower().split())
+        scored = sorted(((len(words & set(t.lower().split())), i) for i, t in self.passages.items()), reverse=True)
+        return [RetrievedChunk(i, i, i, self.passages[i], float(s)) for s, i in scored[:k]]
+
+
+KB = KeywordKB(
+    {
+        "Ardmere": "The Ardmere Lighthouse was built by Quillane Shipwrights in 1871.",
+        "Quillane": "Quillane Shipwrights was founded by Teodor Quillane.",
+        "Other": "The Tamsk river is 143 km long.",
+    }
+)
+
+
+def test_retrieves_k_chunks_once_and_answers_with_one_call():
+    llm = ScriptedLLM(["Quillane Shipwrights"])
+    ans = answer_chunk("Who built the Ardmere Lighthouse?", KB, llm, k=2)
+    assert ans.text == "Quillane Shipwrights"
+    assert ans.route == "chunk"
+    assert len(ans.trace["retrieved"]) == 2
+    assert ans.trace["retrieved"][0]["chunk_id"] == "Ardmere"
+    assert ans.usage.llm_calls == 1 and ans.usage.prompt_tokens > 0 and ans.usage.completion_tokens > 0
+    assert ans.usage.seconds > 0
+    # the passages reach the model: the reference QA-GraphRAG code forgot this
+    prompt = llm.calls[0]["messages"][-1]["content"]
+    assert "built by Quillane Shipwrights in 1871" in prompt and "Who built the Ardmere Lighthouse?" in prompt
+
+
+@pytest.mark.parametrize("question", ["", "   \n\t", None])
+def test_empty_question_is_refused_before_any_work(question):
+    llm = ScriptedLLM([])
+    with pytest.raises(BadQuestionError, match="empty"):
+        answer_chunk(question, KB, llm)
+    assert llm.calls == []
+
+
+def test_question_over_the_budget_is_refused():
+    with pytest.raises(BadQuestionError, match="limit"):
+        answer_chunk("why " * 1000, KB, ScriptedLLM([]))
+
+
+@pytest.mark.parametrize(
+    "raw,clean",
+    [("Answer: Warsaw.", "Warsaw"), ("Warsaw\nbecause the passage says so", "Warsaw"), ("", ""), ("  1867 ", "1867")],
+)
+def test_answer_is_reduced_to_the_phrase(raw, clean):
+    assert clean_answer(raw) == clean
+
+
+@pytest.mark.local_llm
+@pytest.mark.embedder
+def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
+    from engine.llm.factory import make_llm
+    from hierarchy.documents import Document
+    from hierarchy.kb import KnowledgeBase
+    from tests.engine.test_embedder import shared_test_embedder
+
+    kb = KnowledgeBase.create(tmp_path / "kb", shared_test_embedder())
+    kb.add(
+        [
+            Document(
+                "a",
+                "Ardmere Lighthouse",
+                "The Ardmere Lighthouse on Vaskarra was designed by the engineer Odile Farrant in 1871.",
+            ),
+            Document("b", "Tamsk River", "The Tamsk is a river of Vaskarra, 143 km long, flowing into the Skarn Sea."),
+            Document("c", "Caddow University", "Caddow University in Brennick Harbour was founded in 1794."),
+        ],
+        show_progress=False,
+    )
+    llm = make_llm(cache=tmp_path / "llm_cache.sqlite")
+    ans = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm)
+    assert "Farrant" in ans.text
+    assert ans.trace["retrieved"][0]["title"] == "Ardmere Lighthouse"
+    assert ans.usage.llm_calls == 1 and ans.usage.prompt_tokens > 100
+    again = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm)  # served by the cache
+    assert again.text == ans.text and again.usage.cached_calls == 1

@@ -1,0 +1,85 @@
+"""The CLI: instant help, one-line errors instead of tracebacks, the index/ask round trip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from engine.cli import main
+
+
+def test_help_imports_no_heavy_library():
+    code = (
+        "import sys; from click.testing import CliRunner; from engine.cli import main; "
+        "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'lightning', 'llama_cpp', 'openai', "
+        "'sklearn') if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_command_has_help():
+    runner = CliRunner()
+    for name in main.list_commands(None):
+        r = runner.invoke(main, [name, "--help"])
+        assert r.exit_code == 0, (name, r.output)
+
+
+def test_ask_on_a_missing_kb_is_one_clear_line(tmp_path):
+    r = CliRunner().invoke(main, ["ask", "Who?", "--kb", str(tmp_path / "nope"), "--route", "chunk"])
+    assert r.exit_code == 2
+    assert r.output.startswith("error: ") and "logicroute index" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_index_of_an_unknown_format_is_one_clear_line(tmp_path):
+    bad = tmp_path / "data.csv"
+    bad.write_text("a,b\n1,2\n")
+    r = CliRunner().invoke(main, ["index", str(bad), "--kb", str(tmp_path / "kb")])
+    assert r.exit_code == 2 and r.output.startswith("error: ")
+    assert not (tmp_path / "kb" / "manifest.json").exists()
+
+
+def test_index_of_a_malformed_jsonl_names_file_and_line(tmp_path):
+    bad = tmp_path / "docs.jsonl"
+    bad.write_text('{"id": "a", "title": "A", "text": "fine"}\n{"id": "b", "text": \n')
+    r = CliRunner().invoke(main, ["index", str(bad), "--kb", str(tmp_path / "kb"), "--summaries", "none"])
+    assert r.exit_code == 2 and "docs.jsonl" in r.output and ":2" in r.output
+
+
+def test_bad_llm_spec_is_one_clear_line(tmp_path):
+    r = CliRunner().invoke(main, ["demo", "--kb", str(tmp_path / "kb"), "--llm", "nonsense"])
+    assert r.exit_code == 2 and "bad LLM spec" in r.output
+
+
+@pytest.mark.embedder
+def test_embedder_index_then_ask_with_an_unreachable_endpoint_fails_cleanly(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Ardmere\nThe Ardmere Lighthouse was built in 1871.\n")
+    runner = CliRunner()
+    r = runner.invoke(main, ["index", str(docs), "--kb", str(tmp_path / "kb"), "--summaries", "none"])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "kb" / "manifest.json").read_text())
+    assert manifest["counts"]["chunks"] == 1
+    r = runner.invoke(
+        main,
+        [
+            "ask",
+            "When was the lighthouse built?",
+            "--kb",
+            str(tmp_path / "kb"),
+            "--route",
+            "chunk",
+            "--no-cache",
+            "--llm",
+            "openai:m@http://127.0.0.1:9/v1",
+        ],
+        env={"OPENAI_API_KEY": "x", "LOGICROUTE_API_KEY": "x"},
+    )
+    assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output

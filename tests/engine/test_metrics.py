@@ -1,0 +1,80 @@
+"""Answer metrics, checked against hand-computed values."""
+
+import pytest
+
+from engine.base.metrics import exact_match, f1, normalize_answer, score_all, string_acc
+
+
+def test_normalization_lowercases_and_drops_punctuation_articles_and_extra_spaces():
+    assert normalize_answer("  The  Eiffel-Tower, in Paris! ") == "eiffeltower in paris"
+    assert normalize_answer("A cat and an owl") == "cat and owl"
+    # articles only as whole words: "theatre" and "banana" keep their letters
+    assert normalize_answer("Theatre banana") == "theatre banana"
+
+
+def test_exact_match_ignores_case_articles_and_punctuation():
+    assert exact_match("the Beatles.", ["Beatles"]) == 1.0
+    assert exact_match("Beatles band", ["Beatles"]) == 0.0
+
+
+def test_every_metric_takes_the_best_gold_alias():
+    golds = ["United States of America", "USA"]
+    assert exact_match("U.S.A.", golds) == 1.0
+    assert f1("USA", golds) == 1.0
+    assert string_acc("it is the USA", golds) == 1.0
+
+
+def test_a_bare_string_gold_is_one_answer_not_characters():
+    assert exact_match("Paris", "Paris") == 1.0
+    assert string_acc("a", "Paris") == 0.0
+
+
+def test_f1_is_token_overlap():
+    # pred tokens: barack obama jr ; gold: barack obama -> P=2/3, R=1, F1=0.8
+    assert f1("Barack Obama Jr.", ["Barack Obama"]) == pytest.approx(0.8)
+    # pred: new york ; gold: new york city -> P=1, R=2/3, F1=0.8
+    assert f1("New York", ["New York City"]) == pytest.approx(0.8)
+    # repeated tokens count at most as often as in the gold: "paris paris" vs "paris" -> P=1/2, R=1
+    assert f1("Paris Paris", ["Paris"]) == pytest.approx(2 / 3)
+    assert f1("London", ["Paris"]) == 0.0
+
+
+def test_f1_yes_no_rule_gives_zero_unless_identical():
+    assert f1("yes", ["no"]) == 0.0
+    assert f1("no", ["no"]) == 1.0
+    # a long prediction containing the gold "yes" scores 0, not 1/4
+    assert f1("yes it is", ["yes"]) == 0.0
+    # a special prediction against a normal gold also scores 0
+    assert f1("no", ["no way"]) == 0.0
+    assert f1("noanswer", ["the answer"]) == 0.0
+
+
+def test_string_acc_is_gold_contained_in_prediction():
+    assert string_acc("He was born on October 5, 1987 in Seattle.", ["October 5, 1987"]) == 1.0
+    assert string_acc("October 1987", ["October 5, 1987"]) == 0.0
+    # plain substring, as in LogicRAG: the gold "no" is inside "not"
+    assert string_acc("not sure", ["no"]) == 1.0
+    # a gold that normalizes to nothing matches nothing
+    assert string_acc("anything", ["The"]) == 0.0
+
+
+def test_score_all_pools_means_in_unit_interval():
+    preds = ["Paris", "New York", "yes"]
+    golds = [["Paris"], ["New York City"], ["no"]]
+    out = score_all(preds, golds)
+    assert out["per_example"] == [
+        {"em": 1.0, "f1": 1.0, "string_acc": 1.0},
+        {"em": 0.0, "f1": pytest.approx(0.8), "string_acc": 0.0},
+        {"em": 0.0, "f1": 0.0, "string_acc": 0.0},
+    ]
+    pooled = out["pooled"]
+    assert pooled["n"] == 3
+    assert pooled["em"] == pytest.approx(1 / 3)
+    assert pooled["f1"] == pytest.approx(1.8 / 3)
+    assert pooled["string_acc"] == pytest.approx(1 / 3)
+
+
+def test_score_all_of_nothing_is_zero_and_lengths_must_match():
+    assert score_all([], [])["pooled"] == {"em": 0.0, "f1": 0.0, "string_acc": 0.0, "n": 0}
+    with pytest.raises(ValueError):
+        score_all(["a"], [])

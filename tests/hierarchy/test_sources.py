@@ -1,0 +1,75 @@
+"""Document sources: folders of text files, documents JSONL, QA data files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from hierarchy.datasets import passage_id
+from hierarchy.sources import load_documents
+
+
+def test_sources_folder(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.md").write_text("intro\n# The Title\nbody text")
+    (tmp_path / "sub" / "b.txt").write_text("plain text file")
+    (tmp_path / "empty.txt").write_text("   ")
+    (tmp_path / "skip.pdf").write_bytes(b"%PDF")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "c.md").write_text("hidden")
+    docs = load_documents(tmp_path)
+    assert [(d.id, d.title) for d in docs] == [("a.md", "The Title"), ("sub/b.txt", "b")]
+    assert docs[1].text == "plain text file"
+
+
+def test_sources_jsonl(tmp_path):
+    p = tmp_path / "docs.jsonl"
+    p.write_text('{"id": "1", "title": "One", "text": "first"}\n\n{"id": 2, "text": "second"}\n')
+    docs = load_documents(p)
+    assert [(d.id, d.title, d.text) for d in docs] == [("1", "One", "first"), ("2", "", "second")]
+
+
+def test_sources_malformed_jsonl_line(tmp_path):
+    p = tmp_path / "docs.jsonl"
+    p.write_text('{"id": "1", "title": "One", "text": "first"}\n{"id": "2", "text": \n')
+    with pytest.raises(DataFormatError, match=r"docs.jsonl:2"):
+        load_documents(p)
+    p.write_text('{"id": "1", "text": "first"}\n{"id": "2", "text": 5}\n')
+    with pytest.raises(DataFormatError, match=r"docs.jsonl:2: field 'text'"):
+        load_documents(p)
+
+
+def test_sources_unknown_format_and_missing_path(tmp_path):
+    p = tmp_path / "thing.csv"
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(UnknownFormatError, match="Supported"):
+        load_documents(p)
+    with pytest.raises(LogicRouteError, match="no such file or folder"):
+        load_documents(tmp_path / "missing")
+
+
+def test_sources_qa_file_gives_passages(tmp_path):
+    p = tmp_path / "qa.jsonl"
+    rec = {
+        "question_id": "q1",
+        "question_text": "Who?",
+        "answers_objects": [{"spans": ["A"]}],
+        "contexts": [
+            {"id": "0", "title": "T1", "paragraph_text": "Text one.", "is_supporting": True},
+            {"id": "1", "title": "T2", "paragraph_text": "Text two.", "is_supporting": False},
+        ],
+    }
+    p.write_text(json.dumps(rec) + "\n")
+    docs = load_documents(p)
+    assert [(d.title, d.text) for d in docs] == [("T1", "Text one."), ("T2", "Text two.")]
+
+
+def test_documents_without_id_get_their_passage_id(tmp_path):
+    p = tmp_path / "docs.jsonl"
+    p.write_text('{"title": "One", "text": "first"}\n{"text": "second"}\n')
+    docs = load_documents(p)
+    assert [d.id for d in docs] == [passage_id("One", "first"), passage_id("", "second")]
+    # Persisted ids: the value for a given passage never changes.
+    assert docs[0].id == "8029a61981d5eda5"

@@ -1,0 +1,54 @@
+"""The code's shape, as the README's layout section states it: small modules, short
+functions, no import cycles. (The layer order itself is import-linter's contract in
+pyproject.toml, checked by `make test`.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "hierarchy", "router", "training")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+
+def _modules() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_every_module_is_under_the_line_limit():
+    long = {
+        str(p.relative_to(ROOT)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_every_function_is_under_the_line_limit():
+    long = {}
+    for p in _modules():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long[f"{p.relative_to(ROOT)}:{node.name}"] = n
+    assert long == {}
+
+
+def test_no_import_cycles_between_modules():
+    import grimp  # comes with import-linter (the [dev] extra)
+    import networkx as nx
+
+    graph = grimp.build_graph(*PACKAGES)  # function-level imports count too
+    g = nx.DiGraph()
+    for m in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(m):
+            g.add_edge(m, imported)
+    cycles = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert cycles == []
+
+
+def test_the_public_api_imports_from_engine():
+    from engine import Answer, Budget, RoutedRAG
+
+    assert RoutedRAG.answer and Budget().gates_routing is False and Answer

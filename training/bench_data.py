@@ -1,0 +1,230 @@
+"""What the routing benchmark (training.benchmark) runs on: its configuration, the questions of
+its data files, their knowledge bases, and answers it can reuse from label files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.base.errors import LogicRouteError
+from engine.llm.base import DEFAULT_LLM
+from engine.routes import ROUTES, check_routes
+from training.answer_scores import answer_scores, metric_name
+
+DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)
+
+
+@dataclass
+class BenchConfig:
+    """One benchmark run; stored in report.json."""
+
+    data: list[str]
+    out: str
+    n: int | None = field(default=50, metadata={"help": "questions per data file (None = all)"})
+    offset: int = field(default=0, metadata={"help": "first question taken from each file"})
+    kb_per_dataset: bool = field(
+        default=False,
+        metadata={"help": "one KB per data file (its questions' passages); otherwise one KB over all of them"},
+    )
+    kb_questions: int | None = field(
+        default=None,
+        metadata={
+            "help": "KB = the passages of the first max(n, kb_questions) questions from offset (more distractors; "
+            "None = those of the n questions, the data README's corpus rule)"
+        },
+    )
+    llm_spec: str = DEFAULT_LLM
+    checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint (None: shipped generalist)"})
+    labels: list[str] = field(
+        default_factory=list,
+        metadata={"help": "label files (answer scorer) whose per-route answers stand in for fixed-route runs"},
+    )
+    routes: tuple[str, ...] = ROUTES
+    thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
+    metric: str = field(default="f1", metadata={"help": "oracle and cost-quality metric: em | f1 | string_acc"})
+    seed: int = 0
+    k: int = 3
+    concurrency: int = 1
+    logic_max_seconds: float | None = field(
+        default=1800.0,
+        metadata={
+            "help": "wall-clock cap of one logic answer (the route's own default makes results depend on "
+            "machine load); None = the route's default"
+        },
+    )
+    llm_router: bool = True
+    cache: bool = True
+    retry_errors: bool = False
+    show_progress: bool = True
+    plots: bool = True
+
+    def __post_init__(self) -> None:
+        self.routes = check_routes(self.routes)  # cheapest first
+        self.metric = metric_name(self.metric)
+        if any(not 0.0 <= t <= 1.0 for t in self.thresholds):
+            raise LogicRouteError(f"thresholds must be in [0, 1], got {list(self.thresholds)}")
+
+
+@dataclass
+class Item:
+    """One benchmark question."""
+
+    key: str
+    dataset: str
+    id: str
+    text: str
+    answers: list[str]
+    type: str | None
+    kb: str  # which KB answers it
+
+
+def fingerprint(ids: Sequence[str]) -> str:
+    return hashlib.sha1("\n".join(sorted(ids)).encode()).hexdigest()[:12]
+
+
+def load_data(cfg: BenchConfig) -> list[tuple[str, Any, str]]:
+    """[(unique dataset name, Dataset, file)]; two files with one format name get suffixes."""
+    from hierarchy.datasets import load_dataset
+
+    out, seen = [], {}
+    for path in cfg.data:
+        ds = load_dataset(path, cfg.n, cfg.offset)
+        if not ds.questions:
+            raise LogicRouteError(f"{path}: no questions at offset {cfg.offset}")
+        name = ds.name
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name}-{seen[name]}"
+        out.append((name, ds, str(path)))
+    return out
+
+
+def collect_items(
+    cfg: BenchConfig, data: list[tuple[str, Any, str]], notes: list[str]
+) -> tuple[dict[str, Item], dict[str, dict]]:
+    """(questions by key, passages by id of each KB name): one KB per data file or one for all."""
+    from hierarchy.datasets import load_dataset
+
+    items: dict[str, Item] = {}
+    kb_passages: dict[str, dict] = {}
+    for name, ds, path in data:
+        kb_name = name if cfg.kb_per_dataset else "all"
+        kb_ds = ds
+        if cfg.kb_questions and (cfg.n is not None and cfg.kb_questions > cfg.n):
+            kb_ds = load_dataset(path, cfg.kb_questions, cfg.offset)
+        kb_passages.setdefault(kb_name, {}).update({p.id: p for p in kb_ds.passages})
+        for q in ds.questions:
+            key = f"{name}:{q.id}"
+            if key in items:
+                notes.append(f"{name}: duplicate question id {q.id} taken once")
+                continue
+            items[key] = Item(key, name, str(q.id), q.text, list(q.answers), q.type, kb_name)
+    return items, kb_passages
+
+
+def build_or_open_kb(path: Path, passages: Sequence, *, show_progress: bool = True):
+    """A KB of exactly these passages (doc id = passage id) with extractive summary layers,
+    built under `path` once and reused while the passages are the same."""
+    from engine.base.files import atomic_write_json
+    from hierarchy.kb import KnowledgeBase
+    from hierarchy.layers.persist import load_layers
+    from hierarchy.layers.update import build_layers
+    from training.passage_kb import passages_kb
+
+    marker = path.parent / f"{path.name}.bench.json"
+    fp = fingerprint([p.id for p in passages])
+    if KnowledgeBase.exists(path) and marker.exists():
+        try:
+            same = json.loads(marker.read_text()).get("passages") == fp
+        except ValueError:
+            same = False
+        if same:
+            kb = KnowledgeBase.open(path)
+            if load_layers(kb) is None:
+                build_layers(kb, summarizer="extractive", show_progress=show_progress)
+            return kb
+    kb = passages_kb(path, passages, overwrite=True, layers=True, show_progress=show_progress)
+    atomic_write_json(marker, {"passages": fp, "n_passages": len(passages)})
+    return kb
+
+
+def open_kbs(
+    kb_passages: dict[str, dict], make_kb: Callable, out: Path, show_progress: bool, echo: Callable[[str], None]
+) -> tuple[dict, dict[str, str]]:
+    """(KB by name, passage fingerprint by name), each KB under out/kb/<name>."""
+    kbs, kb_fp = {}, {}
+    for kb_name, passages in kb_passages.items():
+        echo(f"knowledge base {kb_name}: {len(passages)} passages")
+        kbs[kb_name] = make_kb(out / "kb" / kb_name, list(passages.values()), show_progress=show_progress)
+        kb_fp[kb_name] = fingerprint(list(passages))
+    return kbs, kb_fp
+
+
+def import_labels(
+    files: Sequence[str], items: dict[str, Item], routes: Sequence[str], llm_name: str, k: int, notes: list[str]
+) -> dict[tuple[str, str], dict]:
+    """Per-route answers of answer-scorer label rows (same LLM and k), keyed (route, item key)."""
+    from training.labels import read_labels
+
+    got: dict[tuple[str, str], dict] = {}
+    for path in files:
+        used = skipped = 0
+        for row in read_labels(path):
+            key = f"{row.get('dataset')}:{row.get('id')}"
+            it = items.get(key)
+            if it is None:
+                continue
+            if row.get("scorer") != "answer" or row.get("llm") != llm_name or row.get("k") != k:
+                skipped += 1
+                continue
+            for r in routes:
+                pred = (row.get("answers_pred") or {}).get(r)
+                cost = (row.get("costs") or {}).get(r)
+                if pred is None or cost is None:
+                    continue
+                got[(r, key)] = {
+                    "kind": "answer",
+                    "system": r,
+                    "key": key,
+                    "dataset": it.dataset,
+                    "id": it.id,
+                    "route": r,
+                    "pred": pred,
+                    **answer_scores(pred, it.answers),
+                    "error": (row.get("errors") or {}).get(r),
+                    "llm_calls": cost.get("llm_calls", 0),
+                    "prompt_tokens": cost.get("prompt_tokens", 0),
+                    "completion_tokens": cost.get("completion_tokens", 0),
+                    "cached_calls": cost.get("cached_calls", 0),
+                    "seconds": cost.get("seconds", 0.0),
+                    "source": f"labels:{path}",
+                }
+                used += 1
+        notes.append(
+            f"labels {path}: {used} route answers reused"
+            + (f"; {skipped} matching rows skipped (not answer-scorer rows of {llm_name}, k={k})" if skipped else "")
+        )
+    return got
+
+
+def training_overlap(card: dict, items: dict[str, Item]) -> int:
+    """How many benchmark questions the router was trained on, by (dataset, id) in the label
+    files its card lists (those still readable; paths relative to the cwd or the repository)."""
+    from training.labels import read_labels
+
+    repo = Path(__file__).resolve().parents[1]
+    wanted = {(it.dataset, it.id) for it in items.values()}
+    seen: set[tuple[str, str]] = set()
+    for lf in (card.get("training") or {}).get("label_files") or []:
+        p = Path(lf.get("path", "") if isinstance(lf, dict) else str(lf))
+        p = p if p.is_absolute() or p.exists() else repo / p
+        try:
+            rows = read_labels(p) if p.is_file() else []
+        except LogicRouteError:
+            continue
+        seen |= {(str(r.get("dataset")), str(r.get("id"))) for r in rows} & wanted
+    return len(seen)

@@ -1,0 +1,15 @@
+"""Training's commands on the `logicroute` group: label, train, calibrate, eval-router,
+benchmark, bench-logic, bench-summary, bench-index. Reached through the `logicroute.commands`
+entry point (pyproject.toml), so engine's CLI never imports training."""
+
+from __future__ import annotations
+
+import click
+
+
+def register(group: click.Group) -> None:
+    from training.cmd_benchmark import COMMANDS as benchmark_commands
+    from training.cmd_router import COMMANDS as router_commands
+
+    for cmd in (*router_commands, *benchmark_commands):
+        group.add_command(cmd)
