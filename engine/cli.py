@@ -185,7 +185,14 @@ def print_answer(ans, question: str | None = None) -> None:
 
 
 @main.command()
-@click.argument("question")
+@click.argument("question", required=False)
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="route every question of a file (.txt one per line, JSONL with a question field, or a QA data "
+    "file): one JSON line per question, models loaded once",
+)
 @click.option("--checkpoint", default=None, help="router checkpoint [default: shipped checkpoints/generalist.ckpt]")
 @click.option(
     "--thresholds",
@@ -195,15 +202,25 @@ def print_answer(ans, question: str | None = None) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
-def route(ctx, question, checkpoint, thresholds, as_json):
-    """Route probabilities and the decision for QUESTION."""
+def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
+    """Route probabilities and the decision for QUESTION (or for every question of --questions)."""
     from engine.routes.common import check_question
     from router.checkpoint import load_router
     from router.policy import Policy
 
+    if (question is None) == (questions_file is None):
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    policy = Policy.load(thresholds) if thresholds else None
+    if questions_file:
+        from hierarchy.datasets import read_questions
+
+        questions = [check_question(q) for q in read_questions(questions_file)]
+        router = load_router(checkpoint, embedder=injected_embedder(ctx))
+        for d in router.decide_many(questions, policy):
+            click.echo(json.dumps({"question": d.pop("question"), **d}, ensure_ascii=False))
+        return
     q = check_question(question)
     router = load_router(checkpoint, embedder=injected_embedder(ctx))
-    policy = Policy.load(thresholds) if thresholds else None
     router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
     d = router.decide(q, policy)
     if as_json:

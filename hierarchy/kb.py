@@ -10,7 +10,8 @@ Layout of a KB directory:
                   their state in their own folder and their summary in the manifest (`annotate`)
 
 Every change goes through hierarchy.store's commit protocol with the manifest as the commit
-record, so a change that dies half-way leaves the KB at its previous state.
+record, so a change that dies half-way leaves the KB at its previous state. hierarchy.kb_manifest
+writes and checks the manifest, hierarchy.kb_files turns the data files into bytes and back.
 """
 
 from __future__ import annotations
@@ -21,13 +22,12 @@ import os
 import shutil
 import time
 from collections.abc import Collection, Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
+from engine.base.errors import KBCorruptError, KBError
 from engine.base.types import RetrievedChunk
 from hierarchy import store
 from hierarchy.chunking import (
@@ -39,19 +39,20 @@ from hierarchy.chunking import (
 )
 from hierarchy.documents import Chunk, Document
 from hierarchy.kb_files import DATA_FILES, REBUILD_HINT, appended_index, check_counts, decode, encode, flat_index
+from hierarchy.kb_manifest import (
+    MANIFEST,
+    OWN_ENTRIES,
+    check_embedder,
+    new_manifest,
+    next_manifest,
+    read_data_files,
+    read_manifest,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.embedder import Embedder
 
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 LAYERS_DIR = "layers"  # the summary layers' folder: removed with the KB it summarizes
-# Manifest entries the KB itself keeps; `annotate` may not overwrite them.
-_OWN_ENTRIES = {"format_version", "embedder", "chunking", "index", "counts", "build", "created", "updated", "files"}
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class KnowledgeBase:
@@ -124,23 +125,8 @@ class KnowledgeBase:
             from engine.embedder import get_embedder
 
             embedder = get_embedder()
-        dim = int(embedder.dim)
-        now = _now()
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            "embedder": {"id": embedder.id, "dim": dim, "model": getattr(embedder, "spec", None)},
-            "chunking": {
-                "chunk_words": int(chunk_words),
-                "overlap_words": int(overlap_words),
-                "embed_text": "title+text",
-            },
-            "index": {"type": "faiss.IndexFlatIP", "metric": "inner_product"},
-            "counts": {"documents": 0, "chunks": 0},
-            "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},
-            "created": now,
-            "updated": now,
-            "files": {},
-        }
+        manifest = new_manifest(embedder, chunk_words, overlap_words)
+        dim = manifest["embedder"]["dim"]
         vectors = np.zeros((0, dim), dtype=np.float32)
         kb = cls(path, embedder, manifest, [], vectors, flat_index(vectors, dim))
         kb._commit([], vectors, kb.index)
@@ -163,49 +149,18 @@ class KnowledgeBase:
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
         path = Path(path)
-        mpath = path / MANIFEST
-        if not mpath.is_file():
-            what = "no knowledge base" if not path.exists() else "no knowledge base (no manifest.json)"
-            raise KBNotFoundError(f"{what} at {path}: build one with `logicroute index SOURCE --kb {path}`")
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-            if not isinstance(manifest, dict):
-                raise ValueError("not a JSON object")
-            version = manifest["format_version"]
-            emb_id, dim = str(manifest["embedder"]["id"]), int(manifest["embedder"]["dim"])
-            n_chunks = int(manifest["counts"]["chunks"])
-            n_docs = int(manifest["counts"]["documents"])
-            files = manifest["files"]
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
-            raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {REBUILD_HINT}") from e
-        if version != FORMAT_VERSION:
-            raise KBCorruptError(
-                f"knowledge base {path} has format_version {version}, "
-                f"this version reads {FORMAT_VERSION}; {REBUILD_HINT}"
-            )
-
+        manifest = read_manifest(path)
         if embedder is None:
             from engine.embedder import get_embedder
 
-            embedder = get_embedder(manifest["embedder"].get("model"))
-        if embedder.id != emb_id or int(embedder.dim) != dim:
-            raise EmbedderMismatchError(
-                f"knowledge base {path} was built with embedder {emb_id!r} (dim {dim}), "
-                f"not {embedder.id!r} (dim {embedder.dim}); open it with that embedder or {REBUILD_HINT}"
-            )
-
-        data = {}
-        for name in DATA_FILES:
-            if not isinstance(files.get(name), dict):
-                raise KBCorruptError(f"knowledge base manifest {mpath} has no fingerprint for {name}; {REBUILD_HINT}")
-            # The committed version: an interrupted change is rolled back here.
-            data[name] = store.read_committed(path, name, files[name], REBUILD_HINT)
-        chunks, vectors, index = decode(path, data)
-        check_counts(path, n_chunks, dim, chunks, vectors, index)
-        kb = cls(path, embedder, manifest, chunks, vectors, index)
-        if len(kb._doc_chunks) != n_docs:
+            embedder = get_embedder(manifest.data["embedder"].get("model"))
+        check_embedder(manifest, embedder)
+        chunks, vectors, index = decode(path, read_data_files(manifest))
+        check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
+        kb = cls(path, embedder, manifest.data, chunks, vectors, index)
+        if len(kb._doc_chunks) != manifest.n_documents:
             raise KBCorruptError(
-                f"knowledge base {path} is inconsistent: manifest says {n_docs} documents, "
+                f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
                 f"chunks.jsonl has {len(kb._doc_chunks)}; {REBUILD_HINT}"
             )
         return kb
@@ -215,17 +170,7 @@ class KnowledgeBase:
         """Write data files then the manifest through the store (in-memory state is only
         replaced once the manifest is written)."""
         payload = encode(chunks, vectors, index)
-        manifest = json.loads(json.dumps(self.manifest))  # deep copy; self.manifest changes only on success
-        n_docs = len({c.doc_id for c in chunks})
-        manifest["counts"] = {"documents": n_docs, "chunks": len(chunks)}
-        manifest["files"] = {name: store.fingerprint(b) for name, b in payload.items()}
-        manifest["updated"] = _now()
-        if stats:
-            # Build cost accumulates over every add/delete of this KB.
-            b = manifest.setdefault("build", {})
-            b["seconds"] = round(b.get("seconds", 0.0) + stats.get("seconds", 0.0), 3)
-            b["embed_seconds"] = round(b.get("embed_seconds", 0.0) + stats.get("embed_seconds", 0.0), 3)
-            b["chunks_embedded"] = int(b.get("chunks_embedded", 0) + stats.get("chunks_embedded", 0))
+        manifest = next_manifest(self.manifest, chunks, payload, stats)
 
         def adopt() -> None:
             self.manifest = manifest
@@ -244,7 +189,7 @@ class KnowledgeBase:
     def annotate(self, key: str, value: Any) -> None:
         """Commit `value` as the manifest entry `key`: what a layer above the KB reports about
         itself (the summary layers' state). The data files stay as they are."""
-        if key in _OWN_ENTRIES:
+        if key in OWN_ENTRIES:
             raise KBError(f"manifest entry {key!r} belongs to the knowledge base itself")
         manifest = json.loads(json.dumps(self.manifest))
         manifest[key] = value

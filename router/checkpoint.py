@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.base.errors import CheckpointError
+from engine.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     from router.model import RouterMLP
@@ -39,22 +38,6 @@ def card_path(ckpt: str | Path) -> Path:
     return p.with_name(p.name[: -len(".ckpt")] + ".card.json" if p.name.endswith(".ckpt") else p.name + ".card.json")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    # Write-then-rename: an interrupted save never leaves a half checkpoint under the real name.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shipped checkpoint must be readable by all
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
     """Write weights + card (embedded and beside). Returns the full card as written."""
     from safetensors.torch import save
@@ -69,8 +52,9 @@ def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     blob = save(tensors, metadata={CARD_KEY: json.dumps(full, sort_keys=True)})
     path = Path(path)
-    _atomic_write(path, blob)
-    _atomic_write(card_path(path), (json.dumps(full, indent=2, ensure_ascii=False) + "\n").encode())
+    # A shipped checkpoint must be readable by every user of the install.
+    atomic_write_bytes(path, blob, mode=0o644)
+    atomic_write_bytes(card_path(path), (json.dumps(full, indent=2, ensure_ascii=False) + "\n").encode(), mode=0o644)
     return full
 
 
@@ -175,12 +159,17 @@ class Router:
         t0 = time.perf_counter()
         probs = self.probs([question])[0]
         route = decide(probs, policy)
-        label = (
-            "argmax"
-            if policy is None or policy.kind == "argmax"
-            else f"threshold P({policy.route})>={policy.threshold:.4f}"
-        )
-        return Decision(route, probs, label, time.perf_counter() - t0)
+        return Decision(route, probs, _policy_label(policy), time.perf_counter() - t0)
+
+    def decide_many(self, questions: Sequence[str], policy: "Policy | None" = None) -> list[dict]:
+        """One embedding batch for all questions: [{question, route, probs, policy}]."""
+        from router.policy import decide
+
+        label = _policy_label(policy)
+        return [
+            {"question": q, "route": decide(p, policy), "probs": p, "policy": label}
+            for q, p in zip(questions, self.probs(questions))
+        ]
 
 
 def load_router(path: str | Path | None = None, embedder=None) -> Router:
@@ -193,3 +182,9 @@ def load_router(path: str | Path | None = None, embedder=None) -> Router:
 
         embedder = get_embedder()
     return Router(model, card, embedder, path)
+
+
+def _policy_label(policy: "Policy | None") -> str:
+    if policy is None or policy.kind == "argmax":
+        return "argmax"
+    return f"threshold P({policy.route})>={policy.threshold:.4f}"

@@ -1,12 +1,18 @@
-"""A scripted fake at the LLM interface, for control-flow tests (no model needed)."""
+"""Fakes at the real interfaces, for tests that need no model: an LLM with scripted replies, a
+hashed bag-of-words embedder, and a word-overlap knowledge base."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+import zlib
+from collections.abc import Callable, Iterable
 
-from engine.base.types import Completion
+import numpy as np
+
+from engine.base.types import Completion, RetrievedChunk
 from engine.llm.base import chat_structured
+from hierarchy.documents import Chunk
 
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
 
@@ -54,3 +60,99 @@ class ScriptedLLM:
 
         # Structured output goes through the backends' own code path: same retry prompt, same token sums.
         return send(messages) if schema is None else chat_structured(send, messages, schema)
+
+
+_PUNCTUATION = str.maketrans(dict.fromkeys(".,:?", " "))
+
+
+class HashedBowEmbedder:
+    """The Embedder interface without a model: each word (lowercased, split at spaces and
+    .,:?) adds 1 to dimension crc32(word) % dim, then rows are L2-normalized. Records every
+    batch it encodes."""
+
+    spec = None  # no model folder: nothing to reopen it from
+
+    def __init__(self, id: str = "fake-bow", dim: int = 64):
+        self.id, self.dim = id, dim
+        self.calls: list[list[str]] = []
+
+    @property
+    def encoded(self) -> list[str]:
+        """Every text encoded so far, in order."""
+        return [t for c in self.calls for t in c]
+
+    def encode(self, texts, show_progress=False):
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        self.calls.append(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().translate(_PUNCTUATION).split():
+                out[i, zlib.crc32(w.encode()) % self.dim] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+class WordOverlapKB:
+    """The KnowledgeBase interface over a few chunks in memory, without vectors: a chunk scores
+    the number of words its title + text shares with the query, ties keep the chunks' order,
+    and a chunk id in `exclude` never comes back. Records every search."""
+
+    embedder = None  # no vectors: a route that embeds the question cannot run on it
+    path = "(in memory)"
+
+    def __init__(self, chunks: Iterable[Chunk]):
+        self.chunks = {c.id: c for c in chunks}
+        self.chunk_ids = list(self.chunks)
+        self.searches: list[dict] = []  # {"query", "k", "exclude"} of each call
+
+    @classmethod
+    def titled(cls, texts: dict[str, str]) -> WordOverlapKB:
+        """Title -> text: one chunk c<i> of document d<i> each."""
+        return cls(Chunk(f"c{i}", f"d{i}", title, text, 0) for i, (title, text) in enumerate(texts.items()))
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return list(dict.fromkeys(c.doc_id for c in self.chunks.values()))
+
+    def chunks_of(self, doc_id: str) -> list[Chunk]:
+        return [c for c in self.chunks.values() if c.doc_id == doc_id]
+
+    def search(self, query, k=3, exclude=()):
+        exclude = list(exclude)
+        self.searches.append({"query": query, "k": k, "exclude": exclude})
+        words = _words(str(query))
+        scored = [(len(words & _words(c.title + " " + c.text)), c) for c in self.chunks.values() if c.id not in exclude]
+        scored.sort(key=lambda t: -t[0])
+        return [RetrievedChunk(c.id, c.doc_id, c.title, c.text, float(s)) for s, c in scored[:k]]
+
+
+class FakeRouter:
+    """P(logic) high for questions with 'director' or 'first', P(summary) for 'overview'.
+    A question may also carry an explicit P(logic) as '[p=0.7]'. Counts batches."""
+
+    routes = ("chunk", "summary", "logic")
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+        self.card: dict = {}  # a real Router's card lists its label files
+
+    def probs(self, questions):
+        self.batches.append(list(questions))
+        out = []
+        for q in questions:
+            if "[p=" in q:
+                p = float(q.split("[p=")[1].split("]")[0])
+                out.append({"chunk": (1 - p) * 0.7, "summary": (1 - p) * 0.3, "logic": p})
+            elif "director" in q or "first" in q:
+                out.append({"chunk": 0.2, "summary": 0.1, "logic": 0.7})
+            elif "overview" in q:
+                out.append({"chunk": 0.2, "summary": 0.6, "logic": 0.2})
+            else:
+                out.append({"chunk": 0.7, "summary": 0.2, "logic": 0.1})
+        return out

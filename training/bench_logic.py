@@ -365,7 +365,7 @@ def main(
     data_dir = Path(data_dir) if data_dir else shared_data_dir()
     if llm is None:
         llm = make_llm(llm_spec, cache=cache)
-    spec = getattr(llm, "name", llm_spec)
+    spec = llm.name
     store = JsonlStore(out_dir / "results.jsonl", key=_row_key)
     kb_n = max(n, kb_n)
     kb_sets, loaded = _load_sets(datasets, data_dir, n, kb_n)

@@ -197,7 +197,7 @@ def score_with_router(run: Run, router) -> tuple[dict, dict, float | None]:
     plist = router.probs(texts)
     router_seconds = (time.perf_counter() - t0) / len(texts)
     probs = {key: dict(p) for key, p in zip(items, plist)}
-    overlap = training_overlap(getattr(router, "card", None) or {}, items)
+    overlap = training_overlap(router.card or {}, items)
     if overlap:
         run.notes.append(
             f"{overlap} of {len(items)} benchmark questions are in the router's training label files "
@@ -289,7 +289,7 @@ def _start(
     if store.bad_lines:
         notes.append(f"{store.bad_lines} unreadable line(s) in {RESULTS_FILE} ignored")
     logic_fp = next(iter(rags.values())).logic_config().fingerprint() if rags else ""
-    run = Run(cfg, items, rags, store, llm, getattr(llm, "name", cfg.llm_spec), kb_fp, logic_fp, notes)
+    run = Run(cfg, items, rags, store, llm, llm.name, kb_fp, logic_fp, notes)
     return run, data, kb_passages
 
 

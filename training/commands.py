@@ -9,7 +9,9 @@ import click
 
 def register(group: click.Group) -> None:
     from training.cmd_benchmark import COMMANDS as benchmark_commands
-    from training.cmd_router import COMMANDS as router_commands
+    from training.cmd_eval import COMMANDS as eval_commands
+    from training.cmd_label import COMMANDS as label_commands
+    from training.cmd_train import COMMANDS as train_commands
 
-    for cmd in (*router_commands, *benchmark_commands):
+    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands):
         group.add_command(cmd)

@@ -65,7 +65,7 @@ def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, floa
     """The logistic-regression baseline as a router: fitted on the oracle routes of the label
     files the router's card lists (same inputs: embedding + cheap features), scoring `questions`.
     None when the card lists no label file that is still on disk."""
-    files = card_label_files(getattr(router, "card", None))
+    files = card_label_files(router.card)
     if not files or not questions:
         return None
     train = load_label_files(files)
@@ -214,7 +214,7 @@ def llm_route_baseline(llm, rows: Sequence[dict], routes: Sequence[str]) -> dict
             "failed": failed,
             "seconds_median": round(statistics.median(secs), 3) if secs else None,
             "tokens_per_decision": round(tokens / max(len(rows), 1), 1),
-            "llm": getattr(llm, "name", "?"),
+            "llm": llm.name,
         }
     )
     return m

@@ -63,6 +63,14 @@ class LabelConfig:
     lam: float = field(default=0.1, metadata={"help": "cost weight in the preference: score - lam * cost/max_cost"})
     tau: float = field(default=0.1, metadata={"help": "softmax temperature of the preference vector"})
     llm: str | None = field(default=None, metadata={"help": "LLM spec used by the answer scorer (None for retrieval)"})
+    stop_score: float | None = field(
+        default=None,
+        metadata={
+            "help": "answer scorer's cascade: once a route scores >= stop_score, the costlier routes are not run "
+            "(None: run every route). At 1.0 the oracle label is exact: no route can score higher, and ties go "
+            "to the cheaper route"
+        },
+    )
 
     def __post_init__(self) -> None:
         self.metric = metric_name(self.metric)
@@ -112,7 +120,7 @@ def support_score(q: "Question", doc_ids: Iterable[str], text: str, kb=None) -> 
         for s in q.supporting:
             if s in have:
                 found += 1
-            elif kb is not None and flat and hasattr(kb, "chunks_of"):
+            elif kb is not None and flat:
                 found += any(_quoted_in(c.text, flat) for c in kb.chunks_of(s))
         return found / len(q.supporting)
     t = normalize_answer(text)
@@ -185,7 +193,7 @@ def retrieval_contexts(
 def prefetch_vectors(questions: Sequence["Question"], kb, k: int = 3) -> dict:
     """Embed a block of questions and their second-hop queries in two batched calls:
     one-by-one encodes cost far more on a busy CPU. {} when the KB has no embedder."""
-    emb = getattr(kb, "embedder", None)
+    emb = kb.embedder
     if emb is None or not questions:
         return {}
     texts = [" ".join(q.text.split()) for q in questions]
@@ -228,7 +236,10 @@ def score_answer(
     """Run each route; a route that fails scores 0 and its error is kept in the row."""
     metric = metric_fn(cfg.metric)
     scores, costs, extra = {}, {}, {"answers_pred": {}, "errors": {}}
-    for r in cfg.routes:
+    for i, r in enumerate(cfg.routes):
+        if cfg.stop_score is not None and scores and max(scores.values()) >= cfg.stop_score:
+            _skip_costlier(cfg.routes[i:], scores, costs, extra)
+            break
         t0 = time.perf_counter()
         try:
             ans = runner(r, q.text, kb, llm, cfg.k)
@@ -251,3 +262,14 @@ def score_answer(
     if not extra["errors"]:
         del extra["errors"]
     return scores, costs, extra
+
+
+def _skip_costlier(routes: Sequence[str], scores: dict, costs: dict, extra: dict) -> None:
+    """Routes the cascade did not run: their score is imputed at its upper bound (the best score
+    so far, which a costlier route cannot beat under the preference's cost term) and their cost
+    at the nominal estimate; the row lists them under "skipped"."""
+    best = max(scores.values())
+    for r in routes:
+        scores[r] = best
+        costs[r] = {"tokens_est": NOMINAL_TOKENS.get(r, 0.0), "skipped": True}
+    extra["skipped"] = list(routes)

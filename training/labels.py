@@ -5,7 +5,7 @@ Preference vector: pref = softmax((score - lam * cost / max_cost) / tau) over th
 cost = tokens (measured for ``answer``, nominal for ``retrieval``). The oracle route is the
 argmax of pref; ties go to the cheaper route. Rows where every route scores 0 are kept and
 marked ``all_zero``: no route helps, so training targets the cheapest route for them
-(training.train, option all_zero="cheapest"), rather than learning noise.
+(TrainConfig.all_zero="cheapest" in training.fit), rather than learning noise.
 
 Label files are JSONL (training.jsonl_store), one row per question, appended and flushed row
 by row; a rerun skips rows already present, so an interrupted run resumes without duplicates.
@@ -91,6 +91,8 @@ def make_row(
         "tau": cfg.tau,
         "k": cfg.k,
     }
+    if cfg.stop_score is not None:
+        row["stop_score"] = cfg.stop_score
     if extra:
         row.update(extra)
     return row
@@ -127,12 +129,12 @@ def check_kb_matches(questions: Sequence["Question"], kb) -> None:
     sup = {s for q in questions for s in q.supporting}
     if not sup:
         return
-    have = set(kb.doc_ids) if hasattr(kb, "doc_ids") else {c.doc_id for c in kb.chunks.values()}
+    have = set(kb.doc_ids)
     share = len(sup & have) / len(sup)
     if share < 0.5:
         raise LogicRouteError(
             f"only {share:.0%} of the questions' supporting passages are documents of the KB at "
-            f"{getattr(kb, 'path', '?')}: build the KB from this data file (label --build-kb, or "
+            f"{kb.path}: build the KB from this data file (label --build-kb, or "
             "`logicroute index DATA --kb DIR`)"
         )
 

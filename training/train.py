@@ -1,33 +1,27 @@
-"""Router training with Lightning on CPU: a generalist on a mix of label files, a specialist
-fine-tuned from it on one target set (QA-GraphRAG).
+"""Router training recipes: a generalist on a mix of label files, a specialist fine-tuned
+from it on one target set (QA-GraphRAG). Each saves a checkpoint and its card.
 
 - Inputs and targets: training.label_arrays (embedding + cheap features; preference vectors,
   all-zero rows to the cheapest route by default).
-- Loss: straight-through Gumbel-Softmax, temperature annealed tau_start -> tau_end
-  (router.model.gumbel_routing_loss explains the choice of loss).
-- Validation: a stratified split (by dataset x oracle route); early stopping and the kept
-  weights follow validation routing quality = mean preference mass of the route chosen by
-  the deterministic argmax (eval mode, no noise).
-- Seeds fixed, deterministic algorithms on: the same labels give the same checkpoint.
+- Validation: a stratified split (by dataset x oracle route) of the training labels.
+- Fitting (loss, early stopping, kept weights, seeds): training.fit.
 
-torch / lightning load inside functions (the CLI imports this module lazily anyway).
+torch loads inside functions (the CLI imports this module lazily anyway).
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from engine.base.errors import CheckpointError, LogicRouteError
-from router.features import ALL_FEATURES
 from training.eval_router import evaluate_predictions
+from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (
     inputs_for,
     load_label_files,
@@ -38,220 +32,6 @@ from training.label_arrays import (
     target_matrix,
 )
 from training.route_metrics import routing_metrics
-
-
-@dataclass
-class TrainConfig:
-    """Router training settings (generalist defaults; `specialist_config` lowers lr/epochs)."""
-
-    hidden: tuple[int, int] = field(default=(64, 16), metadata={"help": "widths of the two hidden layers"})
-    activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
-    dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (off at inference)"})
-    features: tuple[str, ...] = field(
-        default=ALL_FEATURES, metadata={"help": "cheap features appended to the embedding; () = embedding only"}
-    )
-    lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate"})
-    weight_decay: float = field(default=1e-2, metadata={"help": "AdamW weight decay"})
-    batch_size: int = field(default=64, metadata={"help": "questions per step"})
-    max_epochs: int = field(default=80, metadata={"help": "upper bound on epochs (early stopping usually ends sooner)"})
-    patience: int = field(default=15, metadata={"help": "epochs without validation improvement before stopping"})
-    tau_start: float = field(default=1.0, metadata={"help": "Gumbel-Softmax temperature at epoch 0"})
-    tau_end: float = field(default=0.2, metadata={"help": "temperature reached at max_epochs (exponential annealing)"})
-    loss: str = field(
-        default="reward", metadata={"help": "reward: -(y_hard . pref) + ce_weight*CE | ce: CE on the soft sample"}
-    )
-    ce_weight: float = field(default=0.1, metadata={"help": "weight of the cross-entropy anchor in the reward loss"})
-    val_frac: float = field(default=0.15, metadata={"help": "stratified validation share of the training labels"})
-    all_zero: str = field(default="cheapest", metadata={"help": "rows where no route scored: cheapest | pref | drop"})
-    monitor: str = field(default="quality", metadata={"help": "early-stopping metric: quality (pref mass) | accuracy"})
-    seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
-    threads: int = field(default=2, metadata={"help": "torch CPU threads"})
-
-
-def specialist_config(**overrides) -> TrainConfig:
-    """Fine-tuning defaults: 3x lower learning rate on small batches (a target set has a few
-    hundred questions), at most 40 epochs, short patience, a cooler Gumbel start."""
-    return replace(
-        TrainConfig(lr=1e-4, batch_size=16, max_epochs=40, patience=10, tau_start=0.5, val_frac=0.2), **overrides
-    )
-
-
-# ---------------------------------------------------------------- Lightning fit
-
-
-def _quiet_lightning() -> None:
-    for name in ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", ".*does not have many workers.*")
-    warnings.filterwarnings("ignore", ".*GPU available but not used.*")
-    warnings.filterwarnings("ignore", ".*LeafSpec.*")
-    warnings.filterwarnings("ignore", ".*_pytree.*")
-
-
-def fit(
-    model,
-    x_train: np.ndarray,
-    t_train: np.ndarray,
-    x_val: np.ndarray,
-    t_val: np.ndarray,
-    o_val: np.ndarray,
-    cfg: TrainConfig,
-    progress: bool = False,
-    keep_initial: bool = False,
-) -> dict:
-    """Train `model` in place with Lightning; it ends holding the best-validation weights.
-    keep_initial: the starting weights compete too (epoch -1), so fine-tuning never ends
-    worse on validation than the generalist it started from.
-    Returns the history {epochs_run, best_epoch, best, curve}."""
-    import lightning as L
-    import torch
-
-    _quiet_lightning()
-    # Process-wide torch settings changed here are put back afterwards (library callers).
-    prev_threads, prev_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(max(1, cfg.threads))
-    try:
-        return _fit(L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg, progress, keep_initial)
-    finally:
-        torch.set_num_threads(prev_threads)
-        torch.use_deterministic_algorithms(prev_det)
-
-
-def _fit(
-    L, torch, model, x_train, t_train, x_val, t_val, o_val, cfg: TrainConfig, progress: bool, keep_initial: bool
-) -> dict:
-    from torch.utils.data import DataLoader, TensorDataset
-
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    has_val = len(x_val) > 0
-    monitor = "val_quality" if cfg.monitor == "quality" else "val_acc"
-    if cfg.monitor not in ("quality", "accuracy"):
-        raise LogicRouteError(f"monitor must be quality or accuracy, got {cfg.monitor!r}")
-    g = torch.Generator().manual_seed(cfg.seed)
-    train_dl = DataLoader(
-        TensorDataset(torch.from_numpy(x_train), torch.from_numpy(t_train)),
-        batch_size=cfg.batch_size,
-        shuffle=True,
-        generator=g,
-        num_workers=0,
-    )
-    keep = _keep_best(L, monitor)
-    if keep_initial and has_val:
-        _score_initial(torch, model, x_val, t_val, o_val, keep, monitor)
-    callbacks = [keep]
-    val_dl = None
-    if has_val:
-        from lightning.pytorch.callbacks import EarlyStopping
-
-        val_dl = DataLoader(
-            TensorDataset(torch.from_numpy(x_val), torch.from_numpy(t_val), torch.from_numpy(o_val)),
-            batch_size=max(1, len(x_val)),
-            shuffle=False,
-            num_workers=0,
-        )
-        callbacks.append(EarlyStopping(monitor=monitor, mode="max", patience=cfg.patience, min_delta=1e-4))
-    trainer = L.Trainer(
-        max_epochs=cfg.max_epochs,
-        accelerator="cpu",
-        devices=1,
-        deterministic=True,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=progress,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        callbacks=callbacks,
-        limit_val_batches=1.0 if has_val else 0,
-    )
-    lit = _lightning_module(L, torch, model, cfg)
-    model.train()  # a loaded generalist arrives in eval mode
-    trainer.fit(lit, train_dl, val_dl)
-    if keep.state is not None:
-        model.load_state_dict(keep.state)
-    model.eval()
-    return {
-        "epochs_run": trainer.current_epoch,
-        "best_epoch": keep.best_epoch,
-        f"best_{monitor}": round(keep.best, 4),
-        "curve": keep.curve,
-    }
-
-
-def _lightning_module(L, torch, model, cfg: TrainConfig):
-    """`model` wrapped for Lightning: Gumbel-Softmax training, argmax validation."""
-    from router.model import anneal_tau, gumbel_routing_loss
-
-    class RouterLit(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.tau = cfg.tau_start
-
-        def on_train_epoch_start(self):
-            self.tau = anneal_tau(self.current_epoch, cfg.max_epochs, cfg.tau_start, cfg.tau_end)
-
-        def training_step(self, batch, _):
-            x, p = batch
-            loss = gumbel_routing_loss(self.model(x), p, self.tau, loss=cfg.loss, ce_weight=cfg.ce_weight)
-            self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(x))
-            return loss
-
-        def validation_step(self, batch, _):
-            x, p, o = batch  # Lightning has put the module in eval mode: no dropout, and no noise here
-            pred = self.model(x).argmax(-1)
-            self.log("val_quality", p.gather(1, pred[:, None]).mean(), batch_size=len(x))
-            self.log("val_acc", (pred == o).float().mean(), batch_size=len(x))
-
-        def configure_optimizers(self):
-            return torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-    return RouterLit()
-
-
-def _keep_best(L, monitor: str):
-    """A callback that remembers the best validation epoch's weights (early stopping alone
-    keeps the last ones) and the validation curve."""
-
-    class KeepBest(L.Callback):
-        def __init__(self):
-            self.best, self.best_epoch, self.state, self.curve = -1.0, -1, None, []
-
-        def on_validation_epoch_end(self, trainer, module):
-            m = trainer.callback_metrics
-            q, a = float(m["val_quality"]), float(m["val_acc"])
-            loss = float(m["train_loss"]) if "train_loss" in m else None
-            self.curve.append(
-                {
-                    "epoch": trainer.current_epoch,
-                    "val_quality": round(q, 4),
-                    "val_acc": round(a, 4),
-                    "train_loss": None if loss is None else round(loss, 4),
-                    "tau": round(module.tau, 4),
-                }
-            )
-            score = q if monitor == "val_quality" else a
-            if score > self.best + 1e-6:
-                self.best, self.best_epoch = score, trainer.current_epoch
-                self.state = copy.deepcopy(module.model.state_dict())
-
-    return KeepBest()
-
-
-def _score_initial(torch, model, x_val, t_val, o_val, keep, monitor: str) -> None:
-    """Let the starting weights compete as epoch -1 (fine-tuning keeps them unless it improves)."""
-    with torch.no_grad():
-        model.eval()
-        pred = model(torch.from_numpy(x_val)).argmax(-1).numpy()
-    q0 = float(t_val[np.arange(len(pred)), pred].mean())
-    a0 = float((pred == o_val).mean())
-    keep.best, keep.best_epoch = (q0 if monitor == "val_quality" else a0), -1
-    keep.state = copy.deepcopy(model.state_dict())
-    keep.curve.append(
-        {"epoch": -1, "val_quality": round(q0, 4), "val_acc": round(a0, 4), "train_loss": None, "tau": None}
-    )
-
-
-# ---------------------------------------------------------------- generalist / specialist
 
 
 def _file_summary(rows: Sequence[dict]) -> list[dict]:
@@ -274,6 +54,24 @@ def _file_summary(rows: Sequence[dict]) -> list[dict]:
         f["all_zero"] += bool(r.get("all_zero"))
         f["oracle"][r["oracle"]] = f["oracle"].get(r["oracle"], 0) + 1
     return list(out.values())
+
+
+def _training_record(
+    rows: Sequence[dict], n_train: int, n_val: int, cfg: TrainConfig, history: dict, t0: float
+) -> dict:
+    """The card's "training" entry: the labels trained on, the settings and the fit history."""
+    return {
+        "label_files": _file_summary(rows),
+        "n_rows": len(rows),
+        "n_train": n_train,
+        "n_val": n_val,
+        "label_scorer": sorted({str(r.get("scorer")) for r in rows}),
+        "label_llm": sorted({str(r.get("llm")) for r in rows}),
+        "config": _jsonable(asdict(cfg)),
+        "history": {k: v for k, v in history.items() if k != "curve"},
+        "curve": history["curve"],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def _get_embedder(embedder):
@@ -342,18 +140,7 @@ def train_generalist(
         "kind": "generalist",
         "embedder": {"id": embedder.id, "dim": int(embedder.dim)},
         "features": list(cfg.features),
-        "training": {
-            "label_files": _file_summary(rows),
-            "n_rows": len(rows),
-            "n_train": len(tr),
-            "n_val": len(va),
-            "label_scorer": sorted({str(r.get("scorer")) for r in rows}),
-            "label_llm": sorted({str(r.get("llm")) for r in rows}),
-            "config": _jsonable(asdict(cfg)),
-            "history": {k: v for k, v in history.items() if k != "curve"},
-            "curve": history["curve"],
-            "seconds": round(time.perf_counter() - t0, 1),
-        },
+        "training": _training_record(rows, len(tr), len(va), cfg, history, t0),
         "validation": _summary(val),
         "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
         "notes": notes,
@@ -417,18 +204,7 @@ def train_specialist(
         "created": base_card.get("created"),
         "training": {k: base_card.get("training", {}).get(k) for k in ("label_files", "n_rows")},
     }
-    card["training"] = {
-        "label_files": _file_summary(pool),
-        "n_rows": len(pool),
-        "n_train": len(tr),
-        "n_val": len(va),
-        "label_scorer": sorted({str(r.get("scorer")) for r in pool}),
-        "label_llm": sorted({str(r.get("llm")) for r in pool}),
-        "config": _jsonable(asdict(cfg)),
-        "history": {k: v for k, v in history.items() if k != "curve"},
-        "curve": history["curve"],
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    card["training"] = _training_record(pool, len(tr), len(va), cfg, history, t0)
     card["validation"] = (
         _summary(routing_metrics(_argmax_routes(model, x[va], routes), [pool[i] for i in va], routes))
         if len(va)

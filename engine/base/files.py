@@ -32,8 +32,11 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> Path:
-    """Write `data` to `path` atomically (parents created). Returns the path."""
+def atomic_write_bytes(
+    path: str | os.PathLike, data: bytes | bytearray | memoryview, *, mode: int | None = None
+) -> Path:
+    """Write `data` to `path` atomically (parents created). Returns the path. `mode`: the
+    file's permissions (default: mkstemp's 0600, private to the owner)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Hidden temp name in the same directory; unique so concurrent writers never collide.
@@ -43,6 +46,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes | bytearray | memory
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -5,32 +5,17 @@ from __future__ import annotations
 import pytest
 
 from engine.base.errors import BadQuestionError
-from engine.base.types import RetrievedChunk
 from engine.routes.chunk import answer_chunk, clean_answer
-from tests.fakes import ScriptedLLM
+from hierarchy.documents import Chunk
+from tests.fakes import ScriptedLLM, WordOverlapKB
 
-
-class KeywordKB:
-    """A fake KB: scores passages by shared words with the query."""
-
-    def __init__(self, passages: dict[str, str]):
-        self.passages = passages
-        self.queries: list[tuple[str, int]] = []
-
-    def search(self, query, k=3, exclude=()):
-        self.queries.append((query, k))
-        words = set(query.lower().split())
-        scored = sorted(((len(words & set(t.lower().split())), i) for i, t in self.passages.items()), reverse=True)
-        return [RetrievedChunk(i, i, i, self.passages[i], float(s)) for s, i in scored[:k]]
-
-
-KB = KeywordKB(
-    {
-        "Ardmere": "The Ardmere Lighthouse was built by Quillane Shipwrights in 1871.",
-        "Quillane": "Quillane Shipwrights was founded by Teodor Quillane.",
-        "Other": "The Tamsk river is 143 km long.",
-    }
-)
+# name -> text; the name is also the chunk's id, document and title.
+PASSAGES = {
+    "Ardmere": "The Ardmere Lighthouse was built by Quillane Shipwrights in 1871.",
+    "Quillane": "Quillane Shipwrights was founded by Teodor Quillane.",
+    "Other": "The Tamsk river is 143 km long.",
+}
+KB = WordOverlapKB(Chunk(name, name, name, text, 0) for name, text in PASSAGES.items())
 
 
 def test_retrieves_k_chunks_once_and_answers_with_one_call():

@@ -12,7 +12,6 @@ import re
 import pytest
 
 from engine.base.errors import BadQuestionError, LLMError
-from engine.base.types import RetrievedChunk
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.plan import (
     SubQuestion,
@@ -25,35 +24,10 @@ from engine.routes.logic.plan import (
 )
 from engine.routes.logic.render import trace_to_mermaid
 from engine.routes.logic.solve import answer_logic
-from tests.fakes import ScriptedLLM
+from hierarchy.documents import Chunk
+from tests.fakes import ScriptedLLM, WordOverlapKB
 
-# ---------------------------------------------------------------- fakes
-
-
-class FakeKB:
-    """Keyword-overlap search with the KnowledgeBase.search contract; records every call."""
-
-    def __init__(self, passages: dict[str, str]):
-        self.passages = passages  # chunk id -> "Title: text"
-        self.searches: list[dict] = []
-
-    def search(self, query, k=3, exclude=()):
-        self.searches.append({"query": query, "k": k, "exclude": list(exclude)})
-        qw = set(re.findall(r"\w+", query.lower()))
-        scored = sorted(
-            (
-                (len(qw & set(re.findall(r"\w+", t.lower()))), cid)
-                for cid, t in self.passages.items()
-                if cid not in set(exclude)
-            ),
-            key=lambda x: (-x[0], x[1]),
-        )
-        out = []
-        for s, cid in scored[:k]:
-            title, _, text = self.passages[cid].partition(": ")
-            out.append(RetrievedChunk(chunk_id=cid, doc_id=cid, title=title, text=text, score=float(s)))
-        return out
-
+# ---------------------------------------------------------------- a tiny corpus
 
 CORPUS = {
     "c1": "Jaws (film): Jaws is a 1975 thriller film directed by Steven Spielberg.",
@@ -64,6 +38,11 @@ CORPUS = {
     "c6": "Tom Ford: Tom Ford was born in 1961 in Austin.",
     "c7": "Metropolis (film): Metropolis is a 1927 film directed by Fritz Lang.",
 }
+
+
+def corpus_kb() -> WordOverlapKB:
+    """CORPUS ("Title: text" by chunk id), each chunk its own document."""
+    return WordOverlapKB(Chunk(cid, cid, *p.split(": ", 1), 0) for cid, p in CORPUS.items())
 
 
 def plan(*nodes):
@@ -129,7 +108,7 @@ def test_chain_dependent_node_is_rewritten_with_parent_answer():
             "December 18, 1946",
         ]
     )
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     assert ans.route == "logic" and ans.text == "December 18, 1946"
     assert ans.trace["dag"]["edges"] == [["q1", "q2"]]
@@ -158,7 +137,7 @@ def test_parent_without_placeholder_gets_llm_rewrite():
             "1946",
         ]
     )
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     q2 = node(ans, "q2")
     assert q2["rewrite"] == "llm" and q2["rewritten"] == "When was Steven Spielberg born?"
@@ -171,7 +150,7 @@ COMPARE_Q = "Who was born first, Ann Lee or Tom Ford?"
 
 def test_comparison_same_rank_is_one_merged_retrieval_and_one_call():
     llm = ScriptedLLM([COMPARE_PLAN, step({"q1": "1936", "q2": "1961"}), SUFFICIENT, "Ann Lee"])
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(COMPARE_Q, kb, llm)
     assert ans.text == "Ann Lee"
     assert len(kb.searches) == 1 and kb.searches[0]["k"] == 6  # k per node, one retrieval
@@ -199,7 +178,7 @@ def test_bridge_date_comparison_follows_the_dag_to_the_option():
             "Jaws",
         ]
     )
-    ans = answer_logic("Which film has the director born later, Jaws or Vertigo?", FakeKB(CORPUS), llm)
+    ans = answer_logic("Which film has the director born later, Jaws or Vertigo?", corpus_kb(), llm)
     assert ans.trace["comparison"] == (
         "Date comparison: Jaws has the later date (December 18, 1946), so the answer is Jaws."
     )
@@ -208,7 +187,7 @@ def test_bridge_date_comparison_follows_the_dag_to_the_option():
 def test_same_question_gets_a_computed_yes_or_no():
     p = plan(("q1", "In which country was Ann Lee born?", []), ("q2", "In which country was Tom Ford born?", []))
     llm = ScriptedLLM([p, step({"q1": "England", "q2": "United States"}), SUFFICIENT, "no"])
-    answer_logic("Were Ann Lee and Tom Ford born in the same country?", FakeKB(CORPUS), llm)
+    answer_logic("Were Ann Lee and Tom Ford born in the same country?", corpus_kb(), llm)
     assert (
         "The answers England and United States are different, so the answer is no."
         in llm.calls[-1]["messages"][-1]["content"]
@@ -216,13 +195,13 @@ def test_same_question_gets_a_computed_yes_or_no():
     # no note when the sub-questions did not ask for the compared attribute
     p = plan(("q1", "Who is Ann Lee?", []), ("q2", "Who is Tom Ford?", []))
     llm = ScriptedLLM([p, step({"q1": "a singer", "q2": "a designer"}), SUFFICIENT, "no"])
-    ans = answer_logic("Were Ann Lee and Tom Ford born in the same country?", FakeKB(CORPUS), llm)
+    ans = answer_logic("Were Ann Lee and Tom Ford born in the same country?", corpus_kb(), llm)
     assert "comparison" not in ans.trace
 
 
 def test_comparison_without_merging_is_one_retrieval_and_call_per_node():
     llm = ScriptedLLM([COMPARE_PLAN, step({"q1": "1936"}), step({"q2": "1961"}), SUFFICIENT, "Ann Lee"])
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(COMPARE_Q, kb, llm, LogicConfig(merge_same_rank=False))
     assert [s["k"] for s in kb.searches] == [3, 3]
     assert purposes(ans) == ["decompose", "step q1", "step q2", "reflect 1", "answer"]
@@ -236,7 +215,7 @@ def test_cycle_is_regenerated_once_with_the_error_stated():
     llm = ScriptedLLM(
         [CYCLE_PLAN, CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     assert purposes(ans)[:2] == ["decompose", "decompose-retry"]
     assert "cycle" in llm.calls[1]["messages"][-1]["content"]  # the error is in the retry prompt
     assert ans.trace["dag"]["edges"] == [["q1", "q2"]]
@@ -247,7 +226,7 @@ def test_cycle_twice_drops_the_back_edge_and_flags_it():
     llm = ScriptedLLM(
         [CYCLE_PLAN, CYCLE_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     assert ans.trace["dag"]["edges"] == [["q1", "q2"]]
     assert any("back edge q2->q1" in f for f in ans.flags)
     assert ans.text == "1946"
@@ -256,7 +235,7 @@ def test_cycle_twice_drops_the_back_edge_and_flags_it():
 def test_dangling_reference_is_regenerated_then_dropped():
     bad = plan(("q1", "Who is the director of film Jaws?", ["q7"]), ("q2", "When was #q1 born?", ["q1"]))
     llm = ScriptedLLM([bad, bad, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"])
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     assert "q7, which does not exist" in llm.calls[1]["messages"][-1]["content"]
     assert any("dangling reference q1->q7" in f for f in ans.flags)
     assert ans.trace["dag"]["edges"] == [["q1", "q2"]]
@@ -264,7 +243,7 @@ def test_dangling_reference_is_regenerated_then_dropped():
 
 def test_malformed_decomposition_falls_back_to_one_node():
     llm = ScriptedLLM(["not json", "{still not json", "December 18, 1946"])
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     assert any("one-node DAG" in f for f in ans.flags)
     assert [n["id"] for n in ans.trace["dag"]["nodes"]] == ["q1"] and len(kb.searches) == 1
@@ -285,7 +264,7 @@ def test_reflection_adds_a_node_that_gets_retrieved_and_solved():
             "December 18, 1946",
         ]
     )
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     q2 = node(ans, "q2")
     assert q2["origin"] == "reflection" and q2["answer"] == "December 18, 1946" and q2["chunk_ids"]
@@ -307,7 +286,7 @@ def test_unknown_answer_is_asked_again_and_gets_new_chunks():
             "December 18, 1946",
         ]
     )
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     assert ans.trace["reflection"][0]["added"] == ["q3"]
     assert not set(node(ans, "q3")["chunk_ids"]) & set(node(ans, "q2")["chunk_ids"])  # moves forward
@@ -322,7 +301,7 @@ def test_compare_only_node_is_dropped_and_whole_question_copy_moves_last():
         ("q3", "Who is older?", ["q1", "q2"]),
     )
     llm = ScriptedLLM([with_compare, step({"q1": "1936", "q2": "1961"}), SUFFICIENT, "Ann Lee"])
-    ans = answer_logic(COMPARE_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(COMPARE_Q, corpus_kb(), llm)
     assert [n["id"] for n in ans.trace["dag"]["nodes"]] == ["q1", "q2"]
     assert any("compare-only" in f for f in ans.flags)
 
@@ -338,7 +317,7 @@ def test_compare_only_node_is_dropped_and_whole_question_copy_moves_last():
             "1946",
         ]
     )
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     assert ans.trace["dag"]["edges"] == [["q2", "q1"]] and ans.trace["dag"]["ranks"] == [["q2"], ["q1"]]
     assert node(ans, "q1")["rewritten"] == "When was Steven Spielberg born?" and "rewrite q1" in purposes(ans)
@@ -360,7 +339,7 @@ def test_reflection_is_bounded_by_max_rounds():
             "Question: When was the director": "x",
         },
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(max_rounds=2, max_llm_calls=50))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_rounds=2, max_llm_calls=50))
     assert len(ans.trace["reflection"]) == 2 and len(ans.trace["dag"]["nodes"]) == 3
     assert any("after 2 rounds" in f for f in ans.flags)
 
@@ -369,7 +348,7 @@ def test_budget_stop_answers_from_memory_so_far():
     llm = ScriptedLLM(
         [CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Jaws was directed by Steven Spielberg."), "Steven Spielberg"]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(max_llm_calls=3))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_llm_calls=3))
     assert any("budget exhausted" in f for f in ans.flags)
     assert purposes(ans) == ["decompose", "step q1", "answer"] and ans.usage.llm_calls == 3
     assert "Jaws was directed by Steven Spielberg." in llm.calls[-1]["messages"][-1]["content"]
@@ -385,7 +364,7 @@ def test_llm_error_mid_dag_answers_from_memory_so_far():
             "Steven Spielberg",
         ]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     assert any("LLM error mid-DAG" in f for f in ans.flags) and ans.text == "Steven Spielberg"
 
 
@@ -393,7 +372,7 @@ def test_rolling_memory_off_puts_raw_chunks_in_the_final_context():
     llm = ScriptedLLM(
         [CHAIN_PLAN, {"answers": {"q1": "Steven Spielberg"}}, {"answers": {"q2": "1946"}}, SUFFICIENT, "1946"]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(rolling_memory=False))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(rolling_memory=False))
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "directed by Steven Spielberg" in final and "born on December 18, 1946" in final
     assert "memory" not in llm.calls[1]["schema"]["properties"] and ans.trace["memory"] == []
@@ -410,7 +389,7 @@ def test_rolling_memory_is_the_final_context_and_is_capped():
             "1946",
         ]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(memory_words=20, final_chunks=0))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(memory_words=20, final_chunks=0))
     assert len(ans.trace["memory"][0].split()) == 20
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "Spielberg born 1946." in final and "Cincinnati" not in final  # summary, not raw chunks
@@ -426,7 +405,7 @@ def test_final_answer_sees_the_last_hops_raw_chunks_beside_the_memory():
             "1946",
         ]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(k=1, final_chunks=3))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(k=1, final_chunks=3))
     final = llm.calls[-1]["messages"][-1]["content"]
     q2_chunk = node(ans, "q2")["chunk_ids"][0]
     assert "Spielberg born 1946." in final and CORPUS[q2_chunk].split(": ", 1)[1] in final
@@ -438,18 +417,18 @@ def test_a_plan_restating_the_question_is_answered_like_the_chunk_route():
 
     q = "Who directed the film Vertigo?"
     llm = ScriptedLLM([plan(("q1", "Who directed the film Vertigo?", [])), "Alfred Hitchcock"])
-    ans = answer_logic(q, FakeKB(CORPUS), llm)
+    ans = answer_logic(q, corpus_kb(), llm)
     assert purposes(ans) == ["decompose", "answer"] and ans.text == "Alfred Hitchcock"
     assert ans.trace["single_hop"] is True and node(ans, "q1")["answer"] == "Alfred Hitchcock"
     chunk_llm = ScriptedLLM(["Alfred Hitchcock"])
-    answer_chunk(q, FakeKB(CORPUS), chunk_llm)
+    answer_chunk(q, corpus_kb(), chunk_llm)
     assert llm.calls[-1]["messages"] == chunk_llm.calls[0]["messages"]  # same prompt: one cache entry
 
 
 def test_with_direct_single_hop_off_a_one_node_plan_goes_through_the_dag():
     q = "Who directed the film Vertigo?"
     llm = ScriptedLLM([plan(("q1", q, [])), step({"q1": "Alfred Hitchcock"}), SUFFICIENT, "Alfred Hitchcock"])
-    ans = answer_logic(q, FakeKB(CORPUS), llm, LogicConfig(direct_single_hop=False))
+    ans = answer_logic(q, corpus_kb(), llm, LogicConfig(direct_single_hop=False))
     assert purposes(ans) == ["decompose", "step q1", "reflect 1", "answer"] and "single_hop" not in ans.trace
 
 
@@ -457,14 +436,14 @@ def test_a_comparison_has_no_single_last_hop_so_its_final_context_is_the_memory(
     llm = ScriptedLLM(
         [COMPARE_PLAN, step({"q1": "1936", "q2": "1961"}, "Ann Lee 1936; Tom Ford 1961."), SUFFICIENT, "Ann Lee"]
     )
-    answer_logic(COMPARE_Q, FakeKB(CORPUS), llm)
+    answer_logic(COMPARE_Q, corpus_kb(), llm)
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "Ann Lee 1936; Tom Ford 1961." in final and "Manchester" not in final
 
 
 def test_sampling_without_replacement_excludes_earlier_chunks():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"])
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm)
     first = node(ans, "q1")["chunk_ids"]
     assert kb.searches[1]["exclude"] == first
@@ -473,7 +452,7 @@ def test_sampling_without_replacement_excludes_earlier_chunks():
 
 def test_with_replacement_allows_repeats():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"])
-    kb = FakeKB(CORPUS)
+    kb = corpus_kb()
     ans = answer_logic(CHAIN_Q, kb, llm, LogicConfig(without_replacement=False))
     assert kb.searches[1]["exclude"] == []
     assert set(node(ans, "q1")["chunk_ids"]) & set(node(ans, "q2")["chunk_ids"])  # c1/c2 come back
@@ -481,20 +460,20 @@ def test_with_replacement_allows_repeats():
 
 def test_reflection_off_makes_no_reflection_call():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), "1946"])
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm, LogicConfig(reflection=False))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(reflection=False))
     assert not any(p.startswith("reflect") for p in purposes(ans)) and ans.trace["reflection"] == []
 
 
 def test_malformed_reflection_is_flagged_not_silently_sufficient():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), "nope", "nope", "1946"])
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     assert any("reflection output malformed" in f for f in ans.flags) and ans.text == "1946"
 
 
 @pytest.mark.parametrize("q", ["", "   \n\t"])
 def test_empty_question_is_rejected(q):
     with pytest.raises(BadQuestionError):
-        answer_logic(q, FakeKB(CORPUS), ScriptedLLM([]))
+        answer_logic(q, corpus_kb(), ScriptedLLM([]))
 
 
 def test_config_documents_every_field():
@@ -535,7 +514,7 @@ def test_mermaid_shows_nodes_edges_and_answer():
             "December 18, 1946",
         ]
     )
-    ans = answer_logic(CHAIN_Q, FakeKB(CORPUS), llm)
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
     mm = trace_to_mermaid(ans.trace)
     assert mm.startswith("flowchart TD")
     assert "q1 --> q2" in mm and "When was Steven Spielberg born?" in mm and "→ December 18, 1946" in mm

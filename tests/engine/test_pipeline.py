@@ -10,70 +10,20 @@ import pytest
 
 import engine.routes.logic.solve as logic_mod
 from engine.base.errors import BadQuestionError, LogicRouteError
-from engine.base.types import Answer, Completion, RetrievedChunk, Usage
+from engine.base.types import Answer, Completion, Usage
 from engine.llm.base import call_llm
 from engine.pipeline import Budget, RoutedRAG
 from engine.routes.common import looks_unanswered
-from hierarchy.documents import Chunk
-from tests.fakes import ScriptedLLM
+from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 
 # ---------------------------------------------------------------- fakes shared with test_benchmark
 
 
-class FakeKB:
-    """Word-overlap retrieval over a handful of chunks; enough for the chunk route."""
-
-    def __init__(self, texts: dict[str, str] | None = None):
-        texts = texts or {
-            "Curie": "Marie Curie was born in Warsaw in 1867.",
-            "Nolan": "Christopher Nolan was born on 30 July 1970.",
-            "Inception": "Inception is a 2010 film directed by Christopher Nolan.",
-        }
-        self.chunks = {
-            f"c{i}": Chunk(f"c{i}", f"d{i}", title, text, 0) for i, (title, text) in enumerate(texts.items())
-        }
-        self.chunk_ids = list(self.chunks)
-        self.embedder = None
-        self.searches = 0
-
-    def __len__(self) -> int:
-        return len(self.chunks)
-
-    def search(self, query, k=3, exclude=()):
-        self.searches += 1
-        words = set(str(query).lower().split())
-        scored = [
-            (len(words & set((c.title + " " + c.text).lower().split())), c)
-            for c in self.chunks.values()
-            if c.id not in exclude
-        ]
-        scored.sort(key=lambda t: -t[0])
-        return [RetrievedChunk(c.id, c.doc_id, c.title, c.text, float(s)) for s, c in scored[:k]]
-
-
-class FakeRouter:
-    """P(logic) high for questions with 'director' or 'first', P(summary) for 'overview'.
-    A question may also carry an explicit P(logic) as '[p=0.7]'. Counts batches."""
-
-    routes = ("chunk", "summary", "logic")
-
-    def __init__(self):
-        self.batches: list[list[str]] = []
-
-    def probs(self, questions):
-        self.batches.append(list(questions))
-        out = []
-        for q in questions:
-            if "[p=" in q:
-                p = float(q.split("[p=")[1].split("]")[0])
-                out.append({"chunk": (1 - p) * 0.7, "summary": (1 - p) * 0.3, "logic": p})
-            elif "director" in q or "first" in q:
-                out.append({"chunk": 0.2, "summary": 0.1, "logic": 0.7})
-            elif "overview" in q:
-                out.append({"chunk": 0.2, "summary": 0.6, "logic": 0.2})
-            else:
-                out.append({"chunk": 0.7, "summary": 0.2, "logic": 0.1})
-        return out
+PASSAGES = {
+    "Curie": "Marie Curie was born in Warsaw in 1867.",
+    "Nolan": "Christopher Nolan was born on 30 July 1970.",
+    "Inception": "Inception is a 2010 film directed by Christopher Nolan.",
+}
 
 
 def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
@@ -95,7 +45,7 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
 
 
 def make_rag(llm, **kw) -> RoutedRAG:
-    return RoutedRAG(kb=FakeKB(), llm=llm, router=kw.pop("router", FakeRouter()), **kw)
+    return RoutedRAG(kb=WordOverlapKB.titled(PASSAGES), llm=llm, router=kw.pop("router", FakeRouter()), **kw)
 
 
 # ---------------------------------------------------------------- single answers

@@ -13,13 +13,13 @@ from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.update import build_layers
-from tests.fakes import ScriptedLLM
-from tests.hierarchy.test_layers import TOPICS, BowEmbedder, make_docs
+from tests.fakes import HashedBowEmbedder, ScriptedLLM
+from tests.hierarchy.test_layers import TOPICS, make_docs
 
 
 @pytest.fixture
 def kb(tmp_path):
-    kb = KnowledgeBase.create(tmp_path / "kb", BowEmbedder(), chunk_words=200, overlap_words=0)
+    kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(dim=128), chunk_words=200, overlap_words=0)
     kb.add(make_docs(), show_progress=False)
     build_layers(kb, show_progress=False, cluster_size=4)
     return kb
@@ -30,7 +30,7 @@ def words(chunks) -> int:
 
 
 def test_missing_layers_say_how_to_build_them(tmp_path):
-    kb = KnowledgeBase.create(tmp_path / "kb", BowEmbedder())
+    kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(dim=128))
     kb.add(make_docs(1), show_progress=False)
     with pytest.raises(KBError, match="--summaries extractive"):
         answer_summary("What about the river?", kb, ScriptedLLM(["x"]))
@@ -114,7 +114,7 @@ def test_route_sees_added_documents_and_forgets_deleted(kb):
 
 
 def test_single_node_corpus(tmp_path):
-    kb = KnowledgeBase.create(tmp_path / "kb", BowEmbedder())
+    kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(dim=128))
     kb.add(make_docs(1, {"film": TOPICS["film"]}), show_progress=False)
     build_layers(kb, show_progress=False)
     ans = answer_summary("Who directed the film?", kb, ScriptedLLM(["Nolan"]))

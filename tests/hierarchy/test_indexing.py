@@ -11,12 +11,13 @@ import hierarchy.indexing as indexing
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import LAYERS_DIR, KnowledgeBase
-from tests.hierarchy.test_kb import DOCS, FakeEmbedder
+from tests.fakes import HashedBowEmbedder
+from tests.hierarchy.test_kb import DOCS
 
 
 @pytest.fixture
 def kb(tmp_path) -> KnowledgeBase:
-    kb = KnowledgeBase.create(tmp_path / "kb", FakeEmbedder(), chunk_words=30, overlap_words=5)
+    kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(), chunk_words=30, overlap_words=5)
     kb.add(DOCS, show_progress=False)
     return kb
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -18,29 +17,7 @@ from engine.base.files import atomic_write_bytes, atomic_write_json, atomic_writ
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import LAYERS_DIR, MANIFEST, KnowledgeBase
-
-
-class FakeEmbedder:
-    """Hashed bag of words, L2-normalized; records every text it encodes."""
-
-    def __init__(self, id: str = "fake-bow", dim: int = 64):
-        self.id, self.dim = id, dim
-        self.calls: list[list[str]] = []
-
-    @property
-    def encoded(self) -> list[str]:
-        return [t for c in self.calls for t in c]
-
-    def encode(self, texts, show_progress=False):
-        texts = [texts] if isinstance(texts, str) else list(texts)
-        self.calls.append(texts)
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in t.lower().replace(".", " ").replace("?", " ").split():
-                out[i, zlib.crc32(w.encode()) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(n, 1e-9)
-
+from tests.fakes import HashedBowEmbedder
 
 DOCS = [
     Document("paris", "Paris", "Paris is the capital of France and sits on the Seine."),
@@ -52,8 +29,8 @@ DOCS = [
 
 
 @pytest.fixture
-def emb() -> FakeEmbedder:
-    return FakeEmbedder()
+def emb() -> HashedBowEmbedder:
+    return HashedBowEmbedder()
 
 
 @pytest.fixture
@@ -207,12 +184,12 @@ def test_files_changed_behind_the_manifest(kb, emb):
 
 
 def test_embedder_mismatch(kb):
-    other = FakeEmbedder(id="other-model")
+    other = HashedBowEmbedder(id="other-model")
     with pytest.raises(EmbedderMismatchError) as e:
         KnowledgeBase.open(kb.path, other)
     assert "fake-bow" in str(e.value) and "other-model" in str(e.value)
     with pytest.raises(EmbedderMismatchError):
-        KnowledgeBase.open(kb.path, FakeEmbedder(dim=32))
+        KnowledgeBase.open(kb.path, HashedBowEmbedder(dim=32))
 
 
 # -- crash safety ----------------------------------------------------------------------------

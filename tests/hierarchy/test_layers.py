@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import zlib
 
 import numpy as np
 import pytest
@@ -22,27 +21,7 @@ from hierarchy.layers.persist import META, layers_dir, load_layers
 from hierarchy.layers.tree import LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_from_structure
 from hierarchy.layers.update import build_layers
 from hierarchy.summarize import extractive_batch, mmr_select, render_units, rendered_words, split_sentences
-from tests.fakes import ScriptedLLM
-
-
-class BowEmbedder:
-    """Hashed bag of words, L2-normalized; counts the texts it encodes."""
-
-    id = "fake-bow"
-    dim = 128
-
-    def __init__(self) -> None:
-        self.encoded = 0
-
-    def encode(self, texts, show_progress=False):
-        texts = [texts] if isinstance(texts, str) else list(texts)
-        self.encoded += len(texts)
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in t.lower().replace(".", " ").replace(",", " ").replace(":", " ").split():
-                out[i, zlib.crc32(w.encode()) % self.dim] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-
+from tests.fakes import HashedBowEmbedder, ScriptedLLM
 
 TOPICS = {
     "river": "river water delta basin flood bank",
@@ -74,7 +53,7 @@ def make_docs(n_per_topic: int = 6, topics=TOPICS, seed: int = 0, prefix: str = 
 
 @pytest.fixture
 def kb(tmp_path):
-    kb = KnowledgeBase.create(tmp_path / "kb", BowEmbedder(), chunk_words=200, overlap_words=0)
+    kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(dim=128), chunk_words=200, overlap_words=0)
     kb.add(make_docs(), show_progress=False)
     return kb
 
@@ -125,7 +104,7 @@ def test_split_sentences_keeps_abbreviations_and_initials():
 
 
 def test_extractive_respects_budget_and_avoids_repeats():
-    emb = BowEmbedder()
+    emb = HashedBowEmbedder(dim=128)
     rep = "The river delta had 40 floods in 1931."
     passages = [
         ("Nile", f"{rep} The river basin holds 300 villages. {rep}"),
@@ -144,7 +123,7 @@ def test_extractive_respects_budget_and_avoids_repeats():
 
 
 def test_extractive_near_duplicates_skipped_and_long_sentence_truncated():
-    emb = BowEmbedder()
+    emb = HashedBowEmbedder(dim=128)
     units = [
         ["", "alpha beta gamma delta epsilon one."],
         ["", "alpha beta gamma delta epsilon two."],
@@ -197,7 +176,7 @@ def test_build_tree_invariants_cost_and_persistence(kb):
     assert m["summaries"]["levels"] == layers.top and m["summaries"]["build"]["seconds"] >= 0
     # Reopen from disk in a fresh KB object and a cold cache: same tree.
     persist._CACHE.clear()
-    kb2 = KnowledgeBase.open(kb.path, BowEmbedder())
+    kb2 = KnowledgeBase.open(kb.path, HashedBowEmbedder(dim=128))
     again = load_layers(kb2)
     assert_same(layers, again)
     assert load_layers(kb2) is again  # cached per generation
@@ -213,13 +192,13 @@ def test_build_matches_rebuild_from_its_own_structure(kb):
 
 
 def test_small_corpus_single_node_and_empty_kb(tmp_path):
-    kb = KnowledgeBase.create(tmp_path / "small", BowEmbedder())
+    kb = KnowledgeBase.create(tmp_path / "small", HashedBowEmbedder(dim=128))
     kb.add(make_docs(1, {"river": TOPICS["river"], "film": TOPICS["film"]}), show_progress=False)
     build_layers(kb, show_progress=False)
     layers = load_layers(kb)
     assert layers.top == 1 and len(layers.levels[0]) == 1
     check_tree(kb, layers)
-    empty = KnowledgeBase.create(tmp_path / "empty", BowEmbedder())
+    empty = KnowledgeBase.create(tmp_path / "empty", HashedBowEmbedder(dim=128))
     cost = build_layers(empty, show_progress=False)
     assert cost["nodes_per_level"] == [] and load_layers(empty).top == 0
     add_documents(empty, make_docs(1), show_progress=False)  # the update builds properly on first content
@@ -243,8 +222,6 @@ def test_add_goes_incremental_and_equals_rebuild_over_same_tree(kb):
             "Qubits photons superposition entangle decoheres.",
         )
     ]
-    emb = kb.embedder
-    emb.encoded = 0
     add_documents(kb, new, show_progress=False)
     after = load_layers(kb)
     check_tree(kb, after)
@@ -329,7 +306,7 @@ def test_inconsistent_files_are_reported(kb):
 
 
 def test_cluster_without_usable_sentences_still_gets_a_summary():
-    emb = BowEmbedder()
+    emb = HashedBowEmbedder(dim=128)
     passages = [("T", "fragment only"), ("T", "lowercase start of a sentence that was cut")]
     units = extractive_batch([(passages, emb.encode(["fragment"])[0])], emb.encode, 5)[0]
     assert units and rendered_words(units) <= 5

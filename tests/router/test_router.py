@@ -4,7 +4,6 @@ checkpoints, and the CLI commands on tiny data (a tiny hashed embedder, no MiniL
 from __future__ import annotations
 
 import json
-import zlib
 
 import numpy as np
 import pytest
@@ -16,23 +15,11 @@ from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_
 from router.features import ALL_FEATURES, build_inputs, cheap_features, feature_dim, normalize_question
 from router.model import RouterConfig, RouterMLP, anneal_tau, gumbel_routing_loss
 from router.policy import Policy, achieved_share, calibrate_share, decide, share_for_budget
+from tests.fakes import HashedBowEmbedder
 
 
-class TinyEmbedder:
-    """Hashed bag of words, L2-normalized, 16 dims."""
-
-    def __init__(self, id: str = "tiny-bow", dim: int = 16):
-        self.id, self.dim = id, dim
-        self.encoded = 0
-
-    def encode(self, texts, show_progress=False):
-        texts = [texts] if isinstance(texts, str) else list(texts)
-        self.encoded += len(texts)
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in t.lower().replace("?", " ").replace(",", " ").split():
-                out[i, zlib.crc32(w.encode()) % self.dim] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+def tiny_embedder(id: str = "tiny-bow", dim: int = 16) -> HashedBowEmbedder:
+    return HashedBowEmbedder(id, dim)
 
 
 ROUTES = ("chunk", "logic")
@@ -63,7 +50,7 @@ def test_features_are_cheap_and_sensible():
     comparison = ALL_FEATURES.index("comparison")
     assert q[0, -1] == 1.0 and q[1, -1] == 0.0, comparison
     assert normalize_question("  Who   is\tX? ") == "Who is X?"
-    x = build_inputs(["Who is X?"], TinyEmbedder(), ALL_FEATURES)
+    x = build_inputs(["Who is X?"], tiny_embedder(), ALL_FEATURES)
     assert x.shape == (1, 16 + feature_dim(ALL_FEATURES))
     with pytest.raises(ValueError):
         cheap_features(["x"], ("nope",))
@@ -131,7 +118,7 @@ def test_inference_is_deterministic_eval_mode_no_noise():
     with torch.no_grad():
         np.testing.assert_allclose(p1, torch.softmax(m(torch.from_numpy(x)), -1).numpy(), rtol=1e-6)
     np.testing.assert_allclose(p1.sum(1), 1.0, rtol=1e-5)
-    router = Router(m, {"embedder": {"id": "tiny-bow", "dim": 16}}, TinyEmbedder())
+    router = Router(m, {"embedder": {"id": "tiny-bow", "dim": 16}}, tiny_embedder())
     qs = ["Who directed Inception?", "Which is older, the Nile or the Amazon?"]
     a, b = router.probs(qs), router.probs(qs)
     assert a == b and list(a[0]) == list(ROUTES)
@@ -181,15 +168,15 @@ def test_checkpoint_save_load_and_embedder_mismatch(tmp_path):
     np.testing.assert_array_equal(m.predict_proba(x), m2.predict_proba(x))
     assert card2["config"]["hidden"] == [8, 4]
 
-    r = load_router(path, embedder=TinyEmbedder())
+    r = load_router(path, embedder=tiny_embedder())
     assert r.routes == ROUTES
     with pytest.raises(CheckpointError) as e:
-        load_router(path, embedder=TinyEmbedder(id="other-model"))
+        load_router(path, embedder=tiny_embedder(id="other-model"))
     assert "tiny-bow" in str(e.value) and "other-model" in str(e.value)
     with pytest.raises(CheckpointError, match="dim"):
-        load_router(path, embedder=TinyEmbedder(dim=32))
+        load_router(path, embedder=tiny_embedder(dim=32))
     with pytest.raises(CheckpointError, match="not found"):
-        load_router(tmp_path / "missing.ckpt", embedder=TinyEmbedder())
+        load_router(tmp_path / "missing.ckpt", embedder=tiny_embedder())
     (tmp_path / "junk.ckpt").write_bytes(b"\x80\x04not a checkpoint")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path / "junk.ckpt")
@@ -263,11 +250,12 @@ def tiny_data(tmp_path):
 
 def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     from engine.cli import route
-    from training.cmd_router import COMMANDS, calibrate, eval_router, label, train
+    from training.cmd_eval import calibrate, eval_router
+    from training.cmd_label import label
+    from training.cmd_train import train
 
-    assert [c.name for c in COMMANDS] == ["label", "train", "calibrate", "eval-router"]
     assert set(train.commands) == {"generalist", "specialist"}
-    emb = TinyEmbedder()
+    emb = tiny_embedder()
     run = CliRunner()
     obj = {"embedder": emb}
 
@@ -362,7 +350,7 @@ def test_cli_errors_are_clean(tmp_path, tiny_data):
 
     run = CliRunner()
     res = run.invoke(
-        main, ["route", "Who?", "--checkpoint", str(tmp_path / "nope.ckpt")], obj={"embedder": TinyEmbedder()}
+        main, ["route", "Who?", "--checkpoint", str(tmp_path / "nope.ckpt")], obj={"embedder": tiny_embedder()}
     )
     assert res.exit_code == 2 and "not found" in res.output
     res = run.invoke(
@@ -379,7 +367,7 @@ def test_cli_errors_are_clean(tmp_path, tiny_data):
             "--routes",
             "chunk,logic",
         ],
-        obj={"embedder": TinyEmbedder()},
+        obj={"embedder": tiny_embedder()},
     )
     assert res.exit_code == 2 and "--build-kb" in res.output
 
@@ -399,13 +387,14 @@ def test_training_is_seeded_and_deterministic(tmp_path):
         rows.append(make_row(qq, {"chunk": 0.5 if multi else 1.0, "logic": 1.0}, costs, cfg, index=i))
     path = tmp_path / "l.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from training.train import TrainConfig, train_generalist
+    from training.fit import TrainConfig
+    from training.train import train_generalist
 
     tc = TrainConfig(hidden=(8, 4), max_epochs=3, batch_size=8)
     probs = []
     for name in ("a.ckpt", "b.ckpt"):
-        train_generalist([path], tmp_path / name, tc, embedder=TinyEmbedder())
-        r = load_router(tmp_path / name, embedder=TinyEmbedder())
+        train_generalist([path], tmp_path / name, tc, embedder=tiny_embedder())
+        r = load_router(tmp_path / name, embedder=tiny_embedder())
         probs.append(r.probs_array([row["question"] for row in rows]))
     np.testing.assert_array_equal(probs[0], probs[1])
 

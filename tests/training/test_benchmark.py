@@ -14,8 +14,8 @@ from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.cli import main
 from engine.pipeline import RoutedRAG
-from tests.engine.test_pipeline import FakeKB, FakeRouter
-from tests.fakes import ScriptedLLM
+from tests.engine.test_pipeline import PASSAGES
+from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from training.bench_data import BenchConfig
 from training.benchmark import RESULTS_FILE, run_benchmark
 from training.jsonl_store import JsonlStore
@@ -104,7 +104,7 @@ def run(tmp_path, files, llm=None, **kw):
         make_cfg(tmp_path, files, **kw),
         llm=llm,
         router=router,
-        make_kb=lambda path, passages, show_progress=True: FakeKB({p.title: p.text for p in passages}),
+        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled({p.title: p.text for p in passages}),
         rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router),
         echo=lambda s: None,
     )
@@ -228,7 +228,7 @@ def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_
         make_cfg(tmp_path, files),
         llm=llm,
         router=FakeRouter(),
-        make_kb=lambda path, passages, show_progress=True: FakeKB({p.title: p.text for p in passages}),
+        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled({p.title: p.text for p in passages}),
         rag_factory=lambda kb: LastHopChunksRAG(kb=kb, llm=llm, router=FakeRouter()),
         echo=lambda s: None,
     )
@@ -252,7 +252,7 @@ def test_fixed_routes_subset_and_errors(tmp_path):
         make_cfg(tmp_path, files, routes=("chunk", "logic")),
         llm=llm,
         router=router,
-        make_kb=lambda path, passages, show_progress=True: FakeKB(),
+        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled(PASSAGES),
         rag_factory=lambda kb: Failing(kb=kb, llm=llm, router=router),
         echo=lambda s: None,
     )
@@ -328,7 +328,7 @@ def test_overlap_with_the_router_training_labels_is_reported(tmp_path):
         make_cfg(tmp_path, files),
         llm=llm,
         router=router,
-        make_kb=lambda path, passages, show_progress=True: FakeKB(),
+        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled(PASSAGES),
         rag_factory=lambda kb: ScriptRAG(kb=kb, llm=llm, router=router),
         echo=lambda s: None,
     )
@@ -341,7 +341,7 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
 
     def make_kb(path, passages, show_progress=True):
         seen[Path(path).name] = sorted(p.title for p in passages)
-        return FakeKB({p.title: p.text for p in passages})
+        return WordOverlapKB.titled({p.title: p.text for p in passages})
 
     llm = ScriptedLLM(rules={"Question:": llm_router_reply})
     router = FakeRouter()
@@ -361,7 +361,8 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
 
 
 def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
-    from training.bench_summary import PUBLISHED, main
+    from training.bench_summary import main
+    from training.bench_summary_build import PUBLISHED
 
     step = {"total_tokens": 0, "seconds": 120.0, "cpu_seconds": 90.0}
     (tmp_path / "build.json").write_text(

@@ -11,31 +11,11 @@ import pytest
 from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, RetrievedChunk, Usage
 from hierarchy.datasets import Question
+from hierarchy.documents import Chunk
+from tests.fakes import WordOverlapKB
 from training.label_arrays import oracle_indices, stratified_split, target_matrix
 from training.label_scorers import LabelConfig, context_of, logic_proxy_context, score_answer, support_score
 from training.labels import label_questions, make_row, oracle_route, preference, read_labels
-
-
-class WordKB:
-    """Word-overlap search over one chunk per document; honours `exclude`."""
-
-    def __init__(self, docs: dict[str, tuple[str, str]]):
-        self.docs = docs
-        self.doc_ids = list(docs)
-        self.searches: list[tuple[str, set]] = []
-
-    def search(self, query, k=3, exclude=()):
-        self.searches.append((query, set(exclude)))
-        words = set(query.lower().replace("?", "").replace(",", "").split())
-        scored = []
-        for i, (doc, (title, text)) in enumerate(self.docs.items()):
-            if f"{doc}#0" in exclude:
-                continue
-            s = len(words & set((title + " " + text).lower().replace(".", "").split()))
-            scored.append((s, -i, RetrievedChunk(f"{doc}#0", doc, title, text, float(s))))
-        scored.sort(key=lambda t: (-t[0], -t[1]))
-        return [c for _, _, c in scored[:k]]
-
 
 DOCS = {
     "inception": ("Inception", "Inception is a 2010 film directed by Christopher Nolan."),
@@ -43,6 +23,7 @@ DOCS = {
     "paris": ("Paris", "Paris is the capital of France."),
     "nile": ("Nile", "The Nile is a river in Africa."),
 }
+DOC_CHUNKS = [Chunk(f"{doc}#0", doc, title, text, 0) for doc, (title, text) in DOCS.items()]  # one per document
 
 
 def q(i, text, answers, supporting=(), dataset="toy"):
@@ -109,12 +90,11 @@ def test_stratified_split_is_deterministic_and_covers_strata():
 
 
 def test_retrieval_contexts_and_support_score():
-    kb = WordKB(DOCS)
+    kb = WordOverlapKB(DOC_CHUNKS)
     ctx = logic_proxy_context("Where was the director of Inception born?", kb, k=1)
-    first_q, first_ex = kb.searches[0]
-    second_q, second_ex = kb.searches[1]
-    assert first_ex == set() and second_ex == {ctx[0].chunk_id}  # sampling without replacement
-    assert "Christopher Nolan" in second_q  # second hop carries the first hit's entities (the bridge)
+    first, second = kb.searches[:2]
+    assert first["exclude"] == [] and second["exclude"] == [ctx[0].chunk_id]  # sampling without replacement
+    assert "Christopher Nolan" in second["query"]  # second hop carries the first hit's entities (the bridge)
     assert len({c.chunk_id for c in ctx}) == 2
     ids, text, n = context_of(ctx)
     assert sorted(ids) == ["inception", "nolan"] and n == 2
@@ -139,13 +119,37 @@ def test_answer_scorer_books_cost_and_failures():
     assert "decomposition failed" in extra["errors"]["logic"]
 
 
+def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_oracle():
+    ran = []
+
+    def runner(route, question, kb, llm, k):
+        ran.append(route)
+        text = {"chunk": "Paris", "summary": "Paris", "logic": "Lyon"}[route] if question == QUESTIONS[1].text else "x"
+        return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=100), trace={})
+
+    full = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted")
+    cascade = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", stop_score=1.0)
+
+    scores, costs, extra = score_answer(QUESTIONS[1], None, object(), cascade, runner)
+    assert ran == ["chunk"] and extra["skipped"] == ["summary", "logic"]
+    assert scores == {"chunk": 1.0, "summary": 1.0, "logic": 1.0}  # the upper bound a skipped route could reach
+    assert costs["logic"]["skipped"] and "tokens" not in costs["logic"]
+    cascade_row = make_row(QUESTIONS[1], scores, costs, cascade)
+    full_row = make_row(QUESTIONS[1], *score_answer(QUESTIONS[1], None, object(), full, runner)[:2], full)
+    assert cascade_row["oracle"] == full_row["oracle"] == "chunk"
+
+    ran.clear()  # an imperfect cheap answer runs every route
+    score_answer(QUESTIONS[0], None, object(), cascade, runner)
+    assert ran == ["chunk", "summary", "logic"]
+
+
 # ---------------------------------------------------------------- the label file
 
 
 def test_label_file_round_trip(tmp_path):
     out = tmp_path / "labels.jsonl"
     cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"), k=1)
-    res = label_questions(QUESTIONS, WordKB(DOCS), out, cfg, progress=False)
+    res = label_questions(QUESTIONS, WordOverlapKB(DOC_CHUNKS), out, cfg, progress=False)
     assert res == {"written": 4, "skipped": 0, "all_zero": 1, "out": str(out)}
     rows = read_labels(out)
     assert [r["id"] for r in rows] == ["q0", "q1", "q2", "q3"]
@@ -161,27 +165,31 @@ def test_resume_after_interruption_has_no_duplicates(tmp_path):
     out = tmp_path / "labels.jsonl"
     cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"), k=1)
 
-    class Interrupting(WordKB):
+    class Interrupting(WordOverlapKB):
         def search(self, query, k=3, exclude=()):
             if len(self.searches) >= 6:  # 2 questions x 3 searches, then Ctrl-C
                 raise KeyboardInterrupt
             return super().search(query, k, exclude)
 
     with pytest.raises(KeyboardInterrupt):
-        label_questions(QUESTIONS, Interrupting(DOCS), out, cfg, progress=False)
+        label_questions(QUESTIONS, Interrupting(DOC_CHUNKS), out, cfg, progress=False)
     assert len(read_labels(out)) == 2
     with open(out, "a") as f:  # a torn row, as if killed mid-write
         f.write('{"id": "q2", "dataset": "to')
     assert len(read_labels(out)) == 2
-    res = label_questions(QUESTIONS, WordKB(DOCS), out, cfg, progress=False)
+    res = label_questions(QUESTIONS, WordOverlapKB(DOC_CHUNKS), out, cfg, progress=False)
     assert res["written"] == 2 and res["skipped"] == 2
     ids = [r["id"] for r in read_labels(out)]
     assert ids == ["q0", "q1", "q2", "q3"]
-    assert label_questions(QUESTIONS, WordKB(DOCS), out, cfg, progress=False)["written"] == 0
+    assert label_questions(QUESTIONS, WordOverlapKB(DOC_CHUNKS), out, cfg, progress=False)["written"] == 0
     # a different kind of label cannot be appended to this file
     with pytest.raises(LogicRouteError, match="another --out"):
         label_questions(
-            QUESTIONS, WordKB(DOCS), out, LabelConfig(scorer="retrieval", routes=("chunk", "summary")), progress=False
+            QUESTIONS,
+            WordOverlapKB(DOC_CHUNKS),
+            out,
+            LabelConfig(scorer="retrieval", routes=("chunk", "summary")),
+            progress=False,
         )
 
 
@@ -195,7 +203,7 @@ def test_malformed_middle_row_is_an_error(tmp_path):
 
 
 def test_kb_built_from_other_data_is_refused(tmp_path):
-    kb = WordKB({"x": ("X", "unrelated")})
+    kb = WordOverlapKB([Chunk("x#0", "x", "X", "unrelated", 0)])
     with pytest.raises(LogicRouteError, match="supporting passages"):
         label_questions(
             QUESTIONS,
@@ -207,14 +215,7 @@ def test_kb_built_from_other_data_is_refused(tmp_path):
 
 
 def test_summary_context_credit_for_quoted_sentences():
-    from types import SimpleNamespace
-
-    class KBWithChunks(WordKB):
-        def chunks_of(self, doc_id):
-            title, text = self.docs[doc_id]
-            return [SimpleNamespace(id=f"{doc_id}#0", doc_id=doc_id, title=title, text=text)]
-
-    kb = KBWithChunks(DOCS)
+    kb = WordOverlapKB(DOC_CHUNKS)
     summary = RetrievedChunk(
         "n1",
         "",

@@ -1,22 +1,22 @@
 """The logic route's solving: the DAG rank by rank with one retrieval and one structured call
-per rank, the rolling memory, self-reflection and the final answer (steps 3-8 of the package
-docstring). `answer_logic` answers one question; `run` is the route registry's entry.
+per rank, the rolling memory and self-reflection (steps 3-7 of the package docstring), then the
+final answer (final_answer.py). `answer_logic` answers one question; `run` is the route
+registry's entry.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 from typing import TYPE_CHECKING
 
 from engine import prompts as P
 from engine.base.errors import LLMError, StructuredOutputError
-from engine.base.types import Answer, RetrievedChunk, Usage
-from engine.llm.base import LLM, Stopwatch, call_llm, flag
-from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
-from engine.routes.common import check_question, says_unknown
-from engine.routes.logic.compare import comparison_hint
+from engine.base.types import Answer, Usage
+from engine.llm.base import LLM, Stopwatch, flag
+from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
+from engine.routes.logic.final_answer import final_answer
 from engine.routes.logic.plan import (
     SubQuestion,
     add_nodes,
@@ -33,6 +33,14 @@ from engine.routes.logic.plan import (
     substitute,
     topological_ranks,
 )
+from engine.routes.logic.state import (
+    SolveState,
+    budgeted_call,
+    known_answer,
+    nodes_in_order,
+    retrieve,
+    unique_chunks,
+)
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -40,24 +48,6 @@ if TYPE_CHECKING:
 REWRITE_MAX_TOKENS = 48
 REFLECT_MAX_TOKENS = 160
 MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop for runaway plans
-
-
-@dataclass
-class _State:
-    """Everything one question's solving reads and writes."""
-
-    question: str
-    kb: object
-    llm: LLM
-    cfg: LogicConfig
-    usage: Usage
-    trace: dict
-    watch: Stopwatch
-    nodes: dict[str, SubQuestion] = field(default_factory=dict)
-    memory: str = ""
-    raw: list[RetrievedChunk] = field(default_factory=list)  # every chunk retrieved, in order
-    seen: list[str] = field(default_factory=list)  # chunk ids retrieved so far (exclusion list)
-    rounds: int = 0  # retrieval rounds
 
 
 def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None) -> Answer:
@@ -79,9 +69,9 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
         "memory": [],
         "reflection": [],
     }
-    st = _State(q, kb, llm, cfg, usage, trace, watch)
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch)
     try:
-        plan = decompose(st.question, partial(_call, st), st.trace)
+        plan = decompose(st.question, partial(budgeted_call, st), st.trace)
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
@@ -93,7 +83,7 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
             trace["single_hop"] = single
             n = plan[0]
             n.rewritten = n.query = st.question
-            n.chunk_ids = [c.chunk_id for c in _retrieve(st, st.question, cfg.k)]
+            n.chunk_ids = [c.chunk_id for c in retrieve(st, st.question, cfg.k)]
             st.trace["steps"].append(
                 {"nodes": [n.id], "rank": 0, "query": st.question, "k": cfg.k, "chunk_ids": n.chunk_ids}
             )
@@ -105,7 +95,7 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
         flag(trace, f"{e}: answered from the memory so far")
     except LLMError as e:  # mid-DAG failure of the backend: keep what was found
         flag(trace, f"LLM error mid-DAG ({e}): answered from the memory so far")
-    text = _final_answer(st)
+    text = final_answer(st)
     for n in st.nodes.values():
         if (n.origin == "fallback" or trace.get("single_hop")) and n.answer is None:
             n.answer = text
@@ -121,32 +111,10 @@ def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_confi
     return answer_logic(question, kb, llm, logic_config or LogicConfig(k=k))
 
 
-# ---------------------------------------------------------------- budget + calls
-
-
-def _call(
-    st: _State, messages: list[dict], *, purpose: str, schema: dict | None = None, max_tokens: int, final: bool = False
-):
-    """call_llm behind the per-question budget. Non-final calls keep one call in reserve for
-    the final answer, so a budget stop still answers."""
-    cfg, u = st.cfg, st.usage
-    if not final:
-        if u.llm_calls + 2 > cfg.max_llm_calls:
-            raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}/{cfg.max_llm_calls})")
-        est = int(sum(len(m["content"].split()) for m in messages) / 0.75)
-        if u.prompt_tokens + est > cfg.max_prompt_tokens:
-            raise BudgetExhausted(
-                f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})"
-            )
-        if st.watch.elapsed() > cfg.max_seconds:
-            raise BudgetExhausted(f"budget exhausted ({st.watch.elapsed():.0f}s > {cfg.max_seconds}s)")
-    return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
-
-
 # ---------------------------------------------------------------- solving
 
 
-def _solve_pending(st: _State) -> None:
+def _solve_pending(st: SolveState) -> None:
     """Solve every unanswered node, rank by rank (parents always come first)."""
     g = build_graph(list(st.nodes.values()))
     ranks = topological_ranks(g)
@@ -161,7 +129,7 @@ def _solve_pending(st: _State) -> None:
                 _solve_group(st, [st.nodes[i]])
 
 
-def _rewrite(st: _State, n: SubQuestion, g) -> None:
+def _rewrite(st: SolveState, n: SubQuestion, g) -> None:
     """Context-aware retrieval: put the parents' answers into the question before searching."""
     parents = sorted(g.predecessors(n.id), key=id_order_key)
     if not parents:
@@ -172,7 +140,7 @@ def _rewrite(st: _State, n: SubQuestion, g) -> None:
     if refs:
         # an unknown parent answer is replaced by what it asked for: better retrieval than "unknown"
         values = {
-            i: _known(st.nodes[i]) or (st.nodes[i].rewritten or st.nodes[i].question).rstrip("?")
+            i: known_answer(st.nodes[i]) or (st.nodes[i].rewritten or st.nodes[i].question).rstrip("?")
             for i in refs
             if i in st.nodes
         }
@@ -182,7 +150,7 @@ def _rewrite(st: _State, n: SubQuestion, g) -> None:
     # a parent used without a placeholder ("When was the director born?"): ask the model
     facts = [(st.nodes[p].rewritten or st.nodes[p].question, answers[p]) for p in parents]
     try:
-        c = _call(
+        c = budgeted_call(
             st,
             P.rewrite_messages(n.rewritten or n.question, facts),
             purpose=f"rewrite {n.id}",
@@ -199,24 +167,13 @@ def _rewrite(st: _State, n: SubQuestion, g) -> None:
     n.rewritten, n.rewrite = text, "llm"
 
 
-def _retrieve(st: _State, query: str, k: int) -> list[RetrievedChunk]:
-    exclude = list(st.seen) if st.cfg.without_replacement else []
-    chunks = list(st.kb.search(query, k=k, exclude=exclude))
-    st.rounds += 1
-    for c in chunks:
-        st.raw.append(c)
-        if c.chunk_id not in st.seen:
-            st.seen.append(c.chunk_id)
-    return chunks
-
-
-def _solve_group(st: _State, group: list[SubQuestion]) -> None:
+def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     """One retrieval and one structured call for a group of same-rank sub-questions."""
     cfg = st.cfg
     texts = [n.rewritten or n.question for n in group]
     query = " ".join(texts)
     k = cfg.k * len(group)
-    chunks = _retrieve(st, query, k)
+    chunks = retrieve(st, query, k)
     for n in group:
         n.query = query
         n.chunk_ids = [c.chunk_id for c in chunks]
@@ -233,13 +190,13 @@ def _solve_group(st: _State, group: list[SubQuestion]) -> None:
         passages = P.format_passages(chunks)
         notes = st.memory
     else:  # raw chunks concatenated: everything retrieved so far is the context
-        passages = P.format_passages(_dedup(st.raw))
+        passages = P.format_passages(unique_chunks(st.raw))
         notes = ""
     msgs = P.step_messages(st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory)
     schema = P.step_schema(ids, cfg.memory_words, cfg.rolling_memory)
     max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if cfg.rolling_memory else 10)
     try:
-        c = _call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
+        c = budgeted_call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
     except StructuredOutputError as e:
         # keep the evidence: a step without "memory" has its chunks passed raw to the final answer
         flag(st.trace, f"step {','.join(ids)} output malformed ({e}): its chunks kept raw, answers unknown")
@@ -257,11 +214,11 @@ def _solve_group(st: _State, group: list[SubQuestion]) -> None:
 # ---------------------------------------------------------------- reflection
 
 
-def _reflect_loop(st: _State) -> None:
+def _reflect_loop(st: SolveState) -> None:
     for rnd in range(1, st.cfg.max_rounds + 1):
-        facts = [(n.id, n.rewritten or n.question, n.answer or "unknown") for n in _ordered(st)]
+        facts = [(n.id, n.rewritten or n.question, n.answer or "unknown") for n in nodes_in_order(st)]
         try:
-            c = _call(
+            c = budgeted_call(
                 st,
                 P.reflect_messages(st.question, facts, st.memory),
                 purpose=f"reflect {rnd}",
@@ -285,10 +242,10 @@ def _reflect_loop(st: _State) -> None:
     flag(st.trace, f"reflection still insufficient after {st.cfg.max_rounds} rounds")
 
 
-def _new_nodes(st: _State, missing: list[dict]) -> list[SubQuestion]:
+def _new_nodes(st: SolveState, missing: list[dict]) -> list[SubQuestion]:
     # a question already answered is not asked again; one answered "unknown" may be: sampling
     # without replacement makes the repeat retrieve new chunks (the paper's reason for it)
-    answered = [n for n in st.nodes.values() if _known(n)]
+    answered = [n for n in st.nodes.values() if known_answer(n)]
     asked = {normalize(n.question) for n in answered} | {normalize(n.rewritten or "") for n in answered}
     room = MAX_NODES - len(st.nodes)
     out: list[SubQuestion] = []
@@ -308,100 +265,16 @@ def _new_nodes(st: _State, missing: list[dict]) -> list[SubQuestion]:
     return out
 
 
-# ---------------------------------------------------------------- final answer
-
-
-def _final_answer(st: _State) -> str:
-    cfg = st.cfg
-    if not any(_known(n) for n in st.nodes.values()) and st.question not in (s["query"] for s in st.trace["steps"]):
-        # stopped before any sub-answer: never answer from less than the chunk route would see
-        got = _retrieve(st, st.question, cfg.k)
-        st.trace["steps"].append(
-            {"nodes": [], "rank": None, "query": st.question, "k": cfg.k, "chunk_ids": [c.chunk_id for c in got]}
-        )
-    if cfg.rolling_memory and st.memory:
-        context = st.memory
-        # chunks of a step that never got summarised (stopped mid-rank) are still evidence
-        summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
-        pending = [c for c in _dedup(st.raw) if c.chunk_id not in summarised]
-        pending_ids = {c.chunk_id for c in pending}
-        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
-        if pending or last_hop:
-            context += "\n" + P.format_passages(last_hop + pending)
-    else:
-        context = P.format_passages(_dedup(st.raw))
-    notes = _final_notes(st)
-    try:
-        c = _call(
-            st,
-            P.answer_messages(st.question, context, notes),
-            purpose="answer",
-            max_tokens=ANSWER_MAX_TOKENS,
-            final=True,
-        )
-    except LLMError as e:
-        answered = [n for n in _ordered(st) if _known(n)]
-        if not answered:
-            raise
-        flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
-        return answered[-1].answer or ""
-    return clean_answer(c.text)
-
-
-def _last_hop_chunks(st: _State) -> list[RetrievedChunk]:
-    """The raw chunks retrieved for the DAG's single sink, the hop that answers the question.
-
-    Why it exists: the 150-word memory can drop the exact phrase the answer needs (SQuAD: memory
-    "oil prices ... priced in terms of gold" lost "September 1971"). Measured, it did not pay (the
-    wrong sub-answer in the notes wins), so it is off by default; direct_single_hop fixed those
-    questions instead. Comparisons (several sinks) keep memory + computed notes only.
-    """
-    if st.cfg.final_chunks == 0:
-        return []
-    used = {d for n in st.nodes.values() for d in n.depends_on}
-    sinks = [n for n in st.nodes.values() if n.id not in used and n.chunk_ids]
-    if len(sinks) != 1:
-        return []
-    by_id = {c.chunk_id: c for c in st.raw}
-    return [by_id[i] for i in sinks[0].chunk_ids if i in by_id][: st.cfg.final_chunks]
-
-
-def _final_notes(st: _State) -> str:
-    """Sub-answers as "question answer" lines, plus the comparison computed in code when one
-    applies (compare.py says why); that line is also recorded in trace["comparison"]."""
-    known = [n for n in _ordered(st) if _known(n)]
-    lines = [f"{n.rewritten or n.question} {n.answer}" for n in known]
-    hint = comparison_hint(st.question, st.nodes, known)
-    if hint:
-        st.trace["comparison"] = hint
-        lines.append(hint)
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------- helpers
 
 
-def _record_dag(st: _State) -> None:
+def _record_dag(st: SolveState) -> None:
     g = build_graph(list(st.nodes.values()))
     st.trace["dag"] = {
-        "nodes": [n.to_dict() for n in _ordered(st)],
+        "nodes": [n.to_dict() for n in nodes_in_order(st)],
         "edges": [[u, v] for u, v in sorted(g.edges, key=lambda e: (id_order_key(e[0]), id_order_key(e[1])))],
         "ranks": rank_groups(topological_ranks(g)) if len(g) else [],
     }
-
-
-def _ordered(st: _State) -> list[SubQuestion]:
-    return sorted(st.nodes.values(), key=lambda n: (n.rank, id_order_key(n.id)))
-
-
-def _dedup(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
-    seen: set[str] = set()
-    out = []
-    for c in chunks:
-        if c.chunk_id not in seen:
-            seen.add(c.chunk_id)
-            out.append(c)
-    return out
 
 
 def _cap(text: str, words: int) -> str:
@@ -412,9 +285,3 @@ def _cap(text: str, words: int) -> str:
 def _first_line(text: str) -> str:
     t = (text or "").strip()
     return t.splitlines()[0].strip() if t else ""
-
-
-def _known(n: SubQuestion) -> str:
-    """The node's answer, or "" when it has none or said it does not know."""
-    a = (n.answer or "").strip()
-    return "" if not a or says_unknown(a) else a

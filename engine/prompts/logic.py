@@ -1,68 +1,10 @@
-"""Every prompt in one place. Written for, and tested against, the small local model
-(Qwen2.5-Coder-1.5B): few-shot, answer-only, yes/no only for yes/no questions."""
+"""The logic route's prompts (LogicRAG: decomposition, rewrite, rank step, reflection), each with
+its JSON schema. Tuned on Qwen2.5-Coder-1.5B: short system text, concrete few-shots, JSON
+constrained by a schema, answers as short phrases."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from engine.base.types import RetrievedChunk
-
-# ---------------------------------------------------------------- answering (chunk/summary/final)
-
-ANSWER_SYSTEM = (
-    "You answer questions using only the given passages. Reply with the answer alone: "
-    "a short phrase such as a name, a date, a number or a place, with no explanation and no "
-    "full sentence. Answer 'yes' or 'no' only when the question is a yes/no question. "
-    "If the passages do not contain the answer, give your best guess from them."
-)
-
-ANSWER_FEWSHOT = [
-    {
-        "role": "user",
-        "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903.\n\n"  # noqa: E501 (prompt text)
-            "Question: In which city was Marie Curie born?\nAnswer:"
-        ),
-    },
-    {"role": "assistant", "content": "Warsaw"},
-    {
-        "role": "user",
-        "content": (
-            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n[2] The Amazon: The Amazon is about 6,400 km long.\n\n"  # noqa: E501 (prompt text)
-            "Question: Is the Amazon longer than the Nile?\nAnswer:"
-        ),
-    },
-    {"role": "assistant", "content": "no"},
-    {
-        "role": "user",
-        "content": (
-            "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-            "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker.\n\n"
-            "Question: When was the director of Inception born?\nAnswer:"
-        ),
-    },
-    {"role": "assistant", "content": "30 July 1970"},
-]
-
-
-def format_passages(chunks: list[RetrievedChunk]) -> str:
-    return "\n".join(f"[{i}] {c.title}: {c.text}" if c.title else f"[{i}] {c.text}" for i, c in enumerate(chunks, 1))
-
-
-def answer_messages(question: str, context: str, notes: str = "") -> list[dict]:
-    """Answer-only prompt over a context block (passages, summaries or memory)."""
-    body = f"Passages:\n{context}\n\n"
-    if notes:
-        body += f"Notes:\n{notes}\n\n"
-    body += f"Question: {question}\nAnswer:"
-    return [{"role": "system", "content": ANSWER_SYSTEM}, *ANSWER_FEWSHOT, {"role": "user", "content": body}]
-
-
-# --- logic route (LogicRAG: decomposition, rewrite, rank step, reflection) -----------------
-# Owned by the logic route. Tuned on Qwen2.5-Coder-1.5B: short system text, concrete
-# few-shots, JSON constrained by a schema, answers as short phrases.
-
-import json as _json  # noqa: E402  (kept inside the logic section: appended, not interleaved)
+import json
 
 DECOMPOSE_MAX_ITEMS = 5
 
@@ -120,7 +62,7 @@ _DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
 
 def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     # compact separators: fewer prompt tokens per example, and the model copies the style
-    return _json.dumps(
+    return json.dumps(
         {"subquestions": [{"id": i, "question": q, "depends_on": d} for i, q, d in nodes]}, separators=(",", ":")
     )
 
@@ -240,7 +182,7 @@ def step_messages(
     return [
         {"role": "system", "content": step_system(memory_words, with_memory)},
         {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
-        {"role": "assistant", "content": _json.dumps(ex_reply)},
+        {"role": "assistant", "content": json.dumps(ex_reply)},
         {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},
     ]
 
@@ -330,119 +272,5 @@ def reflect_schema(max_missing: int = 2) -> dict:
             },
         },
         "required": ["sufficient", "missing"],
-        "additionalProperties": False,
-    }
-
-
-# --- summaries (summary layers: abstractive cluster summaries, hierarchy/summarize.py) --------
-
-SUMMARY_SYSTEM = (
-    "You summarize a group of related passages for a search index. Keep the key facts: names, "
-    "dates, numbers, places and what connects them. Write plain sentences in one paragraph, no "
-    "lists, no headings, no opinions, nothing that the passages do not say."
-)
-
-SUMMARY_FEWSHOT = [
-    {
-        "role": "user",
-        "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in "
-            "Physics in 1903 with Pierre Curie and Henri Becquerel.\n[2] Pierre Curie: Pierre Curie (1859-1906) "
-            "was a French physicist. He married Marie Sklodowska in 1895.\n\n"
-            "Summarize the passages in at most 40 words, keeping key facts, names, dates and numbers.\nSummary:"
-        ),
-    },
-    {
-        "role": "assistant",
-        "content": (
-            "Marie Curie, born in Warsaw in 1867, married French physicist Pierre Curie (1859-1906) in 1895; "
-            "both shared the 1903 Nobel Prize in Physics with Henri Becquerel."
-        ),
-    },
-]
-
-
-def summary_messages(passages: list[str], max_words: int) -> list[dict]:
-    """Abstractive summary of one cluster (its chunks, or its children's summaries)."""
-    body = "Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
-    body += (
-        f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
-        "and numbers.\nSummary:"
-    )
-    return [{"role": "system", "content": SUMMARY_SYSTEM}, *SUMMARY_FEWSHOT, {"role": "user", "content": body}]
-
-
-# --- escalation self-check (engine/pipeline.py) ------------------------------------------------
-
-SELF_CHECK_SCHEMA = {
-    "type": "object",
-    "properties": {"answered": {"type": "boolean"}},
-    "required": ["answered"],
-    "additionalProperties": False,
-}
-# One system line + two few-shots so the small local model learns both outcomes.
-SELF_CHECK_SYSTEM = (
-    "You check an answer. Say whether the passages state the fact that answers the question, so "
-    'that the proposed answer is supported by them. Reply with JSON: {"answered": true} or {"answered": false}.'
-)
-_SELF_CHECK_FEWSHOT = [
-    {
-        "role": "user",
-        "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
-        "Question: In which city was Marie Curie born?\nProposed answer: Warsaw",
-    },
-    {"role": "assistant", "content": '{"answered": true}'},
-    {
-        "role": "user",
-        "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
-        "Question: When was the director of Inception born?\nProposed answer: 2010",
-    },
-    {"role": "assistant", "content": '{"answered": false}'},
-]
-
-
-def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
-    body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
-    return [{"role": "system", "content": SELF_CHECK_SYSTEM}, *_SELF_CHECK_FEWSHOT, {"role": "user", "content": body}]
-
-
-# --- the LLM as router (a baseline of the benchmark and of eval-router) ---------------------------
-
-ROUTE_HELP = {
-    "chunk": "one search, then one answer: for a question about one fact of one named thing",
-    "summary": "starts from summaries of topics: for a broad question about a topic's overview",
-    "logic": "splits the question into steps answered in order: for questions that chain facts "
-    "(the director of the film that ...) or compare two things",
-}
-_ROUTER_EXAMPLES = [
-    ("Who wrote the novel Dracula?", "chunk"),
-    ("When was the director of film Jaws born?", "logic"),
-    ("What are the main themes across these reports?", "summary"),
-    ("Who was born first, Ann Lee or Tom Ford?", "logic"),
-]
-
-
-def llm_router_messages(question: str, routes: Sequence[str]) -> list[dict]:
-    lines = "\n".join(f"- {r}: {ROUTE_HELP[r]}" for r in routes)
-    system = (
-        "You choose how a question-answering system answers a question from a document "
-        f'collection. The routes:\n{lines}\nReply with JSON: {{"route": one of {list(routes)}}}.'
-    )
-    msgs = [{"role": "system", "content": system}]
-    for q, r in _ROUTER_EXAMPLES:
-        if r in routes:
-            msgs += [
-                {"role": "user", "content": f"Question: {q}"},
-                {"role": "assistant", "content": _json.dumps({"route": r})},
-            ]
-    msgs.append({"role": "user", "content": f"Question: {question}"})
-    return msgs
-
-
-def llm_router_schema(routes: Sequence[str]) -> dict:
-    return {
-        "type": "object",
-        "properties": {"route": {"type": "string", "enum": list(routes)}},
-        "required": ["route"],
         "additionalProperties": False,
     }

@@ -1,0 +1,90 @@
+"""The logic route's final answer (step 8 of the package docstring): the shared answer-only
+prompt over the memory (context) and the sub-answers plus any computed comparison (notes)."""
+
+from __future__ import annotations
+
+from engine import prompts as P
+from engine.base.errors import LLMError
+from engine.base.types import RetrievedChunk
+from engine.llm.base import flag
+from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
+from engine.routes.logic.compare import comparison_hint
+from engine.routes.logic.state import (
+    SolveState,
+    budgeted_call,
+    known_answer,
+    nodes_in_order,
+    retrieve,
+    unique_chunks,
+)
+
+
+def final_answer(st: SolveState) -> str:
+    """The answer text. Raises LLMError only when the answer call fails and no sub-question
+    was answered; otherwise a failed call returns the last known sub-answer, flagged."""
+    cfg = st.cfg
+    if not any(known_answer(n) for n in st.nodes.values()) and st.question not in (
+        s["query"] for s in st.trace["steps"]
+    ):
+        # stopped before any sub-answer: never answer from less than the chunk route would see
+        got = retrieve(st, st.question, cfg.k)
+        st.trace["steps"].append(
+            {"nodes": [], "rank": None, "query": st.question, "k": cfg.k, "chunk_ids": [c.chunk_id for c in got]}
+        )
+    if cfg.rolling_memory and st.memory:
+        context = st.memory
+        # chunks of a step that never got summarised (stopped mid-rank) are still evidence
+        summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
+        pending = [c for c in unique_chunks(st.raw) if c.chunk_id not in summarised]
+        pending_ids = {c.chunk_id for c in pending}
+        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
+        if pending or last_hop:
+            context += "\n" + P.format_passages(last_hop + pending)
+    else:
+        context = P.format_passages(unique_chunks(st.raw))
+    notes = _final_notes(st)
+    try:
+        c = budgeted_call(
+            st,
+            P.answer_messages(st.question, context, notes),
+            purpose="answer",
+            max_tokens=ANSWER_MAX_TOKENS,
+            final=True,
+        )
+    except LLMError as e:
+        answered = [n for n in nodes_in_order(st) if known_answer(n)]
+        if not answered:
+            raise
+        flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
+        return answered[-1].answer or ""
+    return clean_answer(c.text)
+
+
+def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:
+    """The raw chunks retrieved for the DAG's single sink, the hop that answers the question.
+
+    Why it exists: the 150-word memory can drop the exact phrase the answer needs (SQuAD: memory
+    "oil prices ... priced in terms of gold" lost "September 1971"). Measured, it did not pay (the
+    wrong sub-answer in the notes wins), so it is off by default; direct_single_hop fixed those
+    questions instead. Comparisons (several sinks) keep memory + computed notes only.
+    """
+    if st.cfg.final_chunks == 0:
+        return []
+    used = {d for n in st.nodes.values() for d in n.depends_on}
+    sinks = [n for n in st.nodes.values() if n.id not in used and n.chunk_ids]
+    if len(sinks) != 1:
+        return []
+    by_id = {c.chunk_id: c for c in st.raw}
+    return [by_id[i] for i in sinks[0].chunk_ids if i in by_id][: st.cfg.final_chunks]
+
+
+def _final_notes(st: SolveState) -> str:
+    """Sub-answers as "question answer" lines, plus the comparison computed in code when one
+    applies (compare.py says why); that line is also recorded in trace["comparison"]."""
+    known = [n for n in nodes_in_order(st) if known_answer(n)]
+    lines = [f"{n.rewritten or n.question} {n.answer}" for n in known]
+    hint = comparison_hint(st.question, st.nodes, known)
+    if hint:
+        st.trace["comparison"] = hint
+        lines.append(hint)
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The logic route's per-question state and what every solving step does with it: an LLM call
+behind the per-question budget and a retrieval without replacement; plus the small readers of
+the state that the solving loop and the final answer share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.base.types import RetrievedChunk, Usage
+from engine.llm.base import LLM, Stopwatch, call_llm
+from engine.routes.common import says_unknown
+from engine.routes.logic.config import BudgetExhausted, LogicConfig
+from engine.routes.logic.plan import SubQuestion, id_order_key
+
+
+@dataclass
+class SolveState:
+    """Everything one question's solving reads and writes."""
+
+    question: str
+    kb: object
+    llm: LLM
+    cfg: LogicConfig
+    usage: Usage
+    trace: dict
+    watch: Stopwatch
+    nodes: dict[str, SubQuestion] = field(default_factory=dict)
+    memory: str = ""
+    raw: list[RetrievedChunk] = field(default_factory=list)  # every chunk retrieved, in order
+    seen: list[str] = field(default_factory=list)  # chunk ids retrieved so far (exclusion list)
+    rounds: int = 0  # retrieval rounds
+
+
+def budgeted_call(
+    st: SolveState,
+    messages: list[dict],
+    *,
+    purpose: str,
+    schema: dict | None = None,
+    max_tokens: int,
+    final: bool = False,
+):
+    """call_llm behind the per-question budget. Non-final calls keep one call in reserve for
+    the final answer, so a budget stop still answers."""
+    cfg, u = st.cfg, st.usage
+    if not final:
+        if u.llm_calls + 2 > cfg.max_llm_calls:
+            raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}/{cfg.max_llm_calls})")
+        est = int(sum(len(m["content"].split()) for m in messages) / 0.75)
+        if u.prompt_tokens + est > cfg.max_prompt_tokens:
+            raise BudgetExhausted(
+                f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})"
+            )
+        if st.watch.elapsed() > cfg.max_seconds:
+            raise BudgetExhausted(f"budget exhausted ({st.watch.elapsed():.0f}s > {cfg.max_seconds}s)")
+    return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
+
+
+def retrieve(st: SolveState, query: str, k: int) -> list[RetrievedChunk]:
+    """One retrieval round; with `without_replacement` it skips every chunk already retrieved
+    for this question, so a repeated search brings new evidence."""
+    exclude = list(st.seen) if st.cfg.without_replacement else []
+    chunks = list(st.kb.search(query, k=k, exclude=exclude))
+    st.rounds += 1
+    for c in chunks:
+        st.raw.append(c)
+        if c.chunk_id not in st.seen:
+            st.seen.append(c.chunk_id)
+    return chunks
+
+
+def nodes_in_order(st: SolveState) -> list[SubQuestion]:
+    return sorted(st.nodes.values(), key=lambda n: (n.rank, id_order_key(n.id)))
+
+
+def unique_chunks(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    seen: set[str] = set()
+    out = []
+    for c in chunks:
+        if c.chunk_id not in seen:
+            seen.add(c.chunk_id)
+            out.append(c)
+    return out
+
+
+def known_answer(n: SubQuestion) -> str:
+    """The node's answer, or "" when it has none or said it does not know."""
+    a = (n.answer or "").strip()
+    return "" if not a or says_unknown(a) else a

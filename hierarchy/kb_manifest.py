@@ -1,0 +1,131 @@
+"""manifest.json of a knowledge base: what the KB is (format version, embedder {id, dim, model},
+chunking params, counts, build cost, timestamps) and a fingerprint (bytes, sha1) of each data
+file. It is hierarchy.store's commit record: written fresh by create, checked by open, carried
+forward by every commit (see hierarchy.kb for the whole layout)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBNotFoundError
+from hierarchy import store
+from hierarchy.kb_files import DATA_FILES, REBUILD_HINT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.embedder import Embedder
+    from hierarchy.documents import Chunk
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+# Manifest entries the KB itself keeps; `annotate` may not overwrite them.
+OWN_ENTRIES = {"format_version", "embedder", "chunking", "index", "counts", "build", "created", "updated", "files"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int) -> dict:
+    """The manifest of an empty KB embedded by `embedder` (its files are not fingerprinted yet)."""
+    now = _now()
+    return {
+        "format_version": FORMAT_VERSION,
+        "embedder": {"id": embedder.id, "dim": int(embedder.dim), "model": embedder.spec},
+        "chunking": {
+            "chunk_words": int(chunk_words),
+            "overlap_words": int(overlap_words),
+            "embed_text": "title+text",
+        },
+        "index": {"type": "faiss.IndexFlatIP", "metric": "inner_product"},
+        "counts": {"documents": 0, "chunks": 0},
+        "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},
+        "created": now,
+        "updated": now,
+        "files": {},
+    }
+
+
+def next_manifest(manifest: dict, chunks: list["Chunk"], payload: dict[str, bytes], stats: dict | None) -> dict:
+    """A copy of `manifest` describing the data files `payload` that hold `chunks`; `stats` (the
+    cost of this change) is added to the build cost."""
+    manifest = json.loads(json.dumps(manifest))  # deep copy: the caller's stays as it is until commit
+    n_docs = len({c.doc_id for c in chunks})
+    manifest["counts"] = {"documents": n_docs, "chunks": len(chunks)}
+    manifest["files"] = {name: store.fingerprint(b) for name, b in payload.items()}
+    manifest["updated"] = _now()
+    if stats:
+        # Build cost accumulates over every add/delete of this KB.
+        b = manifest.setdefault("build", {})
+        b["seconds"] = round(b.get("seconds", 0.0) + stats.get("seconds", 0.0), 3)
+        b["embed_seconds"] = round(b.get("embed_seconds", 0.0) + stats.get("embed_seconds", 0.0), 3)
+        b["chunks_embedded"] = int(b.get("chunks_embedded", 0) + stats.get("chunks_embedded", 0))
+    return manifest
+
+
+@dataclass(frozen=True)
+class CommittedManifest:
+    """A manifest read from disk, with the entries opening the KB relies on already type-checked."""
+
+    path: Path  # of the KB directory
+    data: dict
+    embedder_id: str
+    dim: int
+    n_chunks: int
+    n_documents: int
+    files: Any  # file name -> fingerprint; read_data_files checks each entry
+
+
+def read_manifest(path: Path) -> CommittedManifest:
+    """The manifest of the KB at `path`: KBNotFoundError without one, KBCorruptError when it is
+    unreadable or of another format version."""
+    mpath = path / MANIFEST
+    if not mpath.is_file():
+        what = "no knowledge base" if not path.exists() else "no knowledge base (no manifest.json)"
+        raise KBNotFoundError(f"{what} at {path}: build one with `logicroute index SOURCE --kb {path}`")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
+        version = manifest["format_version"]
+        read = CommittedManifest(
+            path=path,
+            data=manifest,
+            embedder_id=str(manifest["embedder"]["id"]),
+            dim=int(manifest["embedder"]["dim"]),
+            n_chunks=int(manifest["counts"]["chunks"]),
+            n_documents=int(manifest["counts"]["documents"]),
+            files=manifest["files"],
+        )
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {REBUILD_HINT}") from e
+    if version != FORMAT_VERSION:
+        raise KBCorruptError(
+            f"knowledge base {path} has format_version {version}, this version reads {FORMAT_VERSION}; {REBUILD_HINT}"
+        )
+    return read
+
+
+def check_embedder(manifest: CommittedManifest, embedder: "Embedder") -> None:
+    """EmbedderMismatchError unless `embedder` is the one the KB was built with."""
+    if embedder.id != manifest.embedder_id or int(embedder.dim) != manifest.dim:
+        raise EmbedderMismatchError(
+            f"knowledge base {manifest.path} was built with embedder {manifest.embedder_id!r} (dim {manifest.dim}), "
+            f"not {embedder.id!r} (dim {embedder.dim}); open it with that embedder or {REBUILD_HINT}"
+        )
+
+
+def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
+    """File name -> bytes of the data files as the manifest fingerprints them."""
+    data = {}
+    for name in DATA_FILES:
+        if not isinstance(manifest.files.get(name), dict):
+            raise KBCorruptError(
+                f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; {REBUILD_HINT}"
+            )
+        # The committed version: an interrupted change is rolled back here.
+        data[name] = store.read_committed(manifest.path, name, manifest.files[name], REBUILD_HINT)
+    return data

@@ -1,0 +1,18 @@
+import click
+
+from training.commands import register
+
+
+def test_register_adds_every_training_command_in_order():
+    group = click.Group()
+    register(group)
+    assert list(group.commands) == [
+        "label",
+        "train",
+        "calibrate",
+        "eval-router",
+        "benchmark",
+        "bench-logic",
+        "bench-summary",
+        "bench-index",
+    ]

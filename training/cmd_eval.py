@@ -1,0 +1,135 @@
+"""The commands of the `logicroute` CLI that judge a trained router: calibrate (a threshold
+on your own questions) and eval-router (held-out labels). Registered on the `logicroute`
+group by training/commands.py.
+
+Only click, the standard library and engine.cli's shared options at module level:
+`logicroute --help` stays instant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from engine.base.errors import LogicRouteError
+from engine.cli import injected_embedder
+from training.cmd_label import expand_files
+
+
+@click.command()
+@click.argument("questions_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--checkpoint", default=None, help="router checkpoint [default: shipped]")
+@click.option("--logic-share", type=float, default=None, help="target share of questions sent to --route (0..1)")
+@click.option(
+    "--token-budget",
+    type=float,
+    default=None,
+    help="average tokens per question instead of a share (costs from --costs or nominal)",
+)
+@click.option(
+    "--costs",
+    "costs_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="label file whose measured per-route tokens set the budget's costs",
+)
+@click.option("--route", "gated", default="logic", show_default=True, help="the expensive route to gate")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="thresholds.json to write")
+@click.pass_context
+def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_file, gated, out):
+    """Calibrate a threshold on P(logic) on your own questions (RouteLLM-style quantile), for a
+    target share of logic calls or a token budget."""
+    from router.checkpoint import load_router
+    from router.policy import NOMINAL_TOKENS, Policy, achieved_share, calibrate_share, share_for_budget
+
+    if (logic_share is None) == (token_budget is None):
+        raise click.UsageError("give exactly one of --logic-share or --token-budget")
+    from hierarchy.datasets import read_questions
+
+    qs = read_questions(questions_file)
+    if not qs:
+        raise LogicRouteError(f"{questions_file}: no questions")
+    router = load_router(checkpoint, embedder=injected_embedder(ctx))
+    if gated not in router.routes:
+        raise LogicRouteError(f"the router has no route {gated!r} (routes: {', '.join(router.routes)})")
+    costs = {r: NOMINAL_TOKENS.get(r, NOMINAL_TOKENS["logic"]) for r in router.routes}
+    cost_source = "nominal (ARCHITECTURE.md anchor)"
+    if costs_file:
+        from training.labels import read_labels, route_cost
+
+        rows = read_labels(costs_file)
+        measured = {r: [route_cost(x["costs"][r]) for x in rows if r in x.get("costs", {})] for r in router.routes}
+        if all(measured.values()):
+            costs = {r: sum(v) / len(v) for r, v in measured.items()}
+            cost_source = str(costs_file)
+    share = logic_share if token_budget is None else share_for_budget(token_budget, costs, gated)
+    p = router.probs_array(qs)[:, list(router.routes).index(gated)]
+    t = calibrate_share(p, share)
+    got = achieved_share(p, t)
+    policy = Policy(
+        kind="threshold",
+        route=gated,
+        threshold=t,
+        target_share=share,
+        token_budget=token_budget,
+        meta={
+            "n_questions": len(qs),
+            "achieved_share": got,
+            "checkpoint": str(router.path),
+            "questions_file": str(questions_file),
+            "costs": costs,
+            "cost_source": cost_source,
+            "expected_tokens_per_question": round(
+                got * costs[gated] + (1 - got) * min(c for r, c in costs.items() if r != gated), 1
+            ),
+        },
+    )
+    policy.save(out)
+    click.echo(
+        f"threshold P({gated}) >= {t:.4f}: {got:.1%} of {len(qs)} questions go to {gated} (target {share:.1%}) -> {out}"
+    )
+
+
+@click.command("eval-router")
+@click.option("--checkpoint", default=None, help="router checkpoint [default: shipped]")
+@click.option("--labels", "labels", multiple=True, required=True, help="held-out label files")
+@click.argument("more_labels", nargs=-1)
+@click.option(
+    "--train-labels",
+    multiple=True,
+    help="training label files for the majority / logistic-regression baselines [default: the card's]",
+)
+@click.option("--llm-baseline", "llm_spec", default=None, help="also ask this LLM to pick routes (timed)")
+@click.option("--latency-n", default=50, show_default=True, help="single decisions timed")
+@click.option("--no-speed", is_flag=True, help="skip latency / throughput")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="write the report as JSON")
+@click.pass_context
+def eval_router(ctx, checkpoint, labels, more_labels, train_labels, llm_spec, latency_n, no_speed, json_out):
+    """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
+    routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
+    from training.eval_router import evaluate_checkpoint, format_report
+
+    llm = None
+    if llm_spec:
+        from engine.llm.factory import make_llm
+
+        llm = make_llm(llm_spec, cache=False)  # a cached reply would fake the decision latency
+    rep = evaluate_checkpoint(
+        checkpoint,
+        expand_files(labels + more_labels),
+        train_files=expand_files(train_labels),
+        embedder=injected_embedder(ctx),
+        llm=llm,
+        n_single=latency_n,
+        speed=not no_speed,
+    )
+    click.echo(format_report(rep))
+    if json_out:
+        from engine.base.files import atomic_write_json
+
+        atomic_write_json(Path(json_out), rep)
+        click.echo(f"report -> {json_out}", err=True)
+
+
+COMMANDS = [calibrate, eval_router]

@@ -1,0 +1,172 @@
+"""The `label` command of the `logicroute` CLI, and the expansion of the label-file arguments
+that train and eval-router take. Registered on the `logicroute` group by training/commands.py.
+
+Only click, the standard library and engine.cli's shared options at module level:
+`logicroute --help` stays instant.
+Tests inject a tiny embedder with `CliRunner().invoke(cmd, args, obj={"embedder": fake})`.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import click
+
+from engine.base.errors import LogicRouteError
+from engine.cli import injected_embedder, llm_option
+
+
+def expand_files(values) -> list[str]:
+    """Expand repeated / comma-separated / glob file arguments, keeping order, no duplicates."""
+    out: list[str] = []
+    for v in values:
+        for part in str(v).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            hits = sorted(glob.glob(part)) if any(ch in part for ch in "*?[") else [part]
+            if not hits:
+                raise LogicRouteError(f"no file matches {part!r}")
+            out.extend(hits)
+    return list(dict.fromkeys(out))
+
+
+def _routes(value: str) -> tuple[str, ...]:
+    routes = tuple(r.strip() for r in value.split(",") if r.strip())
+    if len(routes) < 2:
+        raise click.BadParameter("give at least two routes, e.g. chunk,logic")
+    return routes
+
+
+@click.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--kb",
+    "kb_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="knowledge base built from DATA's passages (see --build-kb)",
+)
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False), help="label file (JSONL); resumed when it exists"
+)
+@click.option(
+    "--scorer",
+    type=click.Choice(["answer", "retrieval"]),
+    default="answer",
+    show_default=True,
+    help="answer: run each route with the LLM and score its answer; retrieval: LLM-free, "
+    "supporting-passage recall of each route's context",
+)
+@click.option("--n", type=int, default=None, help="number of questions (default: all)")
+@click.option("--offset", type=int, default=0, show_default=True, help="first question index")
+@click.option(
+    "--stride",
+    type=int,
+    default=1,
+    show_default=True,
+    help="take every STRIDE-th question (spreads a sample over e.g. SQuAD's articles)",
+)
+@click.option(
+    "--routes", "routes", default="chunk,summary,logic", show_default=True, help="routes to label, cheapest first"
+)
+@click.option(
+    "--metric",
+    type=click.Choice(["f1", "em", "string_acc", "acc"]),
+    default="f1",
+    show_default=True,
+    help="answer scorer metric (string_acc = LogicRAG string accuracy; acc is the same)",
+)
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--lam", default=0.1, show_default=True, help="cost weight in the preference vector")
+@click.option("--tau", default=0.1, show_default=True, help="temperature of the preference softmax")
+@llm_option(help="LLM of the answer scorer: local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+@click.option(
+    "--build-kb",
+    is_flag=True,
+    help="when --kb holds no KB, build it from the passages of the questions read "
+    "(with --stride: of every question in the span read), with extractive summary "
+    "layers when 'summary' is a route",
+)
+@click.option(
+    "--kb-questions",
+    type=int,
+    default=None,
+    help="with --build-kb: build the KB from the passages of this many questions from --offset (fixed, so "
+    "a run that grows --n later labels against the same KB)",
+)
+@click.option(
+    "--stop-score",
+    type=float,
+    default=None,
+    help="answer scorer's cascade: once a route scores >= this, the costlier routes are not run (1.0 keeps "
+    "the oracle label exact); default: run every route",
+)
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@click.pass_context
+def label(
+    ctx,
+    data,
+    kb_dir,
+    out,
+    scorer,
+    n,
+    offset,
+    stride,
+    routes,
+    metric,
+    k,
+    lam,
+    tau,
+    llm_spec,
+    build_kb,
+    kb_questions,
+    stop_score,
+    no_cache,
+):
+    """Label questions of DATA with each route's score, cost and preference vector."""
+    from hierarchy.kb import KnowledgeBase
+    from training.label_scorers import LabelConfig
+    from training.labels import label_questions, select_questions
+    from training.passage_kb import passages_kb
+
+    routes_t = _routes(routes)
+    emb = injected_embedder(ctx)
+    questions, ds = select_questions(data, n=n, offset=offset, stride=stride)
+    kb_path = Path(kb_dir)
+    if not KnowledgeBase.exists(kb_path):
+        if not build_kb:
+            raise LogicRouteError(
+                f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
+            )
+        if kb_questions is not None:
+            ds = select_questions(data, n=kb_questions, offset=offset, stride=stride)[1]
+        click.echo(f"building the KB at {kb_path} from {len(ds.passages)} passages", err=True)
+        kb = passages_kb(kb_path, ds.passages, emb, layers="summary" in routes_t)
+    else:
+        kb = KnowledgeBase.open(kb_path, emb)
+    llm = None
+    if scorer == "answer":
+        from engine.llm.factory import make_llm
+
+        llm = make_llm(llm_spec, cache=not no_cache)
+    cfg = LabelConfig(
+        scorer=scorer,
+        routes=routes_t,
+        metric=metric,
+        k=k,
+        lam=lam,
+        tau=tau,
+        llm=llm_spec if scorer == "answer" else None,
+        stop_score=stop_score,
+    )
+    indices = [offset + i * stride for i in range(len(questions))]
+    res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices)
+    click.echo(
+        f"{res['written']} rows written, {res['skipped']} already there, {res['all_zero']} all-zero -> {res['out']}",
+        err=True,
+    )
+
+
+COMMANDS = [label]

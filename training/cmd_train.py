@@ -1,0 +1,212 @@
+"""The `train generalist|specialist` commands of the `logicroute` CLI. Registered on the
+`logicroute` group by training/commands.py.
+
+Only click, the standard library and engine.cli's shared options at module level:
+`logicroute --help` stays instant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from engine.cli import injected_embedder
+from training.cmd_label import expand_files
+
+
+@click.group()
+def train() -> None:
+    """Train a router: a generalist on a mix of label files, a specialist from it."""
+
+
+def _common_train_options(f):
+    opts = [
+        click.option("--eval-labels", multiple=True, help="held-out label files (repeat, commas or globs)"),
+        click.option("--hidden", default=None, help="hidden widths, e.g. 128,32"),
+        click.option("--epochs", type=int, default=None, help="max epochs"),
+        click.option("--lr", type=float, default=None, help="learning rate"),
+        click.option("--dropout", type=float, default=None),
+        click.option("--patience", type=int, default=None, help="early-stopping patience (epochs)"),
+        click.option(
+            "--loss",
+            type=click.Choice(["reward", "ce"]),
+            default=None,
+            help="reward: -(y_hard . pref) + small CE anchor; ce: cross-entropy to pref",
+        ),
+        click.option(
+            "--all-zero",
+            type=click.Choice(["cheapest", "pref", "drop"]),
+            default=None,
+            help="target for rows where no route scored",
+        ),
+        click.option("--seed", type=int, default=None),
+        click.option("--notes", default="", help="free text stored in the card"),
+        click.option("--progress/--no-progress", default=False, help="Lightning progress bar"),
+    ]
+    for o in reversed(opts):  # decorators apply bottom-up: keep --help in this order
+        f = o(f)
+    return f
+
+
+def _apply(cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None):
+    from dataclasses import replace
+
+    from router.features import ALL_FEATURES
+
+    ch = {}
+    if hidden:
+        parts = [int(h) for h in hidden.split(",")]
+        if len(parts) != 2:
+            raise click.BadParameter("--hidden takes two widths, e.g. 128,32")
+        ch["hidden"] = tuple(parts)
+    for k, v in (
+        ("max_epochs", epochs),
+        ("lr", lr),
+        ("dropout", dropout),
+        ("patience", patience),
+        ("loss", loss),
+        ("all_zero", all_zero),
+        ("seed", seed),
+    ):
+        if v is not None:
+            ch[k] = v
+    if features is not None:
+        ch["features"] = (
+            ()
+            if features in ("", "none")
+            else (ALL_FEATURES if features == "all" else tuple(x.strip() for x in features.split(",")))
+        )
+    return replace(cfg, **ch)
+
+
+def _print_card(card: dict, out: str) -> None:
+    click.echo(f"saved {out} (+ {Path(out).name.removesuffix('.ckpt')}.card.json)", err=True)
+    v = card.get("validation") or {}
+    if v:
+        click.echo(f"validation: acc {v.get('accuracy')}  macro-F1 {v.get('macro_f1')}  quality {v.get('quality')}")
+    h = card.get("heldout") or {}
+    if "router" in h:
+        m = h["router"]
+        click.echo(
+            f"held-out: acc {m['accuracy']}  macro-F1 {m['macro_f1']}  quality {m['quality']}  share {m['route_share']}"
+        )
+        for b, bm in h.get("baselines", {}).items():
+            click.echo(f"  {b:<22} acc {bm['accuracy']}  macro-F1 {bm['macro_f1']}  quality {bm['quality']}")
+    if "target" in h:
+        t = h["target"]
+        for who in ("generalist", "specialist"):
+            m = t[who]
+            click.echo(
+                f"target held-out (n={t['n']}) {who}: acc {m['accuracy']}  macro-F1 {m['macro_f1']}  "
+                f"quality {m['quality']}"
+            )
+
+
+@train.command()
+@click.option(
+    "--labels", "labels", multiple=True, required=True, help="label files: --labels A B C, repeated, commas or globs"
+)
+@click.argument("more_labels", nargs=-1)
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False), help="checkpoint path, e.g. checkpoints/mine.ckpt"
+)
+@click.option("--features", default=None, help="cheap features: all | none | comma list [default: all]")
+@_common_train_options
+@click.pass_context
+def generalist(
+    ctx,
+    labels,
+    more_labels,
+    out,
+    features,
+    hidden,
+    epochs,
+    lr,
+    dropout,
+    patience,
+    loss,
+    all_zero,
+    seed,
+    eval_labels,
+    notes,
+    progress,
+):
+    """Train a generalist router on a mix of label files."""
+    from training.fit import TrainConfig
+    from training.train import train_generalist
+
+    cfg = _apply(TrainConfig(), hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features)
+    card = train_generalist(
+        expand_files(labels + more_labels),
+        out,
+        cfg,
+        eval_files=expand_files(eval_labels),
+        embedder=injected_embedder(ctx),
+        progress=progress,
+        notes=notes,
+    )
+    _print_card(card, out)
+
+
+@train.command()
+@click.option(
+    "--from",
+    "from_ckpt",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="generalist checkpoint to start from",
+)
+@click.option("--labels", "labels", multiple=True, required=True, help="target-domain label file(s)")
+@click.argument("more_labels", nargs=-1)
+@click.option("--out", required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--holdout",
+    default=0.2,
+    show_default=True,
+    help="target share held out for the report when no --eval-labels are given",
+)
+@_common_train_options
+@click.pass_context
+def specialist(
+    ctx,
+    from_ckpt,
+    labels,
+    more_labels,
+    out,
+    holdout,
+    hidden,
+    epochs,
+    lr,
+    dropout,
+    patience,
+    loss,
+    all_zero,
+    seed,
+    eval_labels,
+    notes,
+    progress,
+):
+    """Fine-tune a generalist on target-domain labels (lower LR, few epochs); reports
+    generalist vs specialist on the target held-out split."""
+    from training.fit import specialist_config
+    from training.train import train_specialist
+
+    if hidden or dropout is not None:
+        raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
+    cfg = _apply(specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed)
+    card = train_specialist(
+        from_ckpt,
+        expand_files(labels + more_labels),
+        out,
+        cfg,
+        eval_files=expand_files(eval_labels),
+        holdout_frac=holdout,
+        embedder=injected_embedder(ctx),
+        progress=progress,
+        notes=notes,
+    )
+    _print_card(card, out)
+
+
+COMMANDS = [train]
