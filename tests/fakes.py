@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import zlib
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,14 +22,27 @@ Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | lis
 class ScriptedLLM:
     """Returns scripted replies in order, or by the first rule whose substring occurs in the
     last user message. dict/list replies are JSON-encoded; an Exception reply is raised.
-    Schema calls go through engine.llm.base.chat_structured, as every real backend does."""
+    Schema calls go through engine.llm.base.chat_structured, as every real backend does.
+
+    Each call sleeps `delay` seconds yet reports 0 seconds, so a test can tell a wall-clock
+    measurement from a sum of the calls' own seconds. `completions` keeps what each call
+    reported, for comparing against the usage the code booked."""
 
     name = "fake:scripted"
 
-    def __init__(self, replies: list[Reply] | None = None, rules: dict[str, Reply] | None = None):
+    def __init__(
+        self, replies: list[Reply] | None = None, rules: dict[str, Reply] | None = None, *, delay: float = 0.0
+    ):
         self.replies = list(replies or [])
         self.rules = dict(rules or {})
+        self.delay = delay
         self.calls: list[dict] = []
+        self.completions: list[Completion] = []
+
+    @property
+    def reported_tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens summed over every call made."""
+        return sum(c.prompt_tokens for c in self.completions), sum(c.completion_tokens for c in self.completions)
 
     def _next(self, messages: list[dict]) -> str:
         last = messages[-1]["content"]
@@ -50,13 +65,17 @@ class ScriptedLLM:
         def send(msgs: list[dict]) -> Completion:
             self.calls.append({"messages": msgs, "schema": schema})
             text = self._next(msgs)
-            return Completion(
+            if self.delay:
+                time.sleep(self.delay)
+            c = Completion(
                 text=text,
                 prompt_tokens=sum(len(m["content"].split()) for m in msgs),
                 completion_tokens=len(text.split()),
                 seconds=0.0,
                 model=self.name,
             )
+            self.completions.append(replace(c))  # a copy: chat_structured sums attempts into the last one
+            return c
 
         # Structured output goes through the backends' own code path: same retry prompt, same token sums.
         return send(messages) if schema is None else chat_structured(send, messages, schema)

@@ -5,6 +5,8 @@ pyproject.toml, checked by `make test`.)"""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +50,13 @@ def test_no_import_cycles_between_modules():
     assert cycles == []
 
 
-def test_the_public_api_imports_from_engine():
-    from engine import Answer, Budget, RoutedRAG
-
-    assert RoutedRAG.answer and Budget().gates_routing is False and Answer
+def test_the_public_api_imports_from_engine_lazily():
+    code = (
+        "import sys, engine\n"
+        "assert 'engine.pipeline' not in sys.modules, 'import engine loaded the pipeline'\n"
+        "from engine import Answer, Budget, RoutedRAG\n"
+        "import engine.base.types as types, engine.pipeline as pipeline\n"
+        "assert (RoutedRAG, Budget, Answer) == (pipeline.RoutedRAG, pipeline.Budget, types.Answer)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -104,11 +104,28 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 @click.option("--latency-n", default=50, show_default=True, help="single decisions timed")
 @click.option("--no-speed", is_flag=True, help="skip latency / throughput")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="write the report as JSON")
+@click.option(
+    "--lodo",
+    is_flag=True,
+    help="leave-one-dataset-out: train a router (default settings) on every data set of the labels but one "
+    "and judge it on the one left out, in turn, against logistic regression, majority, fixed routes and oracle",
+)
 @click.pass_context
-def eval_router(ctx, checkpoint, labels, more_labels, train_labels, llm_spec, latency_n, no_speed, json_out):
+def eval_router(ctx, checkpoint, labels, more_labels, train_labels, llm_spec, latency_n, no_speed, json_out, lodo):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
     routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
     from training.eval_router import evaluate_checkpoint, format_report
+
+    if lodo:
+        from training.lodo import format_lodo, lodo_report
+
+        rep = lodo_report(expand_files(labels + more_labels), embedder=injected_embedder(ctx), progress=True)
+        click.echo(format_lodo(rep))
+        if json_out:
+            from engine.base.files import atomic_write_json
+
+            atomic_write_json(Path(json_out), rep)
+        return
 
     llm = None
     if llm_spec:

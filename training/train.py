@@ -92,6 +92,41 @@ def _heldout(model, train_rows, x_train, eval_files, embedder, routes) -> dict:
     return evaluate_predictions(model, train_rows, x_train, test_rows, x_test, routes)
 
 
+def fit_router(
+    x: np.ndarray,
+    rows: Sequence[dict],
+    routes: Sequence[str],
+    cfg: TrainConfig,
+    embed_dim: int,
+    *,
+    progress: bool = False,
+):
+    """A new RouterMLP trained on `rows` (inputs `x`) with a stratified validation split:
+    (model, train indices, validation indices, fit history). The one recipe of the generalist
+    and of every leave-one-dataset-out fold."""
+    import torch
+
+    from router.model import RouterConfig, RouterMLP
+
+    t = target_matrix(rows, routes, cfg.all_zero)
+    o = oracle_indices(rows, routes)
+    tr, va = stratified_split(split_keys(rows), cfg.val_frac, cfg.seed)
+    torch.manual_seed(cfg.seed)
+    model = RouterMLP(
+        RouterConfig(
+            routes=tuple(routes),
+            embed_dim=embed_dim,
+            features=tuple(cfg.features),
+            hidden=tuple(cfg.hidden),
+            activation=cfg.activation,
+            dropout=cfg.dropout,
+        )
+    )
+    model.set_normalization(x[tr])
+    history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress)
+    return model, tr, va, history
+
+
 def train_generalist(
     label_files: Sequence[str | Path],
     out: str | Path,
@@ -104,7 +139,6 @@ def train_generalist(
 ) -> dict:
     """Train on the mix of label files, save checkpoint + card, return the card."""
     from router.checkpoint import save_checkpoint
-    from router.model import RouterConfig, RouterMLP
 
     cfg = cfg or TrainConfig()
     t0 = time.perf_counter()
@@ -114,25 +148,7 @@ def train_generalist(
     if cfg.all_zero == "drop":
         rows = [r for r in rows if not r.get("all_zero")]
     x = inputs_for(rows, embedder, cfg.features)
-    t = target_matrix(rows, routes, cfg.all_zero)
-    o = oracle_indices(rows, routes)
-    tr, va = stratified_split(split_keys(rows), cfg.val_frac, cfg.seed)
-
-    import torch
-
-    torch.manual_seed(cfg.seed)
-    model = RouterMLP(
-        RouterConfig(
-            routes=routes,
-            embed_dim=int(embedder.dim),
-            features=tuple(cfg.features),
-            hidden=tuple(cfg.hidden),
-            activation=cfg.activation,
-            dropout=cfg.dropout,
-        )
-    )
-    model.set_normalization(x[tr])
-    history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress)
+    model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress)
 
     train_rows = [rows[i] for i in tr]
     val = routing_metrics(_argmax_routes(model, x[va], routes), [rows[i] for i in va], routes) if len(va) else {}

@@ -57,7 +57,6 @@ def test_custom_model_folder_id_is_name_plus_config_hash(tmp_path):
     ia, ib = Embedder(a, cache=False).id, Embedder(b, cache=False).id
     assert ia.startswith("my-model-") and ib.startswith("my-model-") and ia != ib
     assert ia == "my-model-320853ed"  # persisted in KB manifests and cache rows: must never change
-    assert Embedder(a, cache=False).id == ia  # stable
     assert Embedder(a, cache=False).spec == str(a.resolve())
 
 

@@ -1,0 +1,119 @@
+"""Leave-one-dataset-out: the router is trained on every data set but one and judged on the one
+left out, for each data set in turn. A held-out row from a training set proves little (topic
+predicts the set, and the set predicts the label); a set the router never saw does not.
+
+Every system is judged on the same left-out rows with the label files' own per-route scores
+and costs: the MLP router (argmax), a logistic regression on the same inputs and labels, the
+majority route of the training sets, each fixed route, and the oracle. On rows labelled with
+the cascade schedule (label --stop-score), a route that was not run carries the upper bound of
+its score, so "always <costlier route>" is an upper bound there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from engine.base.errors import LogicRouteError
+from training.eval_router import logreg_fit_proba, majority_route
+from training.fit import TrainConfig
+from training.label_arrays import inputs_for, load_label_files, routes_of
+from training.labels import route_cost
+from training.train import fit_router
+
+FIXED = "always {}"
+
+
+def _systems(routes: Sequence[str]) -> list[str]:
+    return ["router", "logreg", "majority", *(FIXED.format(r) for r in routes), "oracle"]
+
+
+def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int) -> dict:
+    """Each system's route for every test row, trained on the other rows."""
+    held = set(test)
+    train = [i for i in range(len(rows)) if i not in held]
+    train_rows = [rows[i] for i in train]
+    model = fit_router(x[train], train_rows, routes, cfg, dim)[0]
+    probs = model.predict_proba(x[test])
+    lr = logreg_fit_proba(x[train], [r["oracle"] for r in train_rows], x[test], routes)
+    maj = majority_route(train_rows, routes)
+    out = {
+        "router": [routes[i] for i in probs.argmax(1)],
+        "logreg": [routes[i] for i in lr.argmax(1)],
+        "majority": [maj] * len(test),
+        "oracle": [rows[i]["oracle"] for i in test],
+    }
+    for r in routes:
+        out[FIXED.format(r)] = [r] * len(test)
+    return out
+
+
+def judge(rows: Sequence[dict], decisions: Sequence[str], routes: Sequence[str]) -> dict:
+    """Mean label score (the answer metric), mean tokens, LLM calls and route shares of `decisions`."""
+    n = max(len(rows), 1)
+    cost = [row["costs"][d] for row, d in zip(rows, decisions)]
+    return {
+        "n": len(rows),
+        "score": round(100 * sum(row["scores"][d] for row, d in zip(rows, decisions)) / n, 1),
+        "tokens": round(sum(route_cost(c) for c in cost) / n, 1),
+        "llm_calls": round(sum(float(c.get("llm_calls", 1)) for c in cost) / n, 2),
+        "agreement": round(sum(d == row["oracle"] for row, d in zip(rows, decisions)) / n, 3),
+        "shares": {r: round(sum(d == r for d in decisions) / n, 3) for r in routes},
+    }
+
+
+def lodo_report(
+    label_files: Sequence[str | Path], cfg: TrainConfig | None = None, *, embedder=None, progress: bool = False
+) -> dict:
+    """Per left-out data set and pooled over all of them: every system's score, tokens and route
+    shares on the left-out rows."""
+    cfg = cfg or TrainConfig()
+    rows = load_label_files(label_files)
+    routes = list(routes_of(rows))
+    datasets = sorted({str(r["dataset"]) for r in rows})
+    if len(datasets) < 2:
+        raise LogicRouteError(f"leave-one-dataset-out needs labels of 2+ data sets, got {datasets}")
+    if embedder is None:
+        from engine.embedder import get_embedder
+
+        embedder = get_embedder()
+    x = inputs_for(rows, embedder, cfg.features)
+    pooled: dict[str, list] = {s: [] for s in _systems(routes)}
+    pooled_rows: list[dict] = []
+    report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
+    report["held_out"] = {}
+    for d in datasets:
+        test = [i for i, r in enumerate(rows) if str(r["dataset"]) == d]
+        if progress:
+            print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
+        decided = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        test_rows = [rows[i] for i in test]
+        report["held_out"][d] = {s: judge(test_rows, decided[s], routes) for s in _systems(routes)}
+        for s in _systems(routes):
+            pooled[s].extend(decided[s])
+        pooled_rows.extend(test_rows)
+    report["pooled"] = {s: judge(pooled_rows, pooled[s], routes) for s in _systems(routes)}
+    return report
+
+
+def format_lodo(report: dict) -> str:
+    """Markdown: one table per left-out data set, then the pooled table."""
+    lines = []
+    for title, table in [*((f"left out: {d}", t) for d, t in report["held_out"].items()), ("pooled", report["pooled"])]:
+        n = next(iter(table.values()))["n"]
+        lines += [
+            f"### {title} ({n} questions)",
+            "",
+            "| system | score | tokens / q | LLM calls / q | agreement with oracle | route shares |",
+            "|---|---|---|---|---|---|",
+        ]
+        for s, m in table.items():
+            shares = ", ".join(f"{r} {v:.0%}" for r, v in m["shares"].items() if v)
+            lines.append(
+                f"| {s} | {m['score']} | {m['tokens']:,.0f} | {m['llm_calls']} | {m['agreement']} | {shares} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
