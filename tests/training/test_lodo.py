@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from hierarchy.datasets import Question
+from tests.fakes import HashedBowEmbedder
 from training.fit import TrainConfig
 from training.label_scorers import LabelConfig
 from training.labels import make_row
 from training.lodo import format_lodo, lodo_report
-from tests.fakes import HashedBowEmbedder
 
 TOPICS = {
     "films": ["Vertigo", "Psycho", "Alien", "Jaws", "Heat", "Ronin"],
