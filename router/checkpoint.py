@@ -140,7 +140,7 @@ class Router:
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs
 
-        return build_inputs(list(questions), self.embedder, self.features)
+        return build_inputs(list(questions), self.embedder, self.features, text_form=self.model.config.text_form)
 
     def probs_array(self, questions: Sequence[str]):
         """(n, routes) numpy array of probabilities."""

@@ -74,6 +74,28 @@ def normalize_question(text: str) -> str:
     return " ".join(str(text).split())
 
 
+TEXT_FORMS = ("question", "masked")
+_NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
+
+
+def mask_entities(text: str) -> str:
+    """The question's form without its topic: quoted titles and capitalized spans after the first
+    word become "X", numbers and dates "N". "Who was born first, Ann Lee or Tom Ford?" ->
+    "Who was born first, X or X?"."""
+    q = normalize_question(text)
+    q = _QUOTED.sub("X", q)
+    head, sep, body = q.partition(" ")
+    body = SPAN.sub(lambda m: "N" if m.group(0)[0].isdigit() else "X", body)
+    return _NUMBER.sub("N", head + sep + body)
+
+
+def embedded_text(text: str, form: str = "question") -> str:
+    """The text the router embeds: the question as asked, or its masked form."""
+    if form not in TEXT_FORMS:
+        raise ValueError(f"unknown text form {form!r}; choose {', '.join(TEXT_FORMS)}")
+    return mask_entities(text) if form == "masked" else normalize_question(text)
+
+
 def _tokens(q: str) -> list[str]:
     return _TOKEN.findall(q)
 
@@ -113,6 +135,29 @@ def f_entities(q: str) -> list[float]:
     return [min(n, 4) / 4.0]
 
 
+# "the X of", "a X of", "X's": one relation each; two or more nest ("the mother of the director of X").
+_CHAIN = re.compile(r"\b(?:the|a|an)\s+(?:\w+\s+){0,2}?of\b|\w's\b", re.IGNORECASE)
+_RELATIVE = re.compile(r"\b\w+\s+(?:that|who|whose|which|where)\s+\w+", re.IGNORECASE)
+# Two masked entities joined by or / and, each possibly inside a short phrase ("the founder of X or ...").
+_PAIR = re.compile(r"\b[XN]\b[^?]{0,40}?\b(?:or|and)\b[^?]{0,40}?\b[XN]\b")
+
+
+def f_chain(q: str) -> list[float]:
+    """Relations ("the mother of the director of X", "X's father"): their count / 3, capped at 1."""
+    return [min(len(_CHAIN.findall(mask_entities(q))), 3) / 3.0]
+
+
+def f_relative(q: str) -> list[float]:
+    """1.0 when a relative clause describes an entity ("the film that won ..."), beyond the question word."""
+    body = q.split(" ", 1)[1] if " " in q else ""
+    return [float(bool(_RELATIVE.search(body)))]
+
+
+def f_pair(q: str) -> list[float]:
+    """1.0 when two entities are joined by or / and ("X or Y", "X and Y"): comparisons and joins."""
+    return [float(bool(_PAIR.search(mask_entities(q))))]
+
+
 def f_comparison(q: str) -> list[float]:
     """1.0 when a comparison / join word occurs, also 'X or Y' choices."""
     words = {w.lower() for w in _tokens(q)}
@@ -127,7 +172,11 @@ FEATURES: dict[str, tuple[Callable[[str], list[float]], int]] = {
     "qword": (f_qword, len(QWORDS) + 1),
     "entities": (f_entities, 1),
     "comparison": (f_comparison, 1),
+    "chain": (f_chain, 1),
+    "relative": (f_relative, 1),
+    "pair": (f_pair, 1),
 }
+
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
 
 
@@ -156,15 +205,21 @@ def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
 
 
 def build_inputs(
-    texts: Sequence[str], embedder, names: Sequence[str], embeddings: np.ndarray | None = None
+    texts: Sequence[str],
+    embedder,
+    names: Sequence[str],
+    embeddings: np.ndarray | None = None,
+    text_form: str = "question",
 ) -> np.ndarray:
-    """[embedding ‖ cheap features] for each text, float32 (n, embedder.dim + feature_dim).
+    """[embedding of embedded_text ‖ cheap features of the question] for each text, float32
+    (n, embedder.dim + feature_dim).
 
     `embeddings` skips the embedder when the caller already has them (training caches them
-    once per question text)."""
+    once per embedded text)."""
     qs = [normalize_question(t) for t in texts]
     if embeddings is None:
+        shown = [embedded_text(q, text_form) for q in qs]
         embeddings = (
-            np.asarray(embedder.encode(qs), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
+            np.asarray(embedder.encode(shown), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
         )
     return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(qs, names)], axis=1)

@@ -38,6 +38,12 @@ class RouterConfig:
     hidden: tuple[int, int] = field(
         default=(64, 16), metadata={"help": "widths of the two hidden layers (3 linear layers in all)"}
     )
+    text_form: str = field(
+        default="question",
+        metadata={
+            "help": "text embedded: question (as asked) | masked (entities and numbers replaced: form, not topic)"
+        },
+    )
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
     dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (training only)"})
 
@@ -61,6 +67,7 @@ class RouterConfig:
             hidden=tuple(int(h) for h in d["hidden"]),
             activation=d["activation"],
             dropout=float(d["dropout"]),
+            text_form=d.get("text_form", "question"),  # cards written before the option embed the question
         )
 
 

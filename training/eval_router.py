@@ -70,8 +70,10 @@ def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, floa
         return None
     train = load_label_files(files)
     routes = list(router.routes)
-    x_train = inputs_for(train, router.embedder, router.features)
-    x = inputs_for([{"question": q} for q in questions], router.embedder, router.features)
+    x_train = inputs_for(train, router.embedder, router.features, router.model.config.text_form)
+    x = inputs_for(
+        [{"question": q} for q in questions], router.embedder, router.features, router.model.config.text_form
+    )
     p = logreg_fit_proba(x_train, [r["oracle"] for r in train], x, routes)
     return [{r: float(v) for r, v in zip(routes, row)} for row in p]
 
@@ -245,8 +247,12 @@ def evaluate_checkpoint(
         train_files = card_label_files(router.card)
     train_rows = load_label_files(train_files) if train_files else []
     feats = router.features
-    x_test = inputs_for(test_rows, router.embedder, feats)
-    x_train = inputs_for(train_rows, router.embedder, feats) if train_rows else np.zeros((0, x_test.shape[1]))
+    x_test = inputs_for(test_rows, router.embedder, feats, router.model.config.text_form)
+    x_train = (
+        inputs_for(train_rows, router.embedder, feats, router.model.config.text_form)
+        if train_rows
+        else np.zeros((0, x_test.shape[1]))
+    )
     report: dict = {
         "checkpoint": str(router.path),
         "routes": routes,

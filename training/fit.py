@@ -32,6 +32,9 @@ class TrainConfig:
     features: tuple[str, ...] = field(
         default=ALL_FEATURES, metadata={"help": "cheap features appended to the embedding; () = embedding only"}
     )
+    text_form: str = field(
+        default="question", metadata={"help": "text embedded: question | masked (entities and numbers replaced)"}
+    )
     lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate"})
     weight_decay: float = field(default=1e-2, metadata={"help": "AdamW weight decay"})
     batch_size: int = field(default=64, metadata={"help": "questions per step"})

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
-from router.features import build_inputs, normalize_question
+from router.features import build_inputs, embedded_text
 from training.labels import read_labels, route_cost
 
 
@@ -66,9 +66,10 @@ def oracle_indices(rows: Sequence[dict], routes: Sequence[str]) -> np.ndarray:
     return np.array([list(routes).index(r["oracle"]) for r in rows], dtype=np.int64)
 
 
-def embed_unique(texts: Sequence[str], embedder) -> np.ndarray:
-    """Embeddings of texts, each distinct (normalized) text encoded once."""
-    norm = [normalize_question(t) for t in texts]
+def embed_unique(texts: Sequence[str], embedder, text_form: str = "question") -> np.ndarray:
+    """Embeddings of the texts the router embeds (router.features.embedded_text), each distinct
+    one encoded once."""
+    norm = [embedded_text(t, text_form) for t in texts]
     uniq = list(dict.fromkeys(norm))
     if not uniq:
         return np.zeros((0, embedder.dim), np.float32)
@@ -77,9 +78,10 @@ def embed_unique(texts: Sequence[str], embedder) -> np.ndarray:
     return vecs[[pos[t] for t in norm]]
 
 
-def inputs_for(rows: Sequence[dict], embedder, features: Sequence[str]) -> np.ndarray:
+def inputs_for(rows: Sequence[dict], embedder, features: Sequence[str], text_form: str = "question") -> np.ndarray:
     texts = [r["question"] for r in rows]
-    return build_inputs(texts, embedder, features, embeddings=embed_unique(texts, embedder))
+    embeddings = embed_unique(texts, embedder, text_form)
+    return build_inputs(texts, embedder, features, embeddings=embeddings, text_form=text_form)
 
 
 def stratified_split(keys: Sequence[str], frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

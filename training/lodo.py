@@ -80,7 +80,7 @@ def lodo_report(
         from engine.embedder import get_embedder
 
         embedder = get_embedder()
-    x = inputs_for(rows, embedder, cfg.features)
+    x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     pooled: dict[str, list] = {s: [] for s in _systems(routes)}
     pooled_rows: list[dict] = []
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}

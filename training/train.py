@@ -88,7 +88,7 @@ def _heldout(model, train_rows, x_train, eval_files, embedder, routes) -> dict:
     test_rows = load_label_files(eval_files)
     if routes_of(test_rows) != tuple(routes):
         raise LogicRouteError(f"held-out labels have routes {list(routes_of(test_rows))}, the router {list(routes)}")
-    x_test = inputs_for(test_rows, embedder, model.config.features)
+    x_test = inputs_for(test_rows, embedder, model.config.features, model.config.text_form)
     return evaluate_predictions(model, train_rows, x_train, test_rows, x_test, routes)
 
 
@@ -120,6 +120,7 @@ def fit_router(
             hidden=tuple(cfg.hidden),
             activation=cfg.activation,
             dropout=cfg.dropout,
+            text_form=cfg.text_form,
         )
     )
     model.set_normalization(x[tr])
@@ -147,7 +148,7 @@ def train_generalist(
     routes = routes_of(rows)
     if cfg.all_zero == "drop":
         rows = [r for r in rows if not r.get("all_zero")]
-    x = inputs_for(rows, embedder, cfg.features)
+    x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress)
 
     train_rows = [rows[i] for i in tr]
@@ -203,10 +204,10 @@ def train_specialist(
         pool = [r for r in pool if not r.get("all_zero")]
     if not test_rows:
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
-    x = inputs_for(pool, embedder, features)
+    x = inputs_for(pool, embedder, features, base.config.text_form)
     t, o = target_matrix(pool, routes, cfg.all_zero), oracle_indices(pool, routes)
     tr, va = stratified_split(split_keys(pool), cfg.val_frac, cfg.seed)
-    x_test = inputs_for(test_rows, embedder, features)
+    x_test = inputs_for(test_rows, embedder, features, base.config.text_form)
 
     before = routing_metrics(_argmax_routes(base, x_test, routes), test_rows, routes)
     model = copy.deepcopy(base)  # keeps the generalist's input normalization: same input space

@@ -456,3 +456,29 @@ def test_llm_as_router_baseline_is_scored_and_timed():
     assert len(llm.completions) == 3 and m["tokens_per_decision"] == pytest.approx(
         sum(llm.reported_tokens) / 2, abs=0.05
     )
+
+
+def test_masked_text_keeps_the_form_and_drops_the_topic():
+    from router.features import embedded_text, mask_entities
+
+    assert mask_entities("Who was born first, Ann Lee or Tom Ford?") == "Who was born first, X or X?"
+    assert mask_entities('When did "The Wall" come out in 1979?') == "When did X come out in N?"
+    assert mask_entities("Which river flows through Budapest?") == "Which river flows through X?"
+    assert embedded_text("  Who wrote  Hamlet? ", "question") == "Who wrote Hamlet?"
+    with pytest.raises(ValueError):
+        embedded_text("Who?", "upper")
+
+
+def test_structural_features_mark_joins_and_nested_relations():
+    names = ("chain", "relative", "pair")
+    lookup, nested, joined, relative = cheap_features(
+        [
+            "Which river flows through Budapest?",
+            "What is the nationality of the director of the film Amélie?",
+            "Who is older, the founder of Patagonia or the founder of Nike?",
+            "What is the capital of the country where the Danube ends?",
+        ],
+        names,
+    )
+    assert lookup.tolist() == [0.0, 0.0, 0.0]
+    assert nested[0] >= 2 / 3 and joined[2] == 1.0 and relative[1] == 1.0
