@@ -18,6 +18,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
+from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
@@ -145,12 +146,22 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
     help="also print the trace (mermaid: the logic route's DAG)",
 )
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@click.option(
+    "--ood-policy",
+    type=click.Choice(OOD_POLICIES),
+    default=DEFAULT_OOD_POLICY,
+    show_default=True,
+    help="a question far from the router's training questions (auto route only): chunk with escalation, "
+    "chunk, logic, or the router's own route; it is flagged either way",
+)
 @llm_option
-def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, llm_spec):
+def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, ood_policy, llm_spec):
     """Answer QUESTION from the knowledge base --kb."""
     from engine.pipeline import RoutedRAG
 
-    rag = RoutedRAG.open(kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache)
+    rag = RoutedRAG.open(
+        kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache, ood_policy=ood_policy
+    )
     ans = rag.answer(question, route=route)
     if as_json:
         click.echo(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
@@ -203,7 +214,8 @@ def print_answer(ans, question: str | None = None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
 def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
-    """Route probabilities and the decision for QUESTION (or for every question of --questions)."""
+    """Route probabilities, the decision and the out-of-distribution flag for QUESTION (or for
+    every question of --questions)."""
     from engine.routes.common import check_question
     from router.checkpoint import load_router
     from router.policy import Policy
@@ -228,6 +240,17 @@ def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
         return
     click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
     click.echo(f"route: {d.route}  ({d.policy}, {1000 * d.seconds:.1f} ms)")
+    click.echo(ood_line(d.ood))
+
+
+def ood_line(ood: dict | None) -> str:
+    """One line on how far a question is from the router's training questions."""
+    if ood is None:
+        return "ood: no guard (this checkpoint stores no reference set of training questions)"
+    measured = f"similarity {ood['similarity']:.3f}, threshold {ood['threshold']:.3f}"
+    if ood["far"]:
+        return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per --ood-policy"
+    return f"ood: near the router's training questions ({measured})"
 
 
 @main.command()

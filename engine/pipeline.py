@@ -6,6 +6,9 @@ and sends each question to the route the router picks (or the one the caller for
     ans = rag.answer("Who ...?", route="logic", budget=Budget(max_llm_calls=6))
     answers = rag.answer_many(questions, concurrency=4, escalate=True)
 
+A question far from the router's training questions (router.ood) is flagged and handled by
+`ood_policy` (engine.ood_policy; default: chunk with escalation). Budgets: engine.budget.
+
 Thread safety: one RoutedRAG serves concurrent `answer` calls. Per-call state lives in locals;
 the lazily built LLM and router are created under a lock; the local llama.cpp backend
 serializes its own calls, remote endpoints run concurrently (up to `concurrency` in
@@ -24,7 +27,9 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, Usage
+from engine.budget import Budget, too_little_left
 from engine.llm.base import DEFAULT_LLM, LLM, call_llm, flag
+from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import CHEAP_ROUTES, check_route, run_route
 from engine.routes.common import check_question, looks_unanswered
@@ -33,62 +38,7 @@ if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
 
-# ---------------------------------------------------------------------------- budget
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Cost limits for one answer.
-
-    max_llm_calls / max_prompt_tokens / max_seconds bound the logic route (passed down to its
-    LogicConfig, which stops solving and answers from what it found; when an answer escalates,
-    what the first attempt spent is subtracted first, so the whole answer stays inside the
-    budget). logic_share / threshold change the routing decision instead:
-    a question goes to "logic" when P(logic) >= threshold, otherwise to the likelier of the
-    other routes (router.policy, RouteLLM-style). A logic_share is turned into a threshold by
-    calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
-    calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
-    """
-
-    max_llm_calls: int | None = None
-    max_prompt_tokens: int | None = None
-    max_seconds: float | None = None
-    logic_share: float | None = None
-    threshold: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_llm_calls", "max_prompt_tokens"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise LogicRouteError(f"Budget.{name} must be a positive integer, got {v!r}")
-        if self.max_seconds is not None and not self.max_seconds > 0:
-            raise LogicRouteError(f"Budget.max_seconds must be > 0, got {self.max_seconds!r}")
-        if self.logic_share is not None and not 0.0 <= self.logic_share <= 1.0:
-            raise LogicRouteError(f"Budget.logic_share must be in [0, 1], got {self.logic_share!r}")
-
-    @property
-    def gates_routing(self) -> bool:
-        return self.threshold is not None or self.logic_share is not None
-
-    @classmethod
-    def from_policy(cls, policy, **limits) -> "Budget":
-        """A Budget from a threshold policy: a router.policy.Policy or the path of the
-        thresholds.json that `logicroute calibrate` writes."""
-        if isinstance(policy, (str, Path)):
-            from router.policy import Policy
-
-            policy = Policy.load(policy)
-        if policy.kind != "threshold" or policy.route != "logic":
-            raise LogicRouteError("a Budget takes a threshold policy on the logic route")
-        return cls(threshold=float(policy.threshold), logic_share=policy.target_share, **limits)
-
-
-# ---------------------------------------------------------------------------- escalation
-
 SELF_CHECK_MAX_TOKENS = 12
-
-
-# ---------------------------------------------------------------------------- the pipeline
 
 
 @dataclass
@@ -115,10 +65,20 @@ class RoutedRAG:
     )
     budget: Budget | None = field(default=None, metadata={"help": "default Budget for answer(budget=None)"})
     router: object | None = field(
-        default=None, metadata={"help": "a router object with .probs(questions); overrides checkpoint"}
+        default=None,
+        metadata={
+            "help": "a router object with .probs(questions) (and .ood(questions) to guard); overrides checkpoint"
+        },
+    )
+    ood_policy: str = field(
+        default=DEFAULT_OOD_POLICY,
+        metadata={
+            "help": "a question far from the router's training questions: chunk-escalate | chunk | logic | route"
+        },
     )
 
     def __post_init__(self) -> None:
+        check_ood_policy(self.ood_policy)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ construction
@@ -172,6 +132,12 @@ class RoutedRAG:
             return []
         return [dict(p) for p in self.get_router().probs(list(questions))]
 
+    def route_ood_many(self, questions: Sequence[str]) -> list[dict | None]:
+        """How far each question is from the router's training questions ({similarity,
+        threshold, far}); None each when the router has no guard."""
+        ood = getattr(self.get_router(), "ood", None)
+        return list(ood(list(questions))) if ood is not None and questions else [None] * len(questions)
+
     def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
         """A Budget whose P(logic) threshold sends about `logic_share` of questions like these
         to the logic route (the (1 - share) quantile of their P(logic))."""
@@ -205,7 +171,7 @@ class RoutedRAG:
         q = check_question(question)
         budget = self.budget if budget is None else budget
         check_route(route)
-        probs, decision = None, {"policy": "forced"}
+        probs, decision, ood = None, {"policy": "forced"}, None
         if route == "auto":
             if budget is not None and budget.logic_share is not None and budget.threshold is None:
                 raise LogicRouteError(
@@ -214,7 +180,8 @@ class RoutedRAG:
                 )
             probs = self.route_probs(q)
             route, decision = self._decide(probs, budget)
-        return self._answer_decided(q, route, probs, decision, budget, escalate, t0)
+            ood = apply_ood_policy(route, self.route_ood_many([q])[0], self.ood_policy)
+        return self._answer_decided(q, route, probs, decision, budget, escalate, t0, ood)
 
     def answer_many(
         self,
@@ -244,9 +211,13 @@ class RoutedRAG:
                 t = calibrate_share([p.get("logic", 0.0) for p in probs_list], budget.logic_share)
                 budget = replace(budget, threshold=t)
             decided = [self._decide(p, budget) for p in probs_list]
+            oods: list[OodOutcome | None] = [
+                apply_ood_policy(r, o, self.ood_policy) for (r, _), o in zip(decided, self.route_ood_many(qs))
+            ]
         else:
             probs_list = [None] * n
             decided = [(route, {"policy": "forced"})] * n
+            oods = [None] * n
         # the batch's routing time is shared out evenly among its answers
         routing_share = (time.perf_counter() - t0) / n
         self.get_llm()  # build the shared LLM once, before the threads start
@@ -261,6 +232,7 @@ class RoutedRAG:
                 budget,
                 escalate,
                 time.perf_counter() - routing_share,
+                oods[i],
             )
 
         if workers == 1:
@@ -278,8 +250,13 @@ class RoutedRAG:
         budget: Budget | None,
         escalate: bool | None,
         t0: float,
+        ood: OodOutcome | None = None,
     ) -> Answer:
+        """`route` is the router's (or the forced) route; `ood` the guard's outcome for an
+        auto-routed question, which may replace the route and turn escalation on."""
         escalate = self.escalate if escalate is None else escalate
+        if ood is not None:
+            route, escalate = ood.route, escalate or ood.escalate
         ans = self._run_route(q, route, budget)
         if escalate and route in CHEAP_ROUTES:
             ans = self._maybe_escalate(q, ans, budget)
@@ -287,6 +264,9 @@ class RoutedRAG:
         ans.trace.setdefault("llm_calls", [])
         ans.trace.setdefault("flags", [])
         ans.trace["decision"] = {"route": route, **decision}
+        ans.trace["ood"] = ood.trace if ood is not None else None
+        if ood is not None and ood.flag:
+            flag(ans.trace, ood.flag)
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
         return ans
 
@@ -320,7 +300,7 @@ class RoutedRAG:
             reason = self._self_check(q, first)
         if reason is None:
             return first
-        if budget is not None and _too_little_left(budget, first.usage):
+        if budget is not None and too_little_left(budget, first.usage):
             flag(first.trace, f"not escalated to logic ({reason}): too little budget left")
             return first
         second = self._run_logic_after(q, first, budget)
@@ -387,12 +367,3 @@ def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
         "trace": first.trace,
     }
     return Answer(text=second.text, route=second.route, usage=usage, trace=trace)
-
-
-def _too_little_left(budget: Budget, spent: Usage) -> bool:
-    # the logic route needs at least a decomposition call and the final answer to help
-    return (
-        (budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
-        or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
-        or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0)
-    )

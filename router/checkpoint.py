@@ -7,6 +7,10 @@ names, architecture, training data and counts, label scorer and LLM, held-out me
 the date. Loading checks the embedder: a router trained on other embeddings would route
 garbage, so a mismatch is a CheckpointError naming both.
 
+A checkpoint may also hold the out-of-distribution guard (router.ood): a reference set of
+training-question embeddings as one more tensor, its threshold in the card's "ood" entry.
+Checkpoints without it load as before and route without a guard.
+
 torch, safetensors and the embedder load inside functions: importing this is cheap.
 """
 
@@ -25,6 +29,7 @@ from engine.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     from router.model import RouterMLP
+    from router.ood import OodGuard
     from router.policy import Policy
 
 FORMAT = "logicroute-router/1"
@@ -38,9 +43,13 @@ def card_path(ckpt: str | Path) -> Path:
     return p.with_name(p.name[: -len(".ckpt")] + ".card.json" if p.name.endswith(".ckpt") else p.name + ".card.json")
 
 
-def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
-    """Write weights + card (embedded and beside). Returns the full card as written."""
+def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict, guard: "OodGuard | None" = None) -> dict:
+    """Write weights + card (embedded and beside), and the guard's reference set when given.
+    Returns the full card as written."""
+    import torch
     from safetensors.torch import save
+
+    from router.ood import REFERENCE_TENSOR
 
     full = dict(card)
     full["format"] = FORMAT
@@ -50,6 +59,10 @@ def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict) -> dict:
     full["embedder"].setdefault("dim", model.config.embed_dim)
     full.setdefault("created", _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    full.pop("ood", None)  # a card copied from a parent must not describe a reference set this file lacks
+    if guard is not None:
+        tensors[REFERENCE_TENSOR] = torch.from_numpy(guard.reference.copy())
+        full["ood"] = guard.card_entry()
     blob = save(tensors, metadata={CARD_KEY: json.dumps(full, sort_keys=True)})
     path = Path(path)
     # A shipped checkpoint must be readable by every user of the install.
@@ -83,15 +96,34 @@ def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
     from safetensors.torch import load_file
 
     from router.model import RouterConfig, RouterMLP
+    from router.ood import REFERENCE_TENSOR
 
     card = read_card(path)
     try:
         model = RouterMLP(RouterConfig.from_dict(card["config"]))
-        model.load_state_dict(load_file(str(path)), strict=True)
+        state = load_file(str(path))
+        state.pop(REFERENCE_TENSOR, None)
+        model.load_state_dict(state, strict=True)
     except (KeyError, ValueError, RuntimeError, SafetensorError) as e:
         raise CheckpointError(f"{path}: weights do not match the card ({type(e).__name__}: {e})") from None
     model.eval()
     return model, card
+
+
+def load_guard(path: str | Path, card: dict) -> "OodGuard | None":
+    """The checkpoint's out-of-distribution guard, or None when it stores none. Read through
+    safetensors (no pickle), only the one tensor."""
+    from safetensors import SafetensorError, safe_open
+
+    from router.ood import REFERENCE_TENSOR, OodGuard
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            names = f.keys()  # safe_open supports no `in`
+            reference = f.get_tensor(REFERENCE_TENSOR) if REFERENCE_TENSOR in names else None
+    except (OSError, SafetensorError) as e:
+        raise CheckpointError(f"{path}: unreadable reference set ({type(e).__name__}: {e})") from None
+    return OodGuard.from_checkpoint(reference, card, path)
 
 
 def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
@@ -119,16 +151,31 @@ class Decision:
     probs: dict[str, float]
     policy: str  # "argmax" or "threshold P(logic)>=0.42"
     seconds: float  # embed + MLP + decision
+    ood: dict | None = None  # {similarity, threshold, far}; None when the checkpoint has no guard
 
     def to_dict(self) -> dict:
-        return {"route": self.route, "probs": self.probs, "policy": self.policy, "seconds": round(self.seconds, 5)}
+        return {
+            "route": self.route,
+            "probs": self.probs,
+            "policy": self.policy,
+            "ood": self.ood,
+            "seconds": round(self.seconds, 5),
+        }
 
 
 class Router:
-    """A loaded router: `.probs(questions)` and `.decide(question, policy)`. Deterministic:
-    the model stays in eval mode and no Gumbel noise is drawn at inference."""
+    """A loaded router: `.probs(questions)`, `.ood(questions)` and `.decide(question, policy)`.
+    Deterministic: the model stays in eval mode and no Gumbel noise is drawn at inference.
+    `guard` None: no out-of-distribution guard (the checkpoint stores no reference set)."""
 
-    def __init__(self, model: "RouterMLP", card: dict, embedder, path: str | Path | None = None):
+    def __init__(
+        self,
+        model: "RouterMLP",
+        card: dict,
+        embedder,
+        path: str | Path | None = None,
+        guard: "OodGuard | None" = None,
+    ):
         check_embedder(card, embedder, path or "")
         self.model = model.eval()
         self.card = card
@@ -136,11 +183,20 @@ class Router:
         self.path = Path(path) if path else None
         self.routes: tuple[str, ...] = tuple(model.config.routes)
         self.features: tuple[str, ...] = tuple(model.config.features)
+        self.guard = guard
+        # The last batch's inputs: `probs` then `ood` of the same questions embed them once.
+        self._last_inputs: tuple[tuple[str, ...], object] | None = None
 
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs
 
-        return build_inputs(list(questions), self.embedder, self.features, text_form=self.model.config.text_form)
+        key = tuple(questions)
+        last = self._last_inputs
+        if last is not None and last[0] == key:
+            return last[1]
+        x = build_inputs(list(key), self.embedder, self.features, text_form=self.model.config.text_form)
+        self._last_inputs = (key, x)
+        return x
 
     def probs_array(self, questions: Sequence[str]):
         """(n, routes) numpy array of probabilities."""
@@ -153,22 +209,29 @@ class Router:
     def probs(self, questions: Sequence[str]) -> list[dict[str, float]]:
         return [{r: float(p) for r, p in zip(self.routes, row)} for row in self.probs_array(questions)]
 
+    def ood(self, questions: Sequence[str]) -> list[dict | None]:
+        """Per question {similarity, threshold, far}: how close its embedded text comes to the
+        training questions (router.ood). None for each when the checkpoint has no guard."""
+        if self.guard is None or not questions:
+            return [None] * len(questions)
+        return self.guard.measure(self.inputs(questions)[:, : self.model.config.embed_dim])
+
     def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
         from router.policy import decide
 
         t0 = time.perf_counter()
-        probs = self.probs([question])[0]
+        probs, ood = self.probs([question])[0], self.ood([question])[0]
         route = decide(probs, policy)
-        return Decision(route, probs, _policy_label(policy), time.perf_counter() - t0)
+        return Decision(route, probs, _policy_label(policy), time.perf_counter() - t0, ood)
 
     def decide_many(self, questions: Sequence[str], policy: "Policy | None" = None) -> list[dict]:
-        """One embedding batch for all questions: [{question, route, probs, policy}]."""
+        """One embedding batch for all questions: [{question, route, probs, policy, ood}]."""
         from router.policy import decide
 
         label = _policy_label(policy)
         return [
-            {"question": q, "route": decide(p, policy), "probs": p, "policy": label}
-            for q, p in zip(questions, self.probs(questions))
+            {"question": q, "route": decide(p, policy), "probs": p, "policy": label, "ood": o}
+            for q, p, o in zip(questions, self.probs(questions), self.ood(questions))
         ]
 
 
@@ -177,11 +240,12 @@ def load_router(path: str | Path | None = None, embedder=None) -> Router:
     the process-wide shared embedder (engine.embedder.get_embedder)."""
     path = Path(path) if path else DEFAULT_CHECKPOINT
     model, card = load_checkpoint(path)
+    guard = load_guard(path, card)
     if embedder is None:
         from engine.embedder import get_embedder
 
         embedder = get_embedder()
-    return Router(model, card, embedder, path)
+    return Router(model, card, embedder, path, guard)
 
 
 def _policy_label(policy: "Policy | None") -> str:

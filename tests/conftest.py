@@ -1,4 +1,4 @@
-"""Shared fixtures. Teammates: add fixtures below, keep this file import-light."""
+"""Fixtures shared by every test package. Import-light: pytest loads it before any test."""
 
 from __future__ import annotations
 

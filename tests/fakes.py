@@ -175,3 +175,16 @@ class FakeRouter:
             else:
                 out.append({"chunk": 0.7, "summary": 0.2, "logic": 0.1})
         return out
+
+
+class FakeGuardedRouter(FakeRouter):
+    """FakeRouter with the out-of-distribution guard of a real Router: a question holding
+    '[far]' is far (similarity 0.1, threshold 0.5), any other near (0.9). Records each `ood` batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.ood_batches: list[list[str]] = []
+
+    def ood(self, questions):
+        self.ood_batches.append(list(questions))
+        return [{"similarity": 0.1 if "[far]" in q else 0.9, "threshold": 0.5, "far": "[far]" in q} for q in questions]

@@ -23,8 +23,8 @@ from hierarchy.datasets import SHARED_FILES
 HOTPOT = SHARED_FILES["hotpotqa"]
 HOLDOUT_EVERY = 100  # 1% of the documents are added incrementally
 
-# Indexing cost on 2WikiMQA (~6,000 passages) as published (figures quoted in the issue,
-# from the LogicRAG paper's cost comparison): LLM tokens to build the graph, minutes.
+# Indexing cost on 2WikiMQA (~6,000 passages) as the LogicRAG paper's cost comparison
+# publishes it: LLM tokens to build the graph, minutes.
 PUBLISHED = [
     {"system": "GraphRAG", "corpus": "2WikiMQA ~6,000 passages", "tokens": 35_000_000, "minutes": 200},
     {"system": "LightRAG", "corpus": "2WikiMQA ~6,000 passages", "tokens": 36_000_000, "minutes": 100},

@@ -110,16 +110,38 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     help="leave-one-dataset-out: train a router (default settings) on every data set of the labels but one "
     "and judge it on the one left out, in turn, against logistic regression, majority, fixed routes and oracle",
 )
+@click.option("--features", default=None, help="with --lodo: cheap features all | none | comma list [default: all]")
+@click.option(
+    "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
+)
 @click.pass_context
-def eval_router(ctx, checkpoint, labels, more_labels, train_labels, llm_spec, latency_n, no_speed, json_out, lodo):
+def eval_router(
+    ctx,
+    checkpoint,
+    labels,
+    more_labels,
+    train_labels,
+    llm_spec,
+    latency_n,
+    no_speed,
+    json_out,
+    lodo,
+    features,
+    text_form,
+):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
     routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
     from training.eval_router import evaluate_checkpoint, format_report
 
     if lodo:
+        from training.cmd_train import train_config_from_options
+        from training.fit import TrainConfig
         from training.lodo import format_lodo, lodo_report
 
-        rep = lodo_report(expand_files(labels + more_labels), embedder=injected_embedder(ctx), progress=True)
+        cfg = train_config_from_options(
+            TrainConfig(text_form=text_form), None, None, None, None, None, None, None, None, features
+        )
+        rep = lodo_report(expand_files(labels + more_labels), cfg, embedder=injected_embedder(ctx), progress=True)
         click.echo(format_lodo(rep))
         if json_out:
             from engine.base.files import atomic_write_json

@@ -40,7 +40,7 @@ def _routes(value: str) -> tuple[str, ...]:
 
 
 @click.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data")
 @click.option(
     "--kb",
     "kb_dir",
@@ -125,7 +125,11 @@ def label(
     stop_score,
     no_cache,
 ):
-    """Label questions of DATA with each route's score, cost and preference vector."""
+    """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
+    nq, squad) with each route's score, cost and preference vector."""
+    from hierarchy.datasets import resolve_data
+
+    data = resolve_data(data)
     from hierarchy.kb import KnowledgeBase
     from training.label_scorers import LabelConfig
     from training.labels import label_questions, select_questions

@@ -49,7 +49,7 @@ def _common_train_options(f):
     return f
 
 
-def _apply(cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None):
+def train_config_from_options(cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None):
     from dataclasses import replace
 
     from router.features import ALL_FEATURES
@@ -112,6 +112,13 @@ def _print_card(card: dict, out: str) -> None:
     "--out", required=True, type=click.Path(dir_okay=False), help="checkpoint path, e.g. checkpoints/mine.ckpt"
 )
 @click.option("--features", default=None, help="cheap features: all | none | comma list [default: all]")
+@click.option(
+    "--text-form",
+    type=click.Choice(["question", "masked"]),
+    default="question",
+    show_default=True,
+    help="text embedded: the question, or its masked form (entities and numbers replaced: form, not topic)",
+)
 @_common_train_options
 @click.pass_context
 def generalist(
@@ -120,6 +127,7 @@ def generalist(
     more_labels,
     out,
     features,
+    text_form,
     hidden,
     epochs,
     lr,
@@ -136,7 +144,9 @@ def generalist(
     from training.fit import TrainConfig
     from training.train import train_generalist
 
-    cfg = _apply(TrainConfig(), hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features)
+    cfg = train_config_from_options(
+        TrainConfig(text_form=text_form), hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features
+    )
     card = train_generalist(
         expand_files(labels + more_labels),
         out,
@@ -194,7 +204,7 @@ def specialist(
 
     if hidden or dropout is not None:
         raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
-    cfg = _apply(specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed)
+    cfg = train_config_from_options(specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed)
     card = train_specialist(
         from_ckpt,
         expand_files(labels + more_labels),

@@ -5,6 +5,8 @@ from it on one target set (QA-GraphRAG). Each saves a checkpoint and its card.
   all-zero rows to the cheapest route by default).
 - Validation: a stratified split (by dataset x oracle route) of the training labels.
 - Fitting (loss, early stopping, kept weights, seeds): training.fit.
+- Out-of-distribution guard (router.ood): the embeddings of the questions trained on are
+  stored with the checkpoint as its reference set (a specialist adds its own to its parent's).
 
 torch loads inside functions (the CLI imports this module lazily anyway).
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import CheckpointError, LogicRouteError
+from router.ood import build_guard
 from training.eval_router import evaluate_predictions
 from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (
@@ -162,7 +165,8 @@ def train_generalist(
         "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
         "notes": notes,
     }
-    return save_checkpoint(out, model, card)
+    guard = build_guard(x[:, : int(embedder.dim)], sources=[str(p) for p in label_files], seed=cfg.seed)
+    return save_checkpoint(out, model, card, guard)
 
 
 def train_specialist(
@@ -179,7 +183,7 @@ def train_specialist(
 ) -> dict:
     """Fine-tune a generalist on target-domain labels; report generalist vs specialist on
     the target held-out split (eval_files, or a stratified holdout_frac of the labels)."""
-    from router.checkpoint import check_embedder, load_checkpoint, save_checkpoint
+    from router.checkpoint import check_embedder, load_checkpoint, load_guard, save_checkpoint
 
     cfg = cfg or specialist_config()
     t0 = time.perf_counter()
@@ -237,7 +241,19 @@ def train_specialist(
         }
     }
     card["notes"] = notes
-    return save_checkpoint(out, model, card)
+    parent_guard = load_guard(from_ckpt, base_card)
+    own = x[:, : base.config.embed_dim]
+    return save_checkpoint(out, model, card, _specialist_guard(from_ckpt, parent_guard, own, label_files, cfg.seed))
+
+
+def _specialist_guard(from_ckpt, parent, own: np.ndarray, label_files, seed: int):
+    """The parent's reference set plus the specialist's own questions' embeddings (`own`): a
+    fine-tuned router still routes what its parent learned. Without a parent guard, its own alone."""
+    sources = [str(p) for p in label_files]
+    if parent is None:
+        return build_guard(own, sources=sources, seed=seed)
+    reference = own
+    return build_guard(reference, sources=[f"parent {from_ckpt}", *sources], seed=seed)
 
 
 def _argmax_routes(model, x: np.ndarray, routes: Sequence[str]) -> list[str]:

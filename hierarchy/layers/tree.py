@@ -6,17 +6,10 @@ and so on until a level holds at most MAX_TOP nodes. Every node keeps its childr
 at level 1, node ids above) and its parent.
 
 Clustering: Ward agglomerative clustering with k = round(m / CLUSTER_SIZE) (k-means above
-WARD_MAX items). Measured on the 4,858 HotpotQA dev500 passages (MiniLM, 2 shared cores;
-"descent recall" = supporting-passage recall of top-3 clusters by centroid, then top-3 chunks
-in them; flat top-3 recall is 0.716):
-  ward, k=n/10          4.0 s  sizes median 9, max 35   descent recall 0.593  pair co-clustered 0.31
-  k-means, k=n/10      10.2 s  sizes median 9, max 32   descent recall 0.556  pair co-clustered 0.24
-  minibatch k-means    40.8 s  median 3, max 105, 144 singletons           0.601
-  GMM, PCA-10, k by BIC 71.4 s BIC picks k=10: median 470 passages per cluster (a 100-word
-                               summary cannot cover that)                  0.660 (1,464 candidates)
-  GMM-diag, PCA-10, k=n/10 2.9 s                                           0.493
-Ward is the fastest balanced method and keeps a question's supporting passages together
-most often; RAPTOR's GMM+BIC is 18x slower here and yields clusters too large to summarize.
+WARD_MAX items). Of the methods compared on HotpotQA's passages, Ward gave balanced clusters
+fastest and kept a question's supporting passages together most often; RAPTOR's GMM with k
+chosen by BIC was far slower and made clusters too large for one summary to cover (figures:
+docs/results/design_measurements.md).
 """
 
 from __future__ import annotations
@@ -271,8 +264,8 @@ def layers_from_structure(
 def _new_cluster_threshold(kb: "KnowledgeBase", nodes: dict[str, Node], rows: dict[str, int]) -> float:
     """5th percentile of leave-one-out member-to-centroid cosines: a member compared with its
     cluster's centroid without itself is in the position of a newly added chunk. (The inclusive
-    cosine is inflated: on HotpotQA it sent 21% of a random 1% sample to new clusters; the
-    leave-one-out percentile sends 0%, while a foreign topic still starts its own cluster.)"""
+    cosine is inflated by the member's own vector: it sends added chunks of known topics to new
+    clusters; figures: docs/results/design_measurements.md.)"""
     sims = []
     for n in nodes.values():
         if n.level == 1 and len(n.children) >= 2:

@@ -19,8 +19,8 @@ _SHARED: Embedder | None = None
 
 
 def shared_test_embedder() -> Embedder:
-    """One real MiniLM embedder per test process (also used by test_kb.py), with a private
-    cache folder so tests never touch ~/.cache."""
+    """One real MiniLM embedder per test process, for every test marked `embedder`, with a
+    private cache folder so tests never touch ~/.cache."""
     global _SHARED
     if _SHARED is None:
         d = tempfile.mkdtemp(prefix="logicroute-test-emb-")

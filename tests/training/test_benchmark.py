@@ -411,6 +411,7 @@ def test_logreg_baseline_router_is_fitted_on_the_routers_own_labels(tmp_path):
         routes=("chunk", "logic"),
         embedder=shared_test_embedder(),
         features=(),
+        model=SimpleNamespace(config=SimpleNamespace(text_form="question")),
     )
     p = logreg_router_probs(
         router, ["Who directed Psycho?", "Where was the director of Psycho born and when did he die?"]

@@ -37,8 +37,7 @@ class LogicConfig:
         default=0,
         metadata={
             "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
-            "0 = memory only, as the paper "
-            "(3 measured on 100 mixed questions: F1 48.4 vs 49.2, +11% prompt tokens)"
+            "0 = memory only, as the paper (more raised the prompt tokens, not F1: docs/results/design_measurements.md)"
         },
     )
     direct_single_hop: bool = field(

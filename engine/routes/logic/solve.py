@@ -78,8 +78,8 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
         single = cfg.direct_single_hop and len(plan) == 1 and is_copy(st.question, plan[0].question)
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
-            # single lookups: the structured step + memory lose the exact phrase (measured,
-            # SQuAD+NQ one-node plans: F1 63.4 through the DAG vs 71.8 direct)
+            # single lookups: the structured step + memory lose the exact phrase, and F1 drops
+            # (figures: docs/results/design_measurements.md)
             trace["single_hop"] = single
             n = plan[0]
             n.rewritten = n.query = st.question

@@ -1,0 +1,65 @@
+"""Cost limits for one answer (Budget), and the check escalation makes against them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.base.errors import LogicRouteError
+from engine.base.types import Usage
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Cost limits for one answer.
+
+    max_llm_calls / max_prompt_tokens / max_seconds bound the logic route (passed down to its
+    LogicConfig, which stops solving and answers from what it found; when an answer escalates,
+    what the first attempt spent is subtracted first, so the whole answer stays inside the
+    budget). logic_share / threshold change the routing decision instead:
+    a question goes to "logic" when P(logic) >= threshold, otherwise to the likelier of the
+    other routes (router.policy, RouteLLM-style). A logic_share is turned into a threshold by
+    calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
+    calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
+    """
+
+    max_llm_calls: int | None = None
+    max_prompt_tokens: int | None = None
+    max_seconds: float | None = None
+    logic_share: float | None = None
+    threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_llm_calls", "max_prompt_tokens"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise LogicRouteError(f"Budget.{name} must be a positive integer, got {v!r}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise LogicRouteError(f"Budget.max_seconds must be > 0, got {self.max_seconds!r}")
+        if self.logic_share is not None and not 0.0 <= self.logic_share <= 1.0:
+            raise LogicRouteError(f"Budget.logic_share must be in [0, 1], got {self.logic_share!r}")
+
+    @property
+    def gates_routing(self) -> bool:
+        return self.threshold is not None or self.logic_share is not None
+
+    @classmethod
+    def from_policy(cls, policy, **limits) -> "Budget":
+        """A Budget from a threshold policy: a router.policy.Policy or the path of the
+        thresholds.json that `logicroute calibrate` writes."""
+        if isinstance(policy, (str, Path)):
+            from router.policy import Policy
+
+            policy = Policy.load(policy)
+        if policy.kind != "threshold" or policy.route != "logic":
+            raise LogicRouteError("a Budget takes a threshold policy on the logic route")
+        return cls(threshold=float(policy.threshold), logic_share=policy.target_share, **limits)
+
+
+def too_little_left(budget: Budget, spent: Usage) -> bool:
+    # the logic route needs at least a decomposition call and the final answer to help
+    return (
+        (budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
+        or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
+        or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0)
+    )
