@@ -67,7 +67,7 @@ class RouterConfig:
             hidden=tuple(int(h) for h in d["hidden"]),
             activation=d["activation"],
             dropout=float(d["dropout"]),
-            text_form=d.get("text_form", "question"),  # cards written before the option embed the question
+            text_form=d.get("text_form", "question"),  # a card without text_form embeds the question
         )
 
 

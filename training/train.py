@@ -252,7 +252,7 @@ def _specialist_guard(from_ckpt, parent, own: np.ndarray, label_files, seed: int
     sources = [str(p) for p in label_files]
     if parent is None:
         return build_guard(own, sources=sources, seed=seed)
-    reference = own
+    reference = np.concatenate([parent.reference.astype(np.float32), own], axis=0)
     return build_guard(reference, sources=[f"parent {from_ckpt}", *sources], seed=seed)
 
 
