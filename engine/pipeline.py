@@ -134,7 +134,8 @@ class RoutedRAG:
 
     def route_ood_many(self, questions: Sequence[str]) -> list[dict | None]:
         """How far each question is from the router's training questions ({similarity,
-        threshold, far}); None each when the router has no guard."""
+        threshold, far}); None each when the router has no guard. A real Router embeds the
+        questions again here: the embedder's cache makes that a lookup."""
         ood = getattr(self.get_router(), "ood", None)
         return list(ood(list(questions))) if ood is not None and questions else [None] * len(questions)
 

@@ -1,10 +1,12 @@
 """Question-answering data sets, read in their original public formats.
 
-`load_dataset(path, n=None, offset=0)` detects the format from the file name and the
-first record's keys, takes questions [offset, offset+n) and returns a `Dataset` whose
+`load_dataset(path, n=None, offset=0, corpus=None)` detects the format from the file name
+and the first record's keys, takes questions [offset, offset+n) and returns a `Dataset` whose
 passages are the union of those questions' passages (deduplicated, first-seen order).
 A benchmark corpus is exactly that union, so every question competes with the
-distractors of every other question taken.
+distractors of every other question taken. A corpus-format set (graphrag) has no passages
+per question: all its questions share one corpus file, and the Dataset's passages are that
+corpus cut into passages (hierarchy.data_files), whatever questions are taken.
 
 Supported formats (`dataset_names()` lists the names a Dataset can get):
 
@@ -23,6 +25,10 @@ Supported formats (`dataset_names()` lists the names a Dataset can get):
   id = "nq-<0-based line index>", type "single", supporting = gold ctxs.
 - ``squad`` (SQuAD v1.1 JSON): data[].title, data[].paragraphs[].context/qas[]; one
   passage per paragraph titled with its article; type "single".
+- ``graphrag`` (GraphRAG-Bench): a questions JSON array {id, source, question, answer,
+  question_type} (answers are sentences; type = question_type, e.g. "Contextual Summarize")
+  plus a corpus JSON array [{corpus_name, context}]: the `corpus` argument, else the
+  `*_corpus.json` beside the questions file. Named "graphrag_<source>", e.g. graphrag_medical.
 - generic JSONL (named after the file stem): {id, question, answers[], type?,
   passages[{title, text, supporting?}]}.
 
@@ -35,7 +41,6 @@ whole load, even outside the slice taken: nothing partial is ever returned.
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 import os
 import re
@@ -46,6 +51,7 @@ from typing import Any
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
 from engine.base.files import content_hash
+from hierarchy.data_files import corpus_texts, find_corpus, parse_records, read_text
 
 FORMATS: dict[str, str] = {
     "hotpotqa": "IRCoT JSONL (question_id, question_text, answers_objects, contexts) "
@@ -54,6 +60,8 @@ FORMATS: dict[str, str] = {
     "musique": "raw MuSiQue JSONL/JSON (id, question, answer, answer_aliases, paragraphs)",
     "nq": "NQ-open oracle JSONL(.gz) (question, answers, ctxs)",
     "squad": "SQuAD v1.1 JSON (data[].paragraphs[].context/qas)",
+    "graphrag": "GraphRAG-Bench questions JSON (id, source, question, answer, question_type) "
+    "beside its corpus JSON (corpus_name, context)",
     "generic": "JSONL {id, question, answers[], type?, passages[{title, text, supporting?}]}",
 }
 
@@ -64,6 +72,7 @@ SHARED_FILES: dict[str, str] = {
     "musique": "musique/musique_200.jsonl",
     "nq": "nq/nq_open_oracle_2655.jsonl.gz",
     "squad": "squad/squad_v1.1_dev.json",
+    "medical": "graphrag_bench/medical_questions_dev.json",
 }
 
 
@@ -74,7 +83,7 @@ def shared_data_dir() -> Path:
 
 
 def resolve_data(arg: str | Path) -> str:
-    """A data file path, or a shared data set name (hotpotqa, 2wiki, musique, nq, squad)."""
+    """A data file path, or a shared data set name (hotpotqa, 2wiki, musique, nq, squad, medical)."""
     if Path(arg).exists():
         return str(arg)
     if arg in SHARED_FILES:
@@ -108,10 +117,12 @@ class Dataset:
     name: str
     questions: list[Question]
     passages: list[Passage] = field(default_factory=list)
+    corpus: str | None = None  # the shared corpus file the passages were cut from (graphrag sets)
 
 
 def dataset_names() -> list[str]:
-    """Format names a loaded Dataset can carry ("generic" files take their file stem)."""
+    """Format names a loaded Dataset can carry ("generic" files take their file stem,
+    "graphrag" ones graphrag_<source>)."""
     return list(FORMATS)
 
 
@@ -121,8 +132,10 @@ def passage_id(title: str, text: str) -> str:
     return content_hash(f"{title}\x1f{text}")[:16]
 
 
-def load_dataset(path: str | Path, n: int | None = None, offset: int = 0) -> Dataset:
-    """Load questions [offset, offset+n) of a QA file in any supported format (see module doc)."""
+def load_dataset(path: str | Path, n: int | None = None, offset: int = 0, corpus: str | Path | None = None) -> Dataset:
+    """Load questions [offset, offset+n) of a QA file in any supported format (see module doc).
+    `corpus` names the corpus file of a graphrag set; formats whose questions carry their own
+    passages ignore it (Dataset.corpus stays None)."""
     path = Path(path)
     if n is not None and n < 0:
         raise ValueError(f"n must be >= 0 or None, got {n}")
@@ -136,9 +149,9 @@ def load_dataset(path: str | Path, n: int | None = None, offset: int = 0) -> Dat
     if suffix not in (".json", ".jsonl"):
         raise UnknownFormatError(_unknown(path, f"extension {suffix or '(none)'!r}"))
 
-    text = _read_text(path)
+    text = read_text(path)
     # records: (location for messages, raw dict); squad yields its own single record.
-    records = _parse(path, text, prefer_lines=(suffix == ".jsonl"))
+    records = parse_records(path, text, prefer_lines=(suffix == ".jsonl"))
     if not records:
         raise DataFormatError(f"{path}: no records")
     first_loc, first = records[0]
@@ -160,45 +173,23 @@ def load_dataset(path: str | Path, n: int | None = None, offset: int = 0) -> Dat
         questions.append(q)
         for p in ps:
             passages.setdefault(p.id, p)
-    return Dataset(name=name, questions=questions, passages=list(passages.values()))
+    ds = Dataset(name=name, questions=questions, passages=list(passages.values()))
+    return _with_corpus(ds, find_corpus(path, corpus)) if convert is _from_graphrag else ds
 
 
-# ---------------------------------------------------------------- reading
+def _with_corpus(ds: Dataset, corpus: Path) -> Dataset:
+    """Every question of a corpus-format set comes with the whole corpus as its passages."""
+    passages: dict[str, Passage] = {}
+    for title, text in corpus_texts(corpus):
+        p = Passage(passage_id(title, text), title, text)
+        passages.setdefault(p.id, p)
+    for q in ds.questions:
+        q.passages = list(passages)
+    ds.passages, ds.corpus = list(passages.values()), str(corpus)
+    return ds
 
 
-def _read_text(path: Path) -> str:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                return f.read()
-        return path.read_text(encoding="utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as e:
-        raise DataFormatError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
-
-
-def _parse(path: Path, text: str, prefer_lines: bool) -> list[tuple[str, Any]]:
-    """Decode a whole file into (location, record) pairs; every line is decoded, so a bad
-    line anywhere refuses the load."""
-    if not prefer_lines:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            # A .json file holding JSON lines is still accepted.
-            if e.msg != "Extra data":
-                raise DataFormatError(f"{path}:{e.lineno}: malformed JSON ({e.msg})") from None
-        else:
-            if isinstance(obj, list):
-                return [(f"record {i}", r) for i, r in enumerate(obj)]
-            return [("1", obj)]
-    records = []
-    for i, line in enumerate(text.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            records.append((str(i + 1), json.loads(line)))
-        except json.JSONDecodeError as e:
-            raise DataFormatError(f"{path}:{i + 1}: malformed JSON line ({e.msg})") from None
-    return records
+# ---------------------------------------------------------------- detecting
 
 
 def _unknown(path: Path, why: str) -> str:
@@ -222,6 +213,9 @@ def _detect(path: Path, r: dict) -> tuple[str, Converter]:
         return "musique", _from_musique
     if {"question", "answers", "ctxs"} <= keys:
         return "nq", _from_nq
+    if {"question", "answer", "question_type"} <= keys:
+        source = str(r.get("source") or "").lower()
+        return (f"graphrag_{source}" if re.fullmatch(r"\w+", source) else "graphrag"), _from_graphrag
     if {"question", "answers", "passages"} <= keys:
         return path.name.split(".")[0], _from_generic
     raise UnknownFormatError(_unknown(path, f"first record keys {sorted(keys)[:12]}"))
@@ -342,6 +336,13 @@ def _from_squad_paragraph(raw: tuple, name: str, qi: int) -> tuple[Question, lis
 def _from_generic(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
     paras = [(p["title"], p["text"], bool(p.get("supporting", False))) for p in r["passages"]]
     return _build(r.get("id", f"{name}-{qi}"), r["question"], _str_list(r["answers"]), r.get("type"), name, paras)
+
+
+def _from_graphrag(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
+    # The passages are the shared corpus, attached once to the whole Dataset by _with_corpus.
+    if not isinstance(r["answer"], str):
+        raise TypeError(f"answer must be a string, got {type(r['answer']).__name__}")
+    return _build(r["id"], r["question"], [r["answer"]], r.get("question_type"), name, [])
 
 
 def read_questions(path: str | Path) -> list[str]:

@@ -184,19 +184,11 @@ class Router:
         self.routes: tuple[str, ...] = tuple(model.config.routes)
         self.features: tuple[str, ...] = tuple(model.config.features)
         self.guard = guard
-        # The last batch's inputs: `probs` then `ood` of the same questions embed them once.
-        self._last_inputs: tuple[tuple[str, ...], object] | None = None
 
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs
 
-        key = tuple(questions)
-        last = self._last_inputs
-        if last is not None and last[0] == key:
-            return last[1]
-        x = build_inputs(list(key), self.embedder, self.features, text_form=self.model.config.text_form)
-        self._last_inputs = (key, x)
-        return x
+        return build_inputs(list(questions), self.embedder, self.features, text_form=self.model.config.text_form)
 
     def probs_array(self, questions: Sequence[str]):
         """(n, routes) numpy array of probabilities."""
@@ -207,32 +199,41 @@ class Router:
         return self.model.predict_proba(self.inputs(questions))
 
     def probs(self, questions: Sequence[str]) -> list[dict[str, float]]:
-        return [{r: float(p) for r, p in zip(self.routes, row)} for row in self.probs_array(questions)]
+        return self._probs_of(self.probs_array(questions))
 
     def ood(self, questions: Sequence[str]) -> list[dict | None]:
         """Per question {similarity, threshold, far}: how close its embedded text comes to the
         training questions (router.ood). None for each when the checkpoint has no guard."""
         if self.guard is None or not questions:
             return [None] * len(questions)
-        return self.guard.measure(self.inputs(questions)[:, : self.model.config.embed_dim])
+        return self._ood_of(self.inputs(questions))
 
     def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
-        from router.policy import decide
-
         t0 = time.perf_counter()
-        probs, ood = self.probs([question])[0], self.ood([question])[0]
-        route = decide(probs, policy)
-        return Decision(route, probs, _policy_label(policy), time.perf_counter() - t0, ood)
+        d = self._decided([question], policy)[0]
+        return Decision(**d, seconds=time.perf_counter() - t0)
 
     def decide_many(self, questions: Sequence[str], policy: "Policy | None" = None) -> list[dict]:
         """One embedding batch for all questions: [{question, route, probs, policy, ood}]."""
+        return [{"question": q, **d} for q, d in zip(questions, self._decided(questions, policy))]
+
+    def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
+        """Decision fields per question; the probabilities and the guard share one embedding batch."""
         from router.policy import decide
 
-        label = _policy_label(policy)
-        return [
-            {"question": q, "route": decide(p, policy), "probs": p, "policy": label, "ood": o}
-            for q, p, o in zip(questions, self.probs(questions), self.ood(questions))
-        ]
+        if not questions:
+            return []
+        x = self.inputs(questions)
+        probs, oods, label = self._probs_of(self.model.predict_proba(x)), self._ood_of(x), _policy_label(policy)
+        return [{"route": decide(p, policy), "probs": p, "policy": label, "ood": o} for p, o in zip(probs, oods)]
+
+    def _probs_of(self, p) -> list[dict[str, float]]:
+        return [{r: float(v) for r, v in zip(self.routes, row)} for row in p]
+
+    def _ood_of(self, x) -> list[dict | None]:
+        if self.guard is None:
+            return [None] * len(x)
+        return self.guard.measure(x[:, : self.model.config.embed_dim])
 
 
 def load_router(path: str | Path | None = None, embedder=None) -> Router:

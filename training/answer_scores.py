@@ -1,17 +1,24 @@
-"""The answer metrics that benchmarks and labels report, each under one name:
-em, f1 and string_acc (LogicRAG's string accuracy; engine.base.metrics defines all three)."""
+"""The answer metrics that benchmarks and labels report, each under one name: em, f1,
+string_acc (LogicRAG's string accuracy), and for sentence answers rouge_l (ROUGE-L F-measure)
+and coverage (answer-token recall); engine.base.metrics defines them all."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from engine.base.errors import LogicRouteError
-from engine.base.metrics import exact_match, f1, string_acc
+from engine.base.metrics import coverage, exact_match, f1, rouge_l, string_acc
 
-METRICS: tuple[str, ...] = ("em", "f1", "string_acc")
+METRICS: tuple[str, ...] = ("em", "f1", "string_acc", "rouge_l", "coverage")
 # Other spellings accepted as input: label files and `--metric` arguments may say "acc".
 ALIASES: dict[str, str] = {"acc": "string_acc"}
-_FUNCTIONS: dict[str, Callable[[str, list[str]], float]] = {"em": exact_match, "f1": f1, "string_acc": string_acc}
+_FUNCTIONS: dict[str, Callable[[str, list[str]], float]] = {
+    "em": exact_match,
+    "f1": f1,
+    "string_acc": string_acc,
+    "rouge_l": rouge_l,
+    "coverage": coverage,
+}
 
 
 def metric_name(name: str) -> str:

@@ -26,6 +26,13 @@ class BenchConfig:
     out: str
     n: int | None = field(default=50, metadata={"help": "questions per data file (None = all)"})
     offset: int = field(default=0, metadata={"help": "first question taken from each file"})
+    corpus: str | None = field(
+        default=None,
+        metadata={
+            "help": "corpus file of the data files whose questions share one (GraphRAG-Bench); None = the "
+            "*_corpus.json beside each. Such a set's KB is its whole corpus, whatever n and kb_questions are"
+        },
+    )
     kb_per_dataset: bool = field(
         default=False,
         metadata={"help": "one KB per data file (its questions' passages); otherwise one KB over all of them"},
@@ -45,7 +52,9 @@ class BenchConfig:
     )
     routes: tuple[str, ...] = ROUTES
     thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
-    metric: str = field(default="f1", metadata={"help": "oracle and cost-quality metric: em | f1 | string_acc"})
+    metric: str = field(
+        default="f1", metadata={"help": "oracle and cost-quality metric: em | f1 | string_acc | rouge_l | coverage"}
+    )
     seed: int = 0
     k: int = 3
     concurrency: int = 1
@@ -92,7 +101,7 @@ def load_data(cfg: BenchConfig) -> list[tuple[str, Any, str]]:
 
     out, seen = [], {}
     for path in cfg.data:
-        ds = load_dataset(path, cfg.n, cfg.offset)
+        ds = load_dataset(path, cfg.n, cfg.offset, corpus=cfg.corpus)
         if not ds.questions:
             raise LogicRouteError(f"{path}: no questions at offset {cfg.offset}")
         name = ds.name
@@ -100,6 +109,8 @@ def load_data(cfg: BenchConfig) -> list[tuple[str, Any, str]]:
         if seen[name] > 1:
             name = f"{name}-{seen[name]}"
         out.append((name, ds, str(path)))
+    if cfg.corpus and not any(ds.corpus for _, ds, _ in out):
+        raise LogicRouteError(f"corpus {cfg.corpus}: no data file reads one (their questions carry their passages)")
     return out
 
 
@@ -114,7 +125,8 @@ def collect_items(
     for name, ds, path in data:
         kb_name = name if cfg.kb_per_dataset else "all"
         kb_ds = ds
-        if cfg.kb_questions and (cfg.n is not None and cfg.kb_questions > cfg.n):
+        # A corpus set's passages are its whole corpus already: more questions add none.
+        if cfg.kb_questions and (cfg.n is not None and cfg.kb_questions > cfg.n) and ds.corpus is None:
             kb_ds = load_dataset(path, cfg.kb_questions, cfg.offset)
         kb_passages.setdefault(kb_name, {}).update({p.id: p for p in kb_ds.passages})
         for q in ds.questions:

@@ -12,6 +12,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli import llm_option
+from training.answer_scores import ALIASES, METRICS
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -25,6 +26,13 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.argument("data", nargs=-1, required=True)
 @click.option("--n", type=int, default=50, show_default=True, help="questions per data file (0 = all)")
 @click.option("--offset", type=int, default=0, show_default=True, help="first question taken from each file")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="corpus file of the data files whose questions share one (GraphRAG-Bench; default: the *_corpus.json "
+    "beside each); their KB is the whole corpus",
+)
 @click.option(
     "--kb-per-dataset",
     is_flag=True,
@@ -63,10 +71,11 @@ def _floats(text: str) -> tuple[float, ...]:
 )
 @click.option(
     "--metric",
-    type=click.Choice(["f1", "em", "string_acc", "acc"]),
+    type=click.Choice([*METRICS, *ALIASES]),
     default="f1",
     show_default=True,
-    help="score of the oracle and of the cost-quality analysis (acc = string_acc)",
+    help="score of the oracle and of the cost-quality analysis (acc = string_acc; rouge_l and coverage for "
+    "sentence answers)",
 )
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--seed", default=0, show_default=True, help="seed of the random router")
@@ -92,6 +101,7 @@ def benchmark(
     data,
     n,
     offset,
+    corpus,
     kb_per_dataset,
     kb_questions,
     out_dir,
@@ -110,7 +120,7 @@ def benchmark(
     llm_spec,
 ):
     """Compare routing decisions on DATA files (paths or names: hotpotqa, 2wiki, musique, nq,
-    squad): fixed routes, the router (argmax and thresholds), the oracle, a random router and
+    squad, medical): fixed routes, the router (argmax and thresholds), the oracle, a random router and
     an LLM as router; EM/F1/accuracy, costs, and a RouteLLM cost-quality analysis. Resumable:
     rerun the same command to continue."""
     from hierarchy.datasets import resolve_data
@@ -123,6 +133,7 @@ def benchmark(
         out=out_dir,
         n=n or None,
         offset=offset,
+        corpus=corpus,
         kb_per_dataset=kb_per_dataset,
         kb_questions=kb_questions,
         llm_spec=llm_spec,

@@ -15,6 +15,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli import injected_embedder, llm_option
+from training.answer_scores import ALIASES, METRICS
 
 
 def expand_files(values) -> list[str]:
@@ -59,6 +60,12 @@ def _routes(value: str) -> tuple[str, ...]:
     help="answer: run each route with the LLM and score its answer; retrieval: LLM-free, "
     "supporting-passage recall of each route's context",
 )
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="corpus file of a DATA whose questions share one (GraphRAG-Bench; default: the *_corpus.json beside it)",
+)
 @click.option("--n", type=int, default=None, help="number of questions (default: all)")
 @click.option("--offset", type=int, default=0, show_default=True, help="first question index")
 @click.option(
@@ -73,10 +80,11 @@ def _routes(value: str) -> tuple[str, ...]:
 )
 @click.option(
     "--metric",
-    type=click.Choice(["f1", "em", "string_acc", "acc"]),
+    type=click.Choice([*METRICS, *ALIASES]),
     default="f1",
     show_default=True,
-    help="answer scorer metric (string_acc = LogicRAG string accuracy; acc is the same)",
+    help="answer scorer metric (string_acc = LogicRAG string accuracy, acc is the same; rouge_l and coverage "
+    "for sentence answers)",
 )
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--lam", default=0.1, show_default=True, help="cost weight in the preference vector")
@@ -111,6 +119,7 @@ def label(
     kb_dir,
     out,
     scorer,
+    corpus,
     n,
     offset,
     stride,
@@ -126,7 +135,7 @@ def label(
     no_cache,
 ):
     """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
-    nq, squad) with each route's score, cost and preference vector."""
+    nq, squad, medical) with each route's score, cost and preference vector."""
     from hierarchy.datasets import resolve_data
 
     data = resolve_data(data)
@@ -137,7 +146,9 @@ def label(
 
     routes_t = _routes(routes)
     emb = injected_embedder(ctx)
-    questions, ds = select_questions(data, n=n, offset=offset, stride=stride)
+    questions, ds = select_questions(data, n=n, offset=offset, stride=stride, corpus=corpus)
+    if corpus and ds.corpus is None:
+        raise LogicRouteError(f"--corpus: {data} reads no corpus (its questions carry their passages)")
     kb_path = Path(kb_dir)
     if not KnowledgeBase.exists(kb_path):
         if not build_kb:
@@ -145,7 +156,7 @@ def label(
                 f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
             )
         if kb_questions is not None:
-            ds = select_questions(data, n=kb_questions, offset=offset, stride=stride)[1]
+            ds = select_questions(data, n=kb_questions, offset=offset, stride=stride, corpus=corpus)[1]
         click.echo(f"building the KB at {kb_path} from {len(ds.passages)} passages", err=True)
         kb = passages_kb(kb_path, ds.passages, emb, layers="summary" in routes_t)
     else:

@@ -111,15 +111,18 @@ def read_labels(path: str | Path) -> list[dict]:
     return read_jsonl(path, strict=True)
 
 
-def select_questions(data: str | Path, n: int | None = None, offset: int = 0, stride: int = 1):
+def select_questions(
+    data: str | Path, n: int | None = None, offset: int = 0, stride: int = 1, corpus: str | Path | None = None
+):
     """(questions, dataset): questions offset, offset+stride, ... (n of them). The dataset's
-    passages are those of every question in the span read (stride 1: the questions taken)."""
+    passages are those of every question in the span read (stride 1: the questions taken), or
+    for a set whose questions share a corpus file (`corpus`, else the one beside data) that corpus."""
     from hierarchy.datasets import load_dataset
 
     if stride < 1:
         raise LogicRouteError(f"stride must be >= 1, got {stride}")
     span = None if n is None else n * stride
-    ds = load_dataset(data, n=span, offset=offset)
+    ds = load_dataset(data, n=span, offset=offset, corpus=corpus)
     qs = ds.questions[::stride]
     return (qs if n is None else qs[:n]), ds
 

@@ -1,5 +1,6 @@
-"""Answer metrics: exact match and token F1 (official SQuAD / HotpotQA scripts) and
-LogicRAG's string accuracy. Every metric takes the best score over the gold aliases.
+"""Answer metrics: exact match and token F1 (official SQuAD / HotpotQA scripts), LogicRAG's
+string accuracy, and for sentence answers (GraphRAG-Bench) ROUGE-L and answer-token coverage.
+Every metric takes the best score over the gold aliases.
 
 - `exact_match`: normalized prediction == normalized gold.
 - `f1`: token F1 of the normalized strings; HotpotQA rule: when either side normalizes to
@@ -7,13 +8,21 @@ LogicRAG's string accuracy. Every metric takes the best score over the gold alia
 - `string_acc`: normalized gold is a substring of the normalized prediction (LogicRAG's
   `string_based_evaluation` accuracy). A gold that normalizes to "" (e.g. "The") never
   matches here, where LogicRAG would count it contained in any prediction.
+- `rouge_l`: ROUGE-L F-measure (longest common subsequence of tokens) from Google's
+  rouge-score package, the reference implementation of ROUGE-1.5.5: lowercased alphanumeric
+  tokens, Porter-stemmed, as GraphRAG-Bench scores fact and reasoning answers.
+- `coverage`: answer-token recall, the share of the normalized gold tokens (each occurrence
+  once, as in token F1's recall) that the normalized prediction holds: what a long answer
+  covers of the gold, without the precision penalty F1 gives it for its extra words.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -58,6 +67,35 @@ def string_acc(pred: str, golds: str | list[str]) -> float:
     """1.0 if any non-empty normalized gold occurs inside the normalized prediction."""
     p = normalize_answer(pred)
     return float(any(g and g in p for g in map(normalize_answer, _golds(golds))))
+
+
+def rouge_l(pred: str, golds: str | list[str]) -> float:
+    """Best ROUGE-L F-measure over gold aliases (0.0 when either side has no token)."""
+    scorer = _rouge_scorer()
+    # float(): rouge-score gives an int 0 when a side has no token.
+    return max((float(scorer.score(g, pred)["rougeL"].fmeasure) for g in _golds(golds)), default=0.0)
+
+
+@functools.cache
+def _rouge_scorer() -> Any:
+    # Imported on first use: rouge-score loads nltk (seconds), which EM/F1 users never need.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def _coverage_one(pred: str, gold: str) -> float:
+    g = gold.split()
+    if not g:
+        return 0.0
+    return sum((Counter(pred.split()) & Counter(g)).values()) / len(g)
+
+
+def coverage(pred: str, golds: str | list[str]) -> float:
+    """Best answer-token recall over gold aliases: share of the normalized gold tokens found
+    in the normalized prediction (a gold that normalizes to "" scores 0)."""
+    p = normalize_answer(pred)
+    return max((_coverage_one(p, normalize_answer(g)) for g in _golds(golds)), default=0.0)
 
 
 def score_all(preds: list[str], golds: list[list[str]]) -> dict:

@@ -258,3 +258,122 @@ def test_empty_file_is_a_format_error(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match="no records"):
         load_dataset(tmp_path / "empty.jsonl")
+
+
+# ---------------------------------------------------------------- GraphRAG-Bench: one corpus for all questions
+
+GRAPHRAG_TYPES = {
+    "Fact Retrieval": 549,
+    "Complex Reasoning": 255,
+    "Contextual Summarize": 144,
+    "Creative Generation": 83,
+}
+
+
+def write_graphrag(folder, n_questions=3, sentences=60, corpus_name="Medical"):
+    """A questions file and, beside it, a corpus of one long text (8 words a sentence)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = " ".join(f"Sentence {i} tells fact number {i} about care." for i in range(sentences))
+    (folder / "medical_corpus.json").write_text(json.dumps([{"corpus_name": corpus_name, "context": text}]))
+    questions = [
+        {
+            "id": f"Medical-{i}",
+            "source": "Medical",
+            "question": f"What does sentence {i} tell?",
+            "answer": f"Sentence {i} tells fact number {i}.",
+            "question_type": "Fact Retrieval" if i % 2 else "Contextual Summarize",
+        }
+        for i in range(n_questions)
+    ]
+    path = folder / "medical_questions_dev.json"
+    path.write_text(json.dumps(questions))
+    return path
+
+
+def test_graphrag_questions_share_the_corpus_beside_them_cut_into_passages(tmp_path):
+    from hierarchy.data_files import CORPUS_CHUNK_WORDS
+
+    ds = load_dataset(write_graphrag(tmp_path))
+    assert ds.name == "graphrag_medical" and ds.corpus == str(tmp_path / "medical_corpus.json")
+    q = ds.questions[1]
+    assert (q.id, q.text, q.answers, q.type, q.dataset) == (
+        "Medical-1",
+        "What does sentence 1 tell?",
+        ["Sentence 1 tells fact number 1."],
+        "Fact Retrieval",
+        "graphrag_medical",
+    )
+    assert q.supporting == []
+    # 60 sentences of 8 words = 480 words -> 150-word passages of whole sentences: 144, 144, 144, 48
+    assert [len(p.text.split()) for p in ds.passages] == [144, 144, 144, 48]
+    assert all(len(p.text.split()) <= CORPUS_CHUNK_WORDS for p in ds.passages)
+    assert (
+        " ".join(p.text for p in ds.passages).split()
+        == json.loads((tmp_path / "medical_corpus.json").read_text())[0]["context"].split()
+    ), "no overlap, nothing lost"
+    assert all(p.title == "Medical" and p.id == passage_id(p.title, p.text) for p in ds.passages)
+    assert all(q.passages == [p.id for p in ds.passages] for q in ds.questions)
+    check_consistent(ds)
+
+
+def test_graphrag_slices_questions_but_keeps_the_whole_corpus(tmp_path):
+    path = write_graphrag(tmp_path, n_questions=5)
+    full, part = load_dataset(path), load_dataset(path, n=2, offset=3)
+    assert [q.id for q in part.questions] == ["Medical-3", "Medical-4"]
+    assert [p.id for p in part.passages] == [p.id for p in full.passages], "ids are deterministic"
+
+
+def test_graphrag_corpus_argument_and_its_errors(tmp_path):
+    from engine.base.errors import LogicRouteError
+
+    questions = write_graphrag(tmp_path / "a")
+    other = write_graphrag(tmp_path / "b", sentences=5, corpus_name="Other").parent / "medical_corpus.json"
+    ds = load_dataset(questions, corpus=other)
+    assert ds.corpus == str(other) and [p.title for p in ds.passages] == ["Other"]
+    with pytest.raises(LogicRouteError, match="no such corpus"):
+        load_dataset(questions, corpus=tmp_path / "missing.json")
+    (tmp_path / "a" / "medical_corpus.json").unlink()
+    with pytest.raises(LogicRouteError, match="--corpus"):
+        load_dataset(questions)
+    (tmp_path / "a" / "x_corpus.json").write_text(json.dumps([{"corpus_name": "X", "context": "One. Two."}]))
+    assert load_dataset(questions).passages[0].title == "X", "the only *_corpus.json beside it"
+    (tmp_path / "a" / "y_corpus.json").write_text("[]")
+    with pytest.raises(LogicRouteError, match="several"):
+        load_dataset(questions)
+
+
+def test_graphrag_malformed_corpus_or_answer_is_a_format_error(tmp_path):
+    path = write_graphrag(tmp_path)
+    (tmp_path / "medical_corpus.json").write_text(json.dumps([{"corpus_name": "M", "text": "no context"}]))
+    with pytest.raises(DataFormatError, match=r"medical_corpus\.json:record 0"):
+        load_dataset(path)
+    (tmp_path / "medical_corpus.json").write_text("[]")
+    with pytest.raises(DataFormatError, match="no text"):
+        load_dataset(path)
+    rows = json.loads(path.read_text())
+    rows[1]["answer"] = ["a", "list"]
+    path.write_text(json.dumps(rows))
+    with pytest.raises(DataFormatError, match="record 1"):
+        load_dataset(path)
+
+
+def test_other_formats_ignore_the_corpus_argument(tmp_path):
+    path = write_jsonl(tmp_path / "g.jsonl", [generic("q1", [{"title": "T", "text": "x"}])])
+    ds = load_dataset(path, corpus=write_graphrag(tmp_path / "c").parent / "medical_corpus.json")
+    assert ds.corpus is None and [p.text for p in ds.passages] == ["x"]
+
+
+@pytest.mark.shared_data
+def test_shared_graphrag_medical_loads_with_its_types_and_corpus(shared_data):
+    from hierarchy.data_files import CORPUS_CHUNK_WORDS
+
+    ds = load_dataset(shared_data / SHARED_FILES["medical"])
+    assert ds.name == "graphrag_medical"
+    assert len(ds.questions) == 1031
+    assert Counter(q.type for q in ds.questions) == GRAPHRAG_TYPES
+    assert all(len(q.answers) == 1 and q.answers[0] for q in ds.questions)
+    assert ds.corpus == str(shared_data / "graphrag_bench" / "medical_corpus.json")
+    # 174,610 words cut into 1,245 passages of <= 150 words; 45 repeat another verbatim
+    assert len(ds.passages) == 1200
+    assert max(len(p.text.split()) for p in ds.passages) <= CORPUS_CHUNK_WORDS
+    check_consistent(ds)

@@ -138,14 +138,12 @@ def test_a_trained_router_flags_an_unrelated_question(generalist):
     assert [m["probs"] for m in many] == router.probs([NEAR, UNRELATED])
 
 
-def test_probs_then_ood_of_one_batch_embed_it_once(generalist):
+def test_a_decision_embeds_its_questions_once(generalist):
     emb = embedder()
     router = load_router(generalist, embedder=emb)
-    router.probs([NEAR, UNRELATED])
-    router.ood([NEAR, UNRELATED])
-    assert len(emb.calls) == 1
-    router.ood([UNRELATED])
-    assert len(emb.calls) == 2
+    router.decide_many([NEAR, UNRELATED])
+    router.decide(NEAR)
+    assert emb.calls == [[NEAR, UNRELATED], [NEAR]]  # probabilities and guard share each batch
 
 
 def test_the_reference_set_round_trips_through_safetensors(generalist, tmp_path):
