@@ -112,6 +112,14 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 )
 @click.option("--features", default=None, help="with --lodo: cheap features all | none | comma list [default: all]")
 @click.option(
+    "--specialist-n",
+    type=int,
+    default=0,
+    show_default=True,
+    help="with --lodo: also fine-tune each fold's router on this many rows of the left-out set "
+    "and judge it against the generalist on the rows after them",
+)
+@click.option(
     "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
 )
 @click.pass_context
@@ -127,6 +135,7 @@ def eval_router(
     json_out,
     lodo,
     features,
+    specialist_n,
     text_form,
 ):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
@@ -141,7 +150,13 @@ def eval_router(
         cfg = train_config_from_options(
             TrainConfig(text_form=text_form), None, None, None, None, None, None, None, None, features
         )
-        rep = lodo_report(expand_files(labels + more_labels), cfg, embedder=injected_embedder(ctx), progress=True)
+        rep = lodo_report(
+            expand_files(labels + more_labels),
+            cfg,
+            embedder=injected_embedder(ctx),
+            specialist_n=specialist_n,
+            progress=True,
+        )
         click.echo(format_lodo(rep))
         if json_out:
             from engine.base.files import atomic_write_json

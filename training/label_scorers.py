@@ -58,7 +58,10 @@ class LabelConfig:
         default="retrieval", metadata={"help": "answer (run routes with the LLM) | retrieval (LLM-free)"}
     )
     routes: tuple[str, ...] = field(default=ROUTES, metadata={"help": "routes to score, cheapest first"})
-    metric: str = field(default="f1", metadata={"help": "answer scorer metric: f1 | em | string_acc (acc accepted)"})
+    metric: str = field(
+        default="f1",
+        metadata={"help": "answer scorer metric: f1 | em | string_acc (acc accepted) | rouge_l | coverage"},
+    )
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG and the chunk route use 3)"})
     lam: float = field(default=0.1, metadata={"help": "cost weight in the preference: score - lam * cost/max_cost"})
     tau: float = field(default=0.1, metadata={"help": "softmax temperature of the preference vector"})

@@ -11,6 +11,7 @@ its score, so "always <costlier route>" is an upper bound there.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -19,8 +20,16 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from training.eval_router import logreg_fit_proba, majority_route
-from training.fit import TrainConfig
-from training.label_arrays import inputs_for, load_label_files, routes_of
+from training.fit import TrainConfig, fit, specialist_config
+from training.label_arrays import (
+    inputs_for,
+    load_label_files,
+    oracle_indices,
+    routes_of,
+    split_keys,
+    stratified_split,
+    target_matrix,
+)
 from training.labels import route_cost
 from training.train import fit_router
 
@@ -48,6 +57,26 @@ def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Se
     }
     for r in routes:
         out[FIXED.format(r)] = [r] * len(test)
+    return out, model
+
+
+def _specialist(model, x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], n_tune: int) -> dict:
+    """The fold's generalist fine-tuned (specialist_config) on the first `n_tune` left-out rows,
+    both judged on the left-out rows after them."""
+    tune, rest = test[:n_tune], test[n_tune:]
+    tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
+    cfg = specialist_config()
+    t, o = target_matrix(tune_rows, routes, cfg.all_zero), oracle_indices(tune_rows, routes)
+    tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)
+    spec = copy.deepcopy(model)  # the generalist's input normalization: same input space
+    xt = x[tune]
+    fit(spec, xt[tr], t[tr], xt[va], t[va], o[va], cfg, keep_initial=True)
+    out = {"n_tune": len(tune)}
+    for name, m in (("generalist", model), ("specialist", spec)):
+        out[name] = judge(rest_rows, [routes[i] for i in m.predict_proba(x[rest]).argmax(1)], routes)
+    for r in routes:
+        out[FIXED.format(r)] = judge(rest_rows, [r] * len(rest), routes)
+    out["oracle"] = judge(rest_rows, [row["oracle"] for row in rest_rows], routes)
     return out
 
 
@@ -66,10 +95,16 @@ def judge(rows: Sequence[dict], decisions: Sequence[str], routes: Sequence[str])
 
 
 def lodo_report(
-    label_files: Sequence[str | Path], cfg: TrainConfig | None = None, *, embedder=None, progress: bool = False
+    label_files: Sequence[str | Path],
+    cfg: TrainConfig | None = None,
+    *,
+    embedder=None,
+    specialist_n: int = 0,
+    progress: bool = False,
 ) -> dict:
     """Per left-out data set and pooled over all of them: every system's score, tokens and route
-    shares on the left-out rows."""
+    shares on the left-out rows. specialist_n > 0: also fine-tune each fold's router on that many
+    of the left-out set's rows and judge generalist and specialist on the rows after them."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
     routes = list(routes_of(rows))
@@ -89,7 +124,9 @@ def lodo_report(
         test = [i for i, r in enumerate(rows) if str(r["dataset"]) == d]
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
-        decided = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        if 0 < specialist_n < len(test) - 1:
+            report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n)
         test_rows = [rows[i] for i in test]
         report["held_out"][d] = {s: judge(test_rows, decided[s], routes) for s in _systems(routes)}
         for s in _systems(routes):
@@ -115,5 +152,18 @@ def format_lodo(report: dict) -> str:
             lines.append(
                 f"| {s} | {m['score']} | {m['tokens']:,.0f} | {m['llm_calls']} | {m['agreement']} | {shares} |"
             )
+        lines.append("")
+    for d, sp in report.get("specialist", {}).items():
+        n = sp["generalist"]["n"]
+        lines += [
+            f"### specialist on {d}: fine-tuned on {sp['n_tune']}, judged on the next {n}",
+            "",
+            "| system | score | tokens / q | route shares |",
+            "|---|---|---|---|",
+        ]
+        for s, m in sp.items():
+            if isinstance(m, dict):
+                shares = ", ".join(f"{r} {v:.0%}" for r, v in m["shares"].items() if v)
+                lines.append(f"| {s} | {m['score']} | {m['tokens']:,.0f} | {shares} |")
         lines.append("")
     return "\n".join(lines)

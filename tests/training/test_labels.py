@@ -233,7 +233,7 @@ def test_summary_context_credit_for_quoted_sentences():
 def test_string_accuracy_has_one_name_and_acc_is_accepted():
     from training.answer_scores import METRICS, metric_name
 
-    assert METRICS == ("em", "f1", "string_acc")
+    assert METRICS == ("em", "f1", "string_acc", "rouge_l", "coverage")
     assert LabelConfig(metric="acc").metric == "string_acc" == metric_name("string_acc")
     with pytest.raises(LogicRouteError, match="string_acc"):
         LabelConfig(metric="bleu")

@@ -38,7 +38,7 @@ def test_each_set_is_judged_by_a_router_trained_on_the_others(tmp_path):
     cfg = TrainConfig(
         features=("comparison",), hidden=(16, 8), dropout=0.0, lr=0.05, max_epochs=30, patience=30, val_frac=0.2
     )
-    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=32))
+    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=32), specialist_n=4)
 
     assert set(rep["held_out"]) == set(TOPICS)
     for table in rep["held_out"].values():
@@ -50,3 +50,7 @@ def test_each_set_is_judged_by_a_router_trained_on_the_others(tmp_path):
         assert table["router"]["score"] > table["always chunk"]["score"]
     assert rep["pooled"]["router"]["n"] == 36
     assert "### left out: films (12 questions)" in format_lodo(rep)
+    spec = rep["specialist"]["films"]  # fine-tuned on 4 left-out rows, judged on the 8 after them
+    assert spec["n_tune"] == 4 and spec["generalist"]["n"] == spec["specialist"]["n"] == 8
+    assert spec["oracle"]["score"] == 100.0
+    assert "### specialist on films: fine-tuned on 4, judged on the next 8" in format_lodo(rep)
