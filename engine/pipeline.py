@@ -67,7 +67,7 @@ class RoutedRAG:
     router: object | None = field(
         default=None,
         metadata={
-            "help": "a router object with .probs(questions) (and .ood(questions) to guard); overrides checkpoint"
+            "help": "a router with .probs(questions) and .ood(questions), as router.checkpoint.Router; overrides checkpoint"
         },
     )
     ood_policy: str = field(
@@ -136,8 +136,7 @@ class RoutedRAG:
         """How far each question is from the router's training questions ({similarity,
         threshold, far}); None each when the router has no guard. A real Router embeds the
         questions again here: the embedder's cache makes that a lookup."""
-        ood = getattr(self.get_router(), "ood", None)
-        return list(ood(list(questions))) if ood is not None and questions else [None] * len(questions)
+        return list(self.get_router().ood(list(questions))) if questions else []
 
     def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
         """A Budget whose P(logic) threshold sends about `logic_share` of questions like these

@@ -176,6 +176,10 @@ class FakeRouter:
                 out.append({"chunk": 0.7, "summary": 0.2, "logic": 0.1})
         return out
 
+    def ood(self, questions):
+        """No guard, as a real Router whose checkpoint has no reference set."""
+        return [None] * len(questions)
+
 
 class FakeGuardedRouter(FakeRouter):
     """FakeRouter with the out-of-distribution guard of a real Router: a question holding
