@@ -67,7 +67,8 @@ class RoutedRAG:
     router: object | None = field(
         default=None,
         metadata={
-            "help": "a router with .probs(questions) and .ood(questions), as router.checkpoint.Router; overrides checkpoint"
+            "help": "a router with .probs(questions) and .ood(questions), as router.checkpoint.Router; "
+            "overrides checkpoint"
         },
     )
     ood_policy: str = field(
