@@ -19,3 +19,11 @@ def shared_data() -> Path:
             "(the benchmark files live in ../shared/data relative to the repo root)"
         )
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """The real MiniLM embedder every test marked `embedder` shares (tests.real_embedder)."""
+    from tests.real_embedder import shared_test_embedder  # imports the engine: not before a test asks
+
+    return shared_test_embedder()

@@ -1,5 +1,6 @@
 """Fakes at the real interfaces, for tests that need no model: an LLM with scripted replies, a
-hashed bag-of-words embedder, and a word-overlap knowledge base."""
+hashed bag-of-words embedder, a word-overlap knowledge base, keyword routers, and a stand-in for
+the logic route with a RoutedRAG built on them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.base.types import Completion, RetrievedChunk
-from engine.llm.base import chat_structured
+from engine.base.types import Answer, Completion, RetrievedChunk, Usage
+from engine.llm.base import call_llm, chat_structured
+from engine.pipeline import RoutedRAG
 from hierarchy.documents import Chunk
+from tests.samples import PASSAGES
 
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
 
@@ -192,3 +195,26 @@ class FakeGuardedRouter(FakeRouter):
     def ood(self, questions):
         self.ood_batches.append(list(questions))
         return [{"similarity": 0.1 if "[far]" in q else 0.9, "threshold": 0.5, "far": "[far]" in q} for q in questions]
+
+
+def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
+    """A stand-in for answer_logic: two LLM calls booked like the real route."""
+
+    def answer_logic(question, kb, llm, config=None):
+        if calls_log is not None:
+            calls_log.append({"question": question, "config": config})
+        usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": []}}
+        call_llm(
+            llm, [{"role": "user", "content": f"Decompose: {question}"}], purpose="decompose", usage=usage, trace=trace
+        )
+        c = call_llm(
+            llm, [{"role": "user", "content": f"Final answer: {question}"}], purpose="answer", usage=usage, trace=trace
+        )
+        return Answer(text=c.text or reply, route="logic", usage=usage, trace=trace)
+
+    return answer_logic
+
+
+def make_rag(llm, **kw) -> RoutedRAG:
+    """RoutedRAG over PASSAGES in a word-overlap KB, routed by a FakeRouter unless `router` is given."""
+    return RoutedRAG(kb=WordOverlapKB.titled(PASSAGES), llm=llm, router=kw.pop("router", FakeRouter()), **kw)

@@ -61,7 +61,7 @@ def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
     from engine.llm.factory import make_llm
     from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
-    from tests.engine.test_embedder import shared_test_embedder
+    from tests.real_embedder import shared_test_embedder
 
     kb = KnowledgeBase.create(tmp_path / "kb", shared_test_embedder())
     kb.add(

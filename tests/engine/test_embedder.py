@@ -3,9 +3,6 @@ Tests that load the real MiniLM are marked `embedder` and share one instance."""
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 import threading
 import warnings
 
@@ -14,25 +11,6 @@ import pytest
 
 from engine.base.errors import ModelFilesError
 from engine.embedder import DEFAULT_MODEL_ID, Embedder, default_model_path, get_embedder
-
-_SHARED: Embedder | None = None
-
-
-def shared_test_embedder() -> Embedder:
-    """One real MiniLM embedder per test process, for every test marked `embedder`, with a
-    private cache folder so tests never touch ~/.cache."""
-    global _SHARED
-    if _SHARED is None:
-        d = tempfile.mkdtemp(prefix="logicroute-test-emb-")
-        atexit.register(shutil.rmtree, d, True)
-        _SHARED = Embedder(cache=d)
-    return _SHARED
-
-
-@pytest.fixture(scope="session")
-def real_embedder() -> Embedder:
-    return shared_test_embedder()
-
 
 # -- no model load ---------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.update import build_layers
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
-from tests.hierarchy.test_layers import TOPICS, make_docs
+from tests.samples import TOPICS, make_docs
 
 
 @pytest.fixture
@@ -186,7 +186,7 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def real_kb(tmp_path_factory):
-    from tests.engine.test_embedder import shared_test_embedder
+    from tests.real_embedder import shared_test_embedder
 
     kb = KnowledgeBase.create(tmp_path_factory.mktemp("real") / "kb", shared_test_embedder())
     kb.add(CORPUS, show_progress=False)

@@ -12,7 +12,7 @@ from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import LAYERS_DIR, KnowledgeBase
 from tests.fakes import HashedBowEmbedder
-from tests.hierarchy.test_kb import DOCS
+from tests.samples import DOCS
 
 
 @pytest.fixture

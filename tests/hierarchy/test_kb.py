@@ -18,14 +18,7 @@ from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import LAYERS_DIR, MANIFEST, KnowledgeBase
 from tests.fakes import HashedBowEmbedder
-
-DOCS = [
-    Document("paris", "Paris", "Paris is the capital of France and sits on the Seine."),
-    Document("berlin", "Berlin", "Berlin is the capital of Germany."),
-    Document("tokyo", "Tokyo", "Tokyo is the capital of Japan, a large city."),
-    Document("nile", "Nile", "The Nile is a long river in Africa."),
-    Document("everest", "Everest", "Everest is the highest mountain on Earth."),
-]
+from tests.samples import DOCS
 
 
 @pytest.fixture
@@ -309,13 +302,6 @@ def test_atomic_write_failure_keeps_old_file(tmp_path, monkeypatch):
 
 
 # -- with the real MiniLM --------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def real_embedder():
-    from tests.engine.test_embedder import shared_test_embedder
-
-    return shared_test_embedder()
 
 
 @pytest.mark.embedder

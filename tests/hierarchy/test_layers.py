@@ -6,7 +6,6 @@ Runs on a tiny deterministic bag-of-words embedder (no model) and ScriptedLLM.""
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -22,33 +21,7 @@ from hierarchy.layers.tree import LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_fro
 from hierarchy.layers.update import build_layers
 from hierarchy.summarize import extractive_batch, mmr_select, render_units, rendered_words, split_sentences
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
-
-TOPICS = {
-    "river": "river water delta basin flood bank",
-    "mountain": "mountain peak summit climber altitude glacier",
-    "film": "film director actor premiere studio screenplay",
-    "football": "football club league striker goal stadium",
-    "opera": "opera soprano composer libretto aria tenor",
-    "volcano": "volcano eruption lava magma crater ash",
-    "bank": "bank loan interest deposit credit finance",
-    "ship": "ship harbour sail navy captain voyage",
-}
-
-
-def make_docs(n_per_topic: int = 6, topics=TOPICS, seed: int = 0, prefix: str = "") -> list[Document]:
-    rng = random.Random(seed)
-    docs = []
-    for t, vocab in topics.items():
-        words = vocab.split()
-        for j in range(n_per_topic):
-            name = f"{prefix}{t.capitalize()} {j}"
-            sents = []
-            for _ in range(4):
-                w = rng.sample(words, 3)
-                count, year = rng.randint(2, 999), 1900 + rng.randint(0, 120)
-                sents.append(f"The {w[0]} of {name} had {count} {w[1]} and {w[2]} in {year}.")
-            docs.append(Document(f"{prefix}{t}-{j}", name, " ".join(sents)))
-    return docs
+from tests.samples import TOPICS, make_docs
 
 
 @pytest.fixture

@@ -23,18 +23,11 @@ from router.model import RouterConfig, RouterMLP
 from router.ood import REFERENCE_TENSOR, OodGuard, build_guard, leave_one_out_similarity
 from tests.fakes import HashedBowEmbedder
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 DIM = 128  # wide enough that the hashed words of these questions rarely collide
 NEAR = "What is the capital city of land 4?"  # a training question with one word more
 UNRELATED = "Photosynthesis converts sunlight into chemical energy in green plants."
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread is fastest, and spares the shared CPU from spin-waiting."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def embedder() -> HashedBowEmbedder:

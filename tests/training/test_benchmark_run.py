@@ -1,5 +1,7 @@
-"""The routing benchmark: the systems built from fixed-route rows, report files, resume, the
-benchmark commands. Fakes only: no model, no embedder (except where marked)."""
+"""The routing benchmark run: the systems built from fixed-route rows, report files, resume,
+which rows are reused (setup, logic settings, labels), fixed-route subsets and errors, overlap
+with the router's training labels, distractor passages, the logreg system. Fakes only: no
+model, no embedder."""
 
 from __future__ import annotations
 
@@ -8,27 +10,26 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
-from engine.cli import main
 from engine.pipeline import RoutedRAG
-from tests.engine.test_pipeline import PASSAGES
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
+from tests.samples import PASSAGES
 from training.bench_data import BenchConfig
 from training.benchmark import RESULTS_FILE, run_benchmark
 from training.jsonl_store import JsonlStore
 
 # ---------------------------------------------------------------- a whole run with fakes
 
-# (question, gold, P(logic), which fixed routes get it right)
+
 ALPHA = [
     ("Who founded Alpha Corp?", "Ann", 0.1, {"chunk", "summary", "logic"}),
     ("Where was the founder of Alpha Corp born?", "Oslo", 0.9, {"logic"}),
     ("What does Alpha Corp make overall?", "boats", 0.2, {"summary"}),
     ("Which came first, Alpha or Beta?", "Alpha", 0.8, {"chunk", "logic"}),
 ]
+
+
 BETA = [
     ("Who runs Beta Ltd?", "Bo", 0.15, {"chunk"}),
     ("When was the town of Beta's founder born?", "1901", 0.7, {"logic"}),
@@ -58,6 +59,8 @@ def write_data(tmp_path):
 
 
 GOLD = {f"{q} [p={p}]": (gold, right) for q, gold, p, right in ALPHA + BETA}
+
+
 COST = {"chunk": (1, 500), "summary": (1, 650), "logic": (4, 1800)}
 
 
@@ -268,29 +271,6 @@ def test_fixed_routes_subset_and_errors(tmp_path):
     assert len(errs) == 2 and all("endpoint down" in r["error"] for r in errs)
 
 
-def test_cli_command_is_exported_and_documented():
-    from training.cmd_benchmark import COMMANDS, bench_index, bench_logic, bench_summary, benchmark
-
-    assert [benchmark, bench_logic, bench_summary, bench_index] == COMMANDS
-    res = CliRunner().invoke(benchmark, ["--help"])
-    assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
-    res = CliRunner().invoke(bench_index, ["--help"])
-    assert res.exit_code == 0 and "--no-sandwich" in res.output
-
-
-def test_component_benchmarks_are_cli_commands_with_clean_errors(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(main, ["bench-logic", "--help"])
-    assert res.exit_code == 0 and "--kb-n" in res.output and "ablations" in res.output
-    res = CliRunner().invoke(main, ["bench-logic", "--systems", "chunk,nonsense", "--n", "1"])
-    assert res.exit_code == 2 and "unknown system 'nonsense'" in res.output
-    res = CliRunner().invoke(main, ["bench-summary", "--parts", "nope"])
-    assert res.exit_code == 2 and "unknown parts" in res.output
-    res = CliRunner().invoke(main, ["bench-summary", "--parts", "build", "--modes", "tepid"])
-    assert res.exit_code == 2 and "unknown build modes" in res.output
-    assert not (tmp_path / "runs").exists()  # refused before anything is written
-
-
 def test_labels_stand_in_for_fixed_route_runs(tmp_path):
     files = write_data(tmp_path)
     labels = tmp_path / "labels.jsonl"
@@ -363,64 +343,6 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
     assert report["datasets"]["alpha"]["passages"] == 1 and report["datasets"]["alpha"]["kb_passages"] == 3
 
 
-def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
-    from training.bench_summary import main
-    from training.bench_summary_build import PUBLISHED
-
-    step = {"total_tokens": 0, "seconds": 120.0, "cpu_seconds": 90.0}
-    (tmp_path / "build.json").write_text(
-        json.dumps(
-            {
-                "corpus": "tiny",
-                "published": PUBLISHED,
-                "cold": {"full_rebuild": step, "incremental_add": {"documents": 2, "layer_update": step}},
-            }
-        )
-    )
-    pooled = {"n": 1, "em": 1.0, "f1": 1.0, "prompt_tokens": 500, "completion_tokens": 4.0, "seconds": 3.0}
-    (tmp_path / "qa.json").write_text(json.dumps({"corpora": {"small": {"systems": {"chunk": {"all": pooled}}}}}))
-    main(tmp_path, parts=["build"])  # build.json exists: reused, nothing is rebuilt
-    md = (tmp_path / "report.md").read_text()
-    assert "incremental add of 2 docs (cold)" in md and "| small | chunk | all | 1 |" in md
-
-
-@pytest.mark.embedder
-def test_logreg_baseline_router_is_fitted_on_the_routers_own_labels(tmp_path):
-    from types import SimpleNamespace
-
-    from hierarchy.datasets import Question
-    from tests.engine.test_embedder import shared_test_embedder
-    from training.eval_router import logreg_router_probs
-    from training.label_scorers import LabelConfig
-    from training.labels import make_row
-
-    cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"), k=3)
-    cost = {"tokens_est": 500.0}
-    rows = []
-    for i, film in enumerate(["Jaws", "Alien", "Heat", "Up", "Cars", "Rocky", "Fargo", "Big"]):
-        for text, scores in (
-            (f"Who directed {film}?", {"chunk": 1.0, "logic": 1.0}),
-            (f"Where was the director of {film} born and when did he die?", {"chunk": 0.0, "logic": 1.0}),
-        ):
-            q = Question(f"{i}-{len(rows)}", text, ["x"], None, [], "toy")
-            rows.append(make_row(q, scores, {"chunk": cost, "logic": {"tokens_est": 1800.0}}, cfg, index=len(rows)))
-    labels = tmp_path / "train.jsonl"
-    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    router = SimpleNamespace(
-        card={"training": {"label_files": [{"path": str(labels)}]}},
-        routes=("chunk", "logic"),
-        embedder=shared_test_embedder(),
-        features=(),
-        model=SimpleNamespace(config=SimpleNamespace(text_form="question")),
-    )
-    p = logreg_router_probs(
-        router, ["Who directed Psycho?", "Where was the director of Psycho born and when did he die?"]
-    )
-    assert p[0]["chunk"] > 0.5 > p[1]["chunk"]
-    router.card = {}  # no label files: no baseline
-    assert logreg_router_probs(router, ["Who directed Psycho?"]) is None
-
-
 def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
     import training.eval_router as ev
 
@@ -432,20 +354,3 @@ def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
     pooled = report["systems"]["pooled"]
     assert "logreg" in report["systems_order"] and pooled["logreg"]["routes"]["logic"] == pytest.approx(1.0)
     assert pooled["logreg"]["em"] == pooled["logic"]["em"]
-
-
-def test_llm_router_books_every_attempt_and_falls_back_to_the_cheapest_route():
-    from training.llm_router import llm_route
-
-    llm = ScriptedLLM(replies=[{"route": "nope"}, {"route": "nope"}])  # invalid twice: the retry fails too
-    d = llm_route(llm, "Who founded Alpha Corp?", ("chunk", "logic"))
-    assert d.route == "chunk" and d.error and d.usage.llm_calls == 2
-    assert (d.usage.prompt_tokens, d.usage.completion_tokens) == llm.reported_tokens  # both attempts
-    ok = llm_route(ScriptedLLM(replies=[{"route": "logic"}]), "Who founded Alpha Corp?", ("chunk", "logic"))
-    assert ok.route == "logic" and ok.error is None and ok.usage.llm_calls == 1
-
-
-def test_metric_acc_is_read_as_string_acc(tmp_path):
-    assert BenchConfig(data=[], out=str(tmp_path), metric="acc").metric == "string_acc"
-    with pytest.raises(LogicRouteError, match="unknown route"):
-        BenchConfig(data=[], out=str(tmp_path), routes=("chunk", "graph"))

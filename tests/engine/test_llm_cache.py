@@ -1,0 +1,149 @@
+"""The LLM cache (CachedLLM): hits keep the original tokens and seconds, the key covers
+everything that changes the output, errors are never stored, and threads and processes may
+share one file."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+import threading
+
+import pytest
+
+from engine.base.errors import StructuredOutputError
+from engine.base.types import Completion, Usage
+from engine.llm.base import call_llm
+from engine.llm.cache import CachedLLM, cache_key
+from tests.samples import MSGS, SCHEMA
+
+pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
+
+
+class CountingLLM:
+    """Answers with a counter; optional per-call delay to widen race windows."""
+
+    name = "fake:counting"
+
+    def __init__(self, fail: Exception | None = None):
+        self.calls = 0
+        self.fail = fail
+        self.lock = threading.Lock()
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        with self.lock:
+            self.calls += 1
+        if self.fail:
+            raise self.fail
+        text = json.dumps({"answer": 5}) if schema else f"reply to {messages[-1]['content']}"
+        return Completion(
+            text=text,
+            prompt_tokens=11,
+            completion_tokens=7,
+            seconds=1.5,
+            data={"answer": 5} if schema else None,
+            model="m",
+        )
+
+
+def test_cache_hit_returns_original_tokens_without_calling_inner(tmp_path):
+    inner = CountingLLM()
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    first = llm.chat(MSGS, schema=SCHEMA)
+    again = CachedLLM(CountingLLM(), tmp_path / "c.sqlite").chat(MSGS, schema=SCHEMA)  # new object, same file
+    hit = llm.chat(MSGS, schema=SCHEMA)
+    assert inner.calls == 1 and not first.cached
+    for c in (again, hit):
+        assert c.cached and c.text == first.text and c.data == {"answer": 5}
+        assert (c.prompt_tokens, c.completion_tokens, c.seconds) == (11, 7, 0.0)
+    with __import__("sqlite3").connect(tmp_path / "c.sqlite") as db:  # original seconds kept
+        assert db.execute("SELECT seconds FROM completions").fetchall() == [(1.5,)]
+
+    usage, trace = Usage(), {}
+    call_llm(llm, MSGS, purpose="t", usage=usage, trace=trace, schema=SCHEMA)
+    assert usage.cached_calls == 1 and usage.prompt_tokens == 11
+    assert trace["llm_calls"][0]["cached"] is True
+    # latency without the cache stays measurable on a cached rerun: the hit brings its original seconds
+    assert hit.original_seconds == 1.5 and usage.llm_seconds == 0.0 and usage.llm_seconds_uncached == 1.5
+    fresh = Usage()
+    fresh.add(first)
+    assert fresh.llm_seconds == fresh.llm_seconds_uncached == 1.5
+
+
+def test_cache_key_covers_everything_that_changes_output():
+    base = cache_key("a", MSGS, None, 256, 0.0)
+    assert base == cache_key("a", [dict(MSGS[0])], None, 256, 0.0)  # canonical, not identity
+    others = [
+        cache_key("b", MSGS, None, 256, 0.0),
+        cache_key("a", MSGS, SCHEMA, 256, 0.0),
+        cache_key("a", MSGS, None, 64, 0.0),
+        cache_key("a", MSGS, None, 256, 0.7),
+        cache_key("a", MSGS + [{"role": "user", "content": "more"}], None, 256, 0.0),
+    ]
+    assert len({base, *others}) == 6
+    # Existing cache files hold rows under this key: a changed key would miss every cached call.
+    assert base == "38cd93c21212280cecb8d8992388131a025f84cffb1412ec968ed1c36a2e66a6"
+
+
+def test_cache_misses_on_changed_call_and_never_stores_errors(tmp_path):
+    inner = CountingLLM()
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    llm.chat(MSGS)
+    llm.chat(MSGS, schema=SCHEMA)
+    llm.chat(MSGS, max_tokens=8)
+    llm.chat([{"role": "user", "content": "other"}])
+    assert inner.calls == 4
+
+    failing = CountingLLM(fail=StructuredOutputError("bad", []))
+    bad = CachedLLM(failing, tmp_path / "c2.sqlite")
+    for _ in range(2):
+        with pytest.raises(StructuredOutputError):
+            bad.chat(MSGS, schema=SCHEMA)
+    assert failing.calls == 2
+
+
+def test_cache_is_safe_across_threads(tmp_path):
+    inner = CountingLLM()
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(30):
+                c = llm.chat([{"role": "user", "content": f"q{(i + offset) % 40}"}])
+                assert c.text == f"reply to q{(i + offset) % 40}"
+        except BaseException as e:  # surfaced in the main thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k * 10,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert 40 <= inner.calls <= 60  # 40 distinct questions; overlap may race to a double call
+    hits = [llm.chat([{"role": "user", "content": f"q{i}"}]).cached for i in range(40)]
+    assert all(hits)
+
+
+def _fill_cache(path: str, start: int) -> None:
+    llm = CachedLLM(CountingLLM(), path)
+    for i in range(start, start + 25):
+        llm.chat([{"role": "user", "content": f"p{i}"}])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_cache_is_safe_across_processes_racing_on_a_fresh_file(tmp_path):
+    # every process tries to switch the fresh file to WAL and create the table at once
+    path = str(tmp_path / "c.sqlite")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_fill_cache, args=(path, s)) for s in (0, 5, 10, 15)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    inner = CountingLLM()
+    llm = CachedLLM(inner, path)
+    assert all(llm.chat([{"role": "user", "content": f"p{i}"}]).cached for i in range(40))
+    assert inner.calls == 0

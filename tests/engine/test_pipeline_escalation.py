@@ -1,0 +1,99 @@
+"""RoutedRAG escalation: an unanswered cheap answer (by its text or by a self-check) goes on to
+the logic route, within the budget, booking both attempts.
+No model loads: a tiny in-memory KB, a keyword router and scripted LLMs."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine.routes.logic.solve as logic_mod
+from engine.pipeline import Budget
+from engine.routes.common import looks_unanswered
+from tests.fakes import ScriptedLLM, fake_logic, make_rag
+
+
+@pytest.mark.parametrize(
+    "text", ["", "Unknown", "I don't know.", "The passages do not say", "not mentioned in the passages", "N/A"]
+)
+def test_looks_unanswered_yes(text):
+    assert looks_unanswered(text)
+
+
+@pytest.mark.parametrize("text", ["Warsaw", "no", "None of the Above (band)", "30 July 1970", "Unknown Pleasures"])
+def test_looks_unanswered_no(text):
+    assert looks_unanswered(text) is None
+
+
+def test_escalation_from_an_unknown_answer(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = ScriptedLLM(replies=["unknown", "plan", "30 July 1970"])
+    rag = make_rag(llm)
+    ans = rag.answer("When was the film maker of Inception born?", route="chunk", escalate=True)
+    assert ans.route == "logic" and ans.text == "30 July 1970"
+    first = ans.trace["escalated_from"]
+    assert first["route"] == "chunk" and first["text"] == "unknown" and "does not know" in first["reason"]
+    assert first["usage"]["llm_calls"] == 1
+    # usage counts both attempts; every call of both is in the trace
+    assert ans.usage.llm_calls == 3 == len(ans.trace["llm_calls"])
+    assert [c["route"] for c in ans.trace["llm_calls"]] == ["chunk", "logic", "logic"]
+    assert ans.usage.prompt_tokens == sum(c.get("prompt_tokens", 0) for c in ans.trace["llm_calls"])
+    assert any("escalated from chunk" in f for f in ans.flags)
+    assert len(llm.calls) == 3  # an "unknown" answer needs no self-check call
+
+
+def test_escalation_by_self_check(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = ScriptedLLM(
+        rules={
+            "Proposed answer": {"answered": False},
+            "Decompose": "plan",
+            "Final answer": "30 July 1970",
+            "Question:": "2010",
+        }
+    )
+    rag = make_rag(llm)
+    ans = rag.answer("When was the director of Inception born?", route="chunk", escalate=True)
+    assert ans.route == "logic" and ans.text == "30 July 1970"
+    assert ans.trace["escalated_from"]["reason"].startswith("self-check")
+    assert ans.trace["escalated_from"]["trace"]["self_check"] == {"answered": False}
+    assert [c["purpose"] for c in ans.trace["llm_calls"]] == ["answer", "self_check", "decompose", "answer"]
+    assert ans.usage.llm_calls == 4
+    # the self-check saw the passages the chunk route used
+    check = next(c for c in llm.calls if c["schema"])
+    assert "Christopher Nolan" in check["messages"][-1]["content"]
+
+
+def test_self_check_true_keeps_the_cheap_answer():
+    llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "Question:": "Warsaw"})
+    rag = make_rag(llm, escalate=True)  # instance default
+    ans = rag.answer("Where was Marie Curie born?")
+    assert ans.route == "chunk" and ans.text == "Warsaw"
+    assert "escalated_from" not in ans.trace
+    assert ans.usage.llm_calls == 2 and ans.trace["self_check"] == {"answered": True}
+
+
+def test_escalation_is_off_by_default():
+    llm = ScriptedLLM(replies=["unknown"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?")
+    assert ans.route == "chunk" and ans.text == "unknown" and len(llm.calls) == 1
+
+
+def test_escalation_respects_the_budget(monkeypatch):
+    log: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(log))
+    llm = ScriptedLLM(replies=["unknown", "unknown", "plan", "x"])
+    rag = make_rag(llm)
+    ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=2))
+    assert ans.route == "chunk" and any("too little budget" in f for f in ans.flags) and not log
+    ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=5))
+    assert ans.route == "logic" and log[0]["config"].max_llm_calls == 4  # 5 minus the chunk call
+
+
+def test_failed_self_check_keeps_the_answer_visibly():
+    llm = ScriptedLLM(
+        rules={"Proposed answer": "maybe", "Reply again with one JSON object": "still not json", "Question:": "Warsaw"}
+    )
+    ans = make_rag(llm).answer("Where was Marie Curie born?", escalate=True)
+    assert ans.route == "chunk" and ans.text == "Warsaw"
+    assert any("self-check failed" in f for f in ans.flags)
+    assert ans.usage.llm_calls == 3  # the answer + both failed attempts are booked
