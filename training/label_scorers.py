@@ -269,10 +269,13 @@ def score_answer(
 
 def _skip_costlier(routes: Sequence[str], scores: dict, costs: dict, extra: dict) -> None:
     """Routes the cascade did not run: their score is imputed at its upper bound (the best score
-    so far, which a costlier route cannot beat under the preference's cost term) and their cost
-    at the nominal estimate; the row lists them under "skipped"."""
-    best = max(scores.values())
+    so far) and their cost at the nominal estimate, but never below what the route that stopped
+    the cascade cost, since routes run cheapest first. At equal score and cost the preference ties
+    and the oracle takes the earlier route, so the label stays the one a full run would give.
+    The row lists them under "skipped"."""
+    best = max(scores, key=lambda r: scores[r])
+    floor = float(costs[best].get("tokens") or 0.0)
     for r in routes:
-        scores[r] = best
-        costs[r] = {"tokens_est": NOMINAL_TOKENS.get(r, 0.0), "skipped": True}
+        scores[r] = scores[best]
+        costs[r] = {"tokens_est": max(NOMINAL_TOKENS.get(r, 0.0), floor), "skipped": True}
     extra["skipped"] = list(routes)

@@ -125,7 +125,7 @@ def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_ora
     def runner(route, question, kb, llm, k):
         ran.append(route)
         text = {"chunk": "Paris", "summary": "Paris", "logic": "Lyon"}[route] if question == QUESTIONS[1].text else "x"
-        return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=100), trace={})
+        return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=900), trace={})
 
     full = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted")
     cascade = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", stop_score=1.0)
@@ -134,6 +134,8 @@ def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_ora
     assert ran == ["chunk"] and extra["skipped"] == ["summary", "logic"]
     assert scores == {"chunk": 1.0, "summary": 1.0, "logic": 1.0}  # the upper bound a skipped route could reach
     assert costs["logic"]["skipped"] and "tokens" not in costs["logic"]
+    # a skipped route never costs less than the route that stopped the cascade (summary's nominal is 640)
+    assert costs["summary"]["tokens_est"] == 900
     cascade_row = make_row(QUESTIONS[1], scores, costs, cascade)
     full_row = make_row(QUESTIONS[1], *score_answer(QUESTIONS[1], None, object(), full, runner)[:2], full)
     assert cascade_row["oracle"] == full_row["oracle"] == "chunk"
