@@ -43,8 +43,12 @@ class Group(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx, name):
-        self._load_plugins()
-        return super().get_command(ctx, name)
+        # The serving commands need no plugin: `ask` loads nothing of training.
+        command = super().get_command(ctx, name)
+        if command is None:
+            self._load_plugins()
+            command = super().get_command(ctx, name)
+        return command
 
     def invoke(self, ctx):
         try:

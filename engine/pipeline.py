@@ -30,7 +30,7 @@ from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
 from engine.llm.base import DEFAULT_LLM, LLM, call_llm, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
-from engine.prompts import SELF_CHECK_SCHEMA, self_check_messages
+from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import CHEAP_ROUTES, check_route, run_route
 from engine.routes.common import check_question, looks_unanswered
 
@@ -338,7 +338,7 @@ class RoutedRAG:
     def _passages_of(self, ans: Answer) -> str:
         """The text the route answered from, rebuilt from the chunk ids in its trace."""
         from engine.base.types import RetrievedChunk
-        from engine.prompts import format_passages
+        from engine.prompts.answer import format_passages
 
         chunks = []
         for r in ans.trace.get("retrieved", []) or []:

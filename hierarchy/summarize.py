@@ -211,7 +211,7 @@ def extractive_batch(
 def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage, trace: dict) -> list[Unit]:
     """Abstractive summary (temperature 0, through call_llm so it is cached and booked),
     cut to max_words words."""
-    from engine.prompts import summary_messages
+    from engine.prompts.summary import summary_messages
 
     texts = [f"{t}: {x}" if t else x for t, x in passages]
     total = sum(len(x.split()) for x in texts) or 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from engine.base.errors import LogicRouteError
 from engine.base.types import Usage
 from engine.llm.base import call_llm
-from engine.prompts import llm_router_messages, llm_router_schema
+from engine.prompts.router import llm_router_messages, llm_router_schema
 
 MAX_TOKENS = 16  # {"route": "summary"} and a little slack
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm
-from engine.prompts import answer_messages, format_passages
+from engine.prompts.answer import answer_messages, format_passages
 from engine.routes.common import check_question
 
 if TYPE_CHECKING:

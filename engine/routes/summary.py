@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
-from engine.prompts import answer_messages, format_passages
+from engine.prompts.answer import answer_messages, format_passages
 from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.common import check_question
 

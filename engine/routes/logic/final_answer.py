@@ -3,10 +3,10 @@ prompt over the memory (context) and the sub-answers plus any computed compariso
 
 from __future__ import annotations
 
-from engine import prompts as P
 from engine.base.errors import LLMError
 from engine.base.types import RetrievedChunk
 from engine.llm.base import flag
+from engine.prompts.answer import answer_messages, format_passages
 from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint
 from engine.routes.logic.state import (
@@ -39,14 +39,14 @@ def final_answer(st: SolveState) -> str:
         pending_ids = {c.chunk_id for c in pending}
         last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
         if pending or last_hop:
-            context += "\n" + P.format_passages(last_hop + pending)
+            context += "\n" + format_passages(last_hop + pending)
     else:
-        context = P.format_passages(unique_chunks(st.raw))
+        context = format_passages(unique_chunks(st.raw))
     notes = _final_notes(st)
     try:
         c = budgeted_call(
             st,
-            P.answer_messages(st.question, context, notes),
+            answer_messages(st.question, context, notes),
             purpose="answer",
             max_tokens=ANSWER_MAX_TOKENS,
             final=True,

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from engine import prompts as P
 from engine.base.errors import StructuredOutputError
 from engine.llm.base import flag
+from engine.prompts.logic import decompose_messages, decompose_retry_messages, decompose_schema
 from engine.routes.logic.config import BudgetExhausted
 
 if TYPE_CHECKING:
@@ -238,9 +238,9 @@ def _one_node(question: str) -> list[SubQuestion]:
 def decompose(question: str, call: LLMCall, trace: dict) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
     still invalid. A malformed decomposition gives a one-node plan (origin "fallback")."""
-    schema = P.decompose_schema()
+    schema = decompose_schema()
     try:
-        c = call(P.decompose_messages(question), purpose="decompose", schema=schema, max_tokens=DECOMPOSE_MAX_TOKENS)
+        c = call(decompose_messages(question), purpose="decompose", schema=schema, max_tokens=DECOMPOSE_MAX_TOKENS)
     except StructuredOutputError as e:
         flag(trace, f"decomposition malformed after retry ({e}): one-node DAG (chunk-route behaviour)")
         return _one_node(question)
@@ -250,7 +250,7 @@ def decompose(question: str, call: LLMCall, trace: dict) -> list[SubQuestion]:
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                P.decompose_retry_messages(question, c.text, problems),
+                decompose_retry_messages(question, c.text, problems),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,

@@ -10,10 +10,11 @@ from dataclasses import asdict
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine import prompts as P
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, flag
+from engine.prompts.answer import format_passages
+from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages, step_messages, step_schema
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.final_answer import final_answer
@@ -152,7 +153,7 @@ def _rewrite(st: SolveState, n: SubQuestion, g) -> None:
     try:
         c = budgeted_call(
             st,
-            P.rewrite_messages(n.rewritten or n.question, facts),
+            rewrite_messages(n.rewritten or n.question, facts),
             purpose=f"rewrite {n.id}",
             max_tokens=REWRITE_MAX_TOKENS,
         )
@@ -187,13 +188,13 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     st.trace["steps"].append(step)
     ids = [n.id for n in group]
     if cfg.rolling_memory:
-        passages = P.format_passages(chunks)
+        passages = format_passages(chunks)
         notes = st.memory
     else:  # raw chunks concatenated: everything retrieved so far is the context
-        passages = P.format_passages(unique_chunks(st.raw))
+        passages = format_passages(unique_chunks(st.raw))
         notes = ""
-    msgs = P.step_messages(st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory)
-    schema = P.step_schema(ids, cfg.memory_words, cfg.rolling_memory)
+    msgs = step_messages(st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory)
+    schema = step_schema(ids, cfg.memory_words, cfg.rolling_memory)
     max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if cfg.rolling_memory else 10)
     try:
         c = budgeted_call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
@@ -220,9 +221,9 @@ def _reflect_loop(st: SolveState) -> None:
         try:
             c = budgeted_call(
                 st,
-                P.reflect_messages(st.question, facts, st.memory),
+                reflect_messages(st.question, facts, st.memory),
                 purpose=f"reflect {rnd}",
-                schema=P.reflect_schema(),
+                schema=reflect_schema(),
                 max_tokens=REFLECT_MAX_TOKENS,
             )
         except StructuredOutputError as e:
