@@ -345,7 +345,7 @@ class RoutedRAG:
             cid = r.get("chunk_id") if isinstance(r, dict) else None
             ch = self.kb.chunks.get(cid) if cid else None
             if ch is not None:
-                chunks.append(RetrievedChunk(ch.id, ch.doc_id, ch.title, ch.text, float(r.get("score", 0.0))))
+                chunks.append(RetrievedChunk.of(ch, r.get("score", 0.0)))
         return format_passages(chunks)
 
 

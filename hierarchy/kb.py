@@ -331,7 +331,7 @@ class KnowledgeBase:
 
     def _hit(self, row: int, score: float) -> RetrievedChunk:
         c = self.chunks[self.chunk_ids[row]]
-        return RetrievedChunk(chunk_id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=float(score))
+        return RetrievedChunk.of(c, score)
 
     def search(self, query: str | np.ndarray, k: int = 3, exclude: Collection[str] = ()) -> list[RetrievedChunk]:
         """Top-k chunks by cosine similarity, never returning a chunk id in `exclude`

@@ -68,6 +68,9 @@ def _quiet_lightning() -> None:
     warnings.filterwarnings("ignore", ".*GPU available but not used.*")
     warnings.filterwarnings("ignore", ".*LeafSpec.*")
     warnings.filterwarnings("ignore", ".*_pytree.*")
+    warnings.filterwarnings(
+        "ignore", ".*but have no `val_dataloader`.*"
+    )  # a tiny fine-tuning set has no validation rows
 
 
 def fit(

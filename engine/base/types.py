@@ -61,11 +61,24 @@ class Usage:
 
 @dataclass
 class RetrievedChunk:
+    """A passage a retrieval returned, with its score: a chunk of a document, or a node of the
+    summary layers (kind "summary": chunk_id is the node id, doc_id is empty)."""
+
     chunk_id: str
     doc_id: str
     title: str
     text: str
     score: float
+    kind: str = "chunk"
+
+    @classmethod
+    def of(cls, chunk, score: float) -> "RetrievedChunk":
+        """A stored chunk (hierarchy.documents.Chunk) as retrieved with `score`."""
+        return cls(chunk.id, chunk.doc_id, chunk.title, chunk.text, float(score))
+
+    @property
+    def is_summary(self) -> bool:
+        return self.kind == "summary"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -12,6 +12,7 @@ sentences already present in a chosen chunk are dropped (extractive summaries qu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SUMMARY_SHARE = 0.5  # at most this share of the word budget goes to summaries while chunks wait
 SUMMARY_MIN_REL = 0.5  # a summary scoring under half the best summary's cosine is not shown
 MIN_PIECE_WORDS = 25  # a truncated passage shorter than this carries too little to keep
-SUMMARY_DOC_ID = ""  # summaries are not from one document; their chunk_id is the node id
 
 
 def _words(text: str) -> int:
@@ -50,7 +50,7 @@ def _summary_hit(layers: "Layers", node_id: str, score: float, skip: set[str]) -
 
     text = " ".join(render_units(units).splitlines())
     return RetrievedChunk(
-        chunk_id=node_id, doc_id=SUMMARY_DOC_ID, title=f"Summary (level {n.level})", text=text, score=float(score)
+        chunk_id=node_id, doc_id="", title=f"Summary (level {n.level})", text=text, score=float(score), kind="summary"
     )
 
 
@@ -76,7 +76,7 @@ def _fill(items: list[RetrievedChunk], budget: int) -> tuple[list[RetrievedChunk
             out.append(it)
             used += w
         elif room >= MIN_PIECE_WORDS:
-            out.append(RetrievedChunk(it.chunk_id, it.doc_id, it.title, _truncate(it.text, room), it.score))
+            out.append(replace(it, text=_truncate(it.text, room)))
             used += room
     return out, used
 
@@ -94,7 +94,7 @@ def summary_context(
     """Retrieve the summary route's context with no LLM call.
 
     Returns (passages in prompt order, visited). Passages are chunks (doc_id set) and
-    summaries (doc_id == "", chunk_id = node id, title "Summary (level L)"). visited:
+    summaries (kind "summary", chunk_id = node id, title "Summary (level L)"). visited:
     {"start_level", "collapsed", "per_level": {"<level>": [node ids chosen], "0": [chunk ids]},
     "scores": {id: cosine}, "chunk_ids", "summary_ids", "context_words", "flags"}.
     start_level 0 searches the chunks directly. Raises KBError when the KB has no layers."""
@@ -123,8 +123,8 @@ def summary_context(
         "collapsed": bool(collapsed),
         "per_level": per_level,
         "scores": scores,
-        "chunk_ids": [c.chunk_id for c in context if c.doc_id != SUMMARY_DOC_ID],
-        "summary_ids": [c.chunk_id for c in context if c.doc_id == SUMMARY_DOC_ID],
+        "chunk_ids": [c.chunk_id for c in context if not c.is_summary],
+        "summary_ids": [c.chunk_id for c in context if c.is_summary],
         "context_words": used,
         "flags": flags,
     }
@@ -157,7 +157,7 @@ def _chunk_hits(kb: "KnowledgeBase", qv: np.ndarray, ids: list[str], k: int, fla
     out = []
     for cid, sc in _top(live, s, k):
         c = kb.chunks[cid]
-        out.append(RetrievedChunk(c.id, c.doc_id, c.title, c.text, sc))
+        out.append(RetrievedChunk.of(c, sc))
     return out
 
 
@@ -187,17 +187,17 @@ def _collapsed_context(
     pool.sort(key=lambda h: -h.score)
     first, _ = _fill(pool, context_words)
     # Drop summary sentences quoted by a chunk that made it in, then fill again.
-    shown = " ".join(" ".join(c.text.split()) for c in first if c.doc_id != SUMMARY_DOC_ID)
+    shown = " ".join(" ".join(c.text.split()) for c in first if not c.is_summary)
     pool2 = []
     for h in pool:
-        if h.doc_id == SUMMARY_DOC_ID:
+        if h.is_summary:
             h = _summary_hit(layers, h.chunk_id, h.score, _quoted(layers, h.chunk_id, shown))
             if h is None:
                 continue
         pool2.append(h)
     context, used = _fill(pool2, context_words)
     for h in context:
-        lvl = str(layers.nodes[h.chunk_id].level) if h.doc_id == SUMMARY_DOC_ID else "0"
+        lvl = str(layers.nodes[h.chunk_id].level) if h.is_summary else "0"
         per_level.setdefault(lvl, []).append(h.chunk_id)
     return context, used
 

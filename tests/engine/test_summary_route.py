@@ -73,7 +73,7 @@ def test_context_budget_and_no_llm_in_summary_context(kb):
     ctx, visited = summary_context("river delta flood basin", kb, k=3, context_words=120)
     assert words(ctx) <= 120 and visited["context_words"] == words(ctx)
     assert visited["summary_ids"] and visited["chunk_ids"]
-    assert all(c.doc_id == "" for c in ctx if c.chunk_id in visited["summary_ids"])
+    assert all(c.is_summary and c.doc_id == "" for c in ctx if c.chunk_id in visited["summary_ids"])
     # Summary sentences already shown by a chunk are not repeated.
     layers = load_layers(kb)
     shown = " ".join(" ".join(c.text.split()) for c in ctx if c.doc_id)
