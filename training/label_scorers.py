@@ -228,9 +228,17 @@ def score_retrieval(
 # ---------------------------------------------------------------- answer scorer
 
 
+# The logic route's wall-clock cap while labelling (its own default, 300 s, would make a label
+# depend on how busy the machine is; the routing benchmark uses the same cap).
+LOGIC_MAX_SECONDS = 1800.0
+
+
 def answer_route(route: str, question: str, kb, llm, k: int = 3):
     """The answer scorer's default runner: the route as the registry runs it."""
-    return run_route(route, question, kb, llm, k=k)
+    from engine.routes.logic.config import LogicConfig
+
+    logic_config = LogicConfig(k=k, max_seconds=LOGIC_MAX_SECONDS) if route == "logic" else None
+    return run_route(route, question, kb, llm, k=k, logic_config=logic_config)
 
 
 def score_answer(
@@ -262,6 +270,8 @@ def score_answer(
             "seconds": round(u.seconds or (time.perf_counter() - t0), 3),
         }
         extra["answers_pred"][r] = ans.text
+        if ans.flags:  # visible fallbacks (a budget stop, a repaired plan): the label may be degraded
+            extra.setdefault("flags", {})[r] = list(ans.flags)
     if not extra["errors"]:
         del extra["errors"]
     return scores, costs, extra
