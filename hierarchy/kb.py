@@ -149,13 +149,13 @@ class KnowledgeBase:
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
         path = Path(path)
-        manifest = read_manifest(path)
+        manifest, data = _read_snapshot(path)
         if embedder is None:
             from engine.embedder import get_embedder
 
             embedder = get_embedder(manifest.data["embedder"].get("model"))
         check_embedder(manifest, embedder)
-        chunks, vectors, index = decode(path, read_data_files(manifest))
+        chunks, vectors, index = decode(path, data)
         check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
         kb = cls(path, embedder, manifest.data, chunks, vectors, index)
         if len(kb._doc_chunks) != manifest.n_documents:
@@ -358,3 +358,19 @@ class KnowledgeBase:
             return [[] for _ in range(len(q))]
         scores, rows = self.index.search(q, min(k, len(self)))
         return [[self._hit(int(r), s) for s, r in zip(sr, rr) if r >= 0] for sr, rr in zip(scores, rows)]
+
+
+SNAPSHOT_TRIES = 5
+
+
+def _read_snapshot(path: Path):
+    """The last committed manifest and its data files. A writer that commits while we read
+    replaces files under us: then the manifest on disk has moved on, and we read the new commit."""
+    for attempt in range(SNAPSHOT_TRIES):
+        manifest = read_manifest(path)
+        try:
+            return manifest, read_data_files(manifest)
+        except KBCorruptError:
+            if attempt == SNAPSHOT_TRIES - 1 or store.recorded_files(path / MANIFEST) == manifest.files:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises

@@ -126,6 +126,6 @@ def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
             raise KBCorruptError(
                 f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; {REBUILD_HINT}"
             )
-        # The committed version: an interrupted change is rolled back here.
+        # The committed version, from the .prev snapshot while a change is under way or died.
         data[name] = store.read_committed(manifest.path, name, manifest.files[name], REBUILD_HINT)
     return data

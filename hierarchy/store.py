@@ -5,7 +5,8 @@ A commit writes every data file atomically, then the record LAST: the record is 
 point. A data file about to be overwritten is first hard-linked to `<name>.prev`; if the change
 dies before the record lands, the snapshots are put back, and a reader that finds a data file
 not matching the record's fingerprint takes the matching `.prev` instead (`read_committed`).
-A writer holds an exclusive lock on the folder while it commits.
+Readers never change a file; a writer holds an exclusive lock on the folder while it commits,
+and repairs what a writer that died left behind before writing (`recover`).
 
 The knowledge base overwrites fixed file names and records a fingerprint of each; the summary
 layers write every generation under new names and record the names, so they never overwrite a
@@ -59,22 +60,39 @@ def recorded_files(record_path: Path) -> dict | None:
 
 def read_committed(directory: Path, name: str, fp: dict, hint: str) -> bytes:
     """The committed version of a data file: the current one if it matches fingerprint `fp`, else
-    a matching `.prev` left by an interrupted change (restored in place). KBCorruptError, ending
-    with `hint`, when neither matches."""
+    a matching `.prev` (a change in progress, or one that died). Reading never changes a file:
+    a reader may run beside a live writer, so only the writer repairs (`recover`, under the lock).
+    KBCorruptError, ending with `hint`, when neither matches."""
     cur, prev = directory / name, directory / (name + PREV)
-    data = cur.read_bytes() if cur.is_file() else None
+    data = _read(cur)
     if data is not None and fingerprint(data) == fp:
-        if prev.exists():  # a change committed but died before cleaning up
-            _unlink(prev)
         return data
-    old = prev.read_bytes() if prev.is_file() else None
+    old = _read(prev)
     if old is not None and fingerprint(old) == fp:
-        # Roll the interrupted change back; a read-only folder is still usable from the .prev file.
-        with contextlib.suppress(OSError):
-            os.replace(prev, cur)
         return old
     state = "is missing" if data is None else "does not match the manifest (changed or partly written)"
     raise KBCorruptError(f"knowledge base file {cur} {state}; {hint}")
+
+
+def recover(directory: Path, name: str, fp: dict, hint: str) -> None:
+    """Under the writer's lock: finish what a change that died left behind. Its `.prev` snapshot
+    goes when the current file is the committed one, and is put back when the snapshot is."""
+    cur, prev = directory / name, directory / (name + PREV)
+    if not prev.exists():
+        return
+    data = _read(cur)
+    if data is not None and fingerprint(data) == fp:
+        _unlink(prev)  # the change committed but died before cleaning up
+        return
+    read_committed(directory, name, fp, hint)  # KBCorruptError unless the snapshot matches
+    os.replace(prev, cur)  # roll the interrupted change back
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:  # a writer may remove a snapshot between a check and the read
+        return None
 
 
 def commit(
@@ -107,8 +125,7 @@ def commit(
                     f"open it again and retry"
                 )
             for name, fp in expected_files.items():
-                if (directory / (name + PREV)).exists():
-                    read_committed(directory, name, fp, hint)
+                recover(directory, name, fp, hint)
         _remove_temp_files(directory, (record_name, *payload))
         linked: list[str] = []
         try:
@@ -145,7 +162,7 @@ def _landed(record_path: Path, record: dict) -> bool:
 
 
 def restore_snapshots(directory: Path, names: Iterable[str]) -> None:
-    """Put the `.prev` snapshots back (best effort; `read_committed` repeats this if we die here)."""
+    """Put the `.prev` snapshots back (best effort; the next writer's `recover` repeats this if we die here)."""
     for name in names:
         with contextlib.suppress(OSError):
             os.replace(directory / (name + PREV), directory / name)

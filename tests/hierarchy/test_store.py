@@ -30,7 +30,7 @@ def test_commit_writes_data_then_record(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "a.bin", "b.bin", "record.json"]
 
 
-def test_failed_commit_rolls_back_and_read_committed_recovers(tmp_path, monkeypatch):
+def test_a_reader_reads_past_a_failed_commit_and_the_writer_recovers(tmp_path, monkeypatch):
     first = {"a.bin": b"one"}
     store.commit(tmp_path, "record.json", _record(first), first, expected_files={})
 
@@ -51,7 +51,10 @@ def test_failed_commit_rolls_back_and_read_committed_recovers(tmp_path, monkeypa
         )
     monkeypatch.undo()
     assert done == [] and (tmp_path / "a.bin").read_bytes() == b"two"  # uncommitted bytes on disk
-    assert store.read_committed(tmp_path, "a.bin", _record(first)["files"]["a.bin"], "hint") == b"one"
+    fp = _record(first)["files"]["a.bin"]
+    assert store.read_committed(tmp_path, "a.bin", fp, "hint") == b"one"
+    assert (tmp_path / "a.bin").read_bytes() == b"two"  # reading changed nothing
+    store.recover(tmp_path, "a.bin", fp, "hint")  # what the next writer does under the lock
     assert (tmp_path / "a.bin").read_bytes() == b"one" and not (tmp_path / "a.bin.prev").exists()
 
 
