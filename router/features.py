@@ -75,6 +75,10 @@ def normalize_question(text: str) -> str:
 
 
 TEXT_FORMS = ("question", "masked")
+# An entity to mask: capitalized tokens joined by up to two short connectors ("The Lord of the
+# Rings"), but not by "and" (two names stay two) and without a possessive "'s" (kept as a relation).
+_NAME_TOKEN = r"[A-Z0-9][\w\-\.]*(?:'(?!s\b)\w+)*"
+_MASK_SPAN = re.compile(rf"{_NAME_TOKEN}(?:\s+(?:(?:of|the|de|la|von|van)\s+){{0,2}}{_NAME_TOKEN})*")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 
 
@@ -85,7 +89,7 @@ def mask_entities(text: str) -> str:
     q = normalize_question(text)
     q = _QUOTED.sub("X", q)
     head, sep, body = q.partition(" ")
-    body = SPAN.sub(lambda m: "N" if m.group(0)[0].isdigit() else "X", body)
+    body = _MASK_SPAN.sub(lambda m: "N" if m.group(0)[0].isdigit() else "X", body)
     return _NUMBER.sub("N", head + sep + body)
 
 

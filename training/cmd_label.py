@@ -34,7 +34,10 @@ def expand_files(values) -> list[str]:
 
 
 def _routes(value: str) -> tuple[str, ...]:
-    routes = tuple(r.strip() for r in value.split(",") if r.strip())
+    """Known route names in the registry's cheapest-first order (labels and the cascade rely on it)."""
+    from engine.routes import check_routes
+
+    routes = check_routes(tuple(r.strip() for r in value.split(",") if r.strip()))
     if len(routes) < 2:
         raise click.BadParameter("give at least two routes, e.g. chunk,logic")
     return routes
@@ -108,7 +111,7 @@ def _routes(value: str) -> tuple[str, ...]:
     "--stop-score",
     type=float,
     default=None,
-    help="answer scorer's cascade: once a route scores >= this, the costlier routes are not run (1.0 keeps "
+    help="answer scorer's cascade: when the cheapest route scores >= this, the others are not run (1.0 keeps "
     "the oracle label exact); default: run every route",
 )
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
@@ -145,6 +148,8 @@ def label(
     from training.passage_kb import passages_kb
 
     routes_t = _routes(routes)
+    if stop_score is not None and scorer != "answer":
+        raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
     emb = injected_embedder(ctx)
     questions, ds = select_questions(data, n=n, offset=offset, stride=stride, corpus=corpus)
     if corpus and ds.corpus is None:

@@ -40,7 +40,7 @@ def _systems(routes: Sequence[str]) -> list[str]:
     return ["router", "logreg", "majority", *(FIXED.format(r) for r in routes), "oracle"]
 
 
-def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int) -> dict:
+def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int):
     """Each system's route for every test row, trained on the other rows."""
     held = set(test)
     train = [i for i in range(len(rows)) if i not in held]
@@ -88,7 +88,7 @@ def judge(rows: Sequence[dict], decisions: Sequence[str], routes: Sequence[str])
         "n": len(rows),
         "score": round(100 * sum(row["scores"][d] for row, d in zip(rows, decisions)) / n, 1),
         "tokens": round(sum(route_cost(c) for c in cost) / n, 1),
-        "llm_calls": round(sum(float(c.get("llm_calls", 1)) for c in cost) / n, 2),
+        "llm_calls": round(sum(float(c.get("llm_calls", c.get("llm_calls_est", 1))) for c in cost) / n, 2),
         "agreement": round(sum(d == row["oracle"] for row, d in zip(rows, decisions)) / n, 3),
         "shares": {r: round(sum(d == r for d in decisions) / n, 3) for r in routes},
     }
@@ -107,6 +107,8 @@ def lodo_report(
     of the left-out set's rows and judge generalist and specialist on the rows after them."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
+    if cfg.all_zero == "drop":  # as train_generalist does
+        rows = [r for r in rows if not r.get("all_zero")]
     routes = list(routes_of(rows))
     datasets = sorted({str(r["dataset"]) for r in rows})
     if len(datasets) < 2:
