@@ -14,7 +14,7 @@ from pathlib import Path
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
-from hierarchy.layers.persist import layers_dir
+from hierarchy.layers.persist import META, layers_dir
 from hierarchy.layers.update import build_layers, update_after_change
 from hierarchy.sources import load_documents
 
@@ -42,7 +42,7 @@ def _update_layers(kb: KnowledgeBase, before: list[str]) -> None:
     had = set(before)
     added = [c for c in kb.chunk_ids if c not in had]  # new chunks are appended, in the order added
     removed = sorted(had - set(kb.chunk_ids))
-    if (added or removed) and layers_dir(kb).exists():
+    if (added or removed) and has_layers(kb):
         update_after_change(kb, added, removed)
 
 
@@ -79,7 +79,13 @@ def index_sources(
         result.deleted_chunks = delete_documents(kb, delete_ids)
     if docs:
         result.added = add_documents(kb, docs, show_progress=show_progress)
-    if summaries != "none" and (rebuild or not layers_dir(kb).exists()):
+    if summaries != "none" and (rebuild or not has_layers(kb)):
         llm = make_llm() if summaries == "llm" and make_llm is not None else None
         result.layers = build_layers(kb, summarizer=summaries, llm=llm, show_progress=show_progress, rebuild=rebuild)
     return result
+
+
+def has_layers(kb: KnowledgeBase) -> bool:
+    """Whether summary layers were committed for the KB (a folder left by a first build that died
+    before its record landed does not count)."""
+    return (layers_dir(kb) / META).is_file()

@@ -114,7 +114,7 @@ class KnowledgeBase:
         if (path / MANIFEST).exists():
             if not overwrite:
                 raise KBError(
-                    f"a knowledge base already exists at {path} (use overwrite / `logicroute index --rebuild`)"
+                    f"a knowledge base already exists at {path} (KnowledgeBase.create(..., overwrite=True) replaces it)"
                 )
             # Manifest first: a crash mid-cleanup leaves "no KB", never a half-old one.
             for name in (MANIFEST, *DATA_FILES, *(n + store.PREV for n in DATA_FILES)):

@@ -18,7 +18,7 @@ CHUNKS = "chunks.jsonl"
 VECTORS = "vectors.npy"
 INDEX = "index.faiss"
 DATA_FILES = (CHUNKS, VECTORS, INDEX)
-REBUILD_HINT = "rebuild it with `logicroute index --rebuild`"
+REBUILD_HINT = "rebuild it: delete the folder and run `logicroute index SOURCES --kb DIR` again"
 
 
 def flat_index(vectors: np.ndarray, dim: int):

@@ -33,8 +33,9 @@ def calls(monkeypatch) -> list:
 
 def test_layers_follow_adds_and_deletes_when_they_exist(kb, calls):
     add_documents(kb, [Document("x", "X", "Something new.")], show_progress=False)
-    assert calls == []  # no layers folder: nothing to update
+    assert calls == []  # no committed layers: nothing to update
     (kb.path / LAYERS_DIR).mkdir()
+    (kb.path / LAYERS_DIR / "meta.json").write_text("{}")  # committed layers (the update is faked)
     report = add_documents(kb, [Document("y", "Y", "Something else.")], show_progress=False)
     assert report["added_chunks"] == 1
     y_ids = [c.id for c in kb.chunks_of("y")]
@@ -45,6 +46,7 @@ def test_layers_follow_adds_and_deletes_when_they_exist(kb, calls):
 
 def test_replaced_and_unchanged_documents(kb, calls):
     (kb.path / LAYERS_DIR).mkdir()
+    (kb.path / LAYERS_DIR / "meta.json").write_text("{}")  # committed layers (the update is faked)
     old = [c.id for c in kb.chunks_of("nile")]
     add_documents(kb, [Document("nile", "Nile", "The Nile flows north into the Mediterranean.")], show_progress=False)
     assert [(c[1], c[2]) for c in calls] == [([c.id for c in kb.chunks_of("nile")], sorted(old))]
