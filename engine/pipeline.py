@@ -67,7 +67,7 @@ class RoutedRAG:
     router: object | None = field(
         default=None,
         metadata={
-            "help": "a router with .probs(questions) and .ood(questions), as router.checkpoint.Router; "
+            "help": "a router with .probs(questions) and .probs_and_ood(questions), as router.checkpoint.Router; "
             "overrides checkpoint"
         },
     )
@@ -133,11 +133,11 @@ class RoutedRAG:
             return []
         return [dict(p) for p in self.get_router().probs(list(questions))]
 
-    def route_ood_many(self, questions: Sequence[str]) -> list[dict | None]:
-        """How far each question is from the router's training questions ({similarity,
-        threshold, far}); None each when the router has no guard. A real Router embeds the
-        questions again here: the embedder's cache makes that a lookup."""
-        return list(self.get_router().ood(list(questions))) if questions else []
+    def _route_signals(self, questions: Sequence[str]) -> tuple[list[dict[str, float]], list[dict | None]]:
+        """Router probabilities and the out-of-distribution measure ({similarity, threshold, far};
+        None when the router has no guard), from one embedding batch."""
+        probs, oods = self.get_router().probs_and_ood(list(questions))
+        return [dict(p) for p in probs], list(oods)
 
     def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
         """A Budget whose P(logic) threshold sends about `logic_share` of questions like these
@@ -179,9 +179,9 @@ class RoutedRAG:
                     "Budget(logic_share=...) needs a calibrated threshold for a single question: "
                     "use rag.calibrate(sample_questions, logic_share) or answer_many"
                 )
-            probs = self.route_probs(q)
+            (probs,), (measured,) = self._route_signals([q])
             route, decision = self._decide(probs, budget)
-            ood = apply_ood_policy(route, self.route_ood_many([q])[0], self.ood_policy)
+            ood = apply_ood_policy(route, measured, self.ood_policy)
         return self._answer_decided(q, route, probs, decision, budget, escalate, t0, ood)
 
     def answer_many(
@@ -205,7 +205,7 @@ class RoutedRAG:
             return []
         n = len(qs)
         if route == "auto":
-            probs_list: list[dict | None] = list(self.route_probs_many(qs))
+            probs_list, measured = self._route_signals(qs)
             if budget is not None and budget.logic_share is not None and budget.threshold is None:
                 from router.policy import calibrate_share
 
@@ -213,7 +213,7 @@ class RoutedRAG:
                 budget = replace(budget, threshold=t)
             decided = [self._decide(p, budget) for p in probs_list]
             oods: list[OodOutcome | None] = [
-                apply_ood_policy(r, o, self.ood_policy) for (r, _), o in zip(decided, self.route_ood_many(qs))
+                apply_ood_policy(r, o, self.ood_policy) for (r, _), o in zip(decided, measured)
             ]
         else:
             probs_list = [None] * n

@@ -208,6 +208,13 @@ class Router:
             return [None] * len(questions)
         return self._ood_of(self.inputs(questions))
 
+    def probs_and_ood(self, questions: Sequence[str]) -> tuple[list[dict[str, float]], list[dict | None]]:
+        """`probs` and `ood` from one embedding batch."""
+        if not questions:
+            return [], []
+        x = self.inputs(questions)
+        return self._probs_of(self.model.predict_proba(x)), self._ood_of(x)
+
     def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
         t0 = time.perf_counter()
         d = self._decided([question], policy)[0]
@@ -221,10 +228,8 @@ class Router:
         """Decision fields per question; the probabilities and the guard share one embedding batch."""
         from router.policy import decide
 
-        if not questions:
-            return []
-        x = self.inputs(questions)
-        probs, oods, label = self._probs_of(self.model.predict_proba(x)), self._ood_of(x), _policy_label(policy)
+        probs, oods = self.probs_and_ood(questions)
+        label = _policy_label(policy)
         return [{"route": decide(p, policy), "probs": p, "policy": label, "ood": o} for p, o in zip(probs, oods)]
 
     def _probs_of(self, p) -> list[dict[str, float]]:

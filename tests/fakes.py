@@ -183,6 +183,9 @@ class FakeRouter:
         """No guard, as a real Router whose checkpoint has no reference set."""
         return [None] * len(questions)
 
+    def probs_and_ood(self, questions):
+        return self.probs(questions), self.ood(questions)
+
 
 class FakeGuardedRouter(FakeRouter):
     """FakeRouter with the out-of-distribution guard of a real Router: a question holding
