@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Answer-scored router labels with the local model, resumable: rerun to continue.
 #
-# Per shared data set: questions from index 100 on (0-99 are the benchmarks' questions, never
-# trained on), one KB per set from the passages of its first 100 labelled questions (SQuAD:
-# every 26th question, spread over its articles), extractive summary layers. Each route is run
-# with the local Qwen2.5-Coder-1.5B and scored with F1 against the gold answers; the cascade
-# schedule (--stop-score 1.0) skips the costlier routes once a cheaper one is perfect, which
-# leaves the oracle label unchanged. Rounds grow every set by ROUND questions in turn, so an
-# interrupted run still covers every set. Label files: checkpoints/labels/answer_<set>.jsonl.
+# Factoid sets (nq, squad, hotpotqa, 2wiki, musique): questions from index 100 on (0-99 are the
+# benchmarks' questions, never trained on), one KB per set from the passages of its first 100
+# labelled questions (SQuAD: every 26th question, spread over its articles), extractive summary
+# layers; short answers scored with F1. The cascade (--stop-score 1.0) skips the costlier routes
+# once a cheaper one is perfect, which leaves the oracle label unchanged.
+#
+# GraphRAG-Bench Medical: one KB over its whole corpus; each question type labelled from its
+# 41st question on (the first 40 of each type are the benchmark's); reader-style (sentence)
+# answers scored with ROUGE-L, which never reaches 1.0, so every route runs.
+#
+# Rounds grow every set (every Medical type) by ROUND questions in turn, so an interrupted run
+# still covers every set. Label files: checkpoints/labels/answer_<set>.jsonl.
 #
 #   checkpoints/make_answer_labels.sh [MAX_PER_SET] [ROUND]
 set -euo pipefail
@@ -16,11 +21,17 @@ MAX=${1:-100}
 ROUND=${2:-10}
 BIN=${BIN:-.venv/bin}
 SETS=("nq 1" "squad 26" "hotpotqa 1" "2wiki 1" "musique 1")
+TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
 for ((n = ROUND; n <= MAX; n += ROUND)); do
   for entry in "${SETS[@]}"; do
     read -r name stride <<<"$entry"
     "$BIN/logicroute" label "$name" --kb "runs/labels_kb/$name" --build-kb --kb-questions 100 \
       --offset 100 --stride "$stride" --n "$n" --stop-score 1.0 \
       --out "checkpoints/labels/answer_$name.jsonl"
+  done
+  for type in "${TYPES[@]}"; do
+    "$BIN/logicroute" label medical --kb runs/labels_kb/medical --build-kb --question-type "$type" \
+      --offset 40 --n $(((n + 3) / 4)) --metric rouge_l --style reader \
+      --out checkpoints/labels/answer_medical.jsonl
   done
 done

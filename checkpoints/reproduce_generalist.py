@@ -68,7 +68,7 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         t0 = time.perf_counter()
-        qs, ds = select_questions(data_dir / SHARED_FILES[name], n=n, stride=stride)
+        qs, ds, _ = select_questions(data_dir / SHARED_FILES[name], n=n, stride=stride)
         if stride > 1:  # the span read holds other questions' paragraphs: keep those of the questions taken
             keep = {s for q in qs for s in q.supporting}
             passages = [p for p in ds.passages if p.id in keep]

@@ -19,6 +19,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
+from engine.prompts.answer import ANSWER_STYLES
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
@@ -151,6 +152,13 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
 )
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.option(
+    "--style",
+    type=click.Choice(ANSWER_STYLES),
+    default="short",
+    show_default=True,
+    help="answer style: short (the answer phrase) | reader (sentences citing passages [n])",
+)
+@click.option(
     "--ood-policy",
     type=click.Choice(OOD_POLICIES),
     default=DEFAULT_OOD_POLICY,
@@ -159,12 +167,12 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
     "chunk, logic, or the router's own route; it is flagged either way",
 )
 @llm_option
-def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, ood_policy, llm_spec):
+def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, style, ood_policy, llm_spec):
     """Answer QUESTION from the knowledge base --kb."""
     from engine.pipeline import RoutedRAG
 
     rag = RoutedRAG.open(
-        kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache, ood_policy=ood_policy
+        kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache, ood_policy=ood_policy, style=style
     )
     ans = rag.answer(question, route=route)
     if as_json:

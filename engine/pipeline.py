@@ -30,6 +30,7 @@ from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
 from engine.llm.base import DEFAULT_LLM, LLM, call_llm, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
+from engine.prompts.answer import check_style
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import CHEAP_ROUTES, check_route, run_route
 from engine.routes.common import check_question, looks_unanswered
@@ -50,6 +51,10 @@ class RoutedRAG:
     checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint; None = shipped generalist"})
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
     cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
+    style: str = field(
+        default="short",
+        metadata={"help": "answer style: short (the answer phrase) | reader (sentences citing passages [n])"},
+    )
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
     escalate: bool = field(
         default=False,
@@ -80,6 +85,7 @@ class RoutedRAG:
 
     def __post_init__(self) -> None:
         check_ood_policy(self.ood_policy)
+        check_style(self.style)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ construction
@@ -273,7 +279,7 @@ class RoutedRAG:
 
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
         logic_config = self.logic_config(budget) if route == "logic" else None
-        return run_route(route, q, self.kb, self.get_llm(), k=self.k, logic_config=logic_config)
+        return run_route(route, q, self.kb, self.get_llm(), k=self.k, logic_config=logic_config, style=self.style)
 
     def logic_config(self, budget: Budget | None = None, spent: Usage | None = None):
         """The LogicConfig for one answer: top-k, plus the budget's limits minus what `spent` used."""
@@ -309,7 +315,13 @@ class RoutedRAG:
 
     def _run_logic_after(self, q: str, first: Answer, budget: Budget | None) -> Answer:
         return run_route(
-            "logic", q, self.kb, self.get_llm(), k=self.k, logic_config=self.logic_config(budget, spent=first.usage)
+            "logic",
+            q,
+            self.kb,
+            self.get_llm(),
+            k=self.k,
+            logic_config=self.logic_config(budget, spent=first.usage),
+            style=self.style,
         )
 
     def _self_check(self, q: str, ans: Answer) -> str | None:

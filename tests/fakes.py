@@ -66,7 +66,7 @@ class ScriptedLLM:
 
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0) -> Completion:
         def send(msgs: list[dict]) -> Completion:
-            self.calls.append({"messages": msgs, "schema": schema})
+            self.calls.append({"messages": msgs, "schema": schema, "max_tokens": max_tokens})
             text = self._next(msgs)
             if self.delay:
                 time.sleep(self.delay)
@@ -203,7 +203,7 @@ class FakeGuardedRouter(FakeRouter):
 def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
     """A stand-in for answer_logic: two LLM calls booked like the real route."""
 
-    def answer_logic(question, kb, llm, config=None):
+    def answer_logic(question, kb, llm, config=None, style="short"):
         if calls_log is not None:
             calls_log.append({"question": question, "config": config})
         usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": []}}

@@ -55,6 +55,13 @@ class BenchConfig:
     metric: str = field(
         default="f1", metadata={"help": "oracle and cost-quality metric: em | f1 | string_acc | rouge_l | coverage"}
     )
+    style: str = field(
+        default="auto",
+        metadata={
+            "help": "answer style: short | reader | auto (reader when every data file has sentence answers, "
+            "as GraphRAG-Bench does; else short)"
+        },
+    )
     seed: int = 0
     k: int = 3
     concurrency: int = 1
@@ -74,6 +81,8 @@ class BenchConfig:
     def __post_init__(self) -> None:
         self.routes = check_routes(self.routes)  # cheapest first
         self.metric = metric_name(self.metric)
+        if self.style not in ("auto", "short", "reader"):
+            raise LogicRouteError(f"style must be auto, short or reader, got {self.style!r}")
         if any(not 0.0 <= t <= 1.0 for t in self.thresholds):
             raise LogicRouteError(f"thresholds must be in [0, 1], got {list(self.thresholds)}")
 
@@ -93,6 +102,13 @@ class Item:
 
 def fingerprint(ids: Sequence[str]) -> str:
     return hashlib.sha1("\n".join(sorted(ids)).encode()).hexdigest()[:12]
+
+
+def answer_style(cfg: BenchConfig, data: list[tuple[str, Any, str]]) -> str:
+    """The run's answer style: cfg.style, or for "auto" the one every data file's golds need."""
+    if cfg.style != "auto":
+        return cfg.style
+    return "reader" if data and all(ds.answer_style == "reader" for _, ds, _ in data) else "short"
 
 
 def load_data(cfg: BenchConfig) -> list[tuple[str, Any, str]]:

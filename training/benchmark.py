@@ -35,6 +35,7 @@ from training.bench_analysis import build_report
 from training.bench_data import (
     BenchConfig,
     Item,
+    answer_style,
     build_or_open_kb,
     collect_items,
     import_labels,
@@ -278,11 +279,13 @@ def _start(
         from engine.llm.factory import make_llm
 
         llm = make_llm(cfg.llm_spec, cache=cfg.cache)
+    style = answer_style(cfg, data)
+    notes.append(f"answer style: {style}")
     if rag_factory is None:
         from engine.pipeline import RoutedRAG
 
         def rag_factory(kb):
-            return RoutedRAG(kb=kb, llm=llm, k=cfg.k, checkpoint=cfg.checkpoint)
+            return RoutedRAG(kb=kb, llm=llm, k=cfg.k, checkpoint=cfg.checkpoint, style=style)
 
     rags = {name: rag_factory(kb) for name, kb in kbs.items()}
     store = JsonlStore(out / RESULTS_FILE, key=result_key)

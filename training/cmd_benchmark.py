@@ -77,6 +77,13 @@ def _floats(text: str) -> tuple[float, ...]:
     help="score of the oracle and of the cost-quality analysis (acc = string_acc; rouge_l and coverage for "
     "sentence answers)",
 )
+@click.option(
+    "--style",
+    type=click.Choice(["auto", "short", "reader"]),
+    default="auto",
+    show_default=True,
+    help="answer style: auto = reader when every data file has sentence answers (GraphRAG-Bench), else short",
+)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--seed", default=0, show_default=True, help="seed of the random router")
 @click.option(
@@ -110,6 +117,7 @@ def benchmark(
     routes,
     thresholds,
     metric,
+    style,
     k,
     seed,
     concurrency,
@@ -142,6 +150,7 @@ def benchmark(
         routes=tuple(r.strip() for r in routes.split(",") if r.strip()),
         thresholds=_floats(thresholds),
         metric=metric,
+        style=style,
         seed=seed,
         k=k,
         concurrency=concurrency,

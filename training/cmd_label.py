@@ -89,6 +89,18 @@ def _routes(value: str) -> tuple[str, ...]:
     help="answer scorer metric (string_acc = LogicRAG string accuracy, acc is the same; rouge_l and coverage "
     "for sentence answers)",
 )
+@click.option(
+    "--style",
+    type=click.Choice(["auto", "short", "reader"]),
+    default="auto",
+    show_default=True,
+    help="answer style of the routes: auto = reader for sets with sentence answers (GraphRAG-Bench), else short",
+)
+@click.option(
+    "--question-type",
+    default=None,
+    help="label only questions of this type (e.g. 'Contextual Summarize'); --offset and --stride count within it",
+)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--lam", default=0.1, show_default=True, help="cost weight in the preference vector")
 @click.option("--tau", default=0.1, show_default=True, help="temperature of the preference softmax")
@@ -128,6 +140,8 @@ def label(
     stride,
     routes,
     metric,
+    style,
+    question_type,
     k,
     lam,
     tau,
@@ -151,7 +165,9 @@ def label(
     if stop_score is not None and scorer != "answer":
         raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
     emb = injected_embedder(ctx)
-    questions, ds = select_questions(data, n=n, offset=offset, stride=stride, corpus=corpus)
+    questions, ds, indices = select_questions(
+        data, n=n, offset=offset, stride=stride, corpus=corpus, question_type=question_type
+    )
     if corpus and ds.corpus is None:
         raise LogicRouteError(f"--corpus: {data} reads no corpus (its questions carry their passages)")
     kb_path = Path(kb_dir)
@@ -161,7 +177,9 @@ def label(
                 f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
             )
         if kb_questions is not None:
-            ds = select_questions(data, n=kb_questions, offset=offset, stride=stride, corpus=corpus)[1]
+            ds = select_questions(
+                data, n=kb_questions, offset=offset, stride=stride, corpus=corpus, question_type=question_type
+            )[1]
         click.echo(f"building the KB at {kb_path} from {len(ds.passages)} passages", err=True)
         kb = passages_kb(kb_path, ds.passages, emb, layers="summary" in routes_t)
     else:
@@ -180,8 +198,8 @@ def label(
         tau=tau,
         llm=llm_spec if scorer == "answer" else None,
         stop_score=stop_score,
+        style=(ds.answer_style if style == "auto" else style),
     )
-    indices = [offset + i * stride for i in range(len(questions))]
     res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices)
     click.echo(
         f"{res['written']} rows written, {res['skipped']} already there, {res['all_zero']} all-zero -> {res['out']}",

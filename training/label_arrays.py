@@ -51,7 +51,17 @@ def cheapest_index(row: dict, routes: Sequence[str]) -> int:
 
 
 def target_matrix(rows: Sequence[dict], routes: Sequence[str], all_zero: str = "cheapest") -> np.ndarray:
+    """Each row's training target over `routes`: its preference vector, where routes the label
+    cascade skipped (row["skipped"]) carry no mass. Their preference rests on an imputed score
+    and cost (the cheaper route's), which would tie a skipped summary with a perfect chunk; the
+    cascade skipped them because a cheaper route was already perfect, so the measured routes
+    alone decide. Rows where no route scored: see `all_zero`."""
     t = np.array([[r["pref"][x] for x in routes] for r in rows], dtype=np.float32).reshape(len(rows), len(routes))
+    for i, r in enumerate(rows):
+        skipped = [list(routes).index(x) for x in r.get("skipped", ()) if x in routes]
+        if skipped and len(skipped) < len(routes):
+            t[i, skipped] = 0.0
+            t[i] /= t[i].sum()
     if all_zero == "cheapest":
         for i, r in enumerate(rows):
             if r.get("all_zero"):

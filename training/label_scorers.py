@@ -68,6 +68,10 @@ class LabelConfig:
     lam: float = field(default=0.1, metadata={"help": "cost weight in the preference: score - lam * cost/max_cost"})
     tau: float = field(default=0.1, metadata={"help": "softmax temperature of the preference vector"})
     llm: str | None = field(default=None, metadata={"help": "LLM spec used by the answer scorer (None for retrieval)"})
+    style: str = field(
+        default="short",
+        metadata={"help": "answer style of the routes: short (phrases) | reader (sentences, for sentence answers)"},
+    )
     stop_score: float | None = field(
         default=None,
         metadata={
@@ -235,12 +239,12 @@ def score_retrieval(
 LOGIC_MAX_SECONDS = 1800.0
 
 
-def answer_route(route: str, question: str, kb, llm, k: int = 3):
+def answer_route(route: str, question: str, kb, llm, k: int = 3, style: str = "short"):
     """The answer scorer's default runner: the route as the registry runs it."""
     from engine.routes.logic.config import LogicConfig
 
     logic_config = LogicConfig(k=k, max_seconds=LOGIC_MAX_SECONDS) if route == "logic" else None
-    return run_route(route, question, kb, llm, k=k, logic_config=logic_config)
+    return run_route(route, question, kb, llm, k=k, logic_config=logic_config, style=style)
 
 
 def score_answer(
@@ -255,7 +259,7 @@ def score_answer(
             break
         t0 = time.perf_counter()
         try:
-            ans = runner(r, q.text, kb, llm, cfg.k)
+            ans = runner(r, q.text, kb, llm, cfg.k, style=cfg.style)
         except LogicRouteError as e:
             scores[r] = 0.0
             costs[r] = {"llm_calls": 0, "tokens": 0, "seconds": round(time.perf_counter() - t0, 3)}

@@ -91,6 +91,8 @@ def make_row(
         "tau": cfg.tau,
         "k": cfg.k,
     }
+    if cfg.scorer == "answer":
+        row["style"] = cfg.style
     if cfg.stop_score is not None:
         row["stop_score"] = cfg.stop_score
     if extra:
@@ -112,19 +114,41 @@ def read_labels(path: str | Path) -> list[dict]:
 
 
 def select_questions(
-    data: str | Path, n: int | None = None, offset: int = 0, stride: int = 1, corpus: str | Path | None = None
+    data: str | Path,
+    n: int | None = None,
+    offset: int = 0,
+    stride: int = 1,
+    corpus: str | Path | None = None,
+    question_type: str | None = None,
 ):
-    """(questions, dataset): questions offset, offset+stride, ... (n of them). The dataset's
-    passages are those of every question in the span read (stride 1: the questions taken), or
-    for a set whose questions share a corpus file (`corpus`, else the one beside data) that corpus."""
+    """(questions, dataset, indices): questions offset, offset+stride, ... (n of them) and their
+    positions in the file. With `question_type`, offset and stride count within the questions of
+    that type (GraphRAG-Bench files list their types in blocks). The dataset's passages are those
+    of every question in the span read (stride 1: the questions taken), or for a set whose
+    questions share a corpus file (`corpus`, else the one beside data) that corpus."""
     from hierarchy.datasets import load_dataset
 
     if stride < 1:
         raise LogicRouteError(f"stride must be >= 1, got {stride}")
-    span = None if n is None else n * stride
-    ds = load_dataset(data, n=span, offset=offset, corpus=corpus)
-    qs = ds.questions[::stride]
-    return (qs if n is None else qs[:n]), ds
+    if question_type is None:
+        span = None if n is None else n * stride
+        ds = load_dataset(data, n=span, offset=offset, corpus=corpus)
+        positions = list(range(offset, offset + len(ds.questions)))[::stride]
+        qs = ds.questions[::stride]
+    else:
+        ds = load_dataset(data, corpus=corpus)
+        typed = [i for i, q in enumerate(ds.questions) if q.type == question_type]
+        if not typed:
+            kinds = sorted({str(q.type) for q in ds.questions})
+            raise LogicRouteError(f"{data}: no question of type {question_type!r} (types: {', '.join(kinds)})")
+        positions = typed[offset::stride]
+        qs = [ds.questions[i] for i in positions]
+        if ds.corpus is None:  # per-question passages: those of the questions taken
+            keep = {p for q in qs for p in q.passages}
+            ds.passages = [p for p in ds.passages if p.id in keep]
+    if n is not None:
+        qs, positions = qs[:n], positions[:n]
+    return qs, ds, positions
 
 
 def check_kb_matches(questions: Sequence["Question"], kb) -> None:

@@ -1,6 +1,7 @@
 """Answer metrics: exact match and token F1 (official SQuAD / HotpotQA scripts), LogicRAG's
 string accuracy, and for sentence answers (GraphRAG-Bench) ROUGE-L and answer-token coverage.
-Every metric takes the best score over the gold aliases.
+Every metric takes the best score over the gold aliases, and none counts the inline citation
+markers ("[2]", "[1, 3]") of reader-style answers as answer words.
 
 - `exact_match`: normalized prediction == normalized gold.
 - `f1`: token F1 of the normalized strings; HotpotQA rule: when either side normalizes to
@@ -27,11 +28,17 @@ from typing import Any
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 _SPECIAL = ("yes", "no", "noanswer")
+_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;-]\s*\d+)*\]")
+
+
+def strip_citations(s: str) -> str:
+    """The text without inline citation markers: "Warsaw [1]." -> "Warsaw."."""
+    return _CITATION.sub("", s)
 
 
 def normalize_answer(s: str) -> str:
     """Official SQuAD normalization: lowercase, drop punctuation, articles, extra whitespace."""
-    s = s.lower().translate(_PUNCT)
+    s = strip_citations(s).lower().translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
@@ -73,6 +80,7 @@ def rouge_l(pred: str, golds: str | list[str]) -> float:
     """Best ROUGE-L F-measure over gold aliases (0.0 when either side has no token)."""
     scorer = _rouge_scorer()
     # float(): rouge-score gives an int 0 when a side has no token.
+    pred = strip_citations(pred)
     return max((float(scorer.score(g, pred)["rougeL"].fmeasure) for g in _golds(golds)), default=0.0)
 
 

@@ -1,8 +1,14 @@
-"""The answer-only prompt shared by the chunk, summary and logic routes' final answers, and the
-numbered passage format every prompt shows retrieved chunks in."""
+"""The answer-only prompt shared by the chunk, summary and logic routes' final answers, in two
+styles, and the numbered passage format every prompt shows retrieved chunks in.
+
+- short: the answer phrase alone (a name, a date, a number), what EM/F1 benchmarks score;
+- reader: plain sentences citing passages as [n], and a fixed reply when the passages do not
+  hold the answer (instead of a guess), for people and for sentence-answer sets.
+"""
 
 from __future__ import annotations
 
+from engine.base.errors import LogicRouteError
 from engine.base.types import RetrievedChunk
 
 ANSWER_SYSTEM = (
@@ -41,14 +47,58 @@ ANSWER_FEWSHOT = [
 ]
 
 
+NOT_IN_DOCUMENTS = "Not in the indexed documents."
+READER_SYSTEM = (
+    "You answer questions using only the given passages. Answer in one to five plain sentences: "
+    "the answer first, then the facts from the passages that support it, each followed by the number "
+    "of its passage in brackets, like [2]. Cover every part of the question. If the passages do not "
+    "contain the answer, reply exactly: " + NOT_IN_DOCUMENTS
+)
+
+READER_FEWSHOT = [
+    {
+        "role": "user",
+        "content": (
+            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n"
+            "[2] Nobel Prize: In 1903 the Nobel Prize in Physics went to Marie Curie, Pierre Curie and Henri Becquerel.\n\n"  # noqa: E501 (prompt text)
+            "Question: Where was Marie Curie born, and which prize did she win in 1903?\nAnswer:"
+        ),
+    },
+    {
+        "role": "assistant",
+        "content": "Marie Curie was born in Warsaw [1]. In 1903 she won the Nobel Prize in Physics, shared with "
+        "Pierre Curie and Henri Becquerel [2].",
+    },
+    {
+        "role": "user",
+        "content": (
+            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n\nQuestion: How deep is the Nile?\nAnswer:"
+        ),
+    },
+    {"role": "assistant", "content": NOT_IN_DOCUMENTS},
+]
+
+ANSWER_STYLES = ("short", "reader")
+
+
+def check_style(style: str) -> str:
+    if style not in ANSWER_STYLES:
+        raise LogicRouteError(f"unknown answer style {style!r}; choose {', '.join(ANSWER_STYLES)}")
+    return style
+
+
 def format_passages(chunks: list[RetrievedChunk]) -> str:
     return "\n".join(f"[{i}] {c.title}: {c.text}" if c.title else f"[{i}] {c.text}" for i, c in enumerate(chunks, 1))
 
 
-def answer_messages(question: str, context: str, notes: str = "") -> list[dict]:
-    """Answer-only prompt over a context block (passages, summaries or memory)."""
+def answer_messages(question: str, context: str, notes: str = "", style: str = "short") -> list[dict]:
+    """Answer-only prompt over a context block (passages, summaries or memory), in `style`."""
     body = f"Passages:\n{context}\n\n"
     if notes:
         body += f"Notes:\n{notes}\n\n"
     body += f"Question: {question}\nAnswer:"
-    return [{"role": "system", "content": ANSWER_SYSTEM}, *ANSWER_FEWSHOT, {"role": "user", "content": body}]
+    if check_style(style) == "reader":
+        system, shots = READER_SYSTEM, READER_FEWSHOT
+    else:
+        system, shots = ANSWER_SYSTEM, ANSWER_FEWSHOT
+    return [{"role": "system", "content": system}, *shots, {"role": "user", "content": body}]

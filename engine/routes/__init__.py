@@ -9,6 +9,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from engine.base.errors import LogicRouteError
+from engine.prompts.answer import check_style
 
 if TYPE_CHECKING:
     from engine.base.types import Answer
@@ -46,8 +47,17 @@ def check_routes(routes) -> tuple[str, ...]:
 
 
 def run_route(
-    route: str, question: str, kb: "KnowledgeBase", llm: "LLM", *, k: int = 3, logic_config: "LogicConfig | None" = None
+    route: str,
+    question: str,
+    kb: "KnowledgeBase",
+    llm: "LLM",
+    *,
+    k: int = 3,
+    logic_config: "LogicConfig | None" = None,
+    style: str = "short",
 ) -> "Answer":
-    """Answer `question` on one route. The logic route takes `logic_config` (default: LogicConfig(k=k))."""
+    """Answer `question` on one route in answer `style` (engine.prompts.answer: short | reader).
+    The logic route takes `logic_config` (default: LogicConfig(k=k))."""
     module, _, name = RUNNERS[check_route(route, allow_auto=False)].partition(":")
-    return getattr(importlib.import_module(module), name)(question, kb, llm, k=k, logic_config=logic_config)
+    runner = getattr(importlib.import_module(module), name)
+    return runner(question, kb, llm, k=k, logic_config=logic_config, style=check_style(style))

@@ -7,15 +7,13 @@ from typing import TYPE_CHECKING
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts.answer import answer_messages, format_passages
-from engine.routes.common import check_question
+from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
-ANSWER_MAX_TOKENS = 32  # answers are short phrases; a cap stops rambling on the small model
 
-
-def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3) -> Answer:
+def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: str = "short") -> Answer:
     watch = Stopwatch()
     q = check_question(question)
     usage = Usage()
@@ -24,25 +22,16 @@ def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3) ->
     trace["retrieved"] = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in chunks]
     c = call_llm(
         llm,
-        answer_messages(q, format_passages(chunks)),
+        answer_messages(q, format_passages(chunks), style=style),
         purpose="answer",
         usage=usage,
         trace=trace,
-        max_tokens=ANSWER_MAX_TOKENS,
+        max_tokens=ANSWER_MAX_TOKENS[style],
     )
     usage.seconds = watch.elapsed()
-    return Answer(text=clean_answer(c.text), route="chunk", usage=usage, trace=trace)
+    return Answer(text=clean_answer(c.text, style), route="chunk", usage=usage, trace=trace)
 
 
-def clean_answer(text: str) -> str:
-    """First line, without an 'Answer:' prefix or trailing period: the scorers compare phrases."""
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    for prefix in ("Answer:", "answer:", "A:"):
-        if line.startswith(prefix):
-            line = line[len(prefix) :].strip()
-    return line.rstrip(".").strip()
-
-
-def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None) -> Answer:
+def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:
     """The registry's entry (engine.routes.run_route)."""
-    return answer_chunk(question, kb, llm, k=k)
+    return answer_chunk(question, kb, llm, k=k, style=style)

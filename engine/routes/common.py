@@ -11,6 +11,24 @@ from engine.base.errors import BadQuestionError
 MAX_QUESTION_WORDS = 400
 
 
+# Short answers are phrases: a cap stops rambling on the small model. Reader answers are a few
+# sentences with citations.
+ANSWER_MAX_TOKENS = {"short": 32, "reader": 256}
+
+
+def clean_answer(text: str, style: str = "short") -> str:
+    """short: the first line, without an 'Answer:' prefix or trailing period (the scorers compare
+    phrases); reader: the whole reply, without the prefix."""
+    t = (text or "").strip()
+    for prefix in ("Answer:", "answer:", "A:"):
+        if t.startswith(prefix):
+            t = t[len(prefix) :].strip()
+    if style == "reader":
+        return t
+    line = t.splitlines()[0] if t else ""
+    return line.rstrip(".").strip()
+
+
 def check_question(question: str) -> str:
     """Return the stripped question or raise BadQuestionError with a one-line reason."""
     if not isinstance(question, str) or not question.strip():
@@ -33,8 +51,9 @@ _UNKNOWN_WHOLE = re.compile(
     re.IGNORECASE,
 )
 _UNKNOWN_PHRASE = re.compile(
-    r"(not in the (passages?|context|text)|(passages?|context|text) (do|does) not|not (mentioned|stated|given|"
-    r"provided|specified) in|no (relevant )?information|not enough information|cannot (be )?(answer|determin)|"
+    r"(not in the (passages?|context|text|indexed documents)|(passages?|context|text) (do|does) not|"
+    r"not (mentioned|stated|given|provided|specified) in|no (relevant )?information|not enough information|"
+    r"cannot (be )?(answer|determin)|"
     r"can't (answer|determine)|unable to (answer|determine)|i (do not|don't) know|does not (say|mention|specify))",
     re.IGNORECASE,
 )

@@ -20,8 +20,7 @@ import numpy as np
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages, format_passages
-from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
-from engine.routes.common import check_question
+from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
@@ -268,6 +267,7 @@ def answer_summary(
     start_level: int | None = None,
     collapsed: bool = False,
     context_words: int = 450,
+    style: str = "short",
 ) -> Answer:
     """Answer from the summary layers: summary_context, then one answer-only LLM call."""
     watch = Stopwatch()
@@ -285,16 +285,16 @@ def answer_summary(
         flag(trace, "no context found in the summary layers; answered without passages")
     c = call_llm(
         llm,
-        answer_messages(q, format_passages(context) if context else "(none)"),
+        answer_messages(q, format_passages(context) if context else "(none)", style=style),
         purpose="answer",
         usage=usage,
         trace=trace,
-        max_tokens=ANSWER_MAX_TOKENS,
+        max_tokens=ANSWER_MAX_TOKENS[style],
     )
     usage.seconds = watch.elapsed()
-    return Answer(text=clean_answer(c.text), route="summary", usage=usage, trace=trace)
+    return Answer(text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace)
 
 
-def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None) -> Answer:
+def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:
     """The registry's entry (engine.routes.run_route)."""
-    return answer_summary(question, kb, llm, k=k)
+    return answer_summary(question, kb, llm, k=k, style=style)

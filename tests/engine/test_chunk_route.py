@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import BadQuestionError
-from engine.routes.chunk import answer_chunk, clean_answer
+from engine.base.errors import BadQuestionError, LogicRouteError
+from engine.routes.chunk import answer_chunk
+from engine.routes.common import clean_answer, looks_unanswered
 from hierarchy.documents import Chunk
 from tests.fakes import ScriptedLLM, WordOverlapKB
 
@@ -83,3 +84,22 @@ def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
     assert ans.usage.llm_calls == 1 and ans.usage.prompt_tokens > 100
     again = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm)  # served by the cache
     assert again.text == ans.text and again.usage.cached_calls == 1
+
+
+def test_reader_style_asks_for_cited_sentences_and_keeps_the_whole_reply():
+    reply = "The Ardmere Lighthouse was built by Quillane Shipwrights [1].\nThey built it in 1871 [1]."
+    llm = ScriptedLLM([reply])
+    ans = answer_chunk("Who built the Ardmere Lighthouse, and when?", KB, llm, k=2, style="reader")
+    assert ans.text == reply
+    system = llm.calls[0]["messages"][0]["content"]
+    assert "[2]" in system and "Not in the indexed documents." in system
+    assert llm.calls[0]["max_tokens"] > 32
+
+
+def test_a_reader_reply_that_the_passages_lack_the_answer_counts_as_unanswered():
+    assert looks_unanswered("Not in the indexed documents.")
+
+
+def test_an_unknown_style_is_refused_in_one_line():
+    with pytest.raises(LogicRouteError, match="answer style"):
+        answer_chunk("Who built the Ardmere Lighthouse?", KB, ScriptedLLM(["x"]), style="essay")

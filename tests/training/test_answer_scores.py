@@ -108,3 +108,10 @@ def test_benchmark_reads_a_corpus_set_with_its_whole_corpus_as_the_kb(tmp_path):
     assert len(kb_passages["all"]) == len(data[0][1].passages) == 2  # 300 words in 150-word passages
     with pytest.raises(LogicRouteError, match="no data file reads one"):
         load_data(BenchConfig(data=[], out=str(tmp_path / "out"), corpus=corpus))
+
+
+def test_citation_markers_of_reader_answers_are_not_answer_words():
+    gold = "Basal cell carcinoma is the most common skin cancer."
+    cited = "Basal cell carcinoma [1] is the most common skin cancer [2, 3]."
+    assert rouge_l(cited, gold) == pytest.approx(1.0)
+    assert coverage(cited, gold) == pytest.approx(1.0)

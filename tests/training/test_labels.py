@@ -77,6 +77,21 @@ def test_all_zero_rows_are_marked_and_target_the_cheapest():
         target_matrix([zero], routes, "bogus")
 
 
+def test_routes_the_cascade_skipped_carry_no_target_mass():
+    """A perfect chunk answer stops the cascade; the skipped summary's imputed cost equals
+    chunk's, so its stored preference ties with chunk's, but the target is chunk alone."""
+    routes = ("chunk", "summary", "logic")
+    row = {
+        "pref": {"chunk": 0.39, "summary": 0.39, "logic": 0.22},
+        "skipped": ["summary", "logic"],
+        "all_zero": False,
+        "costs": {"chunk": {"tokens": 700}, "summary": {"tokens_est": 700}, "logic": {"tokens_est": 1780}},
+    }
+    both_run = {**row, "skipped": ["logic"]}
+    np.testing.assert_allclose(target_matrix([row], routes)[0], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(target_matrix([both_run], routes)[0], [0.5, 0.5, 0.0])
+
+
 def test_stratified_split_is_deterministic_and_covers_strata():
     keys = ["a|chunk"] * 20 + ["a|logic"] * 10 + ["b|chunk"] * 3
     keep, held = stratified_split(keys, 0.2, seed=0)
@@ -106,7 +121,7 @@ def test_retrieval_contexts_and_support_score():
 
 
 def test_answer_scorer_books_cost_and_failures():
-    def runner(route, question, kb, llm, k):
+    def runner(route, question, kb, llm, k, style="short"):
         if route == "logic":
             raise LogicRouteError("decomposition failed")
         u = Usage(llm_calls=1, prompt_tokens=100, completion_tokens=3, seconds=0.5)
@@ -122,7 +137,7 @@ def test_answer_scorer_books_cost_and_failures():
 def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_oracle():
     ran = []
 
-    def runner(route, question, kb, llm, k):
+    def runner(route, question, kb, llm, k, style="short"):
         ran.append(route)
         text = {"chunk": "Paris", "summary": "Paris", "logic": "Lyon"}[route] if question == QUESTIONS[1].text else "x"
         return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=900), trace={})
@@ -240,7 +255,7 @@ def test_string_accuracy_has_one_name_and_acc_is_accepted():
     with pytest.raises(LogicRouteError, match="string_acc"):
         LabelConfig(metric="bleu")
 
-    def runner(route, question, kb, llm, k):
+    def runner(route, question, kb, llm, k, style="short"):
         return Answer(text="It is Paris, France", route=route, usage=Usage(llm_calls=1), trace={})
 
     cfg = LabelConfig(scorer="answer", routes=("chunk", "logic"), metric="acc", llm="fake:scripted")

@@ -7,7 +7,7 @@ from engine.base.errors import LLMError
 from engine.base.types import RetrievedChunk
 from engine.llm.base import flag
 from engine.prompts.answer import answer_messages, format_passages
-from engine.routes.chunk import ANSWER_MAX_TOKENS, clean_answer
+from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint
 from engine.routes.logic.state import (
     SolveState,
@@ -46,9 +46,9 @@ def final_answer(st: SolveState) -> str:
     try:
         c = budgeted_call(
             st,
-            answer_messages(st.question, context, notes),
+            answer_messages(st.question, context, notes, style=st.style),
             purpose="answer",
-            max_tokens=ANSWER_MAX_TOKENS,
+            max_tokens=ANSWER_MAX_TOKENS[st.style],
             final=True,
         )
     except LLMError as e:
@@ -57,7 +57,7 @@ def final_answer(st: SolveState) -> str:
             raise
         flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
         return answered[-1].answer or ""
-    return clean_answer(c.text)
+    return clean_answer(c.text, st.style)
 
 
 def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:

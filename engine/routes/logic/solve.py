@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, flag
-from engine.prompts.answer import format_passages
+from engine.prompts.answer import check_style, format_passages
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages, step_messages, step_schema
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
@@ -51,7 +51,9 @@ REFLECT_MAX_TOKENS = 160
 MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop for runaway plans
 
 
-def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None) -> Answer:
+def answer_logic(
+    question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None, style: str = "short"
+) -> Answer:
     """Answer one question with query-time DAG reasoning. Raises BadQuestionError on an empty
     question; other failures fall back visibly (trace["flags"]) instead of raising, except an
     LLMError on the final answer when nothing at all was answered."""
@@ -70,7 +72,7 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
         "memory": [],
         "reflection": [],
     }
-    st = SolveState(q, kb, llm, cfg, usage, trace, watch)
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
         plan = decompose(st.question, partial(budgeted_call, st), st.trace)
         add_nodes(st.nodes, plan)
@@ -107,9 +109,17 @@ def answer_logic(question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConf
     return Answer(text=text, route="logic", usage=usage, trace=trace)
 
 
-def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config: LogicConfig | None = None) -> Answer:
+def run(
+    question: str,
+    kb: "KnowledgeBase",
+    llm: LLM,
+    *,
+    k: int = 3,
+    logic_config: LogicConfig | None = None,
+    style: str = "short",
+) -> Answer:
     """The registry's entry (engine.routes.run_route): `logic_config`, or LogicConfig(k=k)."""
-    return answer_logic(question, kb, llm, logic_config or LogicConfig(k=k))
+    return answer_logic(question, kb, llm, logic_config or LogicConfig(k=k), style=style)
 
 
 # ---------------------------------------------------------------- solving

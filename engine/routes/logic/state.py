@@ -29,6 +29,7 @@ class SolveState:
     raw: list[RetrievedChunk] = field(default_factory=list)  # every chunk retrieved, in order
     seen: list[str] = field(default_factory=list)  # chunk ids retrieved so far (exclusion list)
     rounds: int = 0  # retrieval rounds
+    style: str = "short"  # the final answer's style (engine.prompts.answer)
 
 
 def budgeted_call(
