@@ -350,7 +350,7 @@ class RoutedRAG:
     def _passages_of(self, ans: Answer) -> str:
         """The text the route answered from, rebuilt from the chunk ids in its trace."""
         from engine.base.types import RetrievedChunk
-        from engine.prompts.answer import format_passages
+        from engine.prompts.passages import format_passages
 
         chunks = []
         for r in ans.trace.get("retrieved", []) or []:

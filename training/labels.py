@@ -62,6 +62,24 @@ def cheapest_route(costs: dict[str, float]) -> str:
     return min(costs, key=lambda r: (costs[r], list(costs).index(r)))
 
 
+def prompts_fingerprint() -> str:
+    """A short hash of the prompts the routes send (answer in both styles, logic step, self-check):
+    label rows made with other prompt text are told apart."""
+    import json
+
+    from engine.base.files import content_hash
+    from engine.prompts.answer import answer_messages
+    from engine.prompts.logic import decompose_messages, step_messages
+
+    probe = [
+        answer_messages("q", "[1] c", "n", style="short"),
+        answer_messages("q", "[1] c", "n", style="reader"),
+        decompose_messages("q"),
+        step_messages("q", "n", "[1] c", [("q1", "q")], 60, True),
+    ]
+    return content_hash(json.dumps(probe, sort_keys=True))[:8]
+
+
 def make_row(
     q: "Question",
     scores: dict[str, float],
@@ -93,6 +111,7 @@ def make_row(
     }
     if cfg.scorer == "answer":
         row["style"] = cfg.style
+        row["prompts"] = prompts_fingerprint()
     if cfg.stop_score is not None:
         row["stop_score"] = cfg.stop_score
     if extra:

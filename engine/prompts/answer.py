@@ -9,7 +9,7 @@ styles, and the numbered passage format every prompt shows retrieved chunks in.
 from __future__ import annotations
 
 from engine.base.errors import LogicRouteError
-from engine.base.types import RetrievedChunk
+from engine.prompts.passages import passages_section, with_data_rule
 
 ANSWER_SYSTEM = (
     "You answer questions using only the given passages. Reply with the answer alone: "
@@ -22,25 +22,31 @@ ANSWER_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903.\n\n"  # noqa: E501 (prompt text)
-            "Question: In which city was Marie Curie born?\nAnswer:"
+            passages_section(
+                "[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903."
+            )
+            + "\n\nQuestion: In which city was Marie Curie born?\nAnswer:"
         ),
     },
     {"role": "assistant", "content": "Warsaw"},
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n[2] The Amazon: The Amazon is about 6,400 km long.\n\n"  # noqa: E501 (prompt text)
-            "Question: Is the Amazon longer than the Nile?\nAnswer:"
+            passages_section(
+                "[1] The Nile: The Nile is about 6,650 km long.\n[2] The Amazon: The Amazon is about 6,400 km long."
+            )
+            + "\n\nQuestion: Is the Amazon longer than the Nile?\nAnswer:"
         ),
     },
     {"role": "assistant", "content": "no"},
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-            "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker.\n\n"
-            "Question: When was the director of Inception born?\nAnswer:"
+            passages_section(
+                "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
+                "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker."
+            )
+            + "\n\nQuestion: When was the director of Inception born?\nAnswer:"
         ),
     },
     {"role": "assistant", "content": "30 July 1970"},
@@ -59,9 +65,11 @@ READER_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n"
-            "[2] Nobel Prize: In 1903 the Nobel Prize in Physics went to Marie Curie, Pierre Curie and Henri Becquerel.\n\n"  # noqa: E501 (prompt text)
-            "Question: Where was Marie Curie born, and which prize did she win in 1903?\nAnswer:"
+            passages_section(
+                "[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n[2] Nobel Prize: In 1903 the Nobel Prize "
+                "in Physics went to Marie Curie, Pierre Curie and Henri Becquerel."
+            )
+            + "\n\nQuestion: Where was Marie Curie born, and which prize did she win in 1903?\nAnswer:"
         ),
     },
     {
@@ -72,7 +80,8 @@ READER_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] The Nile: The Nile is about 6,650 km long.\n\nQuestion: How deep is the Nile?\nAnswer:"
+            passages_section("[1] The Nile: The Nile is about 6,650 km long.")
+            + "\n\nQuestion: How deep is the Nile?\nAnswer:"
         ),
     },
     {"role": "assistant", "content": NOT_IN_DOCUMENTS},
@@ -87,13 +96,9 @@ def check_style(style: str) -> str:
     return style
 
 
-def format_passages(chunks: list[RetrievedChunk]) -> str:
-    return "\n".join(f"[{i}] {c.title}: {c.text}" if c.title else f"[{i}] {c.text}" for i, c in enumerate(chunks, 1))
-
-
 def answer_messages(question: str, context: str, notes: str = "", style: str = "short") -> list[dict]:
     """Answer-only prompt over a context block (passages, summaries or memory), in `style`."""
-    body = f"Passages:\n{context}\n\n"
+    body = passages_section(context) + "\n\n"
     if notes:
         body += f"Notes:\n{notes}\n\n"
     body += f"Question: {question}\nAnswer:"
@@ -101,4 +106,4 @@ def answer_messages(question: str, context: str, notes: str = "", style: str = "
         system, shots = READER_SYSTEM, READER_FEWSHOT
     else:
         system, shots = ANSWER_SYSTEM, ANSWER_FEWSHOT
-    return [{"role": "system", "content": system}, *shots, {"role": "user", "content": body}]
+    return [{"role": "system", "content": with_data_rule(system)}, *shots, {"role": "user", "content": body}]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from engine.prompts.passages import passages_section, with_data_rule
+
 DECOMPOSE_MAX_ITEMS = 5
 
 DECOMPOSE_SYSTEM = (
@@ -156,7 +158,7 @@ def _step_user(main: str, notes: str, passages: str, subqs: list[tuple[str, str]
     body = f"Main question: {main}\n\n"
     if with_memory:
         body += f"Notes:\n{notes or '(none yet)'}\n\n"
-    body += f"Passages:\n{passages}\n\nSub-questions:\n" + "\n".join(f"{i}: {q}" for i, q in subqs)
+    body += passages_section(passages) + "\n\nSub-questions:\n" + "\n".join(f"{i}: {q}" for i, q in subqs)
     return body
 
 
@@ -180,7 +182,7 @@ def step_messages(
     eq, en, ep, es, ea, em = _STEP_EXAMPLE
     ex_reply = {"memory": em, "answers": ea} if with_memory else {"answers": ea}
     return [
-        {"role": "system", "content": step_system(memory_words, with_memory)},
+        {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory))},
         {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
         {"role": "assistant", "content": json.dumps(ex_reply)},
         {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},

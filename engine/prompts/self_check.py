@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.prompts.passages import passages_section, with_data_rule
+
 SELF_CHECK_SCHEMA = {
     "type": "object",
     "properties": {"answered": {"type": "boolean"}},
@@ -16,19 +18,23 @@ SELF_CHECK_SYSTEM = (
 _SELF_CHECK_FEWSHOT = [
     {
         "role": "user",
-        "content": "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867.\n\n"
-        "Question: In which city was Marie Curie born?\nProposed answer: Warsaw",
+        "content": passages_section("[1] Marie Curie: Marie Curie was born in Warsaw in 1867.")
+        + "\n\nQuestion: In which city was Marie Curie born?\nProposed answer: Warsaw",
     },
     {"role": "assistant", "content": '{"answered": true}'},
     {
         "role": "user",
-        "content": "Passages:\n[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n\n"
-        "Question: When was the director of Inception born?\nProposed answer: 2010",
+        "content": passages_section("[1] Inception: Inception is a 2010 film directed by Christopher Nolan.")
+        + "\n\nQuestion: When was the director of Inception born?\nProposed answer: 2010",
     },
     {"role": "assistant", "content": '{"answered": false}'},
 ]
 
 
 def self_check_messages(question: str, answer: str, passages: str) -> list[dict]:
-    body = f"Passages:\n{passages}\n\nQuestion: {question}\nProposed answer: {answer}"
-    return [{"role": "system", "content": SELF_CHECK_SYSTEM}, *_SELF_CHECK_FEWSHOT, {"role": "user", "content": body}]
+    body = passages_section(passages) + f"\n\nQuestion: {question}\nProposed answer: {answer}"
+    return [
+        {"role": "system", "content": with_data_rule(SELF_CHECK_SYSTEM)},
+        *_SELF_CHECK_FEWSHOT,
+        {"role": "user", "content": body},
+    ]

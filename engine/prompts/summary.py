@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.prompts.passages import passages_section, with_data_rule
+
 SUMMARY_SYSTEM = (
     "You summarize a group of related passages for a search index. Keep the key facts: names, "
     "dates, numbers, places and what connects them. Write plain sentences in one paragraph, no "
@@ -12,10 +14,12 @@ SUMMARY_FEWSHOT = [
     {
         "role": "user",
         "content": (
-            "Passages:\n[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in "
-            "Physics in 1903 with Pierre Curie and Henri Becquerel.\n[2] Pierre Curie: Pierre Curie (1859-1906) "
-            "was a French physicist. He married Marie Sklodowska in 1895.\n\n"
-            "Summarize the passages in at most 40 words, keeping key facts, names, dates and numbers.\nSummary:"
+            passages_section(
+                "[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in "
+                "Physics in 1903 with Pierre Curie and Henri Becquerel.\n[2] Pierre Curie: Pierre Curie (1859-1906) "
+                "was a French physicist. He married Marie Sklodowska in 1895."
+            )
+            + "\n\nSummarize the passages in at most 40 words, keeping key facts, names, dates and numbers.\nSummary:"
         ),
     },
     {
@@ -30,9 +34,13 @@ SUMMARY_FEWSHOT = [
 
 def summary_messages(passages: list[str], max_words: int) -> list[dict]:
     """Abstractive summary of one cluster (its chunks, or its children's summaries)."""
-    body = "Passages:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
+    body = passages_section("\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)))
     body += (
         f"\n\nSummarize the passages in at most {max_words} words, keeping key facts, names, dates "
         "and numbers.\nSummary:"
     )
-    return [{"role": "system", "content": SUMMARY_SYSTEM}, *SUMMARY_FEWSHOT, {"role": "user", "content": body}]
+    return [
+        {"role": "system", "content": with_data_rule(SUMMARY_SYSTEM)},
+        *SUMMARY_FEWSHOT,
+        {"role": "user", "content": body},
+    ]

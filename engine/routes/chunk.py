@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm
-from engine.prompts.answer import answer_messages, format_passages
+from engine.prompts.answer import answer_messages
+from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ import numpy as np
 
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
-from engine.prompts.answer import answer_messages, format_passages
+from engine.prompts.answer import answer_messages
+from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
 
 if TYPE_CHECKING:  # pragma: no cover

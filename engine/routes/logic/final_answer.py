@@ -6,7 +6,8 @@ from __future__ import annotations
 from engine.base.errors import LLMError
 from engine.base.types import RetrievedChunk
 from engine.llm.base import flag
-from engine.prompts.answer import answer_messages, format_passages
+from engine.prompts.answer import answer_messages
+from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint
 from engine.routes.logic.state import (

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, flag
-from engine.prompts.answer import check_style, format_passages
+from engine.prompts.answer import check_style
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages, step_messages, step_schema
+from engine.prompts.passages import format_passages
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.final_answer import final_answer
