@@ -1,9 +1,16 @@
 """Where documents come from: a folder of text files, a JSONL of documents, or the passages of
-any supported QA data file."""
+any supported QA data file.
+
+Text files are read as UTF-8; a file that is not valid UTF-8 is decoded as Windows-1252 (every
+byte maps to a character, and it is what such files usually are), and the document records it
+(meta["encoding"]) with a warning on the "logicroute" logger. A file with NUL bytes is binary
+whatever its name, and is skipped with a warning; so are empty files in a folder. A source that
+yields no document at all is refused: indexing nothing is always a mistake."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -23,6 +30,9 @@ SUPPORTED = (
 # Keys that mark a QA record rather than a document record.
 _QA_KEYS = {"question", "question_text", "answers", "answer", "contexts", "context", "paragraphs", "ctxs", "data"}
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+FALLBACK_ENCODING = "cp1252"
+_BINARY_PROBE = 8192  # bytes looked at for a NUL
+log = logging.getLogger("logicroute.sources")
 
 
 def load_documents(source: str | Path) -> list[Document]:
@@ -31,14 +41,17 @@ def load_documents(source: str | Path) -> list[Document]:
     if not path.exists():
         raise LogicRouteError(f"no such file or folder: {path} (expected {SUPPORTED})")
     if path.is_dir():
-        return _from_folder(path)
-    suffix = path.suffix.lower()
-    if suffix in TEXT_SUFFIXES:
+        docs = _from_folder(path)
+    elif path.suffix.lower() in TEXT_SUFFIXES:
         doc = _from_text_file(path, path.name)
-        return [doc] if doc else []
-    if suffix in DOC_JSONL_SUFFIXES and _looks_like_doc_jsonl(path):
-        return _from_doc_jsonl(path)
-    return _from_qa_file(path)
+        docs = [doc] if doc else []
+    elif path.suffix.lower() in DOC_JSONL_SUFFIXES and _looks_like_doc_jsonl(path):
+        docs = _from_doc_jsonl(path)
+    else:
+        docs = _from_qa_file(path)
+    if not docs:
+        raise DataFormatError(f"{path}: no document with text to index (expected {SUPPORTED})")
+    return docs
 
 
 def _title_of(text: str, fallback: str) -> str:
@@ -46,14 +59,34 @@ def _title_of(text: str, fallback: str) -> str:
     return m.group(1).strip() if m else fallback
 
 
-def _from_text_file(path: Path, doc_id: str) -> Document | None:
+def read_text_file(path: Path) -> tuple[str, str] | None:
+    """(text, encoding) of a text file, or None (with a warning) when it is binary."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        raw = path.read_bytes()
     except OSError as e:
         raise DataFormatError(f"{path}: unreadable ({e})") from None
+    if b"\x00" in raw[:_BINARY_PROBE]:
+        log.warning("%s: skipped, binary content (NUL bytes) in a text-named file", path)
+        return None
+    try:
+        return raw.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError as e:
+        log.warning("%s: not UTF-8 (%s at byte %d): read as %s", path, e.reason, e.start, FALLBACK_ENCODING)
+        return raw.decode(FALLBACK_ENCODING, errors="replace"), FALLBACK_ENCODING
+
+
+def _from_text_file(path: Path, doc_id: str) -> Document | None:
+    got = read_text_file(path)
+    if got is None:
+        return None
+    text, encoding = got
     if not text.strip():
-        return None  # nothing to index
-    return Document(id=doc_id, title=_title_of(text, path.stem), text=text.strip(), meta={"source": str(path)})
+        log.warning("%s: skipped, empty", path)
+        return None
+    meta = {"source": str(path)}
+    if encoding != "utf-8":
+        meta["encoding"] = encoding
+    return Document(id=doc_id, title=_title_of(text, path.stem), text=text.strip(), meta=meta)
 
 
 def _from_folder(folder: Path) -> list[Document]:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from engine.base.files import exclusive_folder
 from training.answer_scores import answer_scores
 from training.bench_analysis import build_report
 from training.bench_data import (
@@ -309,8 +310,11 @@ def run_benchmark(
     cfg.out. llm / router / make_kb(path, passages, show_progress=) / rag_factory(kb) replace
     the real parts (tests)."""
     echo = echo or (lambda s: print(s, file=sys.stderr))
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with exclusive_folder(cfg.out, "benchmark run") as out:
+        return _run_benchmark(cfg, out, llm, router, make_kb, rag_factory, echo)
+
+
+def _run_benchmark(cfg: BenchConfig, out: Path, llm, router, make_kb, rag_factory, echo) -> dict:
     t_start = time.perf_counter()
     run, data, kb_passages = _start(cfg, out, llm, make_kb, rag_factory, echo)
     fixed, answered = answer_fixed_routes(run, echo)

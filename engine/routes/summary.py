@@ -21,6 +21,7 @@ from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
+from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -270,9 +271,18 @@ def answer_summary(
     context_words: int = 450,
     style: str = "short",
 ) -> Answer:
-    """Answer from the summary layers: summary_context, then one answer-only LLM call."""
+    """Answer from the summary layers: summary_context, then one answer-only LLM call. A KB
+    without layers (indexed with --summaries none) is answered on the chunk route, flagged."""
+    from hierarchy.layers.persist import load_layers
+    from hierarchy.layers.search import BUILD_HINT
+
     watch = Stopwatch()
     q = check_question(question)
+    if load_layers(kb) is None:
+        ans = answer_chunk(q, kb, llm, k=k, style=style)
+        ans.trace["fallback_from"] = "summary"
+        flag(ans.trace, f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
+        return ans
     usage = Usage()
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
     context, visited = summary_context(

@@ -29,11 +29,12 @@ def words(chunks) -> int:
     return sum(len(c.text.split()) for c in chunks)
 
 
-def test_missing_layers_say_how_to_build_them(tmp_path):
+def test_without_layers_the_route_answers_on_chunks_and_says_how_to_build_them(tmp_path):
     kb = KnowledgeBase.create(tmp_path / "kb", HashedBowEmbedder(dim=128))
     kb.add(make_docs(1), show_progress=False)
-    with pytest.raises(KBError, match="--summaries extractive"):
-        answer_summary("What about the river?", kb, ScriptedLLM(["x"]))
+    ans = answer_summary("What about the river?", kb, ScriptedLLM(["x"]))
+    assert (ans.text, ans.route, ans.trace["fallback_from"]) == ("x", "chunk", "summary")
+    assert any("--summaries extractive" in f for f in ans.flags)
     with pytest.raises(KBError, match="logicroute index"):
         summary_context("What about the river?", kb)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -73,3 +74,29 @@ def test_documents_without_id_get_their_passage_id(tmp_path):
     assert [d.id for d in docs] == [passage_id("One", "first"), passage_id("", "second")]
     # Persisted ids: the value for a given passage never changes.
     assert docs[0].id == "8029a61981d5eda5"
+
+
+def test_a_file_that_is_not_utf8_is_read_as_cp1252_and_says_so(tmp_path, caplog):
+    (tmp_path / "latin.txt").write_bytes("Café crème at the Ardmere Lighthouse.".encode("cp1252"))
+    with caplog.at_level(logging.WARNING, logger="logicroute"):
+        (doc,) = load_documents(tmp_path)
+    assert doc.text == "Café crème at the Ardmere Lighthouse."
+    assert doc.meta["encoding"] == "cp1252"
+    assert "not UTF-8" in caplog.text and "latin.txt" in caplog.text
+
+
+def test_a_binary_file_with_a_text_name_is_skipped_with_a_warning(tmp_path, caplog):
+    (tmp_path / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (tmp_path / "notes.md").write_text("# Notes\nThe Tamsk river is 143 km long.")
+    with caplog.at_level(logging.WARNING, logger="logicroute"):
+        docs = load_documents(tmp_path)
+    assert [d.id for d in docs] == ["notes.md"]
+    assert "image.md" in caplog.text and "binary" in caplog.text
+
+
+@pytest.mark.parametrize("files", [{}, {"empty.txt": "", "blank.md": "  \n\t"}])
+def test_a_source_with_nothing_to_index_is_refused(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(DataFormatError, match="no document with text to index"):
+        load_documents(tmp_path)
