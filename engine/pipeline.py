@@ -304,6 +304,9 @@ class RoutedRAG:
     def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None) -> Answer:
         reason = looks_unanswered(first.text)
         if reason is None and self.self_check:
+            if budget is not None and too_little_left(budget, first.usage):
+                flag(first.trace, "no self-check: too little budget left")
+                return first
             reason = self._self_check(q, first)
         if reason is None:
             return first

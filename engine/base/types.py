@@ -18,6 +18,7 @@ class Completion:
     cached: bool = False
     model: str = ""
     original_seconds: float | None = None  # a cache hit: what the call took when it was made
+    attempts: int = 1  # requests sent: a structured reply that was retried once took 2
 
 
 @dataclass
@@ -33,7 +34,7 @@ class Usage:
     seconds: float = 0.0  # wall seconds of the whole answer, set by the route
 
     def add(self, c: Completion) -> None:
-        self.llm_calls += 1
+        self.llm_calls += c.attempts
         self.prompt_tokens += c.prompt_tokens
         self.completion_tokens += c.completion_tokens
         self.cached_calls += int(c.cached)

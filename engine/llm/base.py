@@ -93,6 +93,8 @@ def _log(purpose: str, c: Completion, error: str | None = None) -> dict[str, Any
         "seconds": round(c.seconds, 3),
         "cached": c.cached,
     }
+    if c.attempts > 1:
+        d["attempts"] = c.attempts
     if error:
         d["error"] = error
     return d
@@ -138,6 +140,7 @@ def chat_structured(send: Callable[[list[dict]], Completion], messages: list[dic
         else:
             c.data = data
             if len(attempts) > 1:
+                c.attempts = len(attempts)
                 c.prompt_tokens = sum(a.prompt_tokens for a in attempts)
                 c.completion_tokens = sum(a.completion_tokens for a in attempts)
                 c.seconds = sum(a.seconds for a in attempts)

@@ -10,6 +10,7 @@ from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint
+from engine.routes.logic.config import BudgetExhausted
 from engine.routes.logic.state import (
     SolveState,
     budgeted_call,
@@ -52,12 +53,15 @@ def final_answer(st: SolveState) -> str:
             max_tokens=ANSWER_MAX_TOKENS[st.style],
             final=True,
         )
-    except LLMError as e:
+    except (LLMError, BudgetExhausted) as e:
         answered = [n for n in nodes_in_order(st) if known_answer(n)]
-        if not answered:
+        if answered:
+            flag(st.trace, f"final answer not made ({e}): last sub-answer returned")
+            return answered[-1].answer or ""
+        if isinstance(e, LLMError):
             raise
-        flag(st.trace, f"final answer failed ({e}): last sub-answer returned")
-        return answered[-1].answer or ""
+        flag(st.trace, f"final answer not made ({e}): no answer")
+        return ""
     return clean_answer(c.text, st.style)
 
 

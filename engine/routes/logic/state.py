@@ -41,20 +41,29 @@ def budgeted_call(
     max_tokens: int,
     final: bool = False,
 ):
-    """call_llm behind the per-question budget. Non-final calls keep one call in reserve for
-    the final answer, so a budget stop still answers."""
+    """call_llm behind the per-question budget, a hard limit: a call that could pass a limit is
+    not made (BudgetExhausted). A structured call may cost two calls (its one retry after a
+    malformed reply), so it needs room for both; non-final calls also keep one call in reserve
+    for the final answer, so a budget stop still answers."""
     cfg, u = st.cfg, st.usage
-    if not final:
-        if u.llm_calls + 2 > cfg.max_llm_calls:
-            raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}/{cfg.max_llm_calls})")
-        est = int(sum(len(m["content"].split()) for m in messages) / 0.75)
-        if u.prompt_tokens + est > cfg.max_prompt_tokens:
-            raise BudgetExhausted(
-                f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})"
-            )
-        if st.watch.elapsed() > cfg.max_seconds:
-            raise BudgetExhausted(f"budget exhausted ({st.watch.elapsed():.0f}s > {cfg.max_seconds}s)")
+    attempts = 1 if schema is None else 2
+    needed = attempts + (0 if final else 1)
+    if u.llm_calls + needed > cfg.max_llm_calls:
+        raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}+{needed} > {cfg.max_llm_calls})")
+    est = attempts * estimate_prompt_tokens(messages)
+    if u.prompt_tokens + est > cfg.max_prompt_tokens:
+        raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})")
+    if st.watch.elapsed() >= cfg.max_seconds:
+        raise BudgetExhausted(f"budget exhausted ({st.watch.elapsed():.0f}s >= {cfg.max_seconds}s)")
     return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
+
+
+def estimate_prompt_tokens(messages: list[dict]) -> int:
+    """An upper estimate of a prompt's tokens before it is sent: English runs ~0.75 words and
+    ~4 characters a token; names and numbers split finer, hence the larger of words / 0.75 and
+    characters / 3."""
+    text = " ".join(m["content"] for m in messages)
+    return int(max(len(text.split()) / 0.75, len(text) / 3)) + 1
 
 
 def retrieve(st: SolveState, query: str, k: int) -> list[RetrievedChunk]:
