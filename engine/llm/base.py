@@ -8,19 +8,24 @@ Contract of `LLM.chat`:
   on failure it retries once with the validation error appended to the conversation; if the
   retry fails too it raises StructuredOutputError carrying both completions.
 - Returns a Completion; temperature defaults to 0 for reproducibility.
-- Transport failures (timeouts, 429, 5xx, connection) are retried with backoff inside the
-  backend and end in LLMError.
+- Transport failures (timeouts, 429, 5xx, connection; from a remote endpoint also a malformed
+  body or an empty completion) are retried with backoff inside the backend and end in LLMError.
+- Inside `answer_scope` (RoutedRAG opens one per answer) a call also respects the answer's
+  deadline and fails fast on an endpoint that already gave up in that answer (`open_call`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from engine.base.errors import LogicRouteError, StructuredOutputError
+from engine.base.errors import LLMError, LogicRouteError, StructuredOutputError
 from engine.base.types import Completion, Usage
 
 DEFAULT_LLM = "local:qwen2.5-coder-1.5b"
@@ -35,27 +40,172 @@ class LLM(Protocol):
 
 
 @dataclass(frozen=True)
+class LLMSettings:
+    """How long a remote backend waits for its endpoint. None leaves the choice to the next
+    source: the spec's query, then the settings passed in code, then the environment
+    ($LOGICROUTE_LLM_TIMEOUT, $LOGICROUTE_LLM_RETRIES), then the backend's default. The local
+    backend runs in process and takes neither."""
+
+    timeout: float | None = None  # seconds one try may wait for the response
+    retries: int | None = None  # extra tries after the first on transient failures
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise LogicRouteError(f"LLM timeout must be a number of seconds > 0, got {self.timeout!r}")
+        if self.retries is not None and (
+            not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0
+        ):
+            raise LogicRouteError(f"LLM retries must be an integer >= 0, got {self.retries!r}")
+
+    def over(self, fallback: "LLMSettings | None") -> "LLMSettings":
+        """These settings, with what they leave open taken from `fallback`."""
+        if fallback is None:
+            return self
+        return replace(self, **{k: getattr(fallback, k) for k in SETTINGS_ENV if getattr(self, k) is None})
+
+    def query(self) -> str:
+        """The spec's query form: 'timeout=10&retries=1' ('' when nothing is set)."""
+        return "&".join(f"{k}={getattr(self, k):g}" for k in SETTINGS_ENV if getattr(self, k) is not None)
+
+
+SETTINGS_ENV = {"timeout": "LOGICROUTE_LLM_TIMEOUT", "retries": "LOGICROUTE_LLM_RETRIES"}
+
+
+def parse_settings(pairs: list[str], where: str) -> LLMSettings:
+    """LLMSettings from 'timeout=10', 'retries=1' pairs; `where` names their source in errors."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or key not in SETTINGS_ENV:
+            raise LogicRouteError(f"bad LLM setting {pair!r} in {where}: expected timeout=SECONDS or retries=N")
+        values[key] = _setting_value(key, value.strip(), where)
+    return LLMSettings(**values)
+
+
+def settings_from_env() -> LLMSettings:
+    return LLMSettings(
+        **{k: _setting_value(k, os.environ[v].strip(), f"${v}") for k, v in SETTINGS_ENV.items() if os.environ.get(v)}
+    )
+
+
+def _setting_value(key: str, value: str, where: str) -> float | int:
+    try:
+        return float(value) if key == "timeout" else int(value)
+    except ValueError:
+        kind = "a number of seconds" if key == "timeout" else "a whole number"
+        raise LogicRouteError(f"bad LLM setting {key}={value!r} in {where}: expected {kind}") from None
+
+
+@dataclass(frozen=True)
 class LLMSpec:
     backend: str  # "local" | "openai"
     model: str
     base_url: str | None = None
+    settings: LLMSettings = LLMSettings()
 
     def __str__(self) -> str:
-        return f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        query = self.settings.query()
+        return (
+            f"{self.backend}:{self.model}"
+            + (f"@{self.base_url}" if self.base_url else "")
+            + (f"?{query}" if query else "")
+        )
 
 
 def parse_spec(spec: str) -> LLMSpec:
-    """'local:qwen2.5-coder-1.5b', 'openai:gpt-4o-mini', 'openai:MODEL@http://host:port/v1'."""
+    """'local:qwen2.5-coder-1.5b', 'openai:gpt-4o-mini', 'openai:MODEL@http://host:port/v1'.
+
+    A remote spec may end in settings: 'openai:MODEL@BASE_URL?timeout=10&retries=1' (a base
+    URL with a query string of its own is therefore not supported)."""
     spec = (spec or "").strip()
     backend, sep, rest = spec.partition(":")
     if not sep or backend not in ("local", "openai") or not rest:
         raise LogicRouteError(
             f"bad LLM spec {spec!r}: expected 'local:MODEL', 'openai:MODEL' or 'openai:MODEL@BASE_URL'"
         )
+    rest, has_query, query = rest.partition("?")
     model, at, base_url = rest.partition("@")
-    if backend == "local" and at:
-        raise LogicRouteError(f"bad LLM spec {spec!r}: a local model takes no @BASE_URL")
-    return LLMSpec(backend, model, base_url or None)
+    if backend == "local" and (at or has_query):
+        raise LogicRouteError(f"bad LLM spec {spec!r}: a local model takes no @BASE_URL and no ?settings")
+    if not model:
+        raise LogicRouteError(f"bad LLM spec {spec!r}: no model name")
+    settings = parse_settings(query.split("&"), f"LLM spec {spec!r}") if has_query else LLMSettings()
+    return LLMSpec(backend, model, base_url or None, settings)
+
+
+# --- One answer's limits: its deadline and the endpoints that gave up in it --------------
+
+
+@dataclass
+class AnswerScope:
+    """What the LLM calls of one answer share. `deadline` (time.perf_counter) is when no call
+    starts any more, except one: the logic route stops solving at its time budget and keeps
+    its final answer in reserve (engine/routes/logic/state.py), so the first call after the
+    deadline still gets a single try. `failed`: endpoint name -> why it gave up."""
+
+    deadline: float | None = None
+    max_seconds: float | None = None
+    reserve_spent: bool = False
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CallWindow:
+    """How long one call may wait: until `end` (time.perf_counter; None = no deadline), and
+    whether it gets a single try (the reserve call after the deadline)."""
+
+    end: float | None = None
+    single_try: bool = False
+
+    def try_timeout(self, timeout: float) -> float:
+        """The timeout of the next try: `timeout`, shortened to the time left (0 = none left)."""
+        if self.end is None:
+            return timeout
+        return max(0.0, min(timeout, self.end - time.perf_counter()))
+
+    def leaves(self, seconds: float) -> bool:
+        """Whether a try could still start after waiting `seconds`."""
+        return self.end is None or time.perf_counter() + seconds < self.end
+
+
+_ANSWER_SCOPE: ContextVar[AnswerScope | None] = ContextVar("logicroute_answer_scope", default=None)
+
+
+@contextmanager
+def answer_scope(max_seconds: float | None = None, *, start: float | None = None) -> Iterator[AnswerScope]:
+    """Every LLM call made inside (in this thread) belongs to one answer that must end
+    `max_seconds` after `start` (time.perf_counter; default now)."""
+    t0 = time.perf_counter() if start is None else start
+    scope = AnswerScope(None if max_seconds is None else t0 + max_seconds, max_seconds)
+    token = _ANSWER_SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _ANSWER_SCOPE.reset(token)
+
+
+def open_call(endpoint: str) -> CallWindow:
+    """What a backend asks before it sends anything. Raises LLMError, without waiting, when
+    `endpoint` already gave up in this answer or the deadline passed and the reserve is spent."""
+    scope = _ANSWER_SCOPE.get()
+    if scope is None:
+        return CallWindow()
+    if endpoint in scope.failed:
+        raise LLMError(f"{scope.failed[endpoint]} (earlier in this answer; not tried again)")
+    if scope.deadline is None or time.perf_counter() < scope.deadline:
+        return CallWindow(scope.deadline)
+    if scope.reserve_spent:
+        raise LLMError(f"the answer's deadline ({scope.max_seconds:g}s) has passed: no further LLM call")
+    scope.reserve_spent = True
+    return CallWindow(single_try=True)
+
+
+def record_failure(endpoint: str, message: str) -> None:
+    """The endpoint gave up: later calls of this answer fail fast (see open_call)."""
+    scope = _ANSWER_SCOPE.get()
+    if scope is not None:
+        scope.failed[endpoint] = message
 
 
 def call_llm(
@@ -82,6 +232,8 @@ def call_llm(
         raise
     usage.add(c)
     calls.append(_log(purpose, c))
+    if not c.text.strip():  # a backend that lets a blank completion through: make it visible
+        flag(trace, f"the LLM returned a blank completion for {purpose}")
     return c
 
 

@@ -1,7 +1,8 @@
 """An on-disk cache in front of any LLM: the same call twice costs one real call.
 
 SQLite in WAL mode, one connection per thread, so threads and processes (parallel
-benchmarks) can share one file. Only successful completions are stored; a hit reports the
+benchmarks) can share one file. Only successful completions are stored, and a blank one is
+never a success: it is not stored, and one stored before is asked again. A hit reports the
 original token counts (what the answer would cost uncached) with cached=True and seconds=0.
 """
 
@@ -78,7 +79,7 @@ class CachedLLM:
     ) -> Completion:
         key = cache_key(self.name, messages, schema, max_tokens, temperature)
         row = self._get(key)
-        if row is not None:
+        if row is not None and row[0].strip():
             text, data, pt, ct, model, secs = row
             return Completion(
                 text=text,
@@ -112,6 +113,8 @@ class CachedLLM:
             ) from e
 
     def _put(self, key: str, c: Completion) -> None:
+        if not c.text.strip():  # a blank reply is a failed call: served again, it would outlive the fault
+            return
         data = None if c.data is None else json.dumps(c.data, ensure_ascii=False)
         try:
             self._db().execute(

@@ -6,17 +6,26 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.llm.base import DEFAULT_LLM, LLM, parse_spec
+from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, parse_spec
 
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def make_llm(spec: str = DEFAULT_LLM, *, cache: bool | str | Path = True) -> LLM:
+def make_llm(spec: str = DEFAULT_LLM, *, cache: bool | str | Path = True, settings: LLMSettings | None = None) -> LLM:
     """Build the LLM a spec names, wrapped in the on-disk cache unless `cache` is False or
     LOGICROUTE_NO_CACHE=1. `cache` may also be the SQLite file to use. Nothing loads or
-    connects here: backends start on their first call."""
+    connects here: backends start on their first call.
+
+    How long a remote endpoint is waited on (LLMSettings: timeout in seconds per try, retries
+    after the first try), first set wins:
+      1. the spec's query: 'openai:MODEL@BASE_URL?timeout=10&retries=1'
+      2. `settings` (RoutedRAG(llm_settings=...))
+      3. $LOGICROUTE_LLM_TIMEOUT, $LOGICROUTE_LLM_RETRIES (the CLI's --llm-setting sets them)
+      4. 60 s and 4 retries.
+    None of them is part of the cache key: they change how long we wait, not the answer.
+    The local backend runs in process and ignores them."""
     s = parse_spec(spec)
     llm: Any
     if s.backend == "local":
@@ -26,7 +35,8 @@ def make_llm(spec: str = DEFAULT_LLM, *, cache: bool | str | Path = True) -> LLM
     else:
         from engine.llm.openai_api import OpenAILLM
 
-        llm = OpenAILLM(s.model, base_url=s.base_url)
+        wait = s.settings.over(settings)  # the environment is read by the backend
+        llm = OpenAILLM(s.model, base_url=s.base_url, timeout=wait.timeout, max_retries=wait.retries)
     if cache is False or _env_flag("LOGICROUTE_NO_CACHE"):
         return llm
     from engine.llm.cache import CachedLLM

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.base.errors import LLMError
 from engine.base.types import Completion
-from engine.llm.base import chat_structured
+from engine.llm.base import chat_structured, open_call
 
 _REGISTRY: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -61,6 +61,7 @@ class LocalLLM:
     def chat(
         self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
     ) -> Completion:
+        open_call(self.name)  # an in-process call cannot be cut short: it only must not start late
         llama, lock = _shared_llama(self._path(), self.n_ctx, self.n_threads)
 
         def send(msgs: list[dict]) -> Completion:

@@ -2,11 +2,18 @@
 
 The `openai` client is made on the first call, with its own retries off: we retry transient
 failures here (backoff + jitter) so the sleeps are ours to test and the final error is one
-clear line.
+clear line. Transient: 429, 5xx, timeouts, connection errors, a body that is not a chat
+completion (an HTML error page, truncated JSON) and an empty completion (never an answer).
+
+Bounds on waiting for a bad endpoint: the timeout per try and the retries (LLMSettings), the
+answer's deadline (engine.llm.base.answer_scope), and a circuit breaker: after an endpoint
+failed every try, calls fail fast for the rest of the answer and, on this object, for
+`cooldown` seconds.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -16,38 +23,52 @@ from typing import Any
 
 from engine.base.errors import LLMError
 from engine.base.types import Completion
-from engine.llm.base import LLMSpec, chat_structured
+from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure, settings_from_env
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 4
+# Long enough that the rest of an answer (or the next few answers) skip a dead endpoint,
+# short enough that a restarted server is used again without restarting the process.
+DEFAULT_COOLDOWN = 30.0
+
+
+class _BadReply(Exception):
+    """An HTTP 200 that carries no usable completion: retried like a transient error."""
 
 
 class OpenAILLM:
-    """max_retries: extra tries after the first on 429, 5xx, timeouts and connection errors
-    (so 4 means up to 5 tries); other errors (auth, 4xx) fail at once."""
+    """timeout: seconds per try; max_retries: extra tries after the first on transient failures
+    (so 4 means up to 5 tries); None takes $LOGICROUTE_LLM_TIMEOUT / $LOGICROUTE_LLM_RETRIES,
+    else 60 s and 4. Other errors (auth, 4xx) fail at once."""
 
     def __init__(
         self,
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 4,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         *,
         client: Any = None,
         sleep: Callable[[float], None] = time.sleep,
         base_delay: float = 1.0,
         max_delay: float = 30.0,
+        cooldown: float = DEFAULT_COOLDOWN,
     ) -> None:
         self.model = model
         self.base_url = base_url or os.environ.get("LOGICROUTE_BASE_URL") or None
         self.api_key = api_key or os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        self.timeout = timeout
-        self.max_retries = max_retries
+        env = settings_from_env()
+        self.timeout = next(v for v in (timeout, env.timeout, DEFAULT_TIMEOUT) if v is not None)
+        self.max_retries = next(v for v in (max_retries, env.retries, DEFAULT_RETRIES) if v is not None)
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self.cooldown = cooldown
         self._sleep = sleep
         self._client = client
         self._client_lock = threading.Lock()
+        self._down: tuple[float, str] | None = None  # (until when, why): the breaker is open
         # the endpoint is part of the name, so cache keys of two servers never collide
         self.name = str(LLMSpec("openai", model, self.base_url))
 
@@ -71,6 +92,8 @@ class OpenAILLM:
     def chat(
         self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
     ) -> Completion:
+        self._fail_fast_if_down()
+        window = open_call(self.name)
         kwargs: dict[str, Any] = dict(model=self.model, temperature=temperature, max_tokens=max_tokens)
         if schema is not None:
             kwargs["response_format"] = {
@@ -80,10 +103,9 @@ class OpenAILLM:
 
         def send(msgs: list[dict]) -> Completion:
             t0 = time.perf_counter()
-            r = self._create(messages=msgs, **kwargs)
-            usage = getattr(r, "usage", None)
+            text, usage = self._create(window, messages=msgs, **kwargs)
             return Completion(
-                text=r.choices[0].message.content or "",
+                text=text,
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
                 seconds=time.perf_counter() - t0,
@@ -94,26 +116,48 @@ class OpenAILLM:
             return send(messages)
         return chat_structured(send, messages, schema)
 
-    def _create(self, **kwargs: Any) -> Any:
-        """One completion with retries on transient failures; LLMError otherwise."""
+    def _fail_fast_if_down(self) -> None:
+        """The circuit breaker: an endpoint that failed every try is not waited on again
+        until the cool-down ends."""
+        down = self._down
+        if down is not None:
+            left = down[0] - time.monotonic()
+            if left > 0:
+                raise LLMError(f"{down[1]}; not tried again for another {left:.0f}s")
+
+    def _create(self, window: CallWindow, **kwargs: Any) -> tuple[str, Any]:
+        """One completion's text and usage, with retries on transient failures; LLMError otherwise."""
         import openai
 
         client = self._get_client()
-        tries = self.max_retries + 1
+        tries = 1 if window.single_try else self.max_retries + 1
         for attempt in range(tries):
+            timeout = window.try_timeout(self.timeout)
             try:
-                return client.chat.completions.create(**kwargs)
-            except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError) as e:
+                return _reply(client.chat.completions.create(timeout=timeout, **kwargs))
+            except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError, _BadReply) as e:
                 last: Exception = e
             except openai.APIStatusError as e:
                 if e.status_code < 500:
                     raise LLMError(self._rejected(e)) from e
                 last = e  # a 5xx the client did not map to InternalServerError
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:  # an HTTP 200 body the client could not decode
+                last = _BadReply(f"malformed response body ({_short(e)})")
             except openai.OpenAIError as e:
                 raise LLMError(f"{self.name} failed: {e}") from e
             if attempt + 1 < tries:
-                self._sleep(self._delay(attempt, last))
-        raise LLMError(self._gave_up(last, tries)) from last
+                delay = self._delay(attempt, last)
+                if not window.leaves(delay):
+                    message = self._gave_up(last, attempt + 1, timeout) + "; the answer's deadline comes first"
+                    raise self._stop(message) from last
+                self._sleep(delay)
+        message = self._gave_up(last, tries, timeout)
+        self._down = (time.monotonic() + self.cooldown, message)
+        raise self._stop(message) from last
+
+    def _stop(self, message: str) -> LLMError:
+        record_failure(self.name, message)  # the rest of this answer fails fast
+        return LLMError(message)
 
     def _delay(self, attempt: int, e: Exception) -> float:
         d = min(self.max_delay, self.base_delay * 2**attempt)
@@ -134,20 +178,40 @@ class OpenAILLM:
             return f"{self.url}: model {self.model!r} or endpoint not found (HTTP 404): {_short(e)}"
         return f"{self.url} rejected the request for {self.model} (HTTP {code}): {_short(e)}"
 
-    def _gave_up(self, e: Exception, tries: int) -> str:
+    def _gave_up(self, e: Exception, tries: int, timeout: float) -> str:
         import openai
 
         if isinstance(e, openai.APITimeoutError):
-            why = f"no answer within {self.timeout:g}s"
+            why = f"no answer within {timeout:g}s"
+        elif isinstance(e, _BadReply):
+            why = str(e)
         elif isinstance(e, openai.APIConnectionError):
             cause = e.__cause__ or e.__context__
             why = _short(cause) if cause else "connection error"
-            return f"cannot reach {self.url}: {why} after {tries} tries"
+            return f"cannot reach {self.url}: {why} after {_tries(tries)}"
         elif isinstance(e, openai.RateLimitError):
             why = f"rate limited (HTTP 429): {_short(e)}"
         else:
             why = f"server error (HTTP {getattr(e, 'status_code', '?')}): {_short(e)}"
-        return f"{self.url} ({self.model}): {why} after {tries} tries"
+        return f"{self.url} ({self.model}): {why} after {_tries(tries)}"
+
+
+def _tries(n: int) -> str:
+    return "1 try" if n == 1 else f"{n} tries"
+
+
+def _reply(r: Any) -> tuple[str, Any]:
+    """The completion's text and usage; _BadReply when the body is not a chat completion
+    (the client returns a str for a non-JSON content type) or its text is blank."""
+    choices = getattr(r, "choices", None)
+    message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+    text = getattr(message, "content", None)
+    if not isinstance(text, str):
+        got = _short(r, 80) if isinstance(r, str) else "no choices[0].message.content"
+        raise _BadReply(f"malformed response body ({got})")
+    if not text.strip():
+        raise _BadReply("empty completion")
+    return text, getattr(r, "usage", None)
 
 
 def _retry_after(e: Exception) -> float | None:

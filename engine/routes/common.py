@@ -9,6 +9,9 @@ from engine.base.errors import BadQuestionError
 # The local model has a 4,096-token window; few-shots + 3 passages take ~700 tokens.
 # A question longer than this leaves no room for evidence.
 MAX_QUESTION_WORDS = 400
+# Words alone let one 100 KB "word" through: tokens follow characters (~4 per token in English),
+# so 4,000 characters (~1,000 tokens, what 400 words of 10 letters take) keep the same room.
+MAX_QUESTION_CHARS = 4000
 
 
 # Short answers are phrases: a cap stops rambling on the small model. Reader answers are a few
@@ -38,6 +41,10 @@ def check_question(question: str) -> str:
     if n > MAX_QUESTION_WORDS:
         raise BadQuestionError(
             f"the question has {n} words; the limit is {MAX_QUESTION_WORDS} (it must leave room for evidence)"
+        )
+    if len(q) > MAX_QUESTION_CHARS:
+        raise BadQuestionError(
+            f"the question has {len(q)} characters; the limit is {MAX_QUESTION_CHARS} (it must leave room for evidence)"
         )
     return q
 

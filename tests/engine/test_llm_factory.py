@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.base.errors import LogicRouteError
-from engine.llm.base import LLMSpec, parse_spec
+from engine.llm.base import LLMSettings, LLMSpec, parse_spec
 from engine.llm.cache import CachedLLM
 from engine.llm.factory import make_llm
 from engine.llm.local import LocalLLM
@@ -25,6 +25,11 @@ pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no re
         ("local:qwen2.5-coder-1.5b", LLMSpec("local", "qwen2.5-coder-1.5b")),
         ("  openai:gpt-4o-mini ", LLMSpec("openai", "gpt-4o-mini")),
         ("openai:qwen@http://localhost:8000/v1", LLMSpec("openai", "qwen", "http://localhost:8000/v1")),
+        (
+            "openai:qwen@http://localhost:8000/v1?timeout=2.5&retries=1",
+            LLMSpec("openai", "qwen", "http://localhost:8000/v1", LLMSettings(timeout=2.5, retries=1)),
+        ),
+        ("openai:gpt-4o-mini?retries=0", LLMSpec("openai", "gpt-4o-mini", settings=LLMSettings(retries=0))),
     ],
 )
 def test_parse_spec_good(spec, expected):
@@ -36,6 +41,22 @@ def test_parse_spec_good(spec, expected):
 @pytest.mark.parametrize("spec", ["", "local", "gpt-4o", "remote:x", "local:", "openai:", "local:m@http://x"])
 def test_parse_spec_bad(spec):
     with pytest.raises(LogicRouteError, match="bad LLM spec"):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("openai:m?timeout=soon", "timeout='soon'.*expected a number of seconds"),
+        ("openai:m?timeout=0", "timeout must be a number of seconds > 0"),
+        ("openai:m?retries=-1", "retries must be an integer >= 0"),
+        ("openai:m?retries=1.5", "expected a whole number"),
+        ("openai:m?speed=3", "bad LLM setting 'speed=3'.*expected timeout=SECONDS or retries=N"),
+        ("local:qwen2.5-coder-1.5b?timeout=1", "a local model takes no @BASE_URL and no [?]settings"),
+    ],
+)
+def test_parse_spec_bad_settings_say_what_is_wrong(spec, match):
+    with pytest.raises(LogicRouteError, match=match):
         parse_spec(spec)
 
 

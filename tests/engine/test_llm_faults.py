@@ -1,0 +1,278 @@
+"""Fault injection on the LLM layer: a fake OpenAI-compatible server on 127.0.0.1 (no network)
+that hangs, answers garbage or blank completions, and the limits that keep an answer from
+waiting on it: timeout and retries settings, the answer's deadline, the circuit breaker; plus
+the question-length limit that keeps a huge question off a remote endpoint."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import click
+import openai  # noqa: F401  # imported once at collection, not inside the first timed test
+import pytest
+from click.testing import CliRunner
+
+from engine.base.errors import BadQuestionError, LLMError
+from engine.base.types import Completion, Usage
+from engine.budget import Budget
+from engine.cli import llm_option
+from engine.llm.base import SETTINGS_ENV, LLMSettings, answer_scope, call_llm
+from engine.llm.cache import CachedLLM
+from engine.llm.factory import make_llm
+from engine.llm.openai_api import OpenAILLM
+from engine.routes.common import MAX_QUESTION_CHARS, check_question
+from tests.fakes import make_rag
+from tests.samples import MSGS
+
+pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
+
+HANG = object()  # a reply: the server reads the request and never answers
+
+
+@pytest.fixture(autouse=True)
+def no_wait_settings_from_the_user(monkeypatch):
+    for var in SETTINGS_ENV.values():
+        monkeypatch.setenv(var, "1")  # recorded first, so whatever a test sets is undone
+        monkeypatch.delenv(var)
+
+
+def completion_body(text: str) -> bytes:
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
+        }
+    ).encode()
+
+
+class FakeEndpoint:
+    """/v1/chat/completions in a thread. Each request takes the next reply (the last repeats):
+    a completion text, HANG, or raw (content type, body) sent with HTTP 200."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.requests = 0
+        self._release = threading.Event()
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                reply = endpoint.replies[min(endpoint.requests, len(endpoint.replies) - 1)]
+                endpoint.requests += 1
+                if reply is HANG:
+                    endpoint._release.wait(10)
+                    return
+                content_type, body = reply if isinstance(reply, tuple) else ("application/json", None)
+                body = completion_body(reply) if body is None else body
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def __enter__(self) -> FakeEndpoint:
+        # a short poll: shutdown() waits for it
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def llm(self, **kw) -> OpenAILLM:
+        """The backend on this endpoint, without backoff sleeps (a test waits only on the server)."""
+        return OpenAILLM("m", base_url=self.url, sleep=lambda s: None, **kw)
+
+
+def timed(f, *args, **kw):
+    t0 = time.perf_counter()
+    try:
+        return f(*args, **kw), time.perf_counter() - t0
+    except LLMError as e:
+        return e, time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- 1. a hung endpoint
+
+
+def test_a_hung_endpoint_returns_within_the_configured_timeout():
+    with FakeEndpoint(HANG) as server:
+        llm = make_llm(f"openai:m@{server.url}?timeout=0.2&retries=1", cache=False)
+        error, seconds = timed(llm.chat, MSGS)
+    assert isinstance(error, LLMError) and server.requests == 2
+    assert str(error) == f"{server.url} (m): no answer within 0.2s after 2 tries"
+    assert seconds < 4  # two tries of 0.2 s and a backoff of at most 1 s, not 5 of 60 s
+
+
+def test_timeout_and_retries_come_from_the_spec_the_code_the_cli_and_the_environment(monkeypatch):
+    url = "http://h:1/v1"
+    llm = make_llm(f"openai:m@{url}", cache=False)
+    assert (llm.timeout, llm.max_retries, llm.name) == (60, 4, f"openai:m@{url}")  # the defaults
+    monkeypatch.setenv("LOGICROUTE_LLM_TIMEOUT", "7.5")
+    monkeypatch.setenv("LOGICROUTE_LLM_RETRIES", "2")
+    assert (make_llm(f"openai:m@{url}", cache=False).timeout, make_llm(f"openai:m@{url}").inner.max_retries) == (7.5, 2)
+    settings = LLMSettings(timeout=3, retries=0)
+    assert make_llm(f"openai:m@{url}", cache=False, settings=settings).timeout == 3  # code beats the environment
+    spec = f"openai:m@{url}?retries=1"
+    llm = make_llm(spec, cache=False, settings=settings)
+    assert (llm.timeout, llm.max_retries, llm.name) == (3, 1, f"openai:m@{url}")  # the spec beats code; not the key
+    rag = make_rag(None, llm_spec=spec, llm_settings=settings, cache=False)
+    assert (rag.get_llm().timeout, rag.get_llm().max_retries) == (3, 1)
+
+    @click.command()
+    @llm_option
+    def command(llm_spec):
+        llm = make_llm(llm_spec, cache=False)
+        click.echo(f"{llm.timeout:g} {llm.max_retries}")
+
+    out = CliRunner().invoke(command, ["--llm", f"openai:m@{url}", "--llm-setting", "timeout=0.5"])
+    assert (out.exit_code, out.output) == (0, "0.5 2\n")
+    bad = CliRunner().invoke(command, ["--llm-setting", "timeout=soon"])
+    assert bad.exit_code == 2 and "expected a number of seconds" in bad.output
+
+
+def test_no_call_outlives_the_answers_deadline_but_one_reserve_try():
+    with FakeEndpoint(HANG) as server:
+        rag = make_rag(server.llm(timeout=5, max_retries=3), cache=False)
+        error, seconds = timed(rag.answer, "Who founded the company?", route="chunk", budget=Budget(max_seconds=0.3))
+        assert isinstance(error, LLMError) and "deadline" in str(error)
+        assert seconds < 1.5 and server.requests == 1  # the 5 s try was cut at the deadline, no retry
+    with FakeEndpoint("Paris") as server:
+        llm = server.llm()
+        with answer_scope(0.01):
+            time.sleep(0.02)
+            assert llm.chat(MSGS).text == "Paris"  # the logic route's final answer, kept in reserve
+            with pytest.raises(LLMError, match=r"^the answer's deadline \(0.01s\) has passed: no further LLM call$"):
+                llm.chat(MSGS)
+        assert server.requests == 1
+
+
+def test_an_endpoint_that_failed_every_try_fails_fast_for_the_answer_and_the_cool_down():
+    with FakeEndpoint(HANG) as server:
+        llm = server.llm(timeout=0.2, max_retries=1, cooldown=0)
+        with answer_scope():
+            first, _ = timed(llm.chat, MSGS)
+            again, seconds = timed(llm.chat, MSGS)
+        assert server.requests == 2 and seconds < 0.1
+        assert str(again) == f"{first} (earlier in this answer; not tried again)"
+        timed(llm.chat, MSGS)  # a new answer, no cool-down: tried again
+        assert server.requests == 4
+
+        llm = server.llm(timeout=0.2, max_retries=0)  # the default cool-down, across answers
+        timed(llm.chat, MSGS)
+        error, seconds = timed(llm.chat, MSGS)
+        assert server.requests == 5 and seconds < 0.1
+        assert str(error).startswith(f"{server.url} (m): no answer within 0.2s after 1 try; not tried again for")
+
+
+def test_a_logic_answer_on_a_hung_endpoint_waits_for_one_call_not_two():
+    with FakeEndpoint(HANG) as server:
+        rag = make_rag(server.llm(timeout=0.2, max_retries=0, cooldown=0), cache=False)
+        error, seconds = timed(rag.answer, "Who directed the film that won?", route="logic")
+    # decomposition fails (flagged, the route goes on); the final answer does not wait again
+    assert isinstance(error, LLMError) and server.requests == 1 and seconds < 1.0
+
+
+def test_a_local_call_does_not_start_after_the_deadline_and_its_reserve():
+    from engine.llm.local import LocalLLM
+
+    llm = LocalLLM("/nowhere/model.gguf")
+    with answer_scope(0.001):
+        time.sleep(0.01)
+        with pytest.raises(LLMError, match="model file not found"):  # the reserve call still starts
+            llm.chat(MSGS)
+        with pytest.raises(LLMError, match="deadline"):
+            llm.chat(MSGS)
+
+
+# ---------------------------------------------------------------- 2. a malformed body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        ("text/html", b"<html><body>502 Bad Gateway</body></html>"),
+        ("application/json", b'{"id": "x", "choices": [{"message": {"content": "Par'),
+        ("application/json", b'{"id": "x"}'),
+    ],
+    ids=["html", "truncated-json", "no-choices"],
+)
+def test_a_malformed_response_body_is_retried_then_fails_in_one_line(body):
+    with FakeEndpoint(body, "Paris") as server:
+        assert server.llm(max_retries=1).chat(MSGS).text == "Paris"
+        assert server.requests == 2
+    with FakeEndpoint(body) as server, pytest.raises(LLMError) as err:
+        server.llm(max_retries=2).chat(MSGS)
+    message = str(err.value)
+    assert message.startswith(f"{server.url} (m): malformed response body (") and message.endswith(") after 3 tries")
+    assert "\n" not in message and server.requests == 3
+
+
+# ---------------------------------------------------------------- 3. an empty completion
+
+
+def test_an_empty_completion_is_retried_and_never_cached(tmp_path):
+    with FakeEndpoint("", "Paris") as server:
+        assert server.llm(max_retries=1).chat(MSGS).text == "Paris"
+        assert server.requests == 2
+    cache = tmp_path / "c.sqlite"
+    with FakeEndpoint(" \n") as server, pytest.raises(LLMError, match=r"\(m\): empty completion after 2 tries$"):
+        CachedLLM(server.llm(max_retries=1), cache).chat(MSGS)
+    with FakeEndpoint("Paris") as server:  # the endpoint recovered: the blank was not kept
+        c = CachedLLM(server.llm(), cache).chat(MSGS)
+        assert (c.text, c.cached, server.requests) == ("Paris", False, 1)
+
+
+class BlankLLM:
+    name = "fake:blank"
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        return Completion(text="  ", prompt_tokens=3, completion_tokens=0, seconds=0.0, model=self.name)
+
+
+def test_a_blank_completion_that_gets_through_is_flagged_and_not_served_from_the_cache(tmp_path):
+    trace: dict = {}
+    call_llm(BlankLLM(), MSGS, purpose="answer", usage=Usage(), trace=trace)
+    assert trace["flags"] == ["the LLM returned a blank completion for answer"]
+
+    cached = CachedLLM(BlankLLM(), tmp_path / "c.sqlite")
+    cached.chat(MSGS)
+    assert cached._db().execute("SELECT COUNT(*) FROM completions").fetchone() == (0,)
+    # a blank stored by an older version is asked again, not served
+    cached._db().execute(
+        "INSERT INTO completions VALUES (?, ?, '', NULL, 1, 0, 0.1, 'm', 0)", (_key(cached), cached.name)
+    )
+    assert cached.chat(MSGS).cached is False
+
+
+def _key(cached: CachedLLM) -> str:
+    from engine.llm.cache import cache_key
+
+    return cache_key(cached.name, MSGS, None, 256, 0.0)
+
+
+# ---------------------------------------------------------------- 4. a huge question
+
+
+def test_a_one_word_100_kb_question_is_refused_in_one_line():
+    with pytest.raises(BadQuestionError) as err:
+        check_question("x" * 100_000)
+    assert str(err.value) == (
+        f"the question has 100000 characters; the limit is {MAX_QUESTION_CHARS} (it must leave room for evidence)"
+    )
+    assert check_question("y" * MAX_QUESTION_CHARS) == "y" * MAX_QUESTION_CHARS
