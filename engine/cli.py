@@ -17,7 +17,8 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.llm.base import DEFAULT_LLM
+from engine.cli_kb import KB_COMMANDS
+from engine.llm.base import DEFAULT_LLM, SETTINGS_ENV, parse_settings
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 from engine.prompts.answer import ANSWER_STYLES
 
@@ -75,10 +76,35 @@ def default_llm_spec() -> str:
     return os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM)
 
 
+def export_llm_settings(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> None:
+    """--llm-setting goes to the environment, so every LLM the command builds, and every process
+    it starts, waits as long as asked (engine.llm.factory.make_llm)."""
+    try:
+        settings = parse_settings(list(pairs), "--llm-setting")
+    except LogicRouteError as e:
+        raise click.BadParameter(str(e)) from None
+    for key, var in SETTINGS_ENV.items():
+        if getattr(settings, key) is not None:
+            os.environ[var] = f"{getattr(settings, key):g}"
+
+
 def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL"):
-    """The one --llm option of every command ($LOGICROUTE_LLM, else the local model)."""
-    option = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
-    return option(f) if f is not None else option
+    """The --llm option of every command ($LOGICROUTE_LLM, else the local model), with the
+    remote endpoint's --llm-setting."""
+    spec = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
+    setting = click.option(
+        "--llm-setting",
+        multiple=True,
+        metavar="KEY=VALUE",
+        expose_value=False,
+        callback=export_llm_settings,
+        help="remote LLM: timeout=SECONDS per try, retries=N (repeatable; a spec's ?timeout=&retries= win)",
+    )
+
+    def both(command):
+        return spec(setting(command))
+
+    return both(f) if f is not None else both
 
 
 def injected_embedder(ctx: click.Context):
@@ -105,8 +131,10 @@ def injected_embedder(ctx: click.Context):
 def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, llm_spec):
     """Index SOURCES (folders of .txt/.md, JSONL {id,title,text}, QA data files) into --kb."""
     from hierarchy.indexing import index_sources
+    from hierarchy.kb import KnowledgeBase
 
-    if not sources and not delete_ids and not rebuild:
+    if not sources and not delete_ids and not rebuild and not KnowledgeBase.exists(kb_dir):
+        # with no sources an existing KB is brought up to date (layers an interrupted run left behind)
         raise click.UsageError("give SOURCES to add, --delete DOC_ID to remove, or --rebuild")
 
     def llm():
@@ -291,6 +319,10 @@ def demo(kb_dir, route, llm_spec):
         total_f1 += score
         click.echo(f"gold: {item['answers'][0]}  (F1 {score:.2f})")
     click.echo(f"\nmean F1 {total_f1 / max(len(questions), 1):.2f} over {len(questions)} questions")
+
+
+for kb_command in KB_COMMANDS:  # check, repair (engine.cli_kb)
+    main.add_command(kb_command)
 
 
 if __name__ == "__main__":

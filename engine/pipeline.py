@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
-from engine.llm.base import DEFAULT_LLM, LLM, call_llm, flag
+from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, call_llm, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
@@ -56,6 +56,10 @@ class RoutedRAG:
         metadata={"help": "answer style: short (the answer phrase) | reader (sentences citing passages [n])"},
     )
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
+    llm_settings: LLMSettings | None = field(
+        default=None,
+        metadata={"help": "timeout (s per try) and retries of a remote LLM; the spec's ?timeout=&retries= win"},
+    )
     escalate: bool = field(
         default=False,
         metadata={
@@ -118,7 +122,7 @@ class RoutedRAG:
             if self.llm is None:
                 from engine.llm.factory import make_llm
 
-                self.llm = make_llm(self.llm_spec, cache=self.cache)
+                self.llm = make_llm(self.llm_spec, cache=self.cache, settings=self.llm_settings)
             return self.llm
 
     def get_router(self):
@@ -176,6 +180,7 @@ class RoutedRAG:
         Budget (None = the instance's default); escalate: None = the instance's default."""
         t0 = time.perf_counter()
         q = check_question(question)
+        self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
         probs, decision, ood = None, {"policy": "forced"}, None
@@ -205,6 +210,7 @@ class RoutedRAG:
         (in input order) is raised once every question has finished."""
         t0 = time.perf_counter()
         qs = [check_question(q) for q in questions]
+        self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
         if not qs:
@@ -264,9 +270,11 @@ class RoutedRAG:
         escalate = self.escalate if escalate is None else escalate
         if ood is not None:
             route, escalate = ood.route, escalate or ood.escalate
-        ans = self._run_route(q, route, budget)
-        if escalate and route in CHEAP_ROUTES:
-            ans = self._maybe_escalate(q, ans, budget)
+        # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
+        with answer_scope(budget.max_seconds if budget is not None else None, start=t0):
+            ans = self._run_route(q, route, budget)
+            if escalate and route in CHEAP_ROUTES:
+                ans = self._maybe_escalate(q, ans, budget)
         ans.route_probs = probs
         ans.trace.setdefault("llm_calls", [])
         ans.trace.setdefault("flags", [])

@@ -1,9 +1,13 @@
 """Changing what a knowledge base holds, with its summary layers kept in step.
 
-add_documents / delete_documents change the chunks (hierarchy.kb) and then update the summary
-layers incrementally (hierarchy.layers), so the store never reaches up into the layers above it.
-index_sources is the one implementation behind `logicroute index` and `RoutedRAG.build`
-(open or create the KB, delete, add, then build the summary layer)."""
+add_documents / delete_documents change the chunks (hierarchy.kb) and then bring the summary
+layers up to date (hierarchy.layers), both inside one write transaction (`KnowledgeBase.writing`):
+the writer lock is held from reading the committed state to the layers' commit, so two writers
+take turns instead of undoing each other's layers. The layers are compared with the chunks, not
+with the change just made, so chunks that an interrupted earlier update left out are taken in
+too. index_sources is the one implementation behind `logicroute index` and `RoutedRAG.build`
+(under the lock: open or create the KB, delete, add, then build or update the summary layer).
+The store never reaches up into the layers above it."""
 
 from __future__ import annotations
 
@@ -11,39 +15,32 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.base.errors import DocumentNotFoundError
+from hierarchy import store
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import META, layers_dir
-from hierarchy.layers.update import build_layers, update_after_change
+from hierarchy.layers.update import build_layers, sync_layers
 from hierarchy.sources import load_documents
 
 
 def add_documents(kb: KnowledgeBase, docs: Iterable[Document], *, show_progress: bool = True) -> dict:
-    """KnowledgeBase.add, then the summary layers (if built) take the new chunks in and drop
-    the chunks that replaced documents lost. Returns KnowledgeBase.add's report."""
-    before = list(kb.chunk_ids)
-    report = kb.add(docs, show_progress=show_progress)
-    _update_layers(kb, before)
+    """KnowledgeBase.add, then the summary layers (if built) take in the chunks they do not
+    cover and drop those no longer in the KB. Returns KnowledgeBase.add's report."""
+    with kb.writing():
+        report = kb.add(docs, show_progress=show_progress)
+        sync_layers(kb)
     return report
 
 
 def delete_documents(kb: KnowledgeBase, doc_ids: Iterable[str] | str) -> int:
-    """KnowledgeBase.delete, then the summary layers (if built) drop the deleted chunks.
+    """KnowledgeBase.delete (unknown ids are ignored), then the summary layers (if built) follow.
     Returns the number of chunks removed."""
-    before = list(kb.chunk_ids)
-    removed = kb.delete(doc_ids)
-    _update_layers(kb, before)
+    with kb.writing():
+        removed = kb.delete(doc_ids)
+        sync_layers(kb)
     return removed
-
-
-def _update_layers(kb: KnowledgeBase, before: list[str]) -> None:
-    """Apply the chunks added and removed since `before` (the KB's chunk ids then) to the layers."""
-    had = set(before)
-    added = [c for c in kb.chunk_ids if c not in had]  # new chunks are appended, in the order added
-    removed = sorted(had - set(kb.chunk_ids))
-    if (added or removed) and has_layers(kb):
-        update_after_change(kb, added, removed)
 
 
 @dataclass
@@ -52,7 +49,7 @@ class IndexResult:
     documents: int = 0
     deleted_chunks: int = 0
     added: dict = field(default_factory=dict)  # KnowledgeBase.add's report
-    layers: dict | None = None  # build_layers' cost, when the summary layer was (re)built
+    layers: dict | None = None  # the cost of building or updating the summary layer, when it changed
 
 
 def index_sources(
@@ -68,20 +65,33 @@ def index_sources(
     embedder=None,
     show_progress: bool = True,
 ) -> IndexResult:
-    """Read every source before touching the KB (bad input writes nothing), then delete, add
-    (existing summary layers follow incrementally), and build the summary layer when it is
-    missing or `rebuild` is set. `make_llm` is called only for summaries="llm"."""
+    """Read every source before touching the KB (bad input writes nothing), then, holding the
+    writer lock: delete (DocumentNotFoundError naming every id that is not in the KB, before
+    anything is written), add, and build the summary layer when it is missing or `rebuild` is
+    set, else bring existing layers up to date (with no sources: the repair after an update
+    that died). `make_llm` is called only for summaries="llm"."""
     docs = [d for s in sources for d in load_documents(s)]
-    kb = KnowledgeBase.open_or_create(kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words)
-    result = IndexResult(kb=kb, documents=len(docs))
-    delete_ids = list(delete_ids)
-    if delete_ids:
-        result.deleted_chunks = delete_documents(kb, delete_ids)
-    if docs:
-        result.added = add_documents(kb, docs, show_progress=show_progress)
-    if summaries != "none" and (rebuild or not has_layers(kb)):
-        llm = make_llm() if summaries == "llm" and make_llm is not None else None
-        result.layers = build_layers(kb, summarizer=summaries, llm=llm, show_progress=show_progress, rebuild=rebuild)
+    delete_ids = list(dict.fromkeys(delete_ids))
+    with store.dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
+        kb = KnowledgeBase.open_or_create(kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words)
+        missing = [d for d in delete_ids if not kb.chunks_of(d)]
+        if missing:
+            raise DocumentNotFoundError(
+                f"not in the knowledge base at {kb.path}, nothing changed: {', '.join(repr(d) for d in missing)}"
+            )
+        with kb.writing():
+            result = IndexResult(kb=kb, documents=len(docs))
+            if delete_ids:
+                result.deleted_chunks = kb.delete(delete_ids)
+            if docs:
+                result.added = kb.add(docs, show_progress=show_progress)
+            if summaries != "none" and (rebuild or not has_layers(kb)):
+                llm = make_llm() if summaries == "llm" and make_llm is not None else None
+                result.layers = build_layers(
+                    kb, summarizer=summaries, llm=llm, show_progress=show_progress, rebuild=rebuild
+                )
+            else:
+                result.layers = sync_layers(kb, show_progress=show_progress)
     return result
 
 

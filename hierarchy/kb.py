@@ -12,22 +12,24 @@ Layout of a KB directory:
 Every change goes through hierarchy.store's commit protocol with the manifest as the commit
 record, so a change that dies half-way leaves the KB at its previous state. hierarchy.kb_manifest
 writes and checks the manifest, hierarchy.kb_files turns the data files into bytes and back.
+A change that spans the chunks and the layers above them runs inside `writing()`: one writer
+lock from reading the committed state to the last commit, so writers take turns.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError
+from engine.base.errors import KBEmptyError, KBError
 from engine.base.types import RetrievedChunk
 from hierarchy import store
 from hierarchy.chunking import (
@@ -38,16 +40,8 @@ from hierarchy.chunking import (
     chunk_embed_text,
 )
 from hierarchy.documents import Chunk, Document
-from hierarchy.kb_files import DATA_FILES, REBUILD_HINT, appended_index, check_counts, decode, encode, flat_index
-from hierarchy.kb_manifest import (
-    MANIFEST,
-    OWN_ENTRIES,
-    check_embedder,
-    new_manifest,
-    next_manifest,
-    read_data_files,
-    read_manifest,
-)
+from hierarchy.kb_files import DATA_FILES, appended_index, encode, flat_index, repair_hint
+from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_committed, new_manifest, next_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.embedder import Embedder
@@ -94,6 +88,15 @@ class KnowledgeBase:
     def dim(self) -> int:
         return int(self.manifest["embedder"]["dim"])
 
+    def require_chunks(self) -> None:
+        """KBEmptyError unless the KB holds chunks: what opening a KB for answering calls, so a
+        question is never answered from nothing."""
+        if not self.chunk_ids:
+            raise KBEmptyError(
+                f"the knowledge base at {self.path} is empty (no chunks): add documents with "
+                f"`logicroute index SOURCES --kb {self.path}`"
+            )
+
     # -- create / open ----------------------------------------------------------------------
     @classmethod
     def create(
@@ -109,8 +112,13 @@ class KnowledgeBase:
         (then its files and summary layers are removed; other files in the folder are left)."""
         check_params(chunk_words, overlap_words)
         path = Path(path)
-        if path.exists() and not path.is_dir():
-            raise KBError(f"cannot create a knowledge base at {path}: it is a file")
+        with store.dir_lock(path):
+            return cls._create(path, embedder, chunk_words, overlap_words, overwrite)
+
+    @classmethod
+    def _create(
+        cls, path: Path, embedder: "Embedder | None", chunk_words: int, overlap_words: int, overwrite: bool
+    ) -> "KnowledgeBase":
         if (path / MANIFEST).exists():
             if not overwrite:
                 raise KBError(
@@ -148,22 +156,34 @@ class KnowledgeBase:
 
     @classmethod
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
+        """The last committed state of the KB at `path`. Reading takes no lock and writes no file."""
         path = Path(path)
-        manifest, data = _read_snapshot(path)
+        manifest, chunks, vectors, index = load_committed(path)
         if embedder is None:
             from engine.embedder import get_embedder
 
             embedder = get_embedder(manifest.data["embedder"].get("model"))
         check_embedder(manifest, embedder)
-        chunks, vectors, index = decode(path, data)
-        check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
-        kb = cls(path, embedder, manifest.data, chunks, vectors, index)
-        if len(kb._doc_chunks) != manifest.n_documents:
-            raise KBCorruptError(
-                f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
-                f"chunks.jsonl has {len(kb._doc_chunks)}; {REBUILD_HINT}"
-            )
-        return kb
+        return cls(path, embedder, manifest.data, chunks, vectors, index)
+
+    # -- write transactions -----------------------------------------------------------------
+    @contextmanager
+    def writing(self) -> Iterator["KnowledgeBase"]:
+        """One write transaction: the writer lock is held throughout, and this object first takes
+        up the state last committed (another process may have written since it was opened), so
+        every change inside is computed from, and commits over, the state on disk."""
+        with store.dir_lock(self.path):
+            self._refresh()
+            yield self
+
+    def _refresh(self) -> None:
+        """Take up the committed state when the manifest on disk is not the one this object holds."""
+        if store.committed_record(self.path / MANIFEST) == store.as_json(self.manifest):
+            return
+        manifest, chunks, vectors, index = load_committed(self.path)
+        check_embedder(manifest, self.embedder)
+        self.manifest = manifest.data
+        self._set_state(chunks, vectors, index)
 
     # -- writing ----------------------------------------------------------------------------
     def _commit(self, chunks: list[Chunk], vectors: np.ndarray, index, *, stats: dict | None = None) -> None:
@@ -183,16 +203,23 @@ class KnowledgeBase:
             payload,
             on_commit=adopt,
             expected_files=self.manifest.get("files") or {},
-            hint=REBUILD_HINT,
+            hint=repair_hint(self.path),
         )
 
     def annotate(self, key: str, value: Any) -> None:
         """Commit `value` as the manifest entry `key`: what a layer above the KB reports about
-        itself (the summary layers' state). The data files stay as they are."""
+        itself (the summary layers' state). The data files stay as they are. Refused when the
+        manifest on disk is not this object's (another entry or data files changed meanwhile)."""
         if key in OWN_ENTRIES:
             raise KBError(f"manifest entry {key!r} belongs to the knowledge base itself")
-        manifest = json.loads(json.dumps(self.manifest))
+        base = store.as_json(self.manifest)
+        manifest = store.as_json(self.manifest)
         manifest[key] = value
+
+        def unchanged() -> None:
+            if store.committed_record(self.path / MANIFEST) != base:
+                raise store.changed_error(self.path)
+
         store.commit(
             self.path,
             MANIFEST,
@@ -200,7 +227,8 @@ class KnowledgeBase:
             {},
             on_commit=lambda: setattr(self, "manifest", manifest),
             expected_files=self.manifest.get("files") or {},
-            hint=REBUILD_HINT,
+            check=unchanged,
+            hint=repair_hint(self.path),
         )
 
     # -- add / delete -----------------------------------------------------------------------
@@ -358,19 +386,3 @@ class KnowledgeBase:
             return [[] for _ in range(len(q))]
         scores, rows = self.index.search(q, min(k, len(self)))
         return [[self._hit(int(r), s) for s, r in zip(sr, rr) if r >= 0] for sr, rr in zip(scores, rows)]
-
-
-SNAPSHOT_TRIES = 5
-
-
-def _read_snapshot(path: Path):
-    """The last committed manifest and its data files. A writer that commits while we read
-    replaces files under us: then the manifest on disk has moved on, and we read the new commit."""
-    for attempt in range(SNAPSHOT_TRIES):
-        manifest = read_manifest(path)
-        try:
-            return manifest, read_data_files(manifest)
-        except KBCorruptError:
-            if attempt == SNAPSHOT_TRIES - 1 or store.recorded_files(path / MANIFEST) == manifest.files:
-                raise
-    raise AssertionError("unreachable")  # the loop returns or raises

@@ -18,7 +18,12 @@ CHUNKS = "chunks.jsonl"
 VECTORS = "vectors.npy"
 INDEX = "index.faiss"
 DATA_FILES = (CHUNKS, VECTORS, INDEX)
-REBUILD_HINT = "rebuild it: delete the folder and run `logicroute index SOURCES --kb DIR` again"
+
+
+def repair_hint(path: Path) -> str:
+    """What a corruption error tells the user to run: `repair` rebuilds the KB from the chunks it
+    stores (`index` cannot: it opens the KB first)."""
+    return f"repair it with `logicroute repair --kb {path}` (`logicroute check --kb {path}` lists the damage)"
 
 
 def flat_index(vectors: np.ndarray, dim: int):
@@ -56,25 +61,35 @@ def encode(chunks: Sequence[Chunk], vectors: np.ndarray, index) -> dict[str, byt
 
 def decode(path: Path, data: dict[str, bytes]) -> tuple[list[Chunk], np.ndarray, Any]:
     """(chunks, vectors, index) from the bytes of the data files of the KB at `path`."""
+    return decode_chunks(path, data[CHUNKS]), decode_vectors(path, data[VECTORS]), decode_index(path, data[INDEX])
+
+
+def decode_chunks(path: Path, data: bytes) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for ln, line in enumerate(data[CHUNKS].decode("utf-8", "replace").splitlines(), 1):
+    for ln, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             chunks.append(Chunk.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError) as e:
-            raise KBCorruptError(f"{path / CHUNKS} line {ln} is malformed ({e}); {REBUILD_HINT}") from e
+            raise KBCorruptError(f"{path / CHUNKS} line {ln} is malformed ({e}); {repair_hint(path)}") from e
+    return chunks
+
+
+def decode_vectors(path: Path, data: bytes) -> np.ndarray:
     try:
-        vectors = np.load(io.BytesIO(data[VECTORS]), allow_pickle=False)
+        return np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
-        raise KBCorruptError(f"{path / VECTORS} is unreadable ({e}); {REBUILD_HINT}") from e
+        raise KBCorruptError(f"{path / VECTORS} is unreadable ({e}); {repair_hint(path)}") from e
+
+
+def decode_index(path: Path, data: bytes):
     try:
         import faiss
 
-        index = faiss.deserialize_index(np.frombuffer(data[INDEX], dtype=np.uint8))
+        return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
     except Exception as e:  # faiss raises RuntimeError with C++ text
-        raise KBCorruptError(f"{path / INDEX} is unreadable ({e}); {REBUILD_HINT}") from e
-    return chunks, vectors, index
+        raise KBCorruptError(f"{path / INDEX} is unreadable ({e}); {repair_hint(path)}") from e
 
 
 def check_counts(path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vectors: np.ndarray, index) -> None:
@@ -89,7 +104,7 @@ def check_counts(path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vecto
         raise KBCorruptError(
             f"knowledge base {path} is inconsistent: manifest says {n_chunks} chunks of dim {dim}, files have "
             + ", ".join(f"{k}={v}" for k, v in counts.items())
-            + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index.d}; {REBUILD_HINT}"
+            + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index.d}; {repair_hint(path)}"
         )
     if len({c.id for c in chunks}) != len(chunks):
-        raise KBCorruptError(f"{path / CHUNKS} has duplicate chunk ids; {REBUILD_HINT}")
+        raise KBCorruptError(f"{path / CHUNKS} has duplicate chunk ids; {repair_hint(path)}")

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBNotFoundError
 from hierarchy import store
-from hierarchy.kb_files import DATA_FILES, REBUILD_HINT
+from hierarchy.kb_files import DATA_FILES, check_counts, decode, repair_hint
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from engine.embedder import Embedder
     from hierarchy.documents import Chunk
 
@@ -101,10 +103,11 @@ def read_manifest(path: Path) -> CommittedManifest:
             files=manifest["files"],
         )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
-        raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {REBUILD_HINT}") from e
+        raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {repair_hint(path)}") from e
     if version != FORMAT_VERSION:
         raise KBCorruptError(
-            f"knowledge base {path} has format_version {version}, this version reads {FORMAT_VERSION}; {REBUILD_HINT}"
+            f"knowledge base {path} has format_version {version}, this version reads {FORMAT_VERSION}; "
+            f"{repair_hint(path)}"
         )
     return read
 
@@ -114,7 +117,8 @@ def check_embedder(manifest: CommittedManifest, embedder: "Embedder") -> None:
     if embedder.id != manifest.embedder_id or int(embedder.dim) != manifest.dim:
         raise EmbedderMismatchError(
             f"knowledge base {manifest.path} was built with embedder {manifest.embedder_id!r} (dim {manifest.dim}), "
-            f"not {embedder.id!r} (dim {embedder.dim}); open it with that embedder or {REBUILD_HINT}"
+            f"not {embedder.id!r} (dim {embedder.dim}); open it with that embedder, "
+            f"or index the sources into a new folder"
         )
 
 
@@ -124,8 +128,39 @@ def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
     for name in DATA_FILES:
         if not isinstance(manifest.files.get(name), dict):
             raise KBCorruptError(
-                f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; {REBUILD_HINT}"
+                f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; "
+                f"{repair_hint(manifest.path)}"
             )
         # The committed version, from the .prev snapshot while a change is under way or died.
-        data[name] = store.read_committed(manifest.path, name, manifest.files[name], REBUILD_HINT)
+        data[name] = store.read_committed(manifest.path, name, manifest.files[name], repair_hint(manifest.path))
     return data
+
+
+SNAPSHOT_TRIES = 5
+
+
+def read_snapshot(path: Path) -> tuple[CommittedManifest, dict[str, bytes]]:
+    """The last committed manifest and its data files. A writer that commits while we read
+    replaces files under us: then the manifest on disk has moved on, and we read the new commit."""
+    for attempt in range(SNAPSHOT_TRIES):
+        manifest = read_manifest(path)
+        try:
+            return manifest, read_data_files(manifest)
+        except KBCorruptError:
+            if attempt == SNAPSHOT_TRIES - 1 or store.recorded_files(path / MANIFEST) == manifest.files:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", Any]:
+    """(manifest, chunks, vectors, index) of the last commit, checked against each other."""
+    manifest, data = read_snapshot(path)
+    chunks, vectors, index = decode(path, data)
+    check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
+    n_docs = len({c.doc_id for c in chunks})
+    if n_docs != manifest.n_documents:
+        raise KBCorruptError(
+            f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
+            f"chunks.jsonl has {n_docs}; {repair_hint(path)}"
+        )
+    return manifest, chunks, vectors, index

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine.base.errors import KBEmptyError
 from engine.base.types import Answer, Completion, RetrievedChunk, Usage
 from engine.llm.base import call_llm, chat_structured
 from engine.pipeline import RoutedRAG
@@ -129,6 +130,10 @@ class WordOverlapKB:
         self.chunks = {c.id: c for c in chunks}
         self.chunk_ids = list(self.chunks)
         self.searches: list[dict] = []  # {"query", "k", "exclude"} of each call
+
+    def require_chunks(self) -> None:
+        if not self.chunk_ids:
+            raise KBEmptyError("the knowledge base (in memory) is empty (no chunks)")
 
     @classmethod
     def titled(cls, texts: dict[str, str]) -> WordOverlapKB:

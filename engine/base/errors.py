@@ -21,6 +21,18 @@ class KBCorruptError(KBError):
     pass
 
 
+class KBReadOnlyError(KBError):
+    """A write to a knowledge base whose folder or files this process may not change."""
+
+
+class KBEmptyError(KBError):
+    """A knowledge base with no chunks asked to answer."""
+
+
+class DocumentNotFoundError(KBError):
+    """Document ids that are not in the knowledge base."""
+
+
 class EmbedderMismatchError(KBError):
     """A KB or checkpoint was built with another embedder."""
 

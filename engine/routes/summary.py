@@ -111,7 +111,7 @@ def summary_context(
     if covered is not None and covered != len(kb):
         flags.append(
             f"the summary layers cover {covered} chunks, the KB has {len(kb)}: bring them up to date "
-            f"with build_layers (logicroute index ... --summaries ...)"
+            f"with `logicroute repair --kb {kb.path}`"
         )
     per_level: dict[str, list[str]] = {}
     scores: dict[str, float] = {}

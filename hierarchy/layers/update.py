@@ -1,7 +1,9 @@
 """Building the summary layers of a KB, and keeping them in step with its chunks.
 
-Incremental update (`update_after_change`, called by hierarchy.indexing after documents are
-added or deleted): a removed chunk leaves its cluster (empty nodes are removed, up the tree);
+Incremental update (`sync_layers`, called by hierarchy.indexing in the write transaction that
+added or deleted documents; `update_after_change` for given chunk ids): the chunks the layers
+cover are compared with the KB's, so an update that died is caught up by the next one. A
+removed chunk leaves its cluster (empty nodes are removed, up the tree);
 an added chunk joins the level-1 cluster whose chunk centroid is nearest by cosine, or starts a
 new cluster when that cosine is under `new_cluster_threshold` (the 5th percentile of
 leave-one-out member-to-centroid cosines at build time); a new cluster hangs under the nearest
@@ -22,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.base.errors import LogicRouteError
-from hierarchy.layers.persist import layers_key, load_layers, read_layers, save_layers
+from hierarchy.layers.persist import (
+    annotate_summary,
+    covers,
+    layers_dir,
+    layers_key,
+    load_layers,
+    read_layers,
+    read_meta,
+    save_layers,
+)
 from hierarchy.layers.tree import (
     CLUSTER_SIZE,
     DEFAULT_NEW_CLUSTER_COS,
@@ -68,10 +79,7 @@ def build_layers(
     if not rebuild:
         old = load_layers(kb)
         if old is not None and old.meta.get("summarizer") == summarizer and old.levels:
-            have = set(old.assignment())
-            now = set(kb.chunk_ids)
-            cost = update_after_change(kb, [c for c in kb.chunk_ids if c not in have], sorted(have - now), llm=llm)
-            return cost or {"mode": "unchanged"}
+            return sync_layers(kb, llm=llm) or {"mode": "unchanged"}
     if summarizer == "llm" and llm is None:
         from engine.llm.factory import make_llm
 
@@ -81,6 +89,28 @@ def build_layers(
     layers = build_tree(kb, summarizer, llm, show_progress, cluster_size=cluster_size, seed=seed)
     save_layers(kb, layers)
     return layers.meta["build"]
+
+
+def sync_layers(kb: "KnowledgeBase", *, llm: "LLM | None" = None, show_progress: bool = False) -> dict | None:
+    """Bring the saved layers up to date with the KB's chunks: the chunks they do not cover join,
+    the chunks no longer in the KB leave (whatever change put them out of step, also one that
+    died half-way). Returns the update's cost, or None when there are no layers or nothing to do."""
+    meta = read_meta(layers_dir(kb))
+    if meta is None:
+        return None
+    cost = None
+    if meta.get("covers") != covers(kb.chunk_ids):  # cheap test first: the tree is read only when they differ
+        layers = read_layers(kb)
+        if layers is None:  # pragma: no cover - removed between the two reads
+            return None
+        have = layers.assignment()
+        now = set(kb.chunk_ids)
+        added = [c for c in kb.chunk_ids if c not in have]
+        cost = _apply(kb, layers, added, sorted(set(have) - now), llm, show_progress)
+        meta = read_meta(layers_dir(kb)) or {}  # what was saved (a rebuild saves other layers)
+    if meta and (kb.manifest.get("summaries") or {}).get("generation") != meta.get("generation"):
+        annotate_summary(kb, meta)  # the manifest entry of a save that died before recording it
+    return cost if cost is None or cost.get("mode") != "unchanged" else None
 
 
 def update_after_change(
@@ -97,7 +127,20 @@ def update_after_change(
     layers = read_layers(kb)
     if layers is None:
         return None
+    return _apply(kb, layers, added_ids, removed_ids, llm, show_progress)
+
+
+def _apply(
+    kb: "KnowledgeBase",
+    layers: Layers,
+    added_ids: Iterable[str],
+    removed_ids: Iterable[str],
+    llm: "LLM | None",
+    show_progress: bool,
+) -> dict:
+    """update_after_change on layers already read."""
     meta = layers.meta
+    base_generation = meta.get("generation")
     if not layers.levels:  # built over an empty KB: there is nothing to keep, build properly
         return build_layers(
             kb,
@@ -146,7 +189,7 @@ def update_after_change(
         nodes_per_level=[len(x) for x in new.levels],
     )
     meta["updates"] = (meta.get("updates") or [])[-(MAX_UPDATES_KEPT - 1) :] + [cost]
-    save_layers(kb, new)
+    save_layers(kb, new, base_generation=base_generation)
     return cost
 
 

@@ -44,6 +44,6 @@ def test_a_second_process_is_refused_while_the_first_holds_the_folder(tmp_path):
 
 def test_the_same_process_cannot_enter_twice_either(tmp_path):
     with exclusive_folder(tmp_path, "benchmark run"):
+        second = exclusive_folder(tmp_path, "benchmark run")
         with pytest.raises(LogicRouteError, match="in use"):
-            with exclusive_folder(tmp_path, "benchmark run"):
-                pass
+            second.__enter__()

@@ -10,9 +10,10 @@ import time
 import pytest
 
 import engine.routes.logic.solve as logic_mod
-from engine.base.errors import BadQuestionError, LogicRouteError
+from engine.base.errors import BadQuestionError, KBEmptyError, LogicRouteError
 from engine.base.types import Completion
-from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
+from engine.pipeline import RoutedRAG
+from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 # ---------------------------------------------------------------- single answers
 
@@ -122,3 +123,13 @@ def test_answer_many_runs_concurrently_and_preserves_order():
 
 def test_answer_many_empty():
     assert make_rag(ScriptedLLM()).answer_many([]) == []
+
+
+def test_a_question_to_an_empty_kb_is_refused_before_any_llm_call():
+    llm = ScriptedLLM(["anything"])
+    rag = RoutedRAG(kb=WordOverlapKB([]), llm=llm, router=FakeRouter())
+    with pytest.raises(KBEmptyError, match="empty"):
+        rag.answer("Who built the Ardmere Lighthouse?")
+    with pytest.raises(KBEmptyError, match="empty"):
+        rag.answer_many(["Who built the Ardmere Lighthouse?"])
+    assert llm.calls == []

@@ -275,7 +275,7 @@ def test_inconsistent_files_are_reported(kb):
     nj["generation"] = "other"
     nodes_path.write_text(json.dumps(nj))
     persist._CACHE.clear()
-    with pytest.raises(KBCorruptError, match="rebuild"):
+    with pytest.raises(KBCorruptError, match="logicroute repair --kb"):
         load_layers(kb)
 
 

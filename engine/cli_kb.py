@@ -1,0 +1,96 @@
+"""The knowledge-base maintenance commands of `logicroute`: check and repair (engine.cli adds
+them to its group). Libraries load inside the commands: `check` loads no model at all, so it
+runs anywhere, also beside a writer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from engine.llm.base import DEFAULT_LLM
+
+
+@click.command()
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def check(kb_dir, as_json):
+    """Verify a knowledge base without changing it: documents, chunks, vectors and index agree,
+    every file matches its fingerprint, the summary layers cover every chunk. Loads no model and
+    is safe beside a running `index`. Exit code 0 when consistent, 1 when not."""
+    from hierarchy.kb_check import check_kb
+
+    report = check_kb(kb_dir)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        counts = [report.documents, report.chunks, report.vectors, report.index]
+        docs, chunks, vectors, rows = ("?" if n is None else n for n in counts)  # ?: that file does not read
+        click.echo(
+            f"{docs} documents, {chunks} chunks, {vectors} vectors, {rows} index rows; files: "
+            + ", ".join(f"{name} {state}" for name, state in report.files.items())
+        )
+        if report.layers is not None:
+            lay = report.layers
+            click.echo(
+                f"summary layers: {lay['nodes_per_level']} nodes per level over {lay['chunks']} chunks "
+                f"({lay['uncovered_chunks']} chunks not covered, {lay['stale_chunks']} no longer in the KB)"
+            )
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        for problem in report.problems:
+            click.echo(f"problem: {problem}")
+        click.echo("consistent" if report.ok else f"NOT consistent: repair with `logicroute repair --kb {kb_dir}`")
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
+@click.option(
+    "--summaries",
+    type=click.Choice(["auto", "extractive", "llm"]),
+    default="auto",
+    show_default=True,
+    help="summarizer for layers that must be rebuilt (auto: the one they were built with)",
+)
+@click.option(
+    "--llm",
+    "llm_spec",
+    default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
+    show_default=DEFAULT_LLM,
+    help="the LLM of --summaries llm",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the report as one JSON object")
+@click.pass_context
+def repair(ctx, kb_dir, summaries, llm_spec, as_json):
+    """Rebuild a damaged knowledge base from the chunks it stores: vectors and index again (the
+    embedder loads only when vectors must be recomputed), then the summary layers. Says what
+    cannot be recovered (and which documents to index again)."""
+    from hierarchy.kb_repair import repair_kb
+
+    def llm():
+        from engine.llm.factory import make_llm
+
+        return make_llm(llm_spec)
+
+    obj = ctx.find_object(dict)
+    embedder = obj.get("embedder") if obj else None  # tests inject a fake
+    report = repair_kb(kb_dir, embedder=embedder, summaries=summaries, make_llm=llm)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+        return
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    state = "rebuilt" if report.rebuilt else "intact"
+    click.echo(
+        f"chunk level {state}: {report.documents} documents, {report.chunks} chunks"
+        + (f" ({report.embedded} embedded again)" if report.embedded else "")
+        + (f"; summary layers {report.layers}" if report.layers else "")
+    )
+    if report.lost_lines:
+        click.echo(f"lost: {report.lost_lines} chunks; index again: {', '.join(report.lost_documents) or '?'}")
+
+
+KB_COMMANDS = (check, repair)

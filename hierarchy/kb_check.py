@@ -1,0 +1,180 @@
+"""`logicroute check`: verify a knowledge base without changing it and without a model.
+
+Checked: every data file against its fingerprint in the manifest (a `.prev` snapshot that
+matches is the committed version of a change under way or one that died: a note, not damage);
+chunks, vectors and index rows agree with each other and with the manifest's counts; the
+summary layers read back whole, their files match the fingerprints meta.json records, and they
+cover every chunk and no other. The check reads like any reader (no file is written, no lock file
+created); when no writer holds the KB it takes a shared lock, so writers wait until it is done
+and the layers are compared with the chunks they were committed with. While a writer holds the
+KB the layers may lag its chunks for a moment: that is a note, not damage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.base.errors import KBCorruptError, KBError, KBNotFoundError
+from hierarchy import store
+from hierarchy.kb import LAYERS_DIR
+from hierarchy.kb_files import (
+    CHUNKS,
+    INDEX,
+    VECTORS,
+    check_counts,
+    decode_chunks,
+    decode_index,
+    decode_vectors,
+    repair_hint,
+)
+from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, read_manifest
+from hierarchy.layers.persist import META, damaged_files, read_layers_at, read_meta
+
+
+@dataclass
+class CheckReport:
+    kb: str
+    documents: int | None = None  # as read from chunks.jsonl (None when it cannot be read)
+    chunks: int | None = None
+    vectors: int | None = None
+    index: int | None = None
+    manifest: dict | None = None  # the manifest's {documents, chunks}
+    files: dict[str, str] = field(default_factory=dict)  # data file -> ok | prev | missing | mismatch
+    layers: dict | None = None
+    writer_active: bool = False
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, **asdict(self)}
+
+
+def check_kb(path: str | Path) -> CheckReport:
+    """A report on the KB at `path` (KBNotFoundError when there is none). Read-only."""
+    path = Path(path)
+    if not (path / MANIFEST).is_file():
+        read_manifest(path)  # raises KBNotFoundError with the usual advice
+    with store.probe_lock(path) as quiet:
+        for _ in range(SNAPSHOT_TRIES):
+            before = store.committed_record(path / MANIFEST)
+            report = _check_once(path, writer_active=not quiet)
+            # A writer that committed while we read: check the new commit instead.
+            if report.ok or quiet or store.committed_record(path / MANIFEST) == before:
+                break
+    return report
+
+
+def _check_once(path: Path, writer_active: bool) -> CheckReport:
+    report = CheckReport(kb=str(path), writer_active=writer_active)
+    if writer_active:
+        report.notes.append("a writer holds the knowledge base: checked its last commit")
+    try:
+        manifest = read_manifest(path)
+    except KBNotFoundError:
+        raise
+    except KBCorruptError as e:
+        report.problems.append(str(e))
+        return report
+    report.manifest = {"documents": manifest.n_documents, "chunks": manifest.n_chunks}
+    chunk_ids = _check_chunk_level(path, manifest, report)
+    if chunk_ids is not None:
+        _check_layers(path / LAYERS_DIR, manifest, chunk_ids, report)
+    return report
+
+
+def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckReport) -> list[str] | None:
+    """Each data file against its fingerprint and read back, then the counts; the chunk ids, or
+    None when a file cannot be read (the counts of those that can are still reported)."""
+    files = manifest.files if isinstance(manifest.files, dict) else {}
+    decoded: dict[str, Any] = {}
+    for name, decode_one in ((CHUNKS, decode_chunks), (VECTORS, decode_vectors), (INDEX, decode_index)):
+        fp = files.get(name)
+        state = store.file_state(path, name, fp) if isinstance(fp, dict) else "no fingerprint"
+        report.files[name] = state
+        if state == "prev":
+            report.notes.append(f"{name}: the committed version is the .prev snapshot (the next write restores it)")
+        elif state != "ok":
+            report.problems.append(f"{path / name}: {state}")
+            continue
+        try:
+            decoded[name] = decode_one(path, store.read_committed(path, name, fp, repair_hint(path)))
+        except KBCorruptError as e:  # unreadable, or replaced by a writer since its state was read
+            report.problems.append(str(e))
+    chunks, vectors, index = decoded.get(CHUNKS), decoded.get(VECTORS), decoded.get(INDEX)
+    if chunks is not None:
+        report.chunks, report.documents = len(chunks), len({c.doc_id for c in chunks})
+    if vectors is not None:
+        report.vectors = int(vectors.shape[0]) if vectors.ndim == 2 else None
+    if index is not None:
+        report.index = int(index.ntotal)
+    if chunks is None or vectors is None or index is None:
+        return None
+    try:
+        check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
+    except KBCorruptError as e:
+        report.problems.append(str(e))
+    if report.documents != manifest.n_documents:
+        report.problems.append(
+            f"the manifest says {manifest.n_documents} documents, chunks.jsonl has {report.documents}"
+        )
+    return [c.id for c in chunks]
+
+
+def _check_layers(d: Path, manifest: CommittedManifest, chunk_ids: list[str], report: CheckReport) -> None:
+    """The layers read back, match their fingerprints and cover exactly the chunks. A writer may
+    commit new layers (and prune the old files) while they are read: then the new ones are read."""
+    for _ in range(SNAPSHOT_TRIES):
+        generation = _generation(d)
+        layers, problems, notes = _layer_findings(d, manifest, chunk_ids, report.writer_active)
+        if not problems or _generation(d) == generation:
+            break
+    report.layers = layers
+    report.problems.extend(problems)
+    report.notes.extend(notes)
+
+
+def _generation(d: Path) -> str | None:
+    try:
+        return (read_meta(d) or {}).get("generation")
+    except KBError:
+        return None
+
+
+def _layer_findings(
+    d: Path, manifest: CommittedManifest, chunk_ids: list[str], writer_active: bool
+) -> tuple[dict | None, list[str], list[str]]:
+    """(what the layers hold, problems, notes) of one reading of the layers."""
+    try:
+        meta = read_meta(d)
+        layers = read_layers_at(d, manifest.embedder_id) if meta is not None else None
+    except KBError as e:
+        return None, [str(e)], []
+    if layers is None:
+        if "summaries" in manifest.data:
+            return None, [f"the manifest records summary layers, {d / META} is missing"], []
+        return None, [], ["no summary layers"]
+    assigned = layers.assignment()
+    uncovered = [c for c in chunk_ids if c not in assigned]
+    stale = sorted(set(assigned) - set(chunk_ids))
+    found = {
+        "generation": layers.meta.get("generation"),
+        "summarizer": layers.meta.get("summarizer"),
+        "nodes_per_level": [len(x) for x in layers.levels],
+        "chunks": len(assigned),
+        "uncovered_chunks": len(uncovered),
+        "stale_chunks": len(stale),
+    }
+    problems, notes = damaged_files(d, layers.meta), []
+    if uncovered or stale:
+        what = f"the summary layers miss {len(uncovered)} chunks of the KB and hold {len(stale)} it no longer has"
+        if writer_active:
+            notes.append(what + " (the writer updates them)")
+        else:
+            problems.append(what)
+    return found, problems, notes

@@ -1,0 +1,175 @@
+"""Real processes on one KB: readers beside a writer, two writers racing, and a writer killed
+(SIGKILL) in its layer update. Fake embedder and extractive summaries: no model loads.
+
+Afterwards the KB holds every document added, every opener saw a committed state (no error,
+chunk and index counts of one commit), and the summary layers cover every chunk."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from hierarchy.kb import KnowledgeBase
+from hierarchy.kb_check import check_kb
+from hierarchy.layers.persist import read_layers
+from hierarchy.layers.update import build_layers
+from tests.fakes import HashedBowEmbedder
+from tests.samples import make_docs
+
+DIM = 128
+BATCH = 8  # documents (one chunk each) per index run: make_docs(1) gives one per topic
+START = 16  # documents in the KB before the writers start
+CTX = mp.get_context("spawn")  # a fresh interpreter per process: no state inherited from the test
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the writer lock is POSIX flock")
+
+
+def _emb() -> HashedBowEmbedder:
+    return HashedBowEmbedder(dim=DIM)
+
+
+def _source(folder: Path, tag: str) -> str:
+    path = folder / f"{tag}.jsonl"
+    docs = make_docs(1, prefix=f"{tag} ")
+    path.write_text("".join(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n" for d in docs))
+    return str(path)
+
+
+def _index(kb_dir: str, source: str) -> None:
+    from hierarchy.indexing import index_sources
+
+    index_sources(kb_dir, [source] if source else [], embedder=_emb(), show_progress=False)
+
+
+def _reader(kb_dir: str, ready, done, out) -> None:
+    """Open, search and check until the writers are done; report (opens, searches, checks,
+    errors, sizes seen)."""
+    from hierarchy.layers.persist import load_layers
+
+    opens = searches = checks = 0
+    errors: list[str] = []
+    sizes: set[tuple[int, int, int]] = set()
+    emb = _emb()
+    while True:
+        finished = done.is_set()  # one more pass after the last commit
+        try:
+            kb = KnowledgeBase.open(kb_dir, emb)
+            opens += 1
+            sizes.add((len(kb), int(kb.index.ntotal), len(kb.doc_ids)))
+            kb.search("river delta flood", k=3)
+            kb.search_batch(["volcano lava", "opera aria"], k=2)
+            searches += 2
+            load_layers(kb)
+            report = check_kb(kb_dir)  # read-only, beside the writer: its verdict must hold too
+            checks += 1
+            if not report.ok:  # pragma: no cover - the failure this test exists for
+                errors.append(f"check: {report.problems}")
+        except Exception as e:  # pragma: no cover - the failure this test exists for
+            errors.append(f"{type(e).__name__}: {e}")
+        ready.set()
+        if finished:
+            break
+    out.put({"opens": opens, "searches": searches, "checks": checks, "errors": errors, "sizes": sorted(sizes)})
+
+
+def _writer(kb_dir: str, sources: list[str], start, out) -> None:
+    start.wait()
+    errors = []
+    for s in sources:
+        try:
+            _index(kb_dir, s)
+        except Exception as e:  # pragma: no cover - the failure this test exists for
+            errors.append(f"{type(e).__name__}: {e}")
+    out.put({"errors": errors})
+
+
+def _killed_in_the_layer_update(kb_dir: str, source: str) -> None:
+    from hierarchy.layers import update
+
+    def die(*a, **k):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    update.save_layers = die  # the chunks commit, then the process dies before the layers do
+    _index(kb_dir, source)
+
+
+@pytest.fixture
+def kb_dir(tmp_path) -> str:
+    kb = KnowledgeBase.create(tmp_path / "kb", _emb(), chunk_words=200, overlap_words=0)
+    kb.add(make_docs(2), show_progress=False)
+    build_layers(kb, show_progress=False, cluster_size=4)
+    assert len(kb) == START
+    return str(kb.path)
+
+
+def _assert_whole(kb_dir: str, n_docs: int) -> None:
+    kb = KnowledgeBase.open(kb_dir, _emb())
+    assert len(kb) == n_docs and len(kb.doc_ids) == n_docs
+    assert set(read_layers(kb).assignment()) == set(kb.chunk_ids)
+    report = check_kb(kb_dir)
+    assert report.ok, report.problems
+
+
+def _join(procs, timeout: float = 120) -> None:
+    for p in procs:
+        p.join(timeout)
+        assert p.exitcode == 0, (p.name, p.exitcode)
+
+
+def test_readers_beside_a_writer_see_committed_states(kb_dir, tmp_path):
+    sources = [_source(tmp_path, f"w{i}") for i in range(5)]
+    out, done, start = CTX.Queue(), CTX.Event(), CTX.Event()
+    readies = [CTX.Event() for _ in range(3)]
+    readers = [CTX.Process(target=_reader, args=(kb_dir, r, done, out)) for r in readies]
+    writer = CTX.Process(target=_writer, args=(kb_dir, sources, start, out), name="writer")
+    for p in [*readers, writer]:
+        p.start()
+    for r in readies:
+        assert r.wait(timeout=60)  # every reader reads before the first write
+    start.set()
+    writer.join(120)
+    done.set()
+    results = [out.get(timeout=60) for _ in range(4)]
+    _join([*readers, writer])
+    committed = {(START + k * BATCH,) * 3 for k in range(6)}
+    reads = [r for r in results if "opens" in r]
+    counts = {k: sum(r[k] for r in reads) for k in ("opens", "searches", "checks")}
+    counts["errors"] = sum(len(r["errors"]) for r in results)
+    print(f"\nreaders beside a writer: {counts}, sizes seen {sorted({tuple(s) for r in reads for s in r['sizes']})}")
+    assert counts["errors"] == 0, [r["errors"] for r in results]
+    assert all(r["opens"] > 0 for r in reads)
+    assert {tuple(s) for r in reads for s in r["sizes"]} <= committed
+    _assert_whole(kb_dir, START + 5 * BATCH)
+
+
+def test_two_writers_racing_both_land(kb_dir, tmp_path):
+    out, start = CTX.Queue(), CTX.Event()
+    writers = [
+        CTX.Process(target=_writer, args=(kb_dir, [_source(tmp_path, f"{w}{i}") for i in range(3)], start, out))
+        for w in ("a", "b")
+    ]
+    for p in writers:
+        p.start()
+    start.set()
+    results = [out.get(timeout=120) for _ in writers]
+    _join(writers)
+    print(f"\ntwo writers: {sum(len(r['errors']) for r in results)} errors, 6 index runs")
+    assert [r["errors"] for r in results] == [[], []]
+    _assert_whole(kb_dir, START + 6 * BATCH)
+
+
+def test_a_writer_killed_in_its_layer_update_is_caught_up_by_the_next_index(kb_dir, tmp_path):
+    source = _source(tmp_path, "killed")
+    p = CTX.Process(target=_killed_in_the_layer_update, args=(kb_dir, source))
+    p.start()
+    p.join(120)
+    assert p.exitcode == -signal.SIGKILL
+    report = check_kb(kb_dir)
+    assert report.chunks == START + BATCH and report.layers["uncovered_chunks"] == BATCH and not report.ok
+    _index(kb_dir, source)  # "0 new chunks": the layers still catch up
+    _assert_whole(kb_dir, START + BATCH)

@@ -1,0 +1,142 @@
+"""`logicroute repair`: what a corruption error tells the user to run really rebuilds the KB
+from the chunks it stores, and says what cannot be recovered."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from engine.base.errors import KBCorruptError
+from engine.cli import main
+from hierarchy import store
+from hierarchy.documents import Document
+from hierarchy.kb import KnowledgeBase
+from hierarchy.kb_check import check_kb
+from hierarchy.kb_repair import repair_kb
+from hierarchy.layers.persist import META, layers_dir
+from hierarchy.layers.update import build_layers
+from tests.fakes import HashedBowEmbedder
+from tests.samples import make_docs
+
+
+@pytest.fixture
+def emb() -> HashedBowEmbedder:
+    return HashedBowEmbedder(dim=128)
+
+
+@pytest.fixture
+def kb(tmp_path, emb) -> KnowledgeBase:
+    kb = KnowledgeBase.create(tmp_path / "kb", emb, chunk_words=200, overlap_words=0)
+    kb.add(make_docs(2), show_progress=False)
+    build_layers(kb, show_progress=False, cluster_size=4)
+    return kb
+
+
+def _repair_via_the_cli(kb: KnowledgeBase, emb) -> dict:
+    """The command the error names, run as the user would (with the test's embedder)."""
+    with pytest.raises(KBCorruptError) as e:
+        KnowledgeBase.open(kb.path, emb)
+    command = f"logicroute repair --kb {kb.path}"
+    assert command in str(e.value)
+    r = CliRunner().invoke(main, [*command.split()[1:], "--json"], obj={"embedder": emb})
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)  # the summaries' progress bars go to stderr
+
+
+def _assert_healthy(kb: KnowledgeBase, emb, n_chunks: int) -> KnowledgeBase:
+    fixed = KnowledgeBase.open(kb.path, emb)
+    assert len(fixed) == n_chunks and fixed.index.ntotal == n_chunks
+    assert fixed.search("lava eruption volcano", k=1)[0].doc_id.startswith("volcano")
+    report = check_kb(kb.path)
+    assert report.ok, report.problems
+    return fixed
+
+
+def test_damaged_vectors_are_embedded_again_from_the_chunks(kb, emb):
+    before = np.array(kb.vectors)
+    (kb.path / "vectors.npy").write_bytes(b"garbage")
+    out = _repair_via_the_cli(kb, emb)
+    assert out["rebuilt"] and out["embedded"] == 16 and out["lost_lines"] == 0 and out["layers"] == "unchanged"
+    fixed = _assert_healthy(kb, emb, 16)
+    np.testing.assert_allclose(fixed.vectors, before, atol=1e-6)
+
+
+def test_a_damaged_index_is_rebuilt_from_the_committed_vectors_without_embedding(kb, emb):
+    (kb.path / "index.faiss").write_bytes(b"garbage")
+    emb.calls.clear()
+    out = _repair_via_the_cli(kb, emb)
+    assert out["rebuilt"] and out["embedded"] == 0 and emb.calls == []
+    _assert_healthy(kb, emb, 16)
+
+
+def test_unreadable_chunk_lines_are_reported_lost_with_their_documents(kb, emb):
+    lines = (kb.path / "chunks.jsonl").read_text().splitlines()
+    lost = json.loads(lines[3])["doc_id"]
+    lines[3] = lines[3][:-20]  # a torn line: the document id still reads, the chunk does not
+    (kb.path / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    out = _repair_via_the_cli(kb, emb)
+    assert out["lost_lines"] == 1 and out["lost_documents"] == [lost] and out["documents"] == 15
+    assert any(lost in n for n in out["notes"])
+    fixed = _assert_healthy(kb, emb, 15)
+    assert lost not in fixed.doc_ids and out["layers"] == "updated"
+
+
+def test_a_chunk_whose_text_changed_is_not_trusted(kb, emb):
+    lines = (kb.path / "chunks.jsonl").read_text().splitlines()
+    c = json.loads(lines[0])
+    c["text"] = "edited behind the manifest"
+    lines[0] = json.dumps(c)
+    (kb.path / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    report = repair_kb(kb.path, embedder=emb, show_progress=False)
+    assert report.lost_documents == [c["doc_id"]] and report.chunks == 15
+
+
+def test_an_unreadable_manifest_is_written_anew(kb, emb):
+    (kb.path / "manifest.json").write_text("{not json")
+    out = _repair_via_the_cli(kb, emb)
+    assert out["embedded"] == 16 and any("manifest.json does not read" in n for n in out["notes"])
+    _assert_healthy(kb, emb, 16)
+
+
+def test_damaged_layers_are_rebuilt(kb, emb):
+    meta = json.loads((layers_dir(kb) / META).read_text())
+    (layers_dir(kb) / meta["files"]["nodes"]).write_text("{broken")
+    report = repair_kb(kb.path, embedder=emb, show_progress=False)
+    assert not report.rebuilt and report.layers == "rebuilt"
+    _assert_healthy(kb, emb, 16)
+
+
+def test_layers_left_behind_by_an_interrupted_update_are_caught_up(kb, emb):
+    kb.add([Document("mars", "Mars", "Mars is the red planet.")], show_progress=False)  # no layer update
+    report = repair_kb(kb.path, embedder=emb, show_progress=False)
+    assert not report.rebuilt and report.layers == "updated" and report.chunks == 17
+    assert check_kb(kb.path).ok
+
+
+def test_an_intact_kb_is_left_as_it_is_after_finishing_a_change_that_died(kb, emb, monkeypatch):
+    def crash(*a, **k):
+        raise RuntimeError("crash before the manifest")
+
+    monkeypatch.setattr(store, "atomic_write_json", crash)
+    monkeypatch.setattr(store, "restore_snapshots", lambda directory, names: None)
+    with pytest.raises(RuntimeError):
+        kb.delete(["river-0"])
+    monkeypatch.undo()
+    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    assert r.exit_code == 0 and "chunk level intact: 16 documents, 16 chunks" in r.output
+    assert not list(kb.path.glob("*.prev"))
+    _assert_healthy(kb, emb, 16)
+
+
+def test_nothing_to_rebuild_from_is_one_clear_line(kb, emb):
+    (kb.path / "chunks.jsonl").unlink()
+    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    assert r.exit_code == 2 and "nothing to rebuild from" in r.output and r.output.count("\n") == 1
+
+
+def test_repair_of_a_missing_kb_says_there_is_none(tmp_path, emb):
+    r = CliRunner().invoke(main, ["repair", "--kb", str(tmp_path / "nowhere")], obj={"embedder": emb})
+    assert r.exit_code == 2 and r.output.startswith("error: no knowledge base")
