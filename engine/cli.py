@@ -9,6 +9,7 @@ calibrate, eval-router and the benchmarks): engine never imports them.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from importlib.metadata import entry_points
@@ -17,14 +18,30 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
+from engine.cli_ask import ask, print_answer, routing_notice
 from engine.cli_kb import KB_COMMANDS
-from engine.llm.base import DEFAULT_LLM, SETTINGS_ENV, parse_settings
-from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
-from engine.prompts.answer import ANSWER_STYLES
+from engine.cli_options import (  # the shared options; plugins import them from here
+    ROUTE_CHOICES,
+    check_llm_spec,
+    configure_logging,
+    default_llm_spec,
+    export_llm_settings,
+    info,
+    injected_embedder,
+    llm_option,
+)
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
-ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
 PLUGIN_GROUP = "logicroute.commands"
+log = logging.getLogger("logicroute.cli")
+__all__ = [
+    "ROUTE_CHOICES",
+    "default_llm_spec",
+    "export_llm_settings",
+    "injected_embedder",
+    "llm_option",
+    "main",
+]
 
 
 class Group(click.Group):
@@ -58,6 +75,10 @@ class Group(click.Group):
         except LogicRouteError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except OSError as e:  # the machine said no: a full disk, a missing permission, a dead mount
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            click.echo(f"error: {e.strerror or e}{where}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -65,52 +86,15 @@ class Group(click.Group):
 
 @click.group(cls=Group)
 @click.version_option(package_name="logicroute")
-def main() -> None:
+@click.option("-q", "--quiet", is_flag=True, help="no progress bars and no info lines: warnings and errors only")
+@click.option("-v", "--verbose", is_flag=True, help="debug messages too (and the model libraries' warnings)")
+@click.pass_context
+def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     """logicroute: query-adaptive RAG. A trained router sends each question to the cheapest
     route that answers it well: chunk, summary or logic (LogicRAG DAG reasoning)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def default_llm_spec() -> str:
-    return os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM)
-
-
-def export_llm_settings(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> None:
-    """--llm-setting goes to the environment, so every LLM the command builds, and every process
-    it starts, waits as long as asked (engine.llm.factory.make_llm)."""
-    try:
-        settings = parse_settings(list(pairs), "--llm-setting")
-    except LogicRouteError as e:
-        raise click.BadParameter(str(e)) from None
-    for key, var in SETTINGS_ENV.items():
-        if getattr(settings, key) is not None:
-            os.environ[var] = f"{getattr(settings, key):g}"
-
-
-def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL"):
-    """The --llm option of every command ($LOGICROUTE_LLM, else the local model), with the
-    remote endpoint's --llm-setting."""
-    spec = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
-    setting = click.option(
-        "--llm-setting",
-        multiple=True,
-        metavar="KEY=VALUE",
-        expose_value=False,
-        callback=export_llm_settings,
-        help="remote LLM: timeout=SECONDS per try, retries=N (repeatable; a spec's ?timeout=&retries= win)",
-    )
-
-    def both(command):
-        return spec(setting(command))
-
-    return both(f) if f is not None else both
-
-
-def injected_embedder(ctx: click.Context):
-    """The embedder injected through ctx.obj (tests), else None = the shared default."""
-    obj = ctx.find_object(dict)
-    return obj.get("embedder") if obj else None
+    configure_logging(ctx, quiet, verbose)
 
 
 @main.command()
@@ -128,7 +112,8 @@ def injected_embedder(ctx: click.Context):
 @click.option("--chunk-words", default=200, show_default=True)
 @click.option("--overlap-words", default=40, show_default=True)
 @llm_option
-def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, llm_spec):
+@click.pass_context
+def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, llm_spec):
     """Index SOURCES (folders of .txt/.md, JSONL {id,title,text}, QA data files) into --kb."""
     from hierarchy.indexing import index_sources
     from hierarchy.kb import KnowledgeBase
@@ -136,6 +121,8 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
     if not sources and not delete_ids and not rebuild and not KnowledgeBase.exists(kb_dir):
         # with no sources an existing KB is brought up to date (layers an interrupted run left behind)
         raise click.UsageError("give SOURCES to add, --delete DOC_ID to remove, or --rebuild")
+    if summaries == "llm":
+        check_llm_spec(llm_spec)  # before the chunks are embedded, not after
 
     def llm():
         from engine.llm.factory import make_llm
@@ -151,88 +138,18 @@ def index(sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_
         make_llm=llm,
         chunk_words=chunk_words,
         overlap_words=overlap_words,
+        embedder=injected_embedder(ctx),
     )
     if delete_ids:
-        click.echo(f"deleted {result.deleted_chunks} chunks of {len(delete_ids)} documents", err=True)
+        info(f"deleted {result.deleted_chunks} chunks of {len(delete_ids)} documents")
     report = result.added
-    click.echo(
+    info(
         f"{result.documents} documents -> {report.get('added_chunks', 0)} new chunks "
         f"({report.get('duplicate_chunks', 0)} duplicates) in {report.get('seconds', 0):.1f}s; "
-        f"KB holds {len(result.kb)} chunks",
-        err=True,
+        f"KB holds {len(result.kb)} chunks"
     )
     if result.layers is not None:
-        click.echo(f"summary layer: {json.dumps(result.layers)}", err=True)
-
-
-@main.command()
-@click.argument("question")
-@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
-@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
-@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
-@click.option("--json", "as_json", is_flag=True, help="print the whole Answer as JSON")
-@click.option(
-    "--trace-format",
-    type=click.Choice(["none", "json", "mermaid"]),
-    default="none",
-    help="also print the trace (mermaid: the logic route's DAG)",
-)
-@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
-@click.option(
-    "--style",
-    type=click.Choice(ANSWER_STYLES),
-    default="short",
-    show_default=True,
-    help="answer style: short (the answer phrase) | reader (sentences citing passages [n])",
-)
-@click.option(
-    "--ood-policy",
-    type=click.Choice(OOD_POLICIES),
-    default=DEFAULT_OOD_POLICY,
-    show_default=True,
-    help="a question far from the router's training questions (auto route only): chunk with escalation, "
-    "chunk, logic, or the router's own route; it is flagged either way",
-)
-@llm_option
-def ask(question, kb_dir, route, k, checkpoint, as_json, trace_format, no_cache, style, ood_policy, llm_spec):
-    """Answer QUESTION from the knowledge base --kb."""
-    from engine.pipeline import RoutedRAG
-
-    rag = RoutedRAG.open(
-        kb_dir, llm_spec=llm_spec, checkpoint=checkpoint, k=k, cache=not no_cache, ood_policy=ood_policy, style=style
-    )
-    ans = rag.answer(question, route=route)
-    if as_json:
-        click.echo(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        print_answer(ans)
-    if trace_format == "json" and not as_json:
-        click.echo(json.dumps(ans.trace, indent=2, ensure_ascii=False))
-    elif trace_format == "mermaid":
-        from engine.routes.logic.render import trace_to_mermaid
-
-        click.echo(trace_to_mermaid(ans.trace))
-
-
-def print_answer(ans, question: str | None = None) -> None:
-    if question:
-        click.secho(f"Q: {question}", bold=True)
-    probs = ""
-    if ans.route_probs:
-        probs = "  (" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
-    click.echo(f"route: {ans.route}{probs}")
-    click.secho(f"answer: {ans.text}", fg="green")
-    titles = [r.get("title", "") for r in ans.trace.get("retrieved", [])]
-    if titles:
-        click.echo("evidence: " + "; ".join(t for t in titles if t))
-    u = ans.usage
-    click.echo(
-        f"cost: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s"
-        + (f" ({u.cached_calls} cached; {u.llm_seconds_uncached:.1f}s of LLM time uncached)" if u.cached_calls else "")
-    )
-    for f in ans.flags:
-        click.secho(f"flag: {f}", fg="yellow")
+        info(f"summary layer: {json.dumps(result.layers)}")
 
 
 @main.command()
@@ -268,8 +185,12 @@ def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
 
         questions = [check_question(q) for q in read_questions(questions_file)]
         router = load_router(checkpoint, embedder=injected_embedder(ctx))
-        for d in router.decide_many(questions, policy):
-            click.echo(json.dumps({"question": d.pop("question"), **d}, ensure_ascii=False))
+        decisions = router.decide_many(questions, policy)
+        for d in decisions:
+            click.echo(json.dumps({"question": d["question"], **d}, ensure_ascii=False))
+        notice = routing_notice([d["route"] for d in decisions], [d["ood"] for d in decisions])
+        if notice:
+            log.warning(notice)
         return
     q = check_question(question)
     router = load_router(checkpoint, embedder=injected_embedder(ctx))
@@ -303,13 +224,14 @@ def demo(kb_dir, route, llm_spec):
     from engine.base.metrics import f1
     from engine.pipeline import RoutedRAG
 
+    check_llm_spec(llm_spec)
     kb_path = Path(kb_dir) if kb_dir else cache_dir() / "demo_kb"
-    click.echo(f"[1/3] indexing the demo corpus into {kb_path} (loads MiniLM) ...", err=True)
+    info(f"[1/3] indexing the demo corpus into {kb_path} (loads MiniLM) ...")
     rag = RoutedRAG.build([DEMO_DIR / "corpus.jsonl"], kb=kb_path, llm_spec=llm_spec)
-    click.echo(f"[2/3] loading the LLM {llm_spec} (first run assembles the 1.1 GB model) ...", err=True)
+    info(f"[2/3] loading the LLM {llm_spec} (first run assembles the 1.1 GB model) ...")
     rag.get_llm()
     questions = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text().splitlines() if line.strip()]
-    click.echo(f"[3/3] answering {len(questions)} questions", err=True)
+    info(f"[3/3] answering {len(questions)} questions")
     total_f1 = 0.0
     for item in questions:
         click.echo()
@@ -321,6 +243,7 @@ def demo(kb_dir, route, llm_spec):
     click.echo(f"\nmean F1 {total_f1 / max(len(questions), 1):.2f} over {len(questions)} questions")
 
 
+main.add_command(ask)  # engine.cli_ask
 for kb_command in KB_COMMANDS:  # check, repair (engine.cli_kb)
     main.add_command(kb_command)
 

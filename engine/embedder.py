@@ -9,9 +9,9 @@ embedder never loads the model.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
-import sys
 import threading
 import warnings
 from collections.abc import Iterable
@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.base.errors import ModelFilesError
 from engine.base.files import cache_dir, content_hash
+from engine.base.progress import progress_bar, progress_on
 from engine.base.sqlite_store import open_shared_sqlite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +40,7 @@ _DEFAULT_ALIASES = {
 _CACHE_FILE = "embeddings.sqlite"
 _SQL_IN_CHUNK = 500  # keys per SELECT ... IN (...); far below SQLite's variable limit
 _BLOCK_BATCHES = 8  # batches encoded per model call; the cache is written after each block
+log = logging.getLogger("logicroute.embedder")
 
 
 def default_model_path() -> Path:
@@ -114,6 +116,23 @@ _MODELS: dict[Path, "SentenceTransformer"] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+def _quiet_transformers() -> None:
+    """No third-party progress bar or advisory warning on stderr: transformers draws a "Loading
+    weights" bar and warns on every load, even under `route --json`. Set before the import (the
+    environment is read then) and again after it (transformers may be loaded already); its
+    warnings come back with `logicroute -v`."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    verbose = logging.getLogger("logicroute").level == logging.DEBUG
+    if not verbose:
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    if not verbose:
+        hf_logging.set_verbosity_error()
+
+
 def _load_model(path: Path) -> "SentenceTransformer":
     with _MODELS_LOCK:
         m = _MODELS.get(path)
@@ -122,11 +141,13 @@ def _load_model(path: Path) -> "SentenceTransformer":
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
             try:
+                _quiet_transformers()
                 from sentence_transformers import SentenceTransformer
             except ModuleNotFoundError as e:
                 raise ModelFilesError(
                     "the embedder needs sentence-transformers (pip install sentence-transformers)"
                 ) from e
+            log.debug("loading the embedder from %s", path)
             try:
                 m = SentenceTransformer(str(path), device="cpu")
             except Exception as e:  # any load failure is a model-files problem for the user
@@ -299,33 +320,44 @@ class Embedder:
             # Longest first: batches hold texts of similar length (less padding), and the slow
             # batches come first so the progress bar's estimate is pessimistic, not optimistic.
             order = sorted(misses, key=lambda k: len(texts[first[k]]), reverse=True)
-            block = self.batch_size * _BLOCK_BATCHES
-            bar = None
-            if show_progress:
-                from tqdm import tqdm
-
-                bar = tqdm(total=len(order), desc=f"embedding ({self.id})", unit="text", file=sys.stderr)
-            try:
-                for s in range(0, len(order), block):
-                    ks = order[s : s + block]
-                    vecs = self._encode_model([texts[first[k]] for k in ks])
-                    for k, v in zip(ks, vecs):
-                        found[k] = v
-                    if cache is not None:
-                        try:  # written per block so an interrupted big build keeps its progress
-                            cache.put_many(self.id, ((k, v.tobytes()) for k, v in zip(ks, vecs)))
-                        except sqlite3.Error as e:
-                            warnings.warn(f"embedding cache write failed: {e}", RuntimeWarning, stacklevel=2)
-                    if bar is not None:
-                        bar.update(len(ks))
-            finally:
-                if bar is not None:
-                    bar.close()
+            found.update(self._encode_misses([(k, texts[first[k]]) for k in order], cache, show_progress))
 
         out = np.empty((n, self.dim), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = found[k]
         return out
+
+    def _encode_misses(
+        self, items: list[tuple[bytes, str]], cache: EmbeddingCache | None, show_progress: bool
+    ) -> dict[bytes, np.ndarray]:
+        """Encode (key, text) pairs, writing the cache per block of batches. With a progress bar
+        the model loads before the bar starts and each batch is its own model call, so the bar
+        moves per batch instead of sitting at 0% until a whole block is done."""
+        out: dict[bytes, np.ndarray] = {}
+        shown = progress_on(show_progress)
+        if shown:
+            self.model  # noqa: B018  # load first: the bar measures encoding, not the model load
+        step = self.batch_size if shown else self.batch_size * _BLOCK_BATCHES
+        block = self.batch_size * _BLOCK_BATCHES
+        bar = progress_bar(len(items), f"embedding ({self.id})", "text", shown)
+        try:
+            for s in range(0, len(items), block):
+                part = items[s : s + block]
+                vecs = [v for b in range(0, len(part), step) for v in self._encode_step(part[b : b + step], bar)]
+                out.update((k, v) for (k, _), v in zip(part, vecs))
+                if cache is not None:
+                    try:  # written per block so an interrupted big build keeps its progress
+                        cache.put_many(self.id, ((k, v.tobytes()) for (k, _), v in zip(part, vecs)))
+                    except sqlite3.Error as e:
+                        warnings.warn(f"embedding cache write failed: {e}", RuntimeWarning, stacklevel=3)
+        finally:
+            bar.close()
+        return out
+
+    def _encode_step(self, items: list[tuple[bytes, str]], bar) -> np.ndarray:
+        vecs = self._encode_model([t for _, t in items])
+        bar.update(len(items))
+        return vecs
 
 
 _SHARED: dict[tuple[Path, bool], Embedder] = {}

@@ -390,4 +390,4 @@ def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
         "usage": first.usage.to_dict(),
         "trace": first.trace,
     }
-    return Answer(text=second.text, route=second.route, usage=usage, trace=trace)
+    return Answer(text=second.text, route=second.route, usage=usage, trace=trace, sources=second.sources)

@@ -16,16 +16,24 @@ class Document:
 @dataclass
 class Chunk:
     """A retrievable unit. `id` is a content hash (title + text), so identical chunks dedupe;
-    `position` is the chunk's index within its document."""
+    `position` is the chunk's index within its document. `heading_path` ("Title > Section")
+    is set for documents cut along their headings; `source` is the document's file path or URL.
+    Both are recorded only when set, so chunks without them read and write as before."""
 
     id: str
     doc_id: str
     title: str
     text: str
     position: int
+    heading_path: str = ""
+    source: str = ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for key in _OPTIONAL:
+            if not d[key]:
+                del d[key]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Chunk":
@@ -35,4 +43,9 @@ class Chunk:
             title=str(d.get("title") or ""),
             text=str(d["text"]),
             position=int(d.get("position", 0)),
+            heading_path=str(d.get("heading_path") or ""),
+            source=str(d.get("source") or ""),
         )
+
+
+_OPTIONAL = ("heading_path", "source")

@@ -277,7 +277,7 @@ class KnowledgeBase:
     def _plan_add(
         self, chunked: list[tuple[Document, list[Chunk]]]
     ) -> tuple[list[Chunk], set[str], dict[str, Chunk], int]:
-        """(new chunks, ids removed, kept chunks whose position changed, duplicates) of an add."""
+        """(new chunks, ids removed, kept chunks whose position or source changed, duplicates) of an add."""
         # Pass 1: chunks of replaced documents that their new version no longer has.
         removed: set[str] = set()
         for doc, cs in chunked:
@@ -295,7 +295,7 @@ class KnowledgeBase:
                 have = self.chunks.get(c.id)
                 if c.id in new_ids or (have is not None and c.id not in removed):
                     duplicates += 1
-                    if have is not None and have.doc_id == doc.id and have.position != c.position:
+                    if have is not None and have.doc_id == doc.id and have != c:
                         updated[c.id] = c
                     continue
                 new_chunks.append(c)

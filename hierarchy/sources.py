@@ -1,6 +1,11 @@
 """Where documents come from: a folder of text files, a JSONL of documents, or the passages of
 any supported QA data file.
 
+Markdown files (.md, .markdown) are cut along their headings (hierarchy.chunking): a YAML front
+matter block is read for its `title` and left out of the text; the title is that, else the first
+level-1 heading, else the file name. Plain text keeps the word-window chunking, titled by its
+first Markdown-style heading or its file name.
+
 Text files are read as UTF-8; a file that is not valid UTF-8 is decoded as Windows-1252 (every
 byte maps to a character, and it is what such files usually are), and the document records it
 (meta["encoding"]) with a warning on the "logicroute" logger. A file with NUL bytes is binary
@@ -15,10 +20,12 @@ import re
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
 DOC_JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SUPPORTED = (
     "a folder of .txt/.md files (searched recursively); "
@@ -80,13 +87,50 @@ def _from_text_file(path: Path, doc_id: str) -> Document | None:
     if got is None:
         return None
     text, encoding = got
-    if not text.strip():
-        log.warning("%s: skipped, empty", path)
-        return None
     meta = {"source": str(path)}
     if encoding != "utf-8":
         meta["encoding"] = encoding
-    return Document(id=doc_id, title=_title_of(text, path.stem), text=text.strip(), meta=meta)
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        front, text = split_front_matter(text, path)
+        meta["format"] = MARKDOWN
+        title = _front_matter_title(front) or markdown_title(text) or path.stem
+    else:
+        title = _title_of(text, path.stem)
+    if not text.strip():
+        log.warning("%s: skipped, empty", path)
+        return None
+    return Document(id=doc_id, title=title, text=text.strip(), meta=meta)
+
+
+def split_front_matter(text: str, where: str | Path = "") -> tuple[dict, str]:
+    """(front matter fields, the text after it). Front matter is a YAML block between a first
+    line "---" and the next "---" or "..." line (Jekyll, Hugo, MkDocs, Docusaurus). A block that
+    does not read as YAML (a template, say) is still left out, with a warning; one that reads
+    as a plain string is prose between two rules and stays in the text."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != "---":
+        return {}, text
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    if end is None:
+        return {}, text
+    import yaml
+
+    try:
+        fields = yaml.safe_load("".join(lines[1:end]))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f", line {mark.line + 2}" if mark is not None else ""  # + the "---" line, 1-based
+        problem = getattr(e, "problem", None) or " ".join(str(e).split())
+        log.warning("%s: front matter is not YAML (%s%s): left out of the text", where, problem, at)
+        fields = None
+    if isinstance(fields, (str, int, float, list)):
+        return {}, text
+    return (fields if isinstance(fields, dict) else {}), "".join(lines[end + 1 :])
+
+
+def _front_matter_title(fields: dict) -> str:
+    title = fields.get("title")
+    return " ".join(str(title).split()) if isinstance(title, (str, int, float)) else ""
 
 
 def _from_folder(folder: Path) -> list[Document]:

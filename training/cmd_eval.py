@@ -16,6 +16,8 @@ from engine.base.errors import LogicRouteError
 from engine.cli import injected_embedder
 from training.cmd_label import expand_files
 
+MIN_CALIBRATION_QUESTIONS = 20
+
 
 @click.command()
 @click.argument("questions_file", type=click.Path(exists=True, dir_okay=False))
@@ -36,8 +38,15 @@ from training.cmd_label import expand_files
 )
 @click.option("--route", "gated", default="logic", show_default=True, help="the expensive route to gate")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="thresholds.json to write")
+@click.option(
+    "--min-questions",
+    type=click.IntRange(min=1),
+    default=MIN_CALIBRATION_QUESTIONS,
+    show_default=True,
+    help="refuse a smaller sample (its threshold would move by a whole question's share)",
+)
 @click.pass_context
-def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_file, gated, out):
+def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_file, gated, out, min_questions):
     """Calibrate a threshold on P(logic) on your own questions (RouteLLM-style quantile), for a
     target share of logic calls or a token budget."""
     from router.checkpoint import load_router
@@ -50,6 +59,12 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     qs = read_questions(questions_file)
     if not qs:
         raise LogicRouteError(f"{questions_file}: no questions")
+    if len(qs) < min_questions:
+        # refused, not warned: the file written would steer every later `ask --thresholds` silently
+        raise LogicRouteError(
+            f"{questions_file}: {len(qs)} questions are too few to calibrate on (at least {min_questions}: "
+            f"a quantile of n questions moves in steps of 1/n); add questions, or pass --min-questions {len(qs)}"
+        )
     router = load_router(checkpoint, embedder=injected_embedder(ctx))
     if gated not in router.routes:
         raise LogicRouteError(f"the router has no route {gated!r} (routes: {', '.join(router.routes)})")

@@ -1,9 +1,12 @@
-"""The records that cross module boundaries: completions, usage, retrieved chunks, answers."""
+"""The records that cross module boundaries: completions, usage, retrieved chunks, the sources
+an answer was built on, answers."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+HEADING_SEP = " > "  # between the headings of a heading path ("Title > Section > Subsection")
 
 
 @dataclass
@@ -71,11 +74,21 @@ class RetrievedChunk:
     text: str
     score: float
     kind: str = "chunk"
+    heading_path: str = ""  # "Title > Section > Subsection" of a chunk cut along headings
+    source: str = ""  # the document's file path or URL, when known
 
     @classmethod
     def of(cls, chunk, score: float) -> "RetrievedChunk":
         """A stored chunk (hierarchy.documents.Chunk) as retrieved with `score`."""
-        return cls(chunk.id, chunk.doc_id, chunk.title, chunk.text, float(score))
+        return cls(
+            chunk.id,
+            chunk.doc_id,
+            chunk.title,
+            chunk.text,
+            float(score),
+            heading_path=getattr(chunk, "heading_path", ""),
+            source=getattr(chunk, "source", ""),
+        )
 
     @property
     def is_summary(self) -> bool:
@@ -83,6 +96,49 @@ class RetrievedChunk:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class Source:
+    """One passage an answer was built on, for people to check the answer against.
+
+    n: the number the answer prompt showed it under, so a reader answer's [n] cites it; None
+    for a logic-route chunk that only its sub-answers saw (through the rolling memory).
+    used_by: the logic route's sub-question ids whose retrieval brought it (empty elsewhere)."""
+
+    n: int | None
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+    score: float
+    kind: str = "chunk"  # chunk | summary
+    heading_path: str = ""
+    path: str = ""  # the document's file path or URL, when known
+    used_by: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, n: int | None, hit: RetrievedChunk, used_by: list[str] | None = None) -> "Source":
+        return cls(
+            n=n,
+            chunk_id=hit.chunk_id,
+            doc_id=hit.doc_id,
+            title=hit.title,
+            text=hit.text,
+            score=round(float(hit.score), 4),
+            kind=hit.kind,
+            heading_path=hit.heading_path,
+            path=hit.source,
+            used_by=list(used_by or []),
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def numbered_sources(shown: list[RetrievedChunk]) -> list[Source]:
+    """The passages of one prompt as sources, numbered as engine.prompts.passages shows them."""
+    return [Source.of(i, hit) for i, hit in enumerate(shown, 1)]
 
 
 @dataclass
@@ -97,6 +153,7 @@ class Answer:
     usage: Usage
     trace: dict = field(default_factory=dict)
     route_probs: dict[str, float] | None = None
+    sources: list[Source] = field(default_factory=list)  # what the answer was built on
 
     @property
     def flags(self) -> list[str]:
@@ -109,4 +166,5 @@ class Answer:
             "route_probs": self.route_probs,
             "usage": self.usage.to_dict(),
             "trace": self.trace,
+            "sources": [s.to_dict() for s in self.sources],
         }

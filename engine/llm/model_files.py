@@ -19,6 +19,7 @@ from pathlib import Path
 
 from engine.base.errors import ModelFilesError
 from engine.base.files import cache_dir
+from engine.base.progress import progress_on
 
 _CHUNK = 8 << 20  # bytes per read while assembling
 
@@ -170,7 +171,7 @@ def _assemble(m: ModelParts, files: list[Path], target: Path, progress: bool) ->
                 unit_scale=True,
                 desc=f"assembling {m.name}",
                 file=sys.stderr,
-                disable=not progress,
+                disable=not progress_on(progress),
             ) as bar,
         ):
             for f in files:
@@ -201,7 +202,12 @@ def _sha256_file(path: Path, desc: str, progress: bool) -> str:
     with (
         open(path, "rb") as f,
         tqdm(
-            total=path.stat().st_size, unit="B", unit_scale=True, desc=desc, file=sys.stderr, disable=not progress
+            total=path.stat().st_size,
+            unit="B",
+            unit_scale=True,
+            desc=desc,
+            file=sys.stderr,
+            disable=not progress_on(progress),
         ) as bar,
     ):
         while block := f.read(_CHUNK):

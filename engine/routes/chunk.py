@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.base.types import Answer, Usage
+from engine.base.types import Answer, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
@@ -30,7 +30,9 @@ def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, st
         max_tokens=ANSWER_MAX_TOKENS[style],
     )
     usage.seconds = watch.elapsed()
-    return Answer(text=clean_answer(c.text, style), route="chunk", usage=usage, trace=trace)
+    return Answer(
+        text=clean_answer(c.text, style), route="chunk", usage=usage, trace=trace, sources=numbered_sources(chunks)
+    )
 
 
 def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:

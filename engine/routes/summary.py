@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.base.types import Answer, RetrievedChunk, Usage
+from engine.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
@@ -303,7 +303,9 @@ def answer_summary(
         max_tokens=ANSWER_MAX_TOKENS[style],
     )
     usage.seconds = watch.elapsed()
-    return Answer(text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace)
+    return Answer(
+        text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace, sources=numbered_sources(context)
+    )
 
 
 def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:

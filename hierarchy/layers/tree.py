@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from engine.base.progress import progress_bar
 from engine.base.types import Usage
 from hierarchy.summarize import SUMMARIZERS, Unit, extractive_batch, llm_summary, render_units
 
@@ -38,7 +39,8 @@ LEVEL1_WORDS = 100  # summary word budgets
 UPPER_WORDS = 150
 NEW_CLUSTER_PERCENTILE = 5.0
 DEFAULT_NEW_CLUSTER_COS = 0.3  # used when the build had no cluster of 2+ members to measure
-EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode (progress granularity)
+EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode, at most
+PROGRESS_STEPS = 20  # batches per level, at least, when a level has that many clusters
 
 
 @dataclass
@@ -187,29 +189,24 @@ def summarize_level(
             v = np.stack([vecs[ch] for ch in n.children])
         return normalize(v.mean(axis=0))
 
-    bar = None
-    if run.show_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(ids), desc=f"summaries level {level} ({run.summarizer})", unit="node")
+    bar = progress_bar(len(ids), f"summaries level {level} ({run.summarizer})", "node", run.show_progress)
     try:
         if run.summarizer == "extractive":
-            for s in range(0, len(ids), EXTRACTIVE_BATCH):
-                part = [nodes[i] for i in ids[s : s + EXTRACTIVE_BATCH]]
+            # about PROGRESS_STEPS batches per level, so the bar moves on a small KB too
+            step = max(1, min(EXTRACTIVE_BATCH, -(-len(ids) // PROGRESS_STEPS)))
+            for s in range(0, len(ids), step):
+                part = [nodes[i] for i in ids[s : s + step]]
                 jobs = [(passages(n), centroid(n)) for n in part]
                 for n, units in zip(part, extractive_batch(jobs, run.encode, max_words, run.sentence_cache)):
                     n.units = units
-                if bar is not None:
-                    bar.update(len(part))
+                bar.update(len(part))
         else:
             for i in ids:
                 n = nodes[i]
                 n.units = llm_summary(passages(n), run.llm, max_words, usage=run.usage, trace=run.trace)
-                if bar is not None:
-                    bar.update(1)
+                bar.update(1)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     texts = [nodes[i].text or nodes[i].id for i in ids]  # an empty summary still needs a vector
     for i, v in zip(ids, run.encode(texts)):
         vecs[i] = np.asarray(v, dtype=np.float32)

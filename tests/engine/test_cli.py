@@ -52,6 +52,19 @@ def test_index_of_a_malformed_jsonl_names_file_and_line(tmp_path):
     assert r.exit_code == 2 and "docs.jsonl" in r.output and ":2" in r.output
 
 
+def test_a_refusal_by_the_machine_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    import hierarchy.indexing
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device", str(tmp_path / "kb" / "vectors.npy"))
+
+    monkeypatch.setattr(hierarchy.indexing, "index_sources", disk_full)
+    (tmp_path / "a.txt").write_text("The Tamsk river is 143 km long.")
+    r = CliRunner().invoke(main, ["index", str(tmp_path / "a.txt"), "--kb", str(tmp_path / "kb")])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output == f"error: No space left on device ({tmp_path / 'kb' / 'vectors.npy'})\n"
+
+
 def test_bad_llm_spec_is_one_clear_line(tmp_path):
     r = CliRunner().invoke(main, ["demo", "--kb", str(tmp_path / "kb"), "--llm", "nonsense"])
     assert r.exit_code == 2 and "bad LLM spec" in r.output

@@ -1,10 +1,11 @@
 """The logic route's final answer (step 8 of the package docstring): the shared answer-only
-prompt over the memory (context) and the sub-answers plus any computed comparison (notes)."""
+prompt over the memory (context) and the sub-answers plus any computed comparison (notes); and
+the sources the answer was built on."""
 
 from __future__ import annotations
 
 from engine.base.errors import LLMError
-from engine.base.types import RetrievedChunk
+from engine.base.types import RetrievedChunk, Source
 from engine.llm.base import flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
@@ -40,10 +41,12 @@ def final_answer(st: SolveState) -> str:
         pending = [c for c in unique_chunks(st.raw) if c.chunk_id not in summarised]
         pending_ids = {c.chunk_id for c in pending}
         last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
-        if pending or last_hop:
-            context += "\n" + format_passages(last_hop + pending)
+        shown = last_hop + pending
+        if shown:
+            context += "\n" + format_passages(shown)
     else:
-        context = format_passages(unique_chunks(st.raw))
+        shown = unique_chunks(st.raw)
+        context = format_passages(shown)
     notes = _final_notes(st)
     try:
         c = budgeted_call(
@@ -62,7 +65,23 @@ def final_answer(st: SolveState) -> str:
             raise
         flag(st.trace, f"final answer not made ({e}): no answer")
         return ""
+    st.final_passages = shown
     return clean_answer(c.text, st.style)
+
+
+def answer_sources(st: SolveState) -> list[Source]:
+    """Every chunk retrieved for the question, once: first those the final prompt showed,
+    numbered as it showed them, then the others (the sub-answers saw them; the final answer
+    only through the memory) without a number. used_by: the sub-questions whose retrieval
+    brought each chunk."""
+    used_by: dict[str, list[str]] = {}
+    for n in nodes_in_order(st):
+        for cid in dict.fromkeys(n.chunk_ids):
+            used_by.setdefault(cid, []).append(n.id)
+    shown = {c.chunk_id for c in st.final_passages}
+    out = [Source.of(i, c, used_by.get(c.chunk_id)) for i, c in enumerate(st.final_passages, 1)]
+    out += [Source.of(None, c, used_by.get(c.chunk_id)) for c in unique_chunks(st.raw) if c.chunk_id not in shown]
+    return out
 
 
 def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:

@@ -18,7 +18,7 @@ from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messa
 from engine.prompts.passages import format_passages
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
-from engine.routes.logic.final_answer import final_answer
+from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.plan import (
     SubQuestion,
     add_nodes,
@@ -107,7 +107,7 @@ def answer_logic(
     trace["answer"] = text
     trace["retrieval_rounds"] = st.rounds
     usage.seconds = watch.elapsed()
-    return Answer(text=text, route="logic", usage=usage, trace=trace)
+    return Answer(text=text, route="logic", usage=usage, trace=trace, sources=answer_sources(st))
 
 
 def run(

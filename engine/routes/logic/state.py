@@ -30,6 +30,7 @@ class SolveState:
     seen: list[str] = field(default_factory=list)  # chunk ids retrieved so far (exclusion list)
     rounds: int = 0  # retrieval rounds
     style: str = "short"  # the final answer's style (engine.prompts.answer)
+    final_passages: list[RetrievedChunk] = field(default_factory=list)  # what the final prompt numbered
 
 
 def budgeted_call(

@@ -1,0 +1,242 @@
+"""`logicroute ask`: one question, or a file of them, answered from a knowledge base (engine.cli
+adds it to its group).
+
+The routing controls map onto RoutedRAG: --thresholds (from `logicroute calibrate`) and the
+limits --max-llm-calls / --max-prompt-tokens / --max-seconds make its Budget
+(engine.budget.Budget.from_policy), --escalate its escalation default. The --llm spec is checked
+before anything loads. Libraries load inside the command: `logicroute --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+import click
+
+from engine.cli_options import ROUTE_CHOICES, check_llm_spec, llm_option
+from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
+from engine.prompts.answer import ANSWER_STYLES
+from engine.sources_text import format_sources
+
+NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
+log = logging.getLogger("logicroute.cli")
+
+
+@click.command()
+@click.argument("question", required=False)
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="answer every question of a file (.txt one per line, JSONL with a question field, or a QA data file): "
+    "one JSON line per question, routed in one batch",
+)
+@click.option("--out", type=click.Path(dir_okay=False), help="with --questions: write the JSON lines here (atomically)")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="with --questions")
+@click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
+@click.option(
+    "--thresholds",
+    type=click.Path(exists=True, dir_okay=False),
+    help="thresholds.json from `logicroute calibrate`: P(logic) >= its threshold goes to logic (default: argmax)",
+)
+@click.option("--escalate", is_flag=True, help="retry unanswered chunk/summary answers on the logic route")
+@click.option("--max-llm-calls", type=click.IntRange(min=1), help="LLM calls per answer, at most")
+@click.option("--max-prompt-tokens", type=click.IntRange(min=1), help="prompt tokens per answer, at most")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="seconds per answer, at most")
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
+@click.option("--json", "as_json", is_flag=True, help="print the whole Answer as JSON (--questions: add the trace)")
+@click.option(
+    "--trace-format",
+    type=click.Choice(["none", "json", "mermaid"]),
+    default="none",
+    help="also print the trace (mermaid: the logic route's DAG)",
+)
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@click.option(
+    "--style",
+    type=click.Choice(ANSWER_STYLES),
+    default="short",
+    show_default=True,
+    help="answer style: short (the answer phrase) | reader (sentences citing passages [n])",
+)
+@click.option(
+    "--ood-policy",
+    type=click.Choice(OOD_POLICIES),
+    default=DEFAULT_OOD_POLICY,
+    show_default=True,
+    help="a question far from the router's training questions (auto route only): chunk with escalation, "
+    "chunk, logic, or the router's own route; it is flagged either way",
+)
+@llm_option
+def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
+    """Answer QUESTION (or every question of --questions) from the knowledge base --kb."""
+    from engine.pipeline import RoutedRAG
+
+    if (question is None) == (questions_file is None):
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    if questions_file is None and out is not None:
+        raise click.UsageError("--out goes with --questions")
+    if questions_file is not None and options["trace_format"] == "mermaid":
+        raise click.UsageError("--trace-format mermaid draws one answer: give a QUESTION")
+    check_llm_spec(options["llm_spec"])  # a bad spec or a missing key fails now, not after the models load
+    budget = budget_of(options, route)
+    questions = read_batch(questions_file) if questions_file else None
+    rag = RoutedRAG.open(
+        kb_dir,
+        llm_spec=options["llm_spec"],
+        checkpoint=options["checkpoint"],
+        k=options["k"],
+        cache=not options["no_cache"],
+        ood_policy=options["ood_policy"],
+        style=options["style"],
+        escalate=options["escalate"],
+        budget=budget,
+    )
+    if questions is not None:
+        answers = rag.answer_many(questions, concurrency, route=route)
+        with_trace = options["as_json"] or options["trace_format"] == "json"
+        write_lines([answer_record(q, a, with_trace) for q, a in zip(questions, answers)], out)
+        if route == "auto":
+            notice = routing_notice([router_route(a) for a in answers], [a.trace.get("ood") for a in answers])
+            if notice:
+                log.warning(notice)
+        return
+    show(rag.answer(question, route=route), options["as_json"], options["trace_format"])
+
+
+def budget_of(options: dict, route: str):
+    """The Budget of the routing options: the thresholds file's policy plus the limits; None
+    when none is given (the router's argmax, no limits)."""
+    from engine.budget import Budget
+
+    limits = {
+        name: options[name]
+        for name in ("max_llm_calls", "max_prompt_tokens", "max_seconds")
+        if options[name] is not None
+    }
+    log.debug("budget limits %s, thresholds %s", limits, options["thresholds"])
+    if options["thresholds"]:
+        if route != "auto":
+            log.warning(f"--thresholds decides routes; --route {route} forces one, so it is not used")
+        return Budget.from_policy(options["thresholds"], **limits)
+    return Budget(**limits) if limits else None
+
+
+def read_batch(path: str) -> list[str]:
+    from engine.base.errors import LogicRouteError
+    from engine.routes.common import check_question
+    from hierarchy.datasets import read_questions
+
+    questions = [check_question(q) for q in read_questions(path)]
+    if not questions:
+        raise LogicRouteError(f"{path}: no questions")
+    return questions
+
+
+def answer_record(question: str, ans, with_trace: bool = False) -> dict:
+    """One JSON line of `ask --questions`."""
+    record = {
+        "question": question,
+        "answer": ans.text,
+        "route": ans.route,
+        "route_probs": ans.route_probs,
+        "usage": ans.usage.to_dict(),
+        "flags": list(ans.flags),
+        "ood": ans.trace.get("ood"),
+    }
+    sources = getattr(ans, "sources", None)  # Answer.sources, where this version has it
+    if sources is not None:
+        record["sources"] = [_jsonable(s) for s in sources]
+    if with_trace:
+        record["trace"] = ans.trace
+    return record
+
+
+def _jsonable(x):
+    if hasattr(x, "to_dict"):
+        return x.to_dict()
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return dataclasses.asdict(x)
+    return x
+
+
+def write_lines(records: list[dict], out: str | None) -> None:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    from engine.base.files import atomic_write_text
+
+    atomic_write_text(out, text)
+    click.echo(f"{len(records)} answers -> {out}", err=True)
+
+
+def router_route(ans) -> str:
+    """The route the router chose, before an out-of-distribution fallback replaced it."""
+    ood = ans.trace.get("ood") or {}
+    return ood.get("router_route") or (ans.trace.get("decision") or {}).get("route") or ans.route
+
+
+def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
+    """A line for a batch the router handles badly: every question far from its training
+    questions, or every question on one route. None for a batch under NOTICE_MIN_QUESTIONS."""
+    n = len(routes)
+    if n < NOTICE_MIN_QUESTIONS:
+        return None
+    advice = (
+        "calibrate a threshold on questions like these (`logicroute calibrate QUESTIONS --logic-share S --out "
+        "thresholds.json`, then `--thresholds thresholds.json`) or train a router on your own labels "
+        "(`logicroute train specialist`)"
+    )
+    if all(o is not None and o.get("far") for o in oods):
+        return (
+            f"all {n} questions are far from the router's training questions, so its routes are guesses "
+            f"(each was answered per --ood-policy): {advice}"
+        )
+    if len(set(routes)) == 1:
+        return f"the router sent all {n} questions to the {routes[0]} route; if they need different routes, {advice}"
+    return None
+
+
+def show(ans, as_json: bool, trace_format: str) -> None:
+    """One answer on stdout, with the trace asked for."""
+    if as_json:
+        click.echo(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print_answer(ans)
+    if trace_format == "json" and not as_json:
+        click.echo(json.dumps(ans.trace, indent=2, ensure_ascii=False))
+    elif trace_format == "mermaid":
+        if not (ans.trace.get("dag") or {}).get("nodes"):
+            why = "it built none" if ans.route == "logic" else "only the logic route decomposes a question"
+            click.echo(f"no DAG to draw: this answer took the {ans.route} route ({why})")
+            return
+        from engine.routes.logic.render import trace_to_mermaid
+
+        click.echo(trace_to_mermaid(ans.trace))
+
+
+def print_answer(ans, question: str | None = None) -> None:
+    if question:
+        click.secho(f"Q: {question}", bold=True)
+    probs = ""
+    if ans.route_probs:
+        probs = "  (" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
+    click.echo(f"route: {ans.route}{probs}")
+    click.secho(f"answer: {ans.text}", fg="green")
+    lines = format_sources(ans)
+    if lines:
+        click.echo("sources:")
+        for line in lines:
+            click.echo(f"  {line}")
+    u = ans.usage
+    click.echo(
+        f"cost: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s"
+        + (f" ({u.cached_calls} cached; {u.llm_seconds_uncached:.1f}s of LLM time uncached)" if u.cached_calls else "")
+    )
+    for f in ans.flags:
+        click.secho(f"flag: {f}", fg="yellow")

@@ -1,0 +1,133 @@
+"""What the `logicroute` commands share: the --llm option and its early check, the objects tests
+inject through ctx.obj, and the -q/-v logging set up on the main group.
+
+Only click, the standard library and light modules of ours at module level: `logicroute --help`
+stays instant.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import click
+
+from engine.base.errors import LLMError, LogicRouteError
+from engine.llm.base import DEFAULT_LLM, SETTINGS_ENV, parse_settings
+
+ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
+LOGGER = "logicroute"
+log = logging.getLogger("logicroute.cli")
+
+
+def default_llm_spec() -> str:
+    return os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM)
+
+
+def export_llm_settings(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> None:
+    """--llm-setting goes to the environment, so every LLM the command builds, and every process
+    it starts, waits as long as asked (engine.llm.factory.make_llm)."""
+    try:
+        settings = parse_settings(list(pairs), "--llm-setting")
+    except LogicRouteError as e:
+        raise click.BadParameter(str(e)) from None
+    for key, var in SETTINGS_ENV.items():
+        if getattr(settings, key) is not None:
+            os.environ[var] = f"{getattr(settings, key):g}"
+
+
+def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL"):
+    """The --llm option of every command ($LOGICROUTE_LLM, else the local model), with the
+    remote endpoint's --llm-setting."""
+    spec = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
+    setting = click.option(
+        "--llm-setting",
+        multiple=True,
+        metavar="KEY=VALUE",
+        expose_value=False,
+        callback=export_llm_settings,
+        help="remote LLM: timeout=SECONDS per try, retries=N (repeatable; a spec's ?timeout=&retries= win)",
+    )
+
+    def both(command):
+        return spec(setting(command))
+
+    return both(f) if f is not None else both
+
+
+def check_llm_spec(spec: str) -> None:
+    """Fail at once on an LLM spec that cannot work, before any model loads: the spec parsed by
+    engine.llm.factory's parser, a local model name or .gguf file that does not exist, an
+    openai: spec for the public endpoint without an API key. Loads and connects nothing."""
+    from engine.llm.factory import parse_spec
+
+    s = parse_spec(spec)
+    if s.backend == "local":
+        if s.model.endswith(".gguf"):
+            if not Path(s.model).expanduser().is_file():
+                raise LLMError(f"local model file not found: {s.model}")
+            return
+        from engine.llm.model_files import MODELS
+
+        if s.model not in MODELS:
+            raise LLMError(
+                f"unknown local model {s.model!r}: known are {', '.join(MODELS)} (or give a path to a .gguf file)"
+            )
+        return
+    keyed = os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    if not keyed and not (s.base_url or os.environ.get("LOGICROUTE_BASE_URL")):
+        raise LLMError(f"no API key for {spec}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
+
+
+def injected(ctx: click.Context, name: str):
+    """An object injected through ctx.obj (tests), else None = the default."""
+    obj = ctx.find_object(dict)
+    return obj.get(name) if obj else None
+
+
+def injected_embedder(ctx: click.Context):
+    """The embedder injected through ctx.obj (tests), else None = the shared default."""
+    return injected(ctx, "embedder")
+
+
+# ------------------------------------------------------------------ -q / -v
+
+
+class _StderrHandler(logging.Handler):
+    """Messages of the `logicroute` loggers on stderr, as the current sys.stderr (a CliRunner
+    swaps it per call): warnings as 'warning: ...', info as the bare line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = self.format(record)
+            if record.levelno != logging.INFO:
+                msg = f"{record.levelname.lower()}: {msg}"
+            click.echo(msg, err=True)
+        except Exception:  # a log line must never break the command
+            self.handleError(record)
+
+
+def configure_logging(ctx: click.Context, quiet: bool, verbose: bool) -> None:
+    """-q: warnings and errors only, no progress bars; -v: debug messages too; default: info,
+    warnings and progress. Progress bars ask the `logicroute` logger (engine.base.progress), so
+    the level set here reaches every bar. Undone when the command ends."""
+    if quiet and verbose:
+        raise click.UsageError("-q/--quiet and -v/--verbose exclude each other")
+    logger = logging.getLogger(LOGGER)
+    before = logger.level
+    handler = _StderrHandler()
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    logger.addHandler(handler)
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(before)
+
+    ctx.call_on_close(undo)
+
+
+def info(message: str) -> None:
+    """A line of progress or result on stderr, hidden by -q."""
+    if logging.getLogger(LOGGER).level <= logging.INFO:
+        click.echo(message, err=True)

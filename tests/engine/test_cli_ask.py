@@ -1,0 +1,259 @@
+"""`logicroute ask`: the routing controls reach RoutedRAG and its Budget, a file of questions
+becomes one JSON line each, a batch the router handles badly gets a notice, a bad --llm fails
+before anything loads, and a mermaid trace without a DAG says so.
+No model loads: RoutedRAG.open is replaced by a RoutedRAG over fakes, built with the options
+the command passes (so what they do is the real RoutedRAG's doing)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+import engine.routes.logic.solve as logic_mod
+from engine.base.types import Answer, Usage
+from engine.cli import main
+from engine.cli_ask import NOTICE_MIN_QUESTIONS, answer_record, routing_notice
+from engine.pipeline import RoutedRAG
+from router.policy import Policy
+from tests.fakes import FakeGuardedRouter, ScriptedLLM, fake_logic, make_rag
+
+NEAR_CHUNK = ["Where is the Eiffel Tower?", "What is the capital of Peru?", "Who wrote Emma?"]
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """RoutedRAG.open over fakes; records the options the command passed. Set `.llm` first."""
+    state = SimpleNamespace(llm=None, options=[], logic_calls=[])
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(state.logic_calls))
+
+    def open_fake(cls, kb, **options):
+        state.options.append(options)
+        return make_rag(state.llm, router=FakeGuardedRouter(), **options)
+
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(open_fake))
+    return state
+
+
+def ask(*args, env=None):
+    return CliRunner().invoke(main, ["ask", *map(str, args)], env=env, catch_exceptions=False)
+
+
+def thresholds_file(tmp_path, threshold: float = 0.3):
+    path = tmp_path / "thresholds.json"
+    Policy(kind="threshold", route="logic", threshold=threshold, target_share=0.3).save(path)
+    return path
+
+
+# ---------------------------------------------------------------- routing controls
+
+
+def test_a_thresholds_file_sends_a_question_to_logic_that_argmax_keeps_on_chunk(opened, tmp_path):
+    q = "Who built the old bridge? [p=0.4]"  # chunk 0.42, logic 0.40: argmax says chunk
+    opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "Telford"}, replies=["Telford"])
+    res = ask(q, "--kb", tmp_path, "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["route"] == "chunk" and opened.options[-1]["budget"] is None
+    res = ask(q, "--kb", tmp_path, "--json", "--thresholds", thresholds_file(tmp_path, 0.3))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["route"] == "logic"
+    assert out["trace"]["decision"] == {"route": "logic", "policy": "threshold", "threshold": 0.3, "logic_share": 0.3}
+
+
+def test_the_limits_bound_the_logic_route(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "1970"})
+    args = ["--route", "logic", "--max-llm-calls", "5", "--max-prompt-tokens", "900", "--max-seconds", "30"]
+    res = ask("When was it built?", "--kb", tmp_path, *args)
+    assert res.exit_code == 0, res.output
+    budget = opened.options[-1]["budget"]
+    assert (budget.max_llm_calls, budget.max_prompt_tokens, budget.max_seconds) == (5, 900, 30.0)
+    config = opened.logic_calls[-1]["config"]
+    assert (config.max_llm_calls, config.max_prompt_tokens, config.max_seconds) == (5, 900, 30.0)
+
+
+def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "1970"})
+    res = ask("When? [p=0.9]", "--kb", tmp_path, "--thresholds", thresholds_file(tmp_path, 0.5), "--max-llm-calls", 4)
+    assert res.exit_code == 0, res.output
+    budget = opened.options[-1]["budget"]
+    assert (budget.threshold, budget.max_llm_calls) == (0.5, 4)
+    assert opened.logic_calls[-1]["config"].max_llm_calls == 4
+
+
+def test_escalate_retries_an_unanswered_chunk_answer_on_logic(opened, tmp_path):
+    def llm():
+        return ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
+
+    opened.llm = llm()
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json")
+    assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["escalate"] is False
+    opened.llm = llm()
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["route"] == "logic" and out["text"] == "30 July 1970"
+    assert out["trace"]["escalated_from"]["route"] == "chunk"
+
+
+def test_a_thresholds_file_that_is_not_a_threshold_policy_is_one_line(opened, tmp_path):
+    bad = tmp_path / "argmax.json"
+    Policy(kind="argmax").save(bad)
+    res = CliRunner().invoke(main, ["ask", "Who?", "--kb", str(tmp_path), "--thresholds", str(bad)])
+    assert res.exit_code == 2 and res.output.startswith("error: ") and "threshold policy" in res.output
+    assert opened.options == []  # refused before the KB opened
+
+
+# ---------------------------------------------------------------- --questions
+
+
+def by_question(messages):
+    last = messages[-1]["content"]
+    return next((a for q, a in [("Eiffel", "Paris"), ("Peru", "Lima"), ("Emma", "Jane Austen")] if q in last), "?")
+
+
+def test_questions_become_one_json_line_each_in_order(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "": by_question})
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("\n".join(NEAR_CHUNK) + "\n")
+    out = tmp_path / "answers.jsonl"
+    res = ask("--questions", qfile, "--kb", tmp_path, "--out", out, "--concurrency", 1)
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "" and "3 answers" in res.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [x["question"] for x in lines] == NEAR_CHUNK
+    assert [x["answer"] for x in lines] == ["Paris", "Lima", "Jane Austen"]
+    first = lines[0]
+    assert first["route"] == "chunk" and set(first["route_probs"]) == {"chunk", "summary", "logic"}
+    assert first["usage"]["llm_calls"] == 1 and first["flags"] == [] and first["ood"]["far"] is False
+    assert "trace" not in first
+
+
+def test_questions_from_jsonl_go_to_stdout_with_the_trace_when_asked(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"": by_question})
+    qfile = tmp_path / "qs.jsonl"
+    qfile.write_text("".join(json.dumps({"question": q, "id": i}) + "\n" for i, q in enumerate(NEAR_CHUNK[:2])))
+    res = ask("--questions", qfile, "--kb", tmp_path, "--route", "chunk", "--json")
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [x["answer"] for x in lines] == ["Paris", "Lima"]
+    assert all(x["trace"]["decision"]["policy"] == "forced" for x in lines)
+
+
+def test_question_and_questions_exclude_each_other(opened, tmp_path):
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("Who?\n")
+    for args in (["Who?", "--questions", qfile], [], ["Who?", "--out", tmp_path / "o.jsonl"]):
+        res = CliRunner().invoke(main, ["ask", "--kb", str(tmp_path), *map(str, args)])
+        assert res.exit_code == 2 and "Usage" in res.output
+    assert opened.options == []
+
+
+@dataclass
+class Source:
+    title: str
+    passage: int
+
+
+def test_a_record_carries_the_sources_when_the_answer_has_them():
+    fields = dict(text="Lima", route="chunk", route_probs=None, usage=Usage(), trace={}, flags=[])
+    assert "sources" not in answer_record("Q?", SimpleNamespace(**fields))  # an Answer of before `sources`
+    ans = SimpleNamespace(**fields, sources=[Source("Peru", 1), {"title": "Lima"}])
+    assert answer_record("Q?", ans)["sources"] == [{"title": "Peru", "passage": 1}, {"title": "Lima"}]
+
+
+# ---------------------------------------------------------------- the notice on a badly routed batch
+
+
+def test_a_batch_all_on_one_route_gets_a_notice(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "": "Lima"})
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("".join(f"What is the capital of country {i}?\n" for i in range(NOTICE_MIN_QUESTIONS)))
+    res = ask("--questions", qfile, "--kb", tmp_path)
+    assert res.exit_code == 0, res.output
+    assert f"all {NOTICE_MIN_QUESTIONS} questions to the chunk route" in res.stderr
+    assert "logicroute calibrate" in res.stderr and "logicroute train specialist" in res.stderr
+
+
+def test_a_batch_all_far_from_the_training_questions_gets_a_notice(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "": "Lima"})
+    qfile = tmp_path / "qs.txt"
+    mixed = ["Who was the first king? [far]", "Give an overview of it [far]", "What is it? [far]"]
+    qfile.write_text("".join(mixed[i % 3] + f" {i}\n" for i in range(NOTICE_MIN_QUESTIONS)))
+    res = ask("--questions", qfile, "--kb", tmp_path, "--ood-policy", "chunk")
+    assert res.exit_code == 0, res.output
+    assert "far from the router's training questions" in res.stderr and "logicroute calibrate" in res.stderr
+
+
+def test_a_mixed_small_or_forced_batch_gets_no_notice(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "Decompose": "plan", "": "Lima"})
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("".join(f"Who was the first king {i}?\n" for i in range(NOTICE_MIN_QUESTIONS)))
+    res = ask("--questions", qfile, "--kb", tmp_path, "--route", "chunk")  # forced: the router did not choose
+    assert res.exit_code == 0 and "notice" not in res.stderr and "calibrate" not in res.stderr
+    assert routing_notice(["chunk"] * (NOTICE_MIN_QUESTIONS - 1), [None] * (NOTICE_MIN_QUESTIONS - 1)) is None
+    assert routing_notice(["chunk", "logic"] * NOTICE_MIN_QUESTIONS, [None] * 2 * NOTICE_MIN_QUESTIONS) is None
+
+
+# ---------------------------------------------------------------- a bad --llm fails before anything loads
+
+
+@pytest.fixture
+def nothing_loads(monkeypatch, isolated_llm_env):
+    import engine.embedder
+
+    calls = []
+    monkeypatch.setattr(engine.embedder, "get_embedder", lambda *a, **k: calls.append("get_embedder"))
+    monkeypatch.setattr(engine.embedder.Embedder, "__init__", lambda *a, **k: calls.append("Embedder"))
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, *a, **k: calls.append("open")))
+    return calls
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nonsense", "bad LLM spec"),
+        ("local:no-such-model", "unknown local model"),
+        ("local:/nowhere/model.gguf", "local model file not found"),
+        ("openai:gpt-4o-mini", "no API key"),
+    ],
+)
+def test_a_bad_llm_fails_before_the_embedder_or_the_kb(nothing_loads, tmp_path, spec, message):
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("Who?\n")
+    for args in (["Who?"], ["--questions", str(qfile)]):
+        res = CliRunner().invoke(main, ["ask", *args, "--kb", str(tmp_path / "kb"), "--llm", spec])
+        assert res.exit_code == 2 and res.output.startswith("error: ") and message in res.output
+        assert len(res.output.strip().splitlines()) == 1
+    assert nothing_loads == []
+
+
+def test_a_self_hosted_endpoint_needs_no_key(nothing_loads, tmp_path):
+    res = CliRunner().invoke(main, ["ask", "Who?", "--kb", str(tmp_path), "--llm", "openai:m@http://127.0.0.1:9/v1"])
+    assert nothing_loads == ["open"]  # the check passed; the fake KB opener then ends the command
+    assert "no API key" not in res.output
+
+
+# ---------------------------------------------------------------- mermaid
+
+
+def test_mermaid_of_an_answer_without_a_dag_is_one_note(opened, tmp_path):
+    opened.llm = ScriptedLLM(replies=["Lima"])
+    res = ask("What is the capital of Peru?", "--kb", tmp_path, "--route", "chunk", "--trace-format", "mermaid")
+    assert res.exit_code == 0, res.output
+    assert "no DAG to draw: this answer took the chunk route" in res.stdout and "flowchart" not in res.stdout
+
+
+def test_mermaid_of_a_logic_answer_draws_its_dag(opened, monkeypatch, tmp_path):
+    def answer_logic(question, kb, llm, config=None, style="short"):
+        dag = {"nodes": [{"id": "n1", "question": "Who directed it?", "rank": 0, "answer": "Nolan"}], "edges": []}
+        return Answer("1970", "logic", Usage(), {"llm_calls": [], "flags": [], "dag": dag, "question": question})
+
+    monkeypatch.setattr(logic_mod, "answer_logic", answer_logic)
+    opened.llm = ScriptedLLM()
+    res = ask("When was the director born?", "--kb", tmp_path, "--route", "logic", "--trace-format", "mermaid")
+    assert res.exit_code == 0, res.output
+    assert "flowchart TD" in res.stdout and "Nolan" in res.stdout and "no DAG" not in res.stdout
