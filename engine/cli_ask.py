@@ -59,7 +59,7 @@ log = logging.getLogger("logicroute.cli")
 @click.option(
     "--style",
     type=click.Choice(ANSWER_STYLES),
-    default="short",
+    default="reader",
     show_default=True,
     help="answer style: short (the answer phrase) | reader (sentences citing passages [n])",
 )

@@ -52,8 +52,11 @@ class RoutedRAG:
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
     cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
     style: str = field(
-        default="short",
-        metadata={"help": "answer style: short (the answer phrase) | reader (sentences citing passages [n])"},
+        default="reader",
+        metadata={
+            "help": "answer style: reader (sentences citing passages [n], 'Not in the indexed documents.' "
+            "instead of a guess) | short (the answer phrase, what EM/F1 benchmarks score)"
+        },
     )
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
     llm_settings: LLMSettings | None = field(

@@ -300,4 +300,44 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     click.echo(json.dumps(res))
 
 
-COMMANDS = [benchmark, bench_logic, bench_summary, bench_index]
+@click.command("bench-reader")
+@click.argument("data", default="demo")
+@click.option("--n", type=int, default=30, show_default=True, help="questions of DATA (the demo has 8)")
+@click.option("--offset", type=int, default=0, show_default=True, help="first question of DATA")
+@click.option("--route", type=click.Choice(["chunk", "summary", "logic"]), default="chunk", show_default=True)
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--out", "out_dir", default=None, help="output folder [default: runs/bench_reader/<DATA>]")
+@llm_option
+@click.pass_context
+def bench_reader(ctx, data, n, offset, route, k, out_dir, llm_spec):
+    """Reader-style answers (sentences citing passages) on DATA: a shared set name or QA file, or
+    'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, and
+    says "not in the indexed documents", wrongly so when a gold answer was in its passages."""
+    from engine.cli_options import injected_embedder
+    from engine.llm.factory import make_llm
+    from hierarchy.indexing import index_sources
+    from training.bench_reader import DEMO, demo_questions, run_bench_reader
+
+    out = Path(out_dir or Path("runs") / "bench_reader" / Path(data).stem)
+    emb = injected_embedder(ctx)
+    if data == DEMO:
+        items, corpus = demo_questions()
+        kb = index_sources(out / "kb", [corpus], summaries="extractive", embedder=emb).kb
+    else:
+        from hierarchy.datasets import resolve_data
+        from hierarchy.kb import KnowledgeBase
+        from training.labels import select_questions
+        from training.passage_kb import passages_kb
+
+        questions, ds, _ = select_questions(resolve_data(data), n=n, offset=offset)
+        items = [(q.id, q.text, q.answers) for q in questions]
+        kb_dir = out / "kb"
+        if KnowledgeBase.exists(kb_dir):
+            kb = KnowledgeBase.open(kb_dir, emb)
+        else:
+            kb = passages_kb(kb_dir, ds.passages, emb, layers=route == "summary")
+    report = run_bench_reader(items, kb, make_llm(llm_spec), out, route=route, k=k)
+    click.echo(json.dumps(report, indent=2))
+
+
+COMMANDS = [benchmark, bench_logic, bench_summary, bench_index, bench_reader]

@@ -15,9 +15,9 @@ from training.bench_data import BenchConfig
 
 
 def test_cli_command_is_exported_and_documented():
-    from training.cmd_benchmark import COMMANDS, bench_index, bench_logic, bench_summary, benchmark
+    from training.cmd_benchmark import COMMANDS, bench_index, bench_logic, bench_reader, bench_summary, benchmark
 
-    assert [benchmark, bench_logic, bench_summary, bench_index] == COMMANDS
+    assert [benchmark, bench_logic, bench_summary, bench_index, bench_reader] == COMMANDS
     res = CliRunner().invoke(benchmark, ["--help"])
     assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
     res = CliRunner().invoke(bench_index, ["--help"])

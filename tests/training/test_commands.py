@@ -15,4 +15,5 @@ def test_register_adds_every_training_command_in_order():
         "bench-logic",
         "bench-summary",
         "bench-index",
+        "bench-reader",
     ]
