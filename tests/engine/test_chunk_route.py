@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.base.errors import BadQuestionError, LogicRouteError
@@ -84,6 +86,10 @@ def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
     assert ans.usage.llm_calls == 1 and ans.usage.prompt_tokens > 100
     again = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm)  # served by the cache
     assert again.text == ans.text and again.usage.cached_calls == 1
+    reader = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm, style="reader")
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", reader.text)]
+    assert "Farrant" in reader.text and cited, reader.text
+    assert any(s.n == n and s.title == "Ardmere Lighthouse" for s in reader.sources for n in cited)
 
 
 def test_reader_style_asks_for_cited_sentences_and_keeps_the_whole_reply():
