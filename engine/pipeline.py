@@ -318,7 +318,7 @@ class RoutedRAG:
             if budget is not None and too_little_left(budget, first.usage):
                 flag(first.trace, "no self-check: too little budget left")
                 return first
-            reason = self._self_check(q, first)
+            reason = self.self_check_reason(q, first)
         if reason is None:
             return first
         if budget is not None and too_little_left(budget, first.usage):
@@ -338,27 +338,28 @@ class RoutedRAG:
             style=self.style,
         )
 
-    def _self_check(self, q: str, ans: Answer) -> str | None:
-        """One structured call: do the passages the route used answer the question? Booked in
-        the first attempt's usage and trace. A failed check keeps the answer (visibly)."""
-        passages = self._passages_of(ans)
+    def self_check_reason(self, question: str, answer: Answer) -> str | None:
+        """One structured call: do the passages the route used answer the question? None when
+        they do (or there are none); else the reason to escalate. Booked in `answer`'s usage and
+        trace. A failed check keeps the answer (visibly). The benchmark replays it on stored rows."""
+        passages = self._passages_of(answer)
         if not passages:
             return None
         try:
             c = call_llm(
                 self.get_llm(),
-                self_check_messages(q, ans.text, passages),
+                self_check_messages(question, answer.text, passages),
                 purpose="self_check",
-                usage=ans.usage,
-                trace=ans.trace,
+                usage=answer.usage,
+                trace=answer.trace,
                 schema=SELF_CHECK_SCHEMA,
                 max_tokens=SELF_CHECK_MAX_TOKENS,
             )
         except StructuredOutputError as e:
-            flag(ans.trace, f"self-check failed ({e}); answer kept")
+            flag(answer.trace, f"self-check failed ({e}); answer kept")
             return None
         answered = bool((c.data or {}).get("answered", True))
-        ans.trace["self_check"] = {"answered": answered}
+        answer.trace["self_check"] = {"answered": answered}
         return None if answered else "self-check: the passages do not answer the question"
 
     def _passages_of(self, ans: Answer) -> str:

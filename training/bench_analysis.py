@@ -7,6 +7,7 @@ Systems
 - router: the trained MLP, argmax, and at P(logic) thresholds (router.policy);
 - logreg: logistic regression on the router's own training labels and inputs (argmax);
 - router+escalate: escalation's text rule replayed on the fixed rows;
+- router+check: the text rule and the structured self-check, replayed (training/bench_cascade.py);
 - oracle: per question the route with the best score (ties: fewer tokens, then the cheaper
   route);
 - random: routes drawn (seeded) with the router's route shares;
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from training.answer_scores import METRICS
+from training.bench_cascade import check_system
 from training.bench_data import BenchConfig, Item
 from training.cost_quality import cost_quality
 from training.route_metrics import confusion
@@ -74,7 +76,14 @@ class Systems:
 
     choices: dict[str, dict[str, str]]  # system -> item key -> route
     overhead: dict[str, dict[str, dict]] = field(default_factory=dict)  # system -> key -> routing cost row
-    escalated: dict[str, str] = field(default_factory=dict)  # key -> the cheap route tried first
+    escalated: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> key -> cheap route tried first
+
+
+def router_choices(probs: dict[str, dict[str, float]], routes: Sequence[str]) -> dict[str, str]:
+    """The router's argmax route per item key, among the routes that were run."""
+    from router.policy import decide
+
+    return {k: decide(_restricted(p, routes)) for k, p in probs.items()}
 
 
 def _router_systems(
@@ -89,7 +98,7 @@ def _router_systems(
     from router.policy import Policy, decide
 
     if probs:
-        s.choices["router"] = {k: decide(_restricted(probs[k], routes)) for k in keys}
+        s.choices["router"] = router_choices({k: probs[k] for k in keys}, routes)
         s.overhead["router"] = {k: {"seconds": router_seconds or 0.0} for k in keys}
         if "logic" in routes and len(routes) > 1:
             for t in cfg.thresholds:
@@ -112,11 +121,11 @@ def _escalation_system(s: Systems, keys: list[str], routes: list[str], per_route
 
     if "router" not in s.choices or STRONG not in routes:
         return
-    s.choices["router+escalate"] = {}
+    s.choices["router+escalate"], first = {}, s.escalated.setdefault("router+escalate", {})
     for k in keys:
         r = s.choices["router"][k]
         if r != STRONG and looks_unanswered(str(per_route[k][r].get("pred") or "")):
-            s.escalated[k] = r
+            first[k] = r
             r = STRONG
         s.choices["router+escalate"][k] = r
     s.overhead["router+escalate"] = s.overhead["router"]
@@ -146,11 +155,15 @@ def build_systems(
     llm_routes: dict[str, dict],
     baseline_probs: dict[str, dict[str, dict[str, float]]],
     notes: list[str],
+    checks: dict[str, dict] | None = None,
 ) -> Systems:
-    """Every system's choices, in report order."""
+    """Every system's choices, in report order. `checks`: the replayed self-checks per item
+    key (training.bench_cascade); None = no router+check system."""
     s = Systems(choices={r: {k: r for k in keys} for r in routes})
     _router_systems(s, cfg, keys, routes, probs, router_seconds, baseline_probs)
     _escalation_system(s, keys, routes, per_route)
+    if checks is not None and "router+escalate" in s.choices:
+        check_system(s, keys, per_route, checks, cfg.metric, notes)
     s.choices["oracle"] = oracle
     _random_system(s, cfg, keys, routes, notes)
     if llm_routes:
@@ -163,7 +176,8 @@ def build_systems(
 
 def system_result(s: Systems, per_route: dict[str, dict], system: str, k: str) -> dict:
     """One system's result on one question: the chosen route's row plus the routing cost (the
-    LLM router's call, the MLP's seconds) and, after an escalation, the first attempt's cost."""
+    LLM router's call, the MLP's seconds, router+check's self-check) and, after an escalation,
+    the first attempt's cost."""
     r = s.choices[system][k]
     row = per_route[k][r]
     res = {m: float(row.get(m) or 0.0) for m in METRICS}
@@ -171,8 +185,9 @@ def system_result(s: Systems, per_route: dict[str, dict], system: str, k: str) -
         res[c] = float(row.get(c) or 0.0)
     res["route"], res["error"] = r, row.get("error")
     extras = [s.overhead.get(system, {}).get(k)]
-    if system == "router+escalate" and k in s.escalated:
-        extras.append(per_route[k][s.escalated[k]])
+    first = s.escalated.get(system, {}).get(k)
+    if first is not None:
+        extras.append(per_route[k][first])
     for extra in filter(None, extras):
         for c in COSTS:
             res[c] += float(extra.get(c) or 0.0)
@@ -293,15 +308,16 @@ def build_report(
     llm_routes: dict[str, dict],
     notes: list[str],
     baseline_probs: dict[str, dict[str, dict[str, float]]] | None = None,
+    checks: dict[str, dict] | None = None,
 ) -> dict:
     """Every system's per-question results, tables per dataset and pooled, confusion
-    matrices and the cost-quality analysis."""
+    matrices and the cost-quality analysis. `checks`: see build_systems."""
     routes = list(cfg.routes)
     keys = list(items)
     per_route = {k: {r: fixed[(r, k)] for r in routes} for k in keys}
     oracle = {k: oracle_choice(per_route[k], cfg.metric, routes) for k in keys}
     s = build_systems(
-        cfg, keys, routes, per_route, oracle, probs, router_seconds, llm_routes, baseline_probs or {}, notes
+        cfg, keys, routes, per_route, oracle, probs, router_seconds, llm_routes, baseline_probs or {}, notes, checks
     )
     scopes = _scopes(items, keys)
     systems = {
@@ -319,10 +335,10 @@ def build_report(
     cq = _cost_quality(cfg, scopes, routes, per_route, probs, s, systems, notes)
     lr = llm_router_latency(llm_routes)
     per_question = _per_question(items, keys, routes, per_route, oracle, probs, s)
-    if s.escalated:
+    if s.escalated.get("router+escalate"):
         notes.append(
-            f"router+escalate: {len(s.escalated)} of {len(keys)} router answers said they did not know "
-            "and were answered again by logic (text rule only; the self-check call is not replayed)"
+            f"router+escalate: {len(s.escalated['router+escalate'])} of {len(keys)} router answers said they did "
+            "not know and were answered again by logic (text rule only; router+check adds the self-check)"
         )
     return {
         "config": asdict(cfg),

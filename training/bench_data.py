@@ -73,6 +73,10 @@ class BenchConfig:
         },
     )
     llm_router: bool = True
+    self_check: bool = field(
+        default=True,
+        metadata={"help": "replay the pipeline's self-check on the router's cheap answers (router+check)"},
+    )
     cache: bool = True
     retry_errors: bool = False
     show_progress: bool = True

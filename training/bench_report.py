@@ -71,8 +71,8 @@ def render_markdown(report: dict) -> str:
         f"router `{(report.get('router') or {}).get('checkpoint', 'none')}`, oracle/cost-quality metric "
         f"`{cfg['metric']}`, seed {cfg['seed']}.",
         "",
-        "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing "
-        "included: the MLP's seconds, the LLM router's call); `% route` is the share of questions sent there.",
+        "EM, F1 and Acc (LogicRAG's string accuracy) in %; costs are means per question (routing included: "
+        "MLP seconds, LLM router call, self-checks; escalation: both answers); `% route`: share sent there.",
         "",
     ]
     for scope, table in report["systems"].items():

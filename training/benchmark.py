@@ -13,6 +13,10 @@ threshold on P(logic) gives quality vs share of logic calls; AUC, APGR (average 
 gap recovered) and CPT(x%) (share of logic calls needed to recover x% of the gap) summarize
 the curve (training/cost_quality.py).
 
+The cascade (router, then the structured self-check, then logic): each answer row keeps the
+chunk ids it answered from, so the pipeline's self-check can be asked afterwards about the
+router's cheap answers (training/bench_cascade.py) and router+check scored from the rows.
+
 Resumable: every (system, question) result is appended to <out>/results.jsonl as it finishes
 and is skipped on a rerun with the same LLM, top-k and knowledge base; every LLM call also
 goes through the on-disk cache. Heavy imports (matplotlib, the KB, the router) happen inside
@@ -32,7 +36,8 @@ from pathlib import Path
 from engine.base.errors import LogicRouteError
 from engine.base.files import exclusive_folder
 from training.answer_scores import answer_scores
-from training.bench_analysis import build_report
+from training.bench_analysis import build_report, router_choices
+from training.bench_cascade import replay_self_checks
 from training.bench_data import (
     BenchConfig,
     Item,
@@ -103,6 +108,15 @@ class Run:
     def reusable(self, row: dict | None) -> bool:
         return row is not None and not (row.get("error") and self.cfg.retry_errors)
 
+    def stored(self, kind: str, system: str, key: str, sig: dict) -> dict | None:
+        """The row of an earlier run with this kind, system, item key and signature, when reusable."""
+        row = self.store.get(result_key({"kind": kind, "system": system, "key": key, "sig": sig}))
+        return row if self.reusable(row) else None
+
+    def parallel(self, jobs: list, fn: Callable, desc: str) -> None:
+        """fn(job) for every job, cfg.concurrency at a time, with a progress bar."""
+        _parallel(jobs, fn, self.cfg.concurrency, desc, self.cfg.show_progress)
+
 
 def _answer_row(route: str, it: Item, sig: dict, ans=None, error: str | None = None, seconds: float = 0.0) -> dict:
     pred = ans.text if ans is not None else ""
@@ -128,6 +142,10 @@ def _answer_row(route: str, it: Item, sig: dict, ans=None, error: str | None = N
             seconds=round(u.seconds, 4),
             llm_seconds_uncached=round(u.llm_seconds_uncached, 3),
             flags=list(ans.flags),
+            # the chunks the route answered from: the self-check is replayed on them (bench_cascade)
+            retrieved=[
+                r["chunk_id"] for r in ans.trace.get("retrieved") or [] if isinstance(r, dict) and "chunk_id" in r
+            ],
         )
     else:
         row.update(
@@ -319,8 +337,11 @@ def _run_benchmark(cfg: BenchConfig, out: Path, llm, router, make_kb, rag_factor
     run, data, kb_passages = _start(cfg, out, llm, make_kb, rag_factory, echo)
     fixed, answered = answer_fixed_routes(run, echo)
     probs, baseline_probs, router_seconds = score_with_router(run, router)
+    checks = None
+    if probs and cfg.self_check and "logic" in cfg.routes:  # the cascade: router, self-check, logic
+        checks = replay_self_checks(run, fixed, router_choices(probs, cfg.routes))
     llm_routes = ask_llm_router(run) if cfg.llm_router and len(cfg.routes) > 1 else {}
-    report = build_report(cfg, run.items, fixed, probs, router_seconds, llm_routes, run.notes, baseline_probs)
+    report = build_report(cfg, run.items, fixed, probs, router_seconds, llm_routes, run.notes, baseline_probs, checks)
     report["datasets"] = {
         name: {
             "file": f,

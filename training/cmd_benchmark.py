@@ -101,6 +101,11 @@ def _floats(text: str) -> tuple[float, ...]:
     "results depend on machine load)",
 )
 @click.option("--no-llm-router", is_flag=True, help="leave out the LLM-as-router baseline")
+@click.option(
+    "--no-self-check",
+    is_flag=True,
+    help="leave out router+check (the self-check asked about the router's cheap answers, one LLM call each)",
+)
 @click.option("--retry-errors", is_flag=True, help="answer again the questions that failed in an earlier run")
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @llm_option
@@ -123,6 +128,7 @@ def benchmark(
     concurrency,
     logic_max_seconds,
     no_llm_router,
+    no_self_check,
     retry_errors,
     no_cache,
     llm_spec,
@@ -156,6 +162,7 @@ def benchmark(
         concurrency=concurrency,
         logic_max_seconds=logic_max_seconds or None,
         llm_router=not no_llm_router,
+        self_check=not no_self_check,
         cache=not no_cache,
         retry_errors=retry_errors,
     )

@@ -77,14 +77,29 @@ class ScriptRAG(RoutedRAG):
         calls, tokens = COST[route]
         u = Usage(llm_calls=calls, prompt_tokens=tokens, completion_tokens=5)
         wrong = "unknown" if route == "chunk" and "overall" in q else "wrong"
-        return Answer(
-            text=gold if route in right else wrong, route=route, usage=u, trace={"llm_calls": [], "flags": []}
-        )
+        retrieved = [{"chunk_id": c.chunk_id} for c in self.kb.search(q, k=1)]  # what the self-check reads
+        trace = {"llm_calls": [], "flags": [], "retrieved": retrieved}
+        return Answer(text=gold if route in right else wrong, route=route, usage=u, trace=trace)
 
 
 def llm_router_reply(messages):
     q = messages[-1]["content"]
     return {"route": "logic" if ("founder" in q or "first" in q) else "chunk"}
+
+
+def self_check_reply(messages):
+    """The self-check: the passages answer the question when the proposed answer is the gold one."""
+    q, proposed = messages[-1]["content"].split("\n\nQuestion: ")[1].split("\nProposed answer: ")
+    return {"answered": proposed == GOLD[q][0]}
+
+
+def scripted() -> ScriptedLLM:
+    """The LLM of a run: router decisions and self-checks (answers come from ScriptRAG)."""
+    return ScriptedLLM(rules={"Proposed answer": self_check_reply, "Question:": llm_router_reply})
+
+
+def checks_asked(llm) -> list[str]:
+    return [c["messages"][-1]["content"] for c in llm.calls if "Proposed answer" in c["messages"][-1]["content"]]
 
 
 def make_cfg(tmp_path, files, **kw):
@@ -101,7 +116,7 @@ def make_cfg(tmp_path, files, **kw):
 
 
 def run(tmp_path, files, llm=None, **kw):
-    llm = llm or ScriptedLLM(rules={"Question:": llm_router_reply})
+    llm = llm or scripted()
     router = FakeRouter()
     report = run_benchmark(
         make_cfg(tmp_path, files, **kw),
@@ -124,7 +139,8 @@ def test_run_builds_every_system_from_fixed_route_rows(tmp_path):
     report, llm = run(tmp_path, files)
     # only fixed routes answer: 7 questions x 3 routes, nothing re-run for routed systems
     assert len(ScriptRAG.runs) == 21
-    assert len(llm.calls) == 7  # the LLM router: one decision per question
+    # the LLM router: one decision per question; the self-check: the router's 3 cheap answers not "unknown"
+    assert len(llm.calls) == 7 + 3 and len(checks_asked(llm)) == 3
     pooled = report["systems"]["pooled"]
     assert set(report["systems"]) == {"alpha", "beta", "pooled"}
     assert report["systems_order"] == [
@@ -136,6 +152,7 @@ def test_run_builds_every_system_from_fixed_route_rows(tmp_path):
         "router@0.50",
         "router@0.75",
         "router+escalate",
+        "router+check",
         "oracle",
         "random",
         "llm_router",
@@ -153,6 +170,11 @@ def test_run_builds_every_system_from_fixed_route_rows(tmp_path):
     esc = pooled["router+escalate"]
     assert esc["routes"]["logic"] == pytest.approx(4 / 7) and esc["em"] == pooled["router"]["em"]
     assert esc["llm_calls"] == pytest.approx(pooled["router"]["llm_calls"] + 4 / 7)
+    # the cascade also escalates beta2 ("wrong", unsupported): the 3 checks + a logic answer (4 calls)
+    # on top of the chunk one for alpha2 and beta2
+    chk = pooled["router+check"]
+    assert chk["routes"]["logic"] == pytest.approx(5 / 7) and chk["em"] == pooled["router"]["em"]
+    assert chk["llm_calls"] == pytest.approx(pooled["router"]["llm_calls"] + (3 + 4 + 4) / 7)
     # the LLM router picks the router's routes here, and its own call is added to their cost
     assert pooled["llm_router"]["routes"] == pooled["router"]["routes"]
     assert pooled["llm_router"]["llm_calls"] == pytest.approx(pooled["router"]["llm_calls"] + 1)
@@ -186,7 +208,7 @@ def test_resume_skips_finished_rows(tmp_path):
     files = write_data(tmp_path)
     first, _ = run(tmp_path, files)
     lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 21 + 7
+    assert len(lines) == 21 + 7 + 3  # answers, LLM router decisions, self-checks
     # an interrupted write leaves a torn line: ignored on resume
     with open(tmp_path / "out" / "results.jsonl", "a") as f:
         f.write('{"kind": "answer", "system": "chu')
@@ -227,7 +249,7 @@ def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_
             return LogicConfig(k=self.k, final_chunks=3)
 
     files = write_data(tmp_path)
-    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    llm = scripted()
     run(tmp_path, files, llm=llm)
     ScriptRAG.runs = []
     run_benchmark(
@@ -252,7 +274,7 @@ def test_fixed_routes_subset_and_errors(tmp_path):
                 raise LLMError("endpoint down")
             return super()._run_route(q, route, budget)
 
-    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    llm = scripted()
     router = FakeRouter()
     report = run_benchmark(
         make_cfg(tmp_path, files, routes=("chunk", "logic")),
@@ -306,7 +328,7 @@ def test_overlap_with_the_router_training_labels_is_reported(tmp_path):
     )
     router = FakeRouter()
     router.card = {"training": {"label_files": [{"path": str(labels)}]}}
-    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    llm = scripted()
     report = run_benchmark(
         make_cfg(tmp_path, files),
         llm=llm,
@@ -326,7 +348,7 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
         seen[Path(path).name] = sorted(p.title for p in passages)
         return WordOverlapKB.titled({p.title: p.text for p in passages})
 
-    llm = ScriptedLLM(rules={"Question:": llm_router_reply})
+    llm = scripted()
     router = FakeRouter()
     cfg = make_cfg(tmp_path, files, kb_questions=3)
     cfg.n = 1
