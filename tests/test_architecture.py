@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("engine", "hierarchy", "router", "training")
+PACKAGES = ("engine", "hierarchy", "router", "training", "logicroute")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
@@ -60,6 +60,20 @@ def test_the_public_api_imports_from_engine_lazily():
         "from engine import Answer, Budget, RoutedRAG\n"
         "import engine.base.types as types, engine.pipeline as pipeline\n"
         "assert (RoutedRAG, Budget, Answer) == (pipeline.RoutedRAG, pipeline.Budget, types.Answer)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_facade_named_after_the_distribution_loads_nothing_until_used():
+    code = (
+        "import sys, logicroute\n"
+        "heavy = [m for m in ('engine.pipeline', 'torch', 'sentence_transformers') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from logicroute import RoutedRAG, Source, format_sources\n"
+        "import engine.pipeline, engine.base.types, engine.sources_text\n"
+        "assert RoutedRAG is engine.pipeline.RoutedRAG and Source is engine.base.types.Source\n"
+        "assert format_sources is engine.sources_text.format_sources\n"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
