@@ -62,9 +62,9 @@ def cheapest_route(costs: dict[str, float]) -> str:
     return min(costs, key=lambda r: (costs[r], list(costs).index(r)))
 
 
-def prompts_fingerprint() -> str:
-    """A short hash of the prompts the routes send (answer in both styles, logic step, self-check):
-    label rows made with other prompt text are told apart."""
+def prompts_fingerprint(style: str = "short") -> str:
+    """A short hash of the prompts the routes send in `style` (the answer prompt, the logic route's
+    decomposition and step): label rows made with other prompt text are told apart."""
     import json
 
     from engine.base.files import content_hash
@@ -72,8 +72,7 @@ def prompts_fingerprint() -> str:
     from engine.prompts.logic import decompose_messages, step_messages
 
     probe = [
-        answer_messages("q", "[1] c", "n", style="short"),
-        answer_messages("q", "[1] c", "n", style="reader"),
+        answer_messages("q", "[1] c", "n", style=style),
         decompose_messages("q"),
         step_messages("q", "n", "[1] c", [("q1", "q")], 60, True),
     ]
@@ -111,7 +110,7 @@ def make_row(
     }
     if cfg.scorer == "answer":
         row["style"] = cfg.style
-        row["prompts"] = prompts_fingerprint()
+        row["prompts"] = prompts_fingerprint(cfg.style)
     if cfg.stop_score is not None:
         row["stop_score"] = cfg.stop_score
     if extra:

@@ -57,8 +57,9 @@ NOT_IN_DOCUMENTS = "Not in the indexed documents."
 READER_SYSTEM = (
     "You answer questions using only the given passages. Answer in one to five plain sentences: "
     "the answer first, then the facts from the passages that support it, each followed by the number "
-    "of its passage in brackets, like [2]. Cover every part of the question. If the passages do not "
-    "contain the answer, reply exactly: " + NOT_IN_DOCUMENTS
+    "of its passage in brackets, like [2]. Cover every part of the question, and combine facts from "
+    "several passages when the question needs them. Only when no passage says anything that answers "
+    "the question, reply exactly: " + NOT_IN_DOCUMENTS
 )
 
 READER_FEWSHOT = [
@@ -76,6 +77,20 @@ READER_FEWSHOT = [
         "role": "assistant",
         "content": "Marie Curie was born in Warsaw [1]. In 1903 she won the Nobel Prize in Physics, shared with "
         "Pierre Curie and Henri Becquerel [2].",
+    },
+    {
+        "role": "user",
+        "content": (
+            passages_section(
+                "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
+                "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker."
+            )
+            + "\n\nQuestion: When was the director of Inception born?\nAnswer:"
+        ),
+    },
+    {
+        "role": "assistant",
+        "content": "The director of Inception, Christopher Nolan [1], was born on 30 July 1970 [2].",
     },
     {
         "role": "user",
