@@ -18,7 +18,7 @@ from engine.base.types import Answer, Completion, RetrievedChunk, Usage
 from engine.llm.base import call_llm, chat_structured
 from engine.pipeline import RoutedRAG
 from hierarchy.documents import Chunk
-from tests.samples import PASSAGES
+from tests.samples import PASSAGES, make_docs
 
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
 
@@ -116,6 +116,19 @@ class HashedBowEmbedder:
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
+
+
+def layered_kb(path, embedder, docs_per_topic: int = 2):
+    """A KnowledgeBase of make_docs(docs_per_topic) (one chunk a document) with extractive summary
+    layers of 4-chunk clusters: what the KB lifecycle tests (check, repair, read-only,
+    transactions, concurrency) start from."""
+    from hierarchy.kb import KnowledgeBase
+    from hierarchy.layers.update import build_layers
+
+    kb = KnowledgeBase.create(path, embedder, chunk_words=200, overlap_words=0)
+    kb.add(make_docs(docs_per_topic), show_progress=False)
+    build_layers(kb, show_progress=False, cluster_size=4)
+    return kb
 
 
 class WordOverlapKB:

@@ -17,13 +17,7 @@ from hierarchy.kb_check import check_kb
 from hierarchy.layers import update
 from hierarchy.layers.persist import META, layers_dir, load_layers, read_layers
 from hierarchy.layers.update import build_layers
-from tests.fakes import HashedBowEmbedder
 from tests.samples import DOCS, make_docs
-
-
-@pytest.fixture
-def emb() -> HashedBowEmbedder:
-    return HashedBowEmbedder(dim=128)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Real processes on one KB: readers beside a writer, two writers racing, and a writer killed
-(SIGKILL) in its layer update. Fake embedder and extractive summaries: no model loads.
+(SIGKILL) while it embeds and in its layer update. Fake embedder and extractive summaries: no model loads.
 
 Afterwards the KB holds every document added, every opener saw a committed state (no error,
 chunk and index counts of one commit), and the summary layers cover every chunk."""
@@ -17,8 +17,7 @@ import pytest
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.layers.persist import read_layers
-from hierarchy.layers.update import build_layers
-from tests.fakes import HashedBowEmbedder
+from tests.fakes import HashedBowEmbedder, layered_kb
 from tests.samples import make_docs
 
 DIM = 128
@@ -88,6 +87,14 @@ def _writer(kb_dir: str, sources: list[str], start, out) -> None:
     out.put({"errors": errors})
 
 
+def _killed_while_embedding(kb_dir: str, source: str) -> None:
+    def die(self, texts, *a, **k):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    HashedBowEmbedder.encode = die  # the documents are read and chunked, then the process dies
+    _index(kb_dir, source)
+
+
 def _killed_in_the_layer_update(kb_dir: str, source: str) -> None:
     from hierarchy.layers import update
 
@@ -100,9 +107,7 @@ def _killed_in_the_layer_update(kb_dir: str, source: str) -> None:
 
 @pytest.fixture
 def kb_dir(tmp_path) -> str:
-    kb = KnowledgeBase.create(tmp_path / "kb", _emb(), chunk_words=200, overlap_words=0)
-    kb.add(make_docs(2), show_progress=False)
-    build_layers(kb, show_progress=False, cluster_size=4)
+    kb = layered_kb(tmp_path / "kb", _emb())
     assert len(kb) == START
     return str(kb.path)
 
@@ -172,4 +177,16 @@ def test_a_writer_killed_in_its_layer_update_is_caught_up_by_the_next_index(kb_d
     report = check_kb(kb_dir)
     assert report.chunks == START + BATCH and report.layers["uncovered_chunks"] == BATCH and not report.ok
     _index(kb_dir, source)  # "0 new chunks": the layers still catch up
+    _assert_whole(kb_dir, START + BATCH)
+
+
+def test_a_writer_killed_while_embedding_leaves_the_last_commit_and_the_rerun_adds_everything(kb_dir, tmp_path):
+    source = _source(tmp_path, "killed")
+    p = CTX.Process(target=_killed_while_embedding, args=(kb_dir, source))
+    p.start()
+    p.join(120)
+    assert p.exitcode == -signal.SIGKILL
+    report = check_kb(kb_dir)
+    assert report.ok and report.chunks == START, report.problems
+    _index(kb_dir, source)
     _assert_whole(kb_dir, START + BATCH)

@@ -22,24 +22,15 @@ from hierarchy.indexing import delete_documents, index_sources
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.layers.persist import load_layers
-from hierarchy.layers.update import build_layers
-from tests.fakes import HashedBowEmbedder
-from tests.samples import DOCS, make_docs
+from tests.fakes import layered_kb
+from tests.samples import DOCS
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 @pytest.fixture
-def emb() -> HashedBowEmbedder:
-    return HashedBowEmbedder(dim=128)
-
-
-@pytest.fixture
 def kb(tmp_path, emb) -> KnowledgeBase:
-    kb = KnowledgeBase.create(tmp_path / "kb", emb, chunk_words=200, overlap_words=0)
-    kb.add(make_docs(2), show_progress=False)
-    build_layers(kb, show_progress=False, cluster_size=4)
-    return kb
+    return layered_kb(tmp_path / "kb", emb)
 
 
 def _read_only(monkeypatch, root: Path) -> list[str]:

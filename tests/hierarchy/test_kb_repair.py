@@ -17,22 +17,12 @@ from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
 from hierarchy.layers.persist import META, layers_dir
-from hierarchy.layers.update import build_layers
-from tests.fakes import HashedBowEmbedder
-from tests.samples import make_docs
-
-
-@pytest.fixture
-def emb() -> HashedBowEmbedder:
-    return HashedBowEmbedder(dim=128)
+from tests.fakes import layered_kb
 
 
 @pytest.fixture
 def kb(tmp_path, emb) -> KnowledgeBase:
-    kb = KnowledgeBase.create(tmp_path / "kb", emb, chunk_words=200, overlap_words=0)
-    kb.add(make_docs(2), show_progress=False)
-    build_layers(kb, show_progress=False, cluster_size=4)
-    return kb
+    return layered_kb(tmp_path / "kb", emb)
 
 
 def _repair_via_the_cli(kb: KnowledgeBase, emb) -> dict:

@@ -17,21 +17,13 @@ from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.layers.persist import META, layers_dir, read_layers, save_layers
 from hierarchy.layers.update import build_layers
-from tests.fakes import HashedBowEmbedder
+from tests.fakes import layered_kb
 from tests.samples import make_docs
 
 
 @pytest.fixture
-def emb() -> HashedBowEmbedder:
-    return HashedBowEmbedder(dim=128)
-
-
-@pytest.fixture
 def kb(tmp_path, emb) -> KnowledgeBase:
-    kb = KnowledgeBase.create(tmp_path / "kb", emb, chunk_words=200, overlap_words=0)
-    kb.add(make_docs(3), show_progress=False)
-    build_layers(kb, show_progress=False, cluster_size=4)
-    return kb
+    return layered_kb(tmp_path / "kb", emb, docs_per_topic=3)
 
 
 def _jsonl(path, docs) -> str:
