@@ -10,25 +10,23 @@ report.md sum them up.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text, exclusive_folder
-from engine.base.metrics import normalize_answer, string_acc
+from engine.base.metrics import cites, string_acc
 from engine.routes import run_route
 from engine.routes.common import looks_unanswered
 from training.jsonl_store import JsonlStore
 
-_CITE = re.compile(r"\[\d+(?:\s*[,;-]\s*\d+)*\]")
 DEMO = "demo"
 
 
 def reader_row(qid: str, question: str, golds: Sequence[str], ans) -> dict:
     """One question's measures from its reader-style Answer."""
     shown = " ".join(s.text for s in ans.sources)
-    gold_shown = any(g and normalize_answer(g) in normalize_answer(shown) for g in golds)
+    gold_shown = bool(string_acc(shown, list(golds)))  # a gold answer inside the passages shown
     refused = looks_unanswered(ans.text) is not None
     return {
         "id": qid,
@@ -37,7 +35,7 @@ def reader_row(qid: str, question: str, golds: Sequence[str], ans) -> dict:
         "reply": ans.text,
         "route": ans.route,
         "contains_gold": string_acc(ans.text, list(golds)),
-        "cites": bool(_CITE.search(ans.text)),
+        "cites": cites(ans.text),
         "says_not_found": refused,
         "gold_in_passages": gold_shown,
         "wrongly_not_found": refused and gold_shown,

@@ -36,6 +36,11 @@ def strip_citations(s: str) -> str:
     return _CITATION.sub("", s)
 
 
+def cites(s: str) -> bool:
+    """Whether the text holds an inline citation marker ("[2]", "[1, 3]")."""
+    return bool(_CITATION.search(s))
+
+
 def normalize_answer(s: str) -> str:
     """Official SQuAD normalization: lowercase, drop punctuation, articles, extra whitespace."""
     s = strip_citations(s).lower().translate(_PUNCT)

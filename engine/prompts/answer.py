@@ -18,6 +18,18 @@ ANSWER_SYSTEM = (
     "If the passages do not contain the answer, give your best guess from them."
 )
 
+# The one example both styles show of an answer that takes two passages.
+_TWO_HOP_EXAMPLE = {
+    "role": "user",
+    "content": (
+        passages_section(
+            "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
+            "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker."
+        )
+        + "\n\nQuestion: When was the director of Inception born?\nAnswer:"
+    ),
+}
+
 ANSWER_FEWSHOT = [
     {
         "role": "user",
@@ -39,16 +51,7 @@ ANSWER_FEWSHOT = [
         ),
     },
     {"role": "assistant", "content": "no"},
-    {
-        "role": "user",
-        "content": (
-            passages_section(
-                "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-                "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker."
-            )
-            + "\n\nQuestion: When was the director of Inception born?\nAnswer:"
-        ),
-    },
+    _TWO_HOP_EXAMPLE,
     {"role": "assistant", "content": "30 July 1970"},
 ]
 
@@ -78,16 +81,7 @@ READER_FEWSHOT = [
         "content": "Marie Curie was born in Warsaw [1]. In 1903 she won the Nobel Prize in Physics, shared with "
         "Pierre Curie and Henri Becquerel [2].",
     },
-    {
-        "role": "user",
-        "content": (
-            passages_section(
-                "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-                "[2] Christopher Nolan: Christopher Nolan (born 30 July 1970) is a British-American filmmaker."
-            )
-            + "\n\nQuestion: When was the director of Inception born?\nAnswer:"
-        ),
-    },
+    _TWO_HOP_EXAMPLE,
     {
         "role": "assistant",
         "content": "The director of Inception, Christopher Nolan [1], was born on 30 July 1970 [2].",
