@@ -15,9 +15,8 @@ import logging
 
 import click
 
-from engine.cli_options import ROUTE_CHOICES, check_llm_spec, llm_option
+from engine.cli_options import ROUTE_CHOICES, check_llm_spec, llm_option, style_option
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
-from engine.prompts.answer import ANSWER_STYLES
 from engine.sources_text import format_sources
 
 NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
@@ -56,13 +55,7 @@ log = logging.getLogger("logicroute.cli")
     help="also print the trace (mermaid: the logic route's DAG)",
 )
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
-@click.option(
-    "--style",
-    type=click.Choice(ANSWER_STYLES),
-    default="reader",
-    show_default=True,
-    help="answer style: short (the answer phrase) | reader (sentences citing passages [n])",
-)
+@style_option("reader")
 @click.option(
     "--ood-policy",
     type=click.Choice(OOD_POLICIES),

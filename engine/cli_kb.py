@@ -5,11 +5,10 @@ runs anywhere, also beside a writer."""
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
-from engine.llm.base import DEFAULT_LLM
+from engine.cli_options import injected_embedder, llm_option
 
 
 @click.command()
@@ -55,13 +54,7 @@ def check(kb_dir, as_json):
     show_default=True,
     help="summarizer for layers that must be rebuilt (auto: the one they were built with)",
 )
-@click.option(
-    "--llm",
-    "llm_spec",
-    default=lambda: os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM),
-    show_default=DEFAULT_LLM,
-    help="the LLM of --summaries llm",
-)
+@llm_option(help="the LLM of --summaries llm")
 @click.option("--json", "as_json", is_flag=True, help="print the report as one JSON object")
 @click.pass_context
 def repair(ctx, kb_dir, summaries, llm_spec, as_json):
@@ -75,9 +68,7 @@ def repair(ctx, kb_dir, summaries, llm_spec, as_json):
 
         return make_llm(llm_spec)
 
-    obj = ctx.find_object(dict)
-    embedder = obj.get("embedder") if obj else None  # tests inject a fake
-    report = repair_kb(kb_dir, embedder=embedder, summaries=summaries, make_llm=llm)
+    report = repair_kb(kb_dir, embedder=injected_embedder(ctx), summaries=summaries, make_llm=llm)
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         return

@@ -56,6 +56,22 @@ def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL
     return both(f) if f is not None else both
 
 
+def style_option(default: str):
+    """The --style option: the answer style of engine.prompts.answer. A `default` of "auto" (labels,
+    benchmarks) adds that choice: reader for data with sentence answers (GraphRAG-Bench), else short."""
+    from engine.prompts.answer import ANSWER_STYLES
+
+    auto = default == "auto"
+    return click.option(
+        "--style",
+        type=click.Choice((("auto",) if auto else ()) + ANSWER_STYLES),
+        default=default,
+        show_default=True,
+        help=("auto = reader for data with sentence answers (GraphRAG-Bench), else short; " if auto else "")
+        + "short: the answer phrase | reader: sentences citing passages [n]",
+    )
+
+
 def check_llm_spec(spec: str) -> None:
     """Fail at once on an LLM spec that cannot work, before any model loads: the spec parsed by
     engine.llm.factory's parser, a local model name or .gguf file that does not exist, an

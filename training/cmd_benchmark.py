@@ -12,6 +12,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli import llm_option
+from engine.cli_options import style_option
 from training.answer_scores import ALIASES, METRICS
 
 
@@ -77,13 +78,7 @@ def _floats(text: str) -> tuple[float, ...]:
     help="score of the oracle and of the cost-quality analysis (acc = string_acc; rouge_l and coverage for "
     "sentence answers)",
 )
-@click.option(
-    "--style",
-    type=click.Choice(["auto", "short", "reader"]),
-    default="auto",
-    show_default=True,
-    help="answer style: auto = reader when every data file has sentence answers (GraphRAG-Bench), else short",
-)
+@style_option("auto")
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--seed", default=0, show_default=True, help="seed of the random router")
 @click.option(

@@ -15,6 +15,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli import injected_embedder, llm_option
+from engine.cli_options import style_option
 from training.answer_scores import ALIASES, METRICS
 
 
@@ -89,13 +90,7 @@ def _routes(value: str) -> tuple[str, ...]:
     help="answer scorer metric (string_acc = LogicRAG string accuracy, acc is the same; rouge_l and coverage "
     "for sentence answers)",
 )
-@click.option(
-    "--style",
-    type=click.Choice(["auto", "short", "reader"]),
-    default="auto",
-    show_default=True,
-    help="answer style of the routes: auto = reader for sets with sentence answers (GraphRAG-Bench), else short",
-)
+@style_option("auto")
 @click.option(
     "--question-type",
     default=None,
