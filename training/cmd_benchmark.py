@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli import llm_option
-from engine.cli_options import style_option
+from engine.cli_options import llm_option, style_option
 from training.answer_scores import ALIASES, METRICS
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli import injected_embedder
+from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
 
 MIN_CALIBRATION_QUESTIONS = 20

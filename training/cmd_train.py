@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli import injected_embedder
+from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from engine.base.errors import BadQuestionError, LLMError
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
-from engine.cli import llm_option
+from engine.cli_options import llm_option
 from engine.llm.base import SETTINGS_ENV, LLMSettings, answer_scope, call_llm
 from engine.llm.cache import CachedLLM
 from engine.llm.factory import make_llm
