@@ -61,8 +61,7 @@ def test_the_public_api_imports_from_engine_lazily():
         "import engine.base.types as types, engine.pipeline as pipeline\n"
         "assert (RoutedRAG, Budget, Answer) == (pipeline.RoutedRAG, pipeline.Budget, types.Answer)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    _runs_clean(code)
 
 
 def test_the_facade_named_after_the_distribution_loads_nothing_until_used():
@@ -75,5 +74,10 @@ def test_the_facade_named_after_the_distribution_loads_nothing_until_used():
         "assert RoutedRAG is engine.pipeline.RoutedRAG and Source is engine.base.types.Source\n"
         "assert format_sources is engine.sources_text.format_sources\n"
     )
+    _runs_clean(code)
+
+
+def _runs_clean(code: str) -> None:
+    """`code` run by a fresh interpreter in the project root exits 0 (its asserts held)."""
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -13,6 +13,7 @@ by row; a rerun skips rows already present, so an interrupted run resumes withou
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ def cheapest_route(costs: dict[str, float]) -> str:
     return min(costs, key=lambda r: (costs[r], list(costs).index(r)))
 
 
+@functools.cache  # the prompts are fixed for the process: one hash per style, not per row
 def prompts_fingerprint(style: str = "short") -> str:
     """A short hash of the prompts the routes send in `style` (the answer prompt, the logic route's
     decomposition and step): label rows made with other prompt text are told apart."""

@@ -91,6 +91,7 @@ def summary_context(
     collapsed: bool = False,
     context_words: int = 450,
     query_vector: np.ndarray | None = None,
+    layers: "Layers | None" = None,
 ) -> tuple[list[RetrievedChunk], dict]:
     """Retrieve the summary route's context with no LLM call.
 
@@ -98,11 +99,12 @@ def summary_context(
     summaries (kind "summary", chunk_id = node id, title "Summary (level L)"). visited:
     {"start_level", "collapsed", "per_level": {"<level>": [node ids chosen], "0": [chunk ids]},
     "scores": {id: cosine}, "chunk_ids", "summary_ids", "context_words", "flags"}.
-    start_level 0 searches the chunks directly. Raises KBError when the KB has no layers."""
+    start_level 0 searches the chunks directly. `layers`: the KB's layers when the caller has
+    loaded them already. Raises KBError when the KB has no layers."""
     from hierarchy.layers.search import require_layers
 
     q = check_question(question)
-    layers = require_layers(kb)
+    layers = require_layers(kb) if layers is None else layers
     flags: list[str] = []
     k = max(1, int(k))
     qv = np.asarray(query_vector if query_vector is not None else kb.embedder.encode([q])[0], dtype=np.float32)
@@ -278,7 +280,8 @@ def answer_summary(
 
     watch = Stopwatch()
     q = check_question(question)
-    if load_layers(kb) is None:
+    layers = load_layers(kb)
+    if layers is None:
         ans = answer_chunk(q, kb, llm, k=k, style=style)
         ans.trace["fallback_from"] = "summary"
         flag(ans.trace, f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
@@ -286,7 +289,7 @@ def answer_summary(
     usage = Usage()
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
     context, visited = summary_context(
-        q, kb, k=k, start_level=start_level, collapsed=collapsed, context_words=context_words
+        q, kb, k=k, start_level=start_level, collapsed=collapsed, context_words=context_words, layers=layers
     )
     for f in visited.pop("flags"):
         flag(trace, f)
