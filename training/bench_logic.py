@@ -32,7 +32,8 @@ from engine.llm.base import DEFAULT_LLM
 from engine.routes import run_route
 from engine.routes.logic.config import LogicConfig
 from hierarchy.datasets import SHARED_FILES, shared_data_dir
-from training.answer_scores import METRICS, answer_scores
+from training.answer_scores import answer_scores
+from training.bench_logic_report import build_report, report_markdown
 from training.jsonl_store import JsonlStore
 
 # data set name -> file under the shared data folder
@@ -54,44 +55,35 @@ SYSTEMS = (
     "logic-no-reflection",
     "logic-last-hop-chunks",
     "logic-dag-single-hop",
+    "logic-lean",
+    "logic-lean-whole-chunks",
+    "logic-lean-long-prompts",
+    "logic-lean-always-reflect",
+    "logic-lean-final-call",
+    "logic-lean-memory150",
 )
+# The lean logic route (issue: the logic route at half its cost): every cost cut on; each
+# logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
+LEAN = {
+    "evidence_tokens": 100,
+    "short_prompts": True,
+    "reflect_when_unsure": True,
+    "fold_final": True,
+    "memory_words": 80,
+}
 _CHANGED = {
+    "logic-lean": LEAN,
+    "logic-lean-whole-chunks": {**LEAN, "evidence_tokens": 0},
+    "logic-lean-long-prompts": {**LEAN, "short_prompts": False},
+    "logic-lean-always-reflect": {**LEAN, "reflect_when_unsure": False},
+    "logic-lean-final-call": {**LEAN, "fold_final": False},
+    "logic-lean-memory150": {**LEAN, "memory_words": 150},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},
     "logic-no-reflection": {"reflection": False},
     "logic-last-hop-chunks": {"final_chunks": 3},
     "logic-dag-single-hop": {"direct_single_hop": False},
-}
-
-# What we compare against (the paper: gpt-4o-mini, all-MiniLM-L6-v2, top-3; the anchor: the
-# released code on the local 1.5B model, first 20 2Wiki questions, see shared/ARCHITECTURE.md).
-REFERENCE = {
-    "paper (LogicRAG, gpt-4o-mini), 2Wiki": {"string_acc": 64.7, "tokens_per_query": 1778, "seconds_per_query": 9.8},
-    "paper (vanilla RAG, gpt-4o-mini), 2Wiki": {"tokens_per_query": 490, "seconds_per_query": 4.3},
-    "paper (HippoRAG2), 2Wiki": {"string_acc": 50.0},
-    "paper: graph pruning": {
-        "claim": "merging same-rank sub-questions about halves retrieval rounds on compositional questions"
-    },
-    "paper: sampling without replacement": {"claim": "about 35% fewer tokens at equal accuracy"},
-    "anchor: released LogicRAG code, local 1.5B, 2Wiki first 20": {
-        "string_acc": 5.0,
-        "em": 5.0,
-        "f1": 9.0,
-        "prompt_tokens": 1019,
-        "completion_tokens": 161,
-        "llm_calls": 3.3,
-        "seconds_per_query": 31,
-    },
-    "anchor: vanilla RAG few-shot answer-only, local 1.5B, 2Wiki first 20": {
-        "string_acc": 10.0,
-        "em": 10.0,
-        "f1": 17.2,
-        "prompt_tokens": 636,
-        "completion_tokens": 4,
-        "llm_calls": 1,
-        "seconds_per_query": 7,
-    },
 }
 
 
@@ -112,12 +104,12 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
     raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
 
 
-def _kb_for(dataset, out_dir: Path, name: str, n: int):
-    """The KB of this dataset's passages (those of its first n questions), built once in out_dir."""
+def _kb_for(dataset, out_dir: Path, name: str, n: int, offset: int = 0):
+    """The KB of this dataset's passages (those of its questions [offset, offset+n)), built once in out_dir."""
     from hierarchy.kb import KnowledgeBase
     from training.passage_kb import passages_kb
 
-    path = out_dir / "kb" / f"{name}_n{n}"
+    path = out_dir / "kb" / (f"{name}_n{n}" if not offset else f"{name}_o{offset}_n{n}")
     if KnowledgeBase.exists(path):
         return KnowledgeBase.open(path)
     return passages_kb(path, dataset.passages, overwrite=True, show_progress=True)
@@ -153,6 +145,7 @@ def _run_one(system: str, q, kb, llm, k: int) -> dict:
         **answer_scores(ans.text, q.answers),
         "llm_calls": ans.usage.llm_calls,
         "prompt_tokens": ans.usage.prompt_tokens,
+        "prompt_tokens_evaluated": ans.usage.prompt_tokens_evaluated,
         "completion_tokens": ans.usage.completion_tokens,
         "cached_calls": ans.usage.cached_calls,
         "llm_seconds": round(ans.usage.llm_seconds, 3),
@@ -177,122 +170,20 @@ def _row_key(r: dict) -> tuple:
     return r["llm"], r["dataset"], r["system"], r["qid"], r.get("cfg")
 
 
-_COSTS = ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "llm_seconds_uncached", "retrieval_rounds")
-
-
-def _aggregate(rows: list[dict]) -> dict:
-    n = len(rows)
-    if not n:
-        return {"n": 0}
-    out: dict[str, Any] = {"n": n}
-    for m in METRICS:
-        out[m] = round(100 * sum(r[m] for r in rows) / n, 1)
-    for c in _COSTS:
-        out[c] = round(sum(r[c] for r in rows) / n, 2)
-    out["tokens"] = round(out["prompt_tokens"] + out["completion_tokens"], 1)
-    # cached calls cost 0 s: latency is only meaningful over runs that made every call for real
-    cold = [r["seconds"] for r in rows if r["cached_calls"] == 0]
-    out["seconds_uncached"] = round(sum(cold) / len(cold), 2) if cold else None
-    out["n_uncached"] = len(cold)
-    out["flagged"] = round(100 * sum(1 for r in rows if r["flags"]) / n, 1)
-    out["cached_share"] = round(sum(r["cached_calls"] for r in rows) / max(1, sum(r["llm_calls"] for r in rows)), 2)
-    return out
-
-
-def build_report(rows: list[dict], llm_spec: str, n: int) -> dict:
-    report: dict[str, Any] = {"llm": llm_spec, "n_per_dataset": n, "datasets": {}, "reference": REFERENCE}
-    for ds in sorted({r["dataset"] for r in rows}):
-        d_rows = [r for r in rows if r["dataset"] == ds]
-        systems = [s for s in SYSTEMS if any(r["system"] == s for r in d_rows)]
-        types = sorted({r["type"] for r in d_rows})
-        report["datasets"][ds] = {
-            "overall": {s: _aggregate([r for r in d_rows if r["system"] == s]) for s in systems},
-            "per_type": {
-                t: {s: _aggregate([r for r in d_rows if r["system"] == s and r["type"] == t]) for s in systems}
-                for t in types
-            },
-        }
-    return report
-
-
-def _md_table(stats: dict[str, dict], cols: list[str]) -> list[str]:
-    lines = ["| system | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for s, a in stats.items():
-        lines.append(f"| {s} | " + " | ".join(str(a.get(c, "")) for c in cols) + " |")
-    return lines
-
-
-def report_markdown(report: dict) -> str:
-    cols = [
-        "n",
-        "string_acc",
-        "em",
-        "f1",
-        "llm_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "seconds",
-        "llm_seconds_uncached",
-        "seconds_uncached",
-        "n_uncached",
-        "retrieval_rounds",
-        "flagged",
-    ]
-    out = [
-        f"# Logic route benchmark ({report['llm']}, first {report['n_per_dataset']} questions per dataset; "
-        "musique-34hop: the first half as many 3-hop and 4-hop questions)",
-        "",
-        "Scores in %, costs per question (means). Token counts of cached calls are the original ones; "
-        "their seconds are 0, so read latency from `llm_seconds_uncached` (the LLM seconds of every call "
-        "as it took when it was made, cache hits included) or `seconds_uncached` (mean wall over the "
-        "`n_uncached` runs that made every call for real).",
-        "",
-    ]
-    for ds, kb in report.get("kb", {}).items():
-        which = (
-            f"every 3- and 4-hop question ({kb['questions']})"
-            if ds == "musique-34hop"
-            else f"the file's first {kb['questions']} questions"
-        )
-        out.append(f"KB {ds}: the {kb['passages']} passages of {which}.")
-    out.append("")
-    for ds, d in report["datasets"].items():
-        out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
-        out += [f"### {ds} per question type", ""]
-        for t, stats in d["per_type"].items():
-            out += (
-                [f"**{t}**", ""]
-                + _md_table(stats, ["n", "string_acc", "f1", "tokens", "llm_calls", "retrieval_rounds"])
-                + [""]
-            )
-        o = d["overall"]
-        if "logic" in o and "logic-no-merge" in o and o["logic-no-merge"].get("retrieval_rounds"):
-            ratio = o["logic"]["retrieval_rounds"] / o["logic-no-merge"]["retrieval_rounds"]
-            out += [
-                f"Graph pruning: retrieval rounds with merging / without = {ratio:.2f} "
-                "(paper: about 0.5 on compositional questions).",
-                "",
-            ]
-        if "logic" in o and "logic-with-replacement" in o and o["logic-with-replacement"].get("tokens"):
-            ratio = o["logic"]["tokens"] / o["logic-with-replacement"]["tokens"]
-            out += [f"Sampling without replacement: tokens with / without = {ratio:.2f} (paper: about 0.65).", ""]
-    out += ["## Reference numbers", "", "| source | numbers |", "|---|---|"]
-    for k, v in report["reference"].items():
-        out.append(f"| {k} | " + ", ".join(f"{a}: {b}" for a, b in v.items()) + " |")
-    return "\n".join(out) + "\n"
-
-
-def _load_sets(datasets, data_dir: Path, n: int, kb_n: int) -> tuple[dict, dict]:
-    """(KB data set, asked data set) per data set name."""
+def _load_sets(datasets, data_dir: Path, n: int, kb_n: int, offset: int = 0) -> tuple[dict, dict]:
+    """(KB data set, asked data set) per data set name: the questions [offset, offset+n), the
+    passages of the questions [offset, offset+kb_n)."""
     from hierarchy.datasets import load_dataset
 
     kb_sets, loaded = {}, {}
     for name in datasets:
         if name == "musique-34hop":
+            if offset:
+                raise ValueError("musique-34hop picks its own questions: it takes no offset")
             kb_sets[name], loaded[name] = _deep_hops(data_dir / DATASETS[name], n)
         else:
-            kb_sets[name] = load_dataset(data_dir / DATASETS[name], kb_n)
-            loaded[name] = load_dataset(data_dir / DATASETS[name], n)
+            kb_sets[name] = load_dataset(data_dir / DATASETS[name], kb_n, offset=offset)
+            loaded[name] = load_dataset(data_dir / DATASETS[name], n, offset=offset)
     return kb_sets, loaded
 
 
@@ -308,6 +199,7 @@ def _answer_all(
     out_dir: Path,
     kb_n: int,
     show_progress: bool,
+    offset: int = 0,
 ) -> None:
     """Answer every (data set, question, system) not in the store yet, appending each result."""
     from tqdm import tqdm
@@ -315,7 +207,7 @@ def _answer_all(
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
     bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
     for name, ds in loaded.items():
-        kb = _kb_for(kb_sets[name], out_dir, name, kb_n)
+        kb = _kb_for(kb_sets[name], out_dir, name, kb_n, offset)
         for q in ds.questions:
             for s in systems:
                 if (spec, name, s, q.id, cfgs[s]) not in store:
@@ -350,6 +242,7 @@ def main(
     show_progress: bool = True,
     llm: Any = None,
     kb_n: int = 100,
+    offset: int = 0,
 ) -> dict:
     """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
     `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm. The KB of a dataset
@@ -368,10 +261,10 @@ def main(
     spec = llm.name
     store = JsonlStore(out_dir / "results.jsonl", key=_row_key)
     kb_n = max(n, kb_n)
-    kb_sets, loaded = _load_sets(datasets, data_dir, n, kb_n)
+    kb_sets, loaded = _load_sets(datasets, data_dir, n, kb_n, offset)
     # a result is reused only for the same route settings (a changed default is answered again)
     cfgs = {s: system_config(s, k).fingerprint() if s != "chunk" else f"chunk-k{k}" for s in systems}
-    _answer_all(store, kb_sets, loaded, systems, cfgs, spec, llm, k, out_dir, kb_n, show_progress)
+    _answer_all(store, kb_sets, loaded, systems, cfgs, spec, llm, k, out_dir, kb_n, show_progress, offset)
 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}
     rows = [
@@ -379,7 +272,8 @@ def main(
         for (sp, ds, s, qid, cfg), r in store.by_key.items()
         if sp == spec and ds in qids and qid in qids[ds] and s in systems and cfg == cfgs[s]
     ]
-    report = build_report(rows, spec, n)
+    report = build_report(rows, spec, n, SYSTEMS)
+    report["offset"] = offset
     report["kb"] = {name: {"questions": len(d.questions), "passages": len(d.passages)} for name, d in kb_sets.items()}
     report["config"] = {s: (asdict(system_config(s, k)) if s != "chunk" else {"k": k}) for s in systems}
     atomic_write_json(out_dir / "report.json", report)

@@ -175,6 +175,14 @@ def benchmark(
 @click.command("bench-logic")
 @click.option("--n", type=int, default=30, show_default=True, help="first N questions of each data set")
 @click.option(
+    "--offset",
+    type=int,
+    default=0,
+    show_default=True,
+    help="ask the questions [OFFSET, OFFSET+N) against a KB of the passages of [OFFSET, OFFSET+KB_N): "
+    "an untuned second check (e.g. --offset 100)",
+)
+@click.option(
     "--kb-n",
     type=int,
     default=100,
@@ -196,7 +204,7 @@ def benchmark(
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
 @llm_option
-def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
+def bench_logic(n, offset, kb_n, systems, datasets, k, out_dir, llm_spec):
     """The logic route against the chunk route on 2Wiki and MuSiQue, per question type, with the
     paper's ablations (graph pruning, context pruning, reflection, sampling without replacement
     each switched off) and its reference numbers. Resumable; LLM calls through the cache."""
@@ -211,6 +219,7 @@ def bench_logic(n, kb_n, systems, datasets, k, out_dir, llm_spec):
             datasets=[d.strip() for d in datasets.split(",") if d.strip()],
             k=k,
             kb_n=kb_n,
+            offset=offset,
         )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None

@@ -22,6 +22,9 @@ class Completion:
     model: str = ""
     original_seconds: float | None = None  # a cache hit: what the call took when it was made
     attempts: int = 1  # requests sent: a structured reply that was retried once took 2
+    # prompt tokens the backend computed: a KV-cache prefix hit skips the rest; None = not known
+    # (a remote API), counted as every token sent
+    prompt_tokens_evaluated: int | None = None
 
 
 @dataclass
@@ -35,6 +38,9 @@ class Usage:
     llm_seconds: float = 0.0
     llm_seconds_uncached: float = 0.0  # LLM seconds without the cache: a hit counts its original call
     seconds: float = 0.0  # wall seconds of the whole answer, set by the route
+    # of prompt_tokens, those the backend computed (the local model reuses a cached prompt
+    # prefix); a cache hit counts its original call, as llm_seconds_uncached does
+    prompt_tokens_evaluated: int = 0
 
     def add(self, c: Completion) -> None:
         self.llm_calls += c.attempts
@@ -43,6 +49,9 @@ class Usage:
         self.cached_calls += int(c.cached)
         self.llm_seconds += c.seconds
         self.llm_seconds_uncached += (c.original_seconds or 0.0) if c.cached else c.seconds
+        self.prompt_tokens_evaluated += (
+            c.prompt_tokens if c.prompt_tokens_evaluated is None else c.prompt_tokens_evaluated
+        )
 
     def merge(self, other: "Usage") -> None:
         self.llm_calls += other.llm_calls
@@ -51,6 +60,7 @@ class Usage:
         self.cached_calls += other.cached_calls
         self.llm_seconds += other.llm_seconds
         self.llm_seconds_uncached += other.llm_seconds_uncached
+        self.prompt_tokens_evaluated += other.prompt_tokens_evaluated
         self.seconds += other.seconds
 
     @property

@@ -296,6 +296,8 @@ def chat_structured(send: Callable[[list[dict]], Completion], messages: list[dic
                 c.prompt_tokens = sum(a.prompt_tokens for a in attempts)
                 c.completion_tokens = sum(a.completion_tokens for a in attempts)
                 c.seconds = sum(a.seconds for a in attempts)
+                if all(a.prompt_tokens_evaluated is not None for a in attempts):
+                    c.prompt_tokens_evaluated = sum(a.prompt_tokens_evaluated or 0 for a in attempts)
             return c
         messages = messages + [
             {"role": "assistant", "content": c.text},

@@ -30,7 +30,8 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
     completion_tokens INTEGER NOT NULL,
     seconds REAL NOT NULL,   -- of the original call
     model TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    prompt_evaluated INTEGER -- of prompt_tokens, those the backend computed; NULL = not known
 )"""
 
 
@@ -51,6 +52,18 @@ def cache_key(llm_name: str, messages: list[dict], schema: dict | None, max_toke
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """A cache file written before prompt_evaluated existed gets the column (NULL = not known),
+    so its entries stay valid."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(completions)")}
+    if "prompt_evaluated" not in have:
+        try:
+            conn.execute("ALTER TABLE completions ADD COLUMN prompt_evaluated INTEGER")
+        except sqlite3.OperationalError as e:  # another process added it first
+            if "duplicate column" not in str(e):
+                raise
+
+
 class CachedLLM:
     def __init__(self, inner: LLM, path: str | Path | None = None) -> None:
         self.inner = inner
@@ -66,6 +79,8 @@ class CachedLLM:
             try:
                 with self._init_lock:  # the first connection sets WAL and the table, once
                     conn = open_shared_sqlite(self.path, _SCHEMA, setup=not self._ready)
+                    if not self._ready:
+                        _add_missing_columns(conn)
                     self._ready = True
             except (sqlite3.Error, OSError) as e:
                 raise LogicRouteError(
@@ -80,7 +95,7 @@ class CachedLLM:
         key = cache_key(self.name, messages, schema, max_tokens, temperature)
         row = self._get(key)
         if row is not None and row[0].strip():
-            text, data, pt, ct, model, secs = row
+            text, data, pt, ct, model, secs, evaluated = row
             return Completion(
                 text=text,
                 prompt_tokens=pt,
@@ -90,6 +105,7 @@ class CachedLLM:
                 cached=True,
                 model=model,
                 original_seconds=secs,
+                prompt_tokens_evaluated=evaluated,
             )
         # errors (StructuredOutputError, LLMError) propagate and are never stored
         c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
@@ -101,7 +117,8 @@ class CachedLLM:
             return (
                 self._db()
                 .execute(
-                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds FROM completions "
+                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds, prompt_evaluated "
+                    "FROM completions "
                     "WHERE key = ?",
                     (key,),
                 )
@@ -118,8 +135,20 @@ class CachedLLM:
         data = None if c.data is None else json.dumps(c.data, ensure_ascii=False)
         try:
             self._db().execute(
-                "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, self.name, c.text, data, c.prompt_tokens, c.completion_tokens, c.seconds, c.model, time.time()),
+                "INSERT OR REPLACE INTO completions (key, llm, text, data, prompt_tokens, completion_tokens, "
+                "seconds, model, created, prompt_evaluated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    self.name,
+                    c.text,
+                    data,
+                    c.prompt_tokens,
+                    c.completion_tokens,
+                    c.seconds,
+                    c.model,
+                    time.time(),
+                    c.prompt_tokens_evaluated,
+                ),
             )
         except (sqlite3.Error, LogicRouteError) as e:
             # the answer is good; losing its cache entry must not lose the answer

@@ -2,6 +2,12 @@
 
 The model loads on the first chat, once per process per (file, context size), and every call
 on it holds that model's lock: a llama.cpp context is not thread-safe.
+
+Prompt evaluation dominates on CPU (~50 tokens/s here), and every prompt of one kind starts with
+the same system text and few-shot examples. A prefix cache keeps the model state after recent
+calls and restores the one sharing the longest prefix with the next prompt, so only the new
+suffix is evaluated (a 729-token decomposition prompt: 19 tokens evaluated, 24 s -> 8 s).
+`Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only.
 """
 
 from __future__ import annotations
@@ -18,6 +24,54 @@ from engine.llm.base import chat_structured, open_call
 
 _REGISTRY: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _REGISTRY_LOCK = threading.Lock()
+DEFAULT_PREFIX_CACHE_MB = 1024
+
+
+def prefix_cache_mb() -> int:
+    """$LOGICROUTE_PREFIX_CACHE_MB (0 = off), else the default."""
+    raw = os.environ.get("LOGICROUTE_PREFIX_CACHE_MB", "").strip()
+    if not raw:
+        return DEFAULT_PREFIX_CACHE_MB
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise LLMError(f"LOGICROUTE_PREFIX_CACHE_MB must be a whole number of megabytes, got {raw!r}") from None
+
+
+def _prefix_cache(capacity_bytes: int) -> Any:
+    from llama_cpp import LlamaRAMCache
+
+    class PrefixCache(LlamaRAMCache):
+        """llama-cpp-python's RAM cache of model states, keyed by the tokens they hold, with the
+        saved logits cut to the last row. Why: a state copies n_batch x vocabulary floats
+        (512 x 151,936 x 4 B = 311 MB for Qwen) beside a ~12 MB KV cache, and the capacity counts
+        only the KV part. One row is enough: a restored state is always evaluated again from at
+        least its last prompt token (load_state sets _requires_eval), which rewrites the logits."""
+
+        def __setitem__(self, key, value) -> None:
+            value.scores = value.scores[-1:].copy()
+            super().__setitem__(key, value)
+
+    return PrefixCache(capacity_bytes=capacity_bytes)
+
+
+class _EvalCounter:
+    """Counts the prompt tokens llama.cpp evaluates in a call: the first eval() of a generation
+    gets the prompt's uncached suffix, every later one a single sampled token."""
+
+    def __init__(self, llama: Any) -> None:
+        self.first: int | None = None
+        inner = llama.eval
+
+        def counting_eval(tokens) -> None:
+            if self.first is None:
+                self.first = len(tokens)
+            inner(tokens)
+
+        llama.eval = counting_eval
+
+    def reset(self) -> None:
+        self.first = None
 
 
 def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
@@ -35,6 +89,10 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=0, verbose=False)
             except Exception as e:  # llama.cpp reports load failures as ValueError/RuntimeError
                 raise LLMError(f"cannot load local model {path}: {e}") from e
+            mb = prefix_cache_mb()
+            if mb:
+                llama.set_cache(_prefix_cache(mb << 20))
+            llama._logicroute_evals = _EvalCounter(llama)
             _REGISTRY[key] = (llama, threading.Lock())
         return _REGISTRY[key]
 
@@ -70,6 +128,9 @@ class LocalLLM:
                 # llama.cpp turns the schema into a grammar: decoding cannot leave it
                 kwargs["response_format"] = {"type": "json_object", "schema": schema}
             with lock:
+                counter = getattr(llama, "_logicroute_evals", None)  # None: not a llama_cpp.Llama
+                if counter is not None:
+                    counter.reset()
                 t0 = time.perf_counter()
                 try:
                     r = llama.create_chat_completion(**kwargs)
@@ -82,6 +143,8 @@ class LocalLLM:
                 except RuntimeError as e:
                     raise LLMError(f"{self.name} failed: {e}") from e
                 seconds = time.perf_counter() - t0
+                # no eval at all = the whole prompt was already in the context
+                evaluated = (counter.first or 0) if counter is not None else None
             usage = r.get("usage") or {}
             return Completion(
                 text=r["choices"][0]["message"].get("content") or "",
@@ -89,6 +152,7 @@ class LocalLLM:
                 completion_tokens=int(usage.get("completion_tokens", 0)),
                 seconds=seconds,
                 model=self.name,
+                prompt_tokens_evaluated=evaluated,
             )
 
         if schema is None:

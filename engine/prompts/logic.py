@@ -62,6 +62,23 @@ _DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
 ]
 
 
+# The short decomposition prompt (LogicConfig.short_prompts): one example per plan shape that the
+# benchmarks ask (one lookup, 2- and 3-hop chains, comparison, comparison through a bridge).
+DECOMPOSE_SYSTEM_SHORT = (
+    "Split the question into sub-questions, each asking one fact about one named thing. A thing "
+    "described through another (the director of film X) gets its own sub-question first: write #q1 "
+    "for the answer of q1 and list q1 in depends_on. A question about one named thing stays whole. "
+    "Never add a sub-question that only compares answers."
+)
+_SHORT_EXAMPLES = (
+    "Who wrote the novel Dracula?",
+    "What is the date of birth of the performer of song Hello?",
+    "Who is older, Ann Lee or Tom Ford?",
+    "Which film has the director who died later, Vertigo or Metropolis?",
+    "What is the capital of the country where the composer of Carmen was born?",
+)
+
+
 def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     # compact separators: fewer prompt tokens per example, and the model copies the style
     return json.dumps(
@@ -69,19 +86,21 @@ def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     )
 
 
-def decompose_messages(question: str) -> list[dict]:
-    msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM}]
+def decompose_messages(question: str, short: bool = False) -> list[dict]:
+    msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM}]
     for q, nodes in _DECOMPOSE_EXAMPLES:
+        if short and q not in _SHORT_EXAMPLES:
+            continue
         msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _plan_json(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
 
 
-def decompose_retry_messages(question: str, bad_reply: str, problems: list[str]) -> list[dict]:
+def decompose_retry_messages(question: str, bad_reply: str, problems: list[str], short: bool = False) -> list[dict]:
     """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
     model loses the question in a multi-turn correction (it re-plans the few-shot questions),
     so the same single-turn prompt is sent again with the earlier plan and its error stated."""
-    msgs = decompose_messages(question)
+    msgs = decompose_messages(question, short)
     msgs[-1] = {
         "role": "user",
         "content": (
@@ -140,7 +159,18 @@ def rewrite_messages(question: str, facts: list[tuple[str, str]]) -> list[dict]:
     return [{"role": "system", "content": REWRITE_SYSTEM}, *REWRITE_FEWSHOT, {"role": "user", "content": body}]
 
 
-def step_system(memory_words: int, with_memory: bool) -> str:
+def step_system(memory_words: int, with_memory: bool, short: bool = False) -> str:
+    if short:
+        s = (
+            'Answer the sub-questions from the passages and notes, in JSON. "answers": for each id, the answer '
+            "alone, a short phrase (a name, a date, a place, a number), or unknown if they do not say."
+        )
+        if with_memory:
+            s += (
+                f' "memory": the facts from the notes and passages that help answer the main question, at most '
+                f"{memory_words} words, names and dates exactly as written."
+            )
+        return s
     s = (
         "You answer sub-questions of a main question from passages. Reply in JSON. "
         '"answers": for each sub-question id, the answer alone: a short phrase such as a name, '
@@ -174,15 +204,31 @@ _STEP_EXAMPLE = (
 )
 
 
+_STEP_EXAMPLE_SHORT = (
+    "When was the director of film Jaws born?",
+    "",
+    "[1] Jaws: Jaws is a 1975 film directed by Steven Spielberg.",
+    [("q1", "Who is the director of film Jaws?")],
+    {"q1": "Steven Spielberg"},
+    "Jaws (1975) was directed by Steven Spielberg.",
+)
+
+
 def step_messages(
-    main: str, notes: str, passages: str, subqs: list[tuple[str, str]], memory_words: int, with_memory: bool
+    main: str,
+    notes: str,
+    passages: str,
+    subqs: list[tuple[str, str]],
+    memory_words: int,
+    with_memory: bool,
+    short: bool = False,
 ) -> list[dict]:
     """One call per rank: answer every sub-question of the rank, and (rolling memory) write
     the new memory = query-oriented summary of old notes + new passages."""
-    eq, en, ep, es, ea, em = _STEP_EXAMPLE
+    eq, en, ep, es, ea, em = _STEP_EXAMPLE_SHORT if short else _STEP_EXAMPLE
     ex_reply = {"memory": em, "answers": ea} if with_memory else {"answers": ea}
     return [
-        {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory))},
+        {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory, short))},
         {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
         {"role": "assistant", "content": json.dumps(ex_reply)},
         {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},

@@ -193,3 +193,30 @@ def test_real_local_model_answers_plain_and_structured(monkeypatch):
         f"\nlocal 1.5b: plain {plain.prompt_tokens}+{plain.completion_tokens} tok in {plain.seconds:.2f}s; "
         f"json {c.prompt_tokens}+{c.completion_tokens} tok in {c.seconds:.2f}s"
     )
+
+
+@pytest.mark.local_llm
+def test_real_local_model_evaluates_only_the_suffix_after_a_shared_prefix(monkeypatch):
+    """The prefix cache: a prompt sharing its system text with an earlier one (another prompt in
+    between) evaluates only the new part, and answers exactly as a fresh evaluation does."""
+    if _USER_CACHE_DIR:
+        monkeypatch.setenv("LOGICROUTE_CACHE_DIR", _USER_CACHE_DIR)
+    else:
+        monkeypatch.delenv("LOGICROUTE_CACHE_DIR")
+    llm = make_llm("local:qwen2.5-coder-1.5b", cache=False)
+    system = {
+        "role": "system",
+        "content": "You are a terse assistant for a prefix-cache test. "
+        + " ".join(f"Rule {i}: answer with one word, never a sentence." for i in range(12)),
+    }
+
+    def ask(q: str):
+        return llm.chat([system, {"role": "user", "content": q}], max_tokens=4)
+
+    first = ask("Which colour is the sky on a clear day?")
+    llm.chat([{"role": "user", "content": "Say hi."}], max_tokens=2)  # another prompt in between
+    second = ask("Which colour is grass?")
+    assert first.prompt_tokens_evaluated > first.prompt_tokens - 10  # nothing of this system text was cached
+    assert second.prompt_tokens_evaluated < second.prompt_tokens - 100
+    again = ask("Which colour is the sky on a clear day?")
+    assert again.text == first.text

@@ -17,19 +17,24 @@ from engine.routes.logic.plan import SubQuestion, normalize
 def comparison_hint(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> str:
     """The computed conclusion as one sentence for the final answer's notes, or "" when none
     applies. `nodes` is the whole DAG (id -> node), `known` the nodes with a known answer."""
-    return _date_choice(question, nodes, known) or _same_check(question, known)
+    return computed_comparison(question, nodes, known)[0]
+
+
+def computed_comparison(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> tuple[str, str]:
+    """(the conclusion as a sentence, the answer it gives: an option or yes/no), or ("", "")."""
+    return _date_choice(question, nodes, known) or _same_check(question, known) or ("", "")
 
 
 _EARLY = re.compile(r"\b(older|oldest|first|earlier|earliest|before)\b", re.I)
 _LATE = re.compile(r"\b(younger|youngest|later|latest|last|recently|recent|newer|after)\b", re.I)
 
 
-def _date_choice(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> str:
+def _date_choice(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> tuple[str, str] | None:
     """ "Who died first, A or B?" with a date found for each of A and B -> which one it is."""
     m = re.search(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$", question)
     early, late = bool(_EARLY.search(question)), bool(_LATE.search(question))
     if not m or early == late:
-        return ""
+        return None
     options = [m.group(1).strip(), m.group(2).strip()]
     dated = [n for n in known if _date_key(n.answer or "")]
     picked: dict[str, SubQuestion] = {}
@@ -38,13 +43,14 @@ def _date_choice(question: str, nodes: dict[str, SubQuestion], known: list[SubQu
         if len(opts) == 1:
             picked[opts[0]] = n
     if len(picked) != 2 or len({_date_key(n.answer or "") for n in picked.values()}) != 2:
-        return ""
+        return None
     order = sorted(options, key=lambda o: _date_key(picked[o].answer or ""))
     win = order[0] if early else order[1]
-    return (
+    sentence = (
         f"Date comparison: {win} has the {'earlier' if early else 'later'} date "
         f"({picked[win].answer}), so the answer is {win}."
     )
+    return sentence, win
 
 
 def _mentions(nodes: dict[str, SubQuestion], n: SubQuestion, option: str) -> bool:
@@ -63,21 +69,23 @@ def _mentions(nodes: dict[str, SubQuestion], n: SubQuestion, option: str) -> boo
     return False
 
 
-def _same_check(question: str, known: list[SubQuestion]) -> str:
+def _same_check(question: str, known: list[SubQuestion]) -> tuple[str, str] | None:
     """ "Are A and B of the same nationality?" with the nationality of each found -> yes/no."""
     m = re.search(r"\bsame (\w+)", question, re.I)
     if not m:
-        return ""
+        return None
     attr = m.group(1).lower()[:6]  # "nationality" -> "nation", "country" -> "countr"
     asked = [n for n in known if attr in (n.rewritten or n.question).lower()]
     if len(asked) != 2:
-        return ""
+        return None
     a, b = (normalize(n.answer or "") for n in asked)
     same = a == b or a in b or b in a or (len(a.split()) == len(b.split()) == 1 and a[:4] == b[:4])
-    return (
+    answer = "yes" if same else "no"
+    sentence = (
         f"The answers {asked[0].answer} and {asked[1].answer} are {'the same' if same else 'different'}, "
-        f"so the answer is {'yes' if same else 'no'}."
+        f"so the answer is {answer}."
     )
+    return sentence, answer
 
 
 _MONTHS = {

@@ -47,6 +47,31 @@ class LogicConfig:
             "one retrieval, one answer over the raw chunks; off: step call, memory and reflection as for any DAG"
         },
     )
+    evidence_tokens: int = field(
+        default=0,
+        metadata={
+            "help": "context compression: a step call sees at most this many tokens of its retrieved chunks per "
+            "sub-question, their sentences closest to it by embedding (0 = the whole chunks)"
+        },
+    )
+    short_prompts: bool = field(
+        default=False,
+        metadata={"help": "the shorter decomposition and step prompts (fewer few-shot examples, shorter rules)"},
+    )
+    reflect_when_unsure: bool = field(
+        default=False,
+        metadata={
+            "help": "skip the reflection call while every sub-question has an answer that a retrieved passage "
+            "states (off: reflect after every solved DAG)"
+        },
+    )
+    fold_final: bool = field(
+        default=False,
+        metadata={
+            "help": "short answers only: no final answer call when the answer is already known, i.e. the "
+            "comparison computed in code, or the answer of the DAG's single last sub-question"
+        },
+    )
     max_llm_calls: int = field(default=12, metadata={"help": "budget: LLM calls per question (final answer included)"})
     max_prompt_tokens: int = field(default=12000, metadata={"help": "budget: prompt tokens per question"})
     max_seconds: float = field(default=300, metadata={"help": "budget: wall seconds per question"})
@@ -58,10 +83,11 @@ class LogicConfig:
             or self.memory_words < 10
             or self.max_llm_calls < 1
             or self.final_chunks < 0
+            or self.evidence_tokens < 0
         ):
             raise ValueError(
                 f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
-                f"max_llm_calls >= 1 and final_chunks >= 0 are required (got {self})"
+                f"max_llm_calls >= 1, final_chunks >= 0 and evidence_tokens >= 0 are required (got {self})"
             )
 
     def fingerprint(self) -> str:

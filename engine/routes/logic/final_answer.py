@@ -10,11 +10,12 @@ from engine.llm.base import flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
-from engine.routes.logic.compare import comparison_hint
+from engine.routes.logic.compare import comparison_hint, computed_comparison
 from engine.routes.logic.config import BudgetExhausted
 from engine.routes.logic.state import (
     SolveState,
     budgeted_call,
+    grounded,
     known_answer,
     nodes_in_order,
     retrieve,
@@ -26,6 +27,9 @@ def final_answer(st: SolveState) -> str:
     """The answer text. Raises LLMError only when the answer call fails and no sub-question
     was answered; otherwise a failed call returns the last known sub-answer, flagged."""
     cfg = st.cfg
+    folded = _folded_answer(st)
+    if folded:
+        return folded
     if not any(known_answer(n) for n in st.nodes.values()) and st.question not in (
         s["query"] for s in st.trace["steps"]
     ):
@@ -67,6 +71,36 @@ def final_answer(st: SolveState) -> str:
         return ""
     st.final_passages = shown
     return clean_answer(c.text, st.style)
+
+
+_YES_NO_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would"}
+
+
+def _folded_answer(st: SolveState) -> str:
+    """LogicConfig.fold_final: the short answer when the solved DAG already holds it, so the
+    final call would only copy it: the comparison computed in code, or the answer of the single
+    last sub-question (every other node feeds it), when a retrieved passage states that answer
+    and the question is not a yes/no one. "" = make the final call. Recorded in trace["final"]."""
+    if not st.cfg.fold_final or st.style != "short" or st.trace.get("single_hop"):
+        return ""
+    known = [n for n in nodes_in_order(st) if known_answer(n)]
+    sentence, answer = computed_comparison(st.question, st.nodes, known)
+    if answer:
+        st.trace["comparison"] = sentence
+        st.trace["final"] = {"folded": "the comparison computed in code"}
+        ids = {cid for n in known for cid in n.chunk_ids}
+        st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
+        return answer
+    used = {d for n in st.nodes.values() for d in n.depends_on}
+    sinks = [n for n in st.nodes.values() if n.id not in used]
+    words = st.question.split()
+    yes_no = bool(words) and words[0].lower() in _YES_NO_START
+    if len(sinks) != 1 or yes_no or not grounded(st, sinks[0]):
+        return ""
+    sink = sinks[0]
+    st.trace["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}
+    st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in set(sink.chunk_ids)]
+    return clean_answer(sink.answer or "", st.style)
 
 
 def answer_sources(st: SolveState) -> list[Source]:

@@ -235,12 +235,17 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
-def decompose(question: str, call: LLMCall, trace: dict) -> list[SubQuestion]:
+def decompose(question: str, call: LLMCall, trace: dict, short_prompt: bool = False) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
     still invalid. A malformed decomposition gives a one-node plan (origin "fallback")."""
     schema = decompose_schema()
     try:
-        c = call(decompose_messages(question), purpose="decompose", schema=schema, max_tokens=DECOMPOSE_MAX_TOKENS)
+        c = call(
+            decompose_messages(question, short_prompt),
+            purpose="decompose",
+            schema=schema,
+            max_tokens=DECOMPOSE_MAX_TOKENS,
+        )
     except StructuredOutputError as e:
         flag(trace, f"decomposition malformed after retry ({e}): one-node DAG (chunk-route behaviour)")
         return _one_node(question)
@@ -250,7 +255,7 @@ def decompose(question: str, call: LLMCall, trace: dict) -> list[SubQuestion]:
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                decompose_retry_messages(question, c.text, problems),
+                decompose_retry_messages(question, c.text, problems, short_prompt),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,

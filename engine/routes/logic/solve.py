@@ -18,6 +18,7 @@ from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messa
 from engine.prompts.passages import format_passages
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
+from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.plan import (
     SubQuestion,
@@ -38,6 +39,7 @@ from engine.routes.logic.plan import (
 from engine.routes.logic.state import (
     SolveState,
     budgeted_call,
+    grounded,
     known_answer,
     nodes_in_order,
     retrieve,
@@ -75,7 +77,7 @@ def answer_logic(
     }
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
-        plan = decompose(st.question, partial(budgeted_call, st), st.trace)
+        plan = decompose(st.question, partial(budgeted_call, st), st.trace, cfg.short_prompts)
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
@@ -199,12 +201,17 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     st.trace["steps"].append(step)
     ids = [n.id for n in group]
     if cfg.rolling_memory:
-        passages = format_passages(chunks)
+        shown = chunks
+        if cfg.evidence_tokens:
+            shown, step["evidence"] = compress_chunks(chunks, texts, st.kb.embedder, cfg.evidence_tokens * len(group))
+        passages = format_passages(shown)
         notes = st.memory
     else:  # raw chunks concatenated: everything retrieved so far is the context
         passages = format_passages(unique_chunks(st.raw))
         notes = ""
-    msgs = step_messages(st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory)
+    msgs = step_messages(
+        st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory, cfg.short_prompts
+    )
     schema = step_schema(ids, cfg.memory_words, cfg.rolling_memory)
     max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if cfg.rolling_memory else 10)
     try:
@@ -228,6 +235,9 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
 
 def _reflect_loop(st: SolveState) -> None:
     for rnd in range(1, st.cfg.max_rounds + 1):
+        if st.cfg.reflect_when_unsure and all(grounded(st, n) for n in st.nodes.values()):
+            st.trace["reflection"].append({"round": rnd, "skipped": "every sub-question answered from a passage"})
+            return
         facts = [(n.id, n.rewritten or n.question, n.answer or "unknown") for n in nodes_in_order(st)]
         try:
             c = budgeted_call(

@@ -10,7 +10,7 @@ from engine.base.types import RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.routes.common import says_unknown
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
-from engine.routes.logic.plan import SubQuestion, id_order_key
+from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
 @dataclass
@@ -98,3 +98,13 @@ def known_answer(n: SubQuestion) -> str:
     """The node's answer, or "" when it has none or said it does not know."""
     a = (n.answer or "").strip()
     return "" if not a or says_unknown(a) else a
+
+
+def grounded(st: SolveState, n: SubQuestion) -> bool:
+    """The node has an answer, and a chunk retrieved for it states that answer (word for word,
+    ignoring case and punctuation): evidence that the answer was read, not guessed."""
+    a = " ".join(normalize(known_answer(n)).split())
+    if not a:
+        return False
+    mine = set(n.chunk_ids)
+    return any(a in " ".join(normalize(f"{c.title} {c.text}").split()) for c in st.raw if c.chunk_id in mine)
