@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==0.3.36
 	$(BIN)/pip install -q -e ".[local,dev]"
+	# the serve page's browser test drives Debian's chromium through selenium; installed when we may (root + apt)
+	command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
+	  echo "note: no chromium/chromedriver: the page's browser test will be skipped"
 	touch $(STAMP)
 
 demo: install

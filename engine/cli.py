@@ -30,6 +30,7 @@ from engine.cli_options import (  # the shared options; plugins import them from
     injected_embedder,
     llm_option,
 )
+from engine.cli_serve import serve
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 PLUGIN_GROUP = "logicroute.commands"
@@ -159,7 +160,8 @@ def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, ove
     "questions_file",
     type=click.Path(exists=True, dir_okay=False),
     help="route every question of a file (.txt one per line, JSONL with a question field, or a QA data "
-    "file): one JSON line per question, models loaded once",
+    "file): one JSON line per question (route, probabilities, ood flag; a bad line gets an error record), "
+    "models loaded once",
 )
 @click.option("--checkpoint", default=None, help="router checkpoint [default: shipped checkpoints/generalist.ckpt]")
 @click.option(
@@ -181,14 +183,12 @@ def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
         raise click.UsageError("give a QUESTION or --questions FILE")
     policy = Policy.load(thresholds) if thresholds else None
     if questions_file:
-        from hierarchy.datasets import read_questions
+        from engine.cli_route import read_items, route_items
 
-        questions = [check_question(q) for q in read_questions(questions_file)]
+        items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
         router = load_router(checkpoint, embedder=injected_embedder(ctx))
-        decisions = router.decide_many(questions, policy)
-        for d in decisions:
-            click.echo(json.dumps({"question": d["question"], **d}, ensure_ascii=False))
-        notice = routing_notice([d["route"] for d in decisions], [d["ood"] for d in decisions])
+        routed = route_items(router, items, policy, source=questions_file)  # one JSON line each; bad ones: error
+        notice = routing_notice(routed.routes, routed.oods)
         if notice:
             log.warning(notice)
         return
@@ -247,6 +247,7 @@ def demo(kb_dir, route, llm_spec):
 main.add_command(ask)  # engine.cli_ask
 for kb_command in KB_COMMANDS:  # check, repair (engine.cli_kb)
     main.add_command(kb_command)
+main.add_command(serve)  # engine.cli_serve: the HTTP server
 
 
 if __name__ == "__main__":

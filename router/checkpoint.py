@@ -4,8 +4,9 @@ A checkpoint NAME.ckpt is one safetensors file (weights only: nothing is unpickl
 whose header metadata holds the card as JSON; NAME.card.json next to it is the same card,
 pretty-printed for people. The card records the embedder (id, dim), feature set, route
 names, architecture, training data and counts, label scorer and LLM, held-out metrics and
-the date. Loading checks the embedder: a router trained on other embeddings would route
-garbage, so a mismatch is a CheckpointError naming both.
+the date. Loading checks the inputs: a router trained on other embeddings, or on features
+that this code computes differently (each feature's version is in the card, router.features),
+would route garbage, so a mismatch is a CheckpointError naming both sides.
 
 A checkpoint may also hold the out-of-distribution guard (router.ood): a reference set of
 training-question embeddings as one more tensor, its threshold in the card's "ood" entry.
@@ -99,6 +100,7 @@ def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
     from router.ood import REFERENCE_TENSOR
 
     card = read_card(path)
+    check_inputs(card, path)
     try:
         model = RouterMLP(RouterConfig.from_dict(card["config"]))
         state = load_file(str(path))
@@ -124,6 +126,29 @@ def load_guard(path: str | Path, card: dict) -> "OodGuard | None":
     except (OSError, SafetensorError) as e:
         raise CheckpointError(f"{path}: unreadable reference set ({type(e).__name__}: {e})") from None
     return OodGuard.from_checkpoint(reference, card, path)
+
+
+def check_inputs(card: dict, path: str | Path = "") -> None:
+    """CheckpointError when this code cannot build the inputs the router was trained on: a
+    feature it does not compute, a feature computed differently now (its version), or an
+    unknown embedded text form. The embedder is checked when one is given (check_embedder)."""
+    from router.features import TEXT_FORMS, feature_set_problem
+
+    config = card.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("features", []), list):
+        raise CheckpointError(f"router checkpoint {path}: its card has no valid config")
+    problem = feature_set_problem(config.get("features", []), config.get("feature_versions"))
+    if problem:
+        raise CheckpointError(
+            f"router checkpoint {path} cannot be served by this version of logicroute: {problem}. "
+            "Use the logicroute version that trained it, or retrain the router (`logicroute train`)"
+        )
+    form = config.get("text_form", "question")
+    if form not in TEXT_FORMS:
+        raise CheckpointError(
+            f"router checkpoint {path} embeds the text form {form!r}, which this version of logicroute "
+            f"does not know (known: {', '.join(TEXT_FORMS)})"
+        )
 
 
 def check_embedder(card: dict, embedder, path: str | Path = "") -> None:

@@ -1,9 +1,34 @@
-"""What the router sees: the MiniLM query embedding, optionally followed by a few cheap
-surface features of the question (QA-GraphRAG's "specificity" and friends).
+"""What the router sees: the embedding of the question (as asked, or masked: router.structure),
+followed by structural features of the question computed without any model.
 
-Train and serve go through the same two functions, `normalize_question` and
-`build_inputs`, so the router never sees a different text form at inference than in
-training (the reference QA-GraphRAG code trained and served on different prompt texts).
+Train and serve go through the same functions, `embedded_text` and `build_inputs`, so the
+router never sees a different text form at inference than in training (the reference
+QA-GraphRAG code trained and served on different prompt texts).
+
+Every feature has a name, a width (its columns) and a version. A checkpoint records the names
+and versions it was trained with (RouterConfig.to_dict); `feature_set_problem` says why a
+checkpoint's features cannot be computed by this code (an unknown name, a changed version),
+and loading such a checkpoint is refused (router.checkpoint). Changing what a feature computes
+means a new version number here: old checkpoints then fail loudly instead of routing on inputs
+that no longer mean what they learned.
+
+The features (columns scaled to [0, 1]; counts are capped):
+
+| name | columns | what |
+|---|---|---|
+| specificity | 1 | share of tokens after the first that are capitalised or numeric |
+| length | 1 | log(1 + words) / log(64) |
+| qword | 9 | one-hot question word: what who when where which why how, yes/no form, other |
+| entities | 1 | capitalised spans after the first word + quoted titles, / 4 |
+| comparison | 1 | 1 when a comparison / join word occurs (both, same, older, first, than, ...) or "X or Y?" |
+| chain | 1 | relation links ("the X of", "X's") in the whole question, / 3 |
+| relative | 1 | 1 when a relative clause describes an entity ("the film that won ...") |
+| pair | 1 | 1 when two entities are joined by or / and |
+| dates | 1 | dates: years, decades, centuries, full dates; / 2 |
+| numbers | 1 | numbers that are not dates (digits, number words from "two"), / 2 |
+| depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
+| operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
+|  |  | superlative operators (-est words, first, last, most, least) / 2 |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
@@ -12,30 +37,39 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-# Question words in the one-hot, in order; "yesno" = starts with an auxiliary verb
-# (Is/Was/Did/...): comparison and verification questions often do.
-QWORDS = ("what", "who", "when", "where", "which", "why", "how", "yesno")
-_AUX = {
-    "is",
-    "are",
-    "was",
-    "were",
-    "do",
-    "does",
-    "did",
-    "has",
-    "have",
-    "had",
-    "can",
-    "could",
-    "will",
-    "would",
-    "should",
-}
+from router.structure import (
+    QUOTED,
+    QWORDS,
+    chain_depth,
+    count_comparatives,
+    count_dates,
+    count_numbers,
+    count_superlatives,
+    mask_entities,
+    normalize_question,
+    question_word,
+    tokens,
+)
+
+__all__ = [
+    "ALL_FEATURES",
+    "FEATURES",
+    "TEXT_FORMS",
+    "build_inputs",
+    "cheap_features",
+    "embedded_text",
+    "feature_dim",
+    "feature_set_problem",
+    "feature_versions",
+    "mask_entities",
+    "normalize_question",
+]
+
 # Words that signal a comparison or a join of two entities (2Wiki comparison / bridge-comparison).
 COMPARISON_WORDS = {
     "both",
@@ -63,34 +97,10 @@ COMPARISON_WORDS = {
     "either",
     "between",
 }
-_TOKEN = re.compile(r"[A-Za-z0-9][\w'\-\.]*")
 # A maximal run of capitalized tokens (allowing short connectors: "Lord of the Rings").
 SPAN = re.compile(r"(?:[A-Z0-9][\w'\-\.]*)(?:\s+(?:of|the|de|la|von|van|and|&)?\s*[A-Z0-9][\w'\-\.]*)*")
-_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”")
-
-
-def normalize_question(text: str) -> str:
-    """The one text form embedded at train and serve time: stripped, whitespace collapsed."""
-    return " ".join(str(text).split())
-
 
 TEXT_FORMS = ("question", "masked")
-# An entity to mask: capitalized tokens joined by up to two short connectors ("The Lord of the
-# Rings"), but not by "and" (two names stay two) and without a possessive "'s" (kept as a relation).
-_NAME_TOKEN = r"[A-Z0-9][\w\-\.]*(?:'(?!s\b)\w+)*"
-_MASK_SPAN = re.compile(rf"{_NAME_TOKEN}(?:\s+(?:(?:of|the|de|la|von|van)\s+){{0,2}}{_NAME_TOKEN})*")
-_NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
-
-
-def mask_entities(text: str) -> str:
-    """The question's form without its topic: quoted titles and capitalized spans after the first
-    word become "X", numbers and dates "N". "Who was born first, Ann Lee or Tom Ford?" ->
-    "Who was born first, X or X?"."""
-    q = normalize_question(text)
-    q = _QUOTED.sub("X", q)
-    head, sep, body = q.partition(" ")
-    body = _MASK_SPAN.sub(lambda m: "N" if m.group(0)[0].isdigit() else "X", body)
-    return _NUMBER.sub("N", head + sep + body)
 
 
 def embedded_text(text: str, form: str = "question") -> str:
@@ -100,13 +110,13 @@ def embedded_text(text: str, form: str = "question") -> str:
     return mask_entities(text) if form == "masked" else normalize_question(text)
 
 
-def _tokens(q: str) -> list[str]:
-    return _TOKEN.findall(q)
+def _capped(n: int, cap: int) -> float:
+    return min(n, cap) / cap
 
 
 def f_specificity(q: str) -> list[float]:
     """Share of tokens after the first that are capitalized or numeric (entity-like)."""
-    toks = _tokens(q)[1:]
+    toks = tokens(q)[1:]
     if not toks:
         return [0.0]
     return [sum(1 for t in toks if t[0].isupper() or t[0].isdigit()) / len(toks)]
@@ -118,25 +128,17 @@ def f_length(q: str) -> list[float]:
 
 
 def f_qword(q: str) -> list[float]:
-    """One-hot of the question word (first matching word among the first three), + 'other'."""
-    words = [w.lower() for w in _tokens(q)[:3]]
+    """One-hot of the question word (router.structure.question_word), + 'other'."""
     out = [0.0] * (len(QWORDS) + 1)
-    if words and words[0] in _AUX:
-        out[QWORDS.index("yesno")] = 1.0
-        return out
-    for w in words:
-        if w in QWORDS:
-            out[QWORDS.index(w)] = 1.0
-            return out
-    out[-1] = 1.0
+    w = question_word(q)
+    out[QWORDS.index(w) if w in QWORDS else -1] = 1.0
     return out
 
 
 def f_entities(q: str) -> list[float]:
     """Count of entity-like spans (capitalized runs not at the sentence start, quoted titles), / 4, capped at 1."""
     body = q.split(" ", 1)[1] if " " in q else ""
-    n = len(SPAN.findall(body)) + len(_QUOTED.findall(q))
-    return [min(n, 4) / 4.0]
+    return [_capped(len(SPAN.findall(body)) + len(QUOTED.findall(q)), 4)]
 
 
 # "the X of", "a X of", "X's": one relation each; two or more nest ("the mother of the director of X").
@@ -148,7 +150,7 @@ _PAIR = re.compile(r"\b[XN]\b[^?]{0,40}?\b(?:or|and)\b[^?]{0,40}?\b[XN]\b")
 
 def f_chain(q: str) -> list[float]:
     """Relations ("the mother of the director of X", "X's father"): their count / 3, capped at 1."""
-    return [min(len(_CHAIN.findall(mask_entities(q))), 3) / 3.0]
+    return [_capped(len(_CHAIN.findall(mask_entities(q))), 3)]
 
 
 def f_relative(q: str) -> list[float]:
@@ -164,21 +166,51 @@ def f_pair(q: str) -> list[float]:
 
 def f_comparison(q: str) -> list[float]:
     """1.0 when a comparison / join word occurs, also 'X or Y' choices."""
-    words = {w.lower() for w in _tokens(q)}
+    words = {w.lower() for w in tokens(q)}
     hit = bool(words & COMPARISON_WORDS) or bool(re.search(r"\w+ or \w+\?*$", q.strip()))
     return [float(hit)]
 
 
-# name -> (function, width). The order of a feature set is the order of the columns.
-FEATURES: dict[str, tuple[Callable[[str], list[float]], int]] = {
-    "specificity": (f_specificity, 1),
-    "length": (f_length, 1),
-    "qword": (f_qword, len(QWORDS) + 1),
-    "entities": (f_entities, 1),
-    "comparison": (f_comparison, 1),
-    "chain": (f_chain, 1),
-    "relative": (f_relative, 1),
-    "pair": (f_pair, 1),
+def f_dates(q: str) -> list[float]:
+    """Dates (router.structure.count_dates), / 2, capped at 1."""
+    return [_capped(count_dates(q), 2)]
+
+
+def f_numbers(q: str) -> list[float]:
+    """Numbers that are not dates (router.structure.count_numbers), / 2, capped at 1."""
+    return [_capped(count_numbers(q), 2)]
+
+
+def f_depth(q: str) -> list[float]:
+    """Deepest nested relation chain in one clause (router.structure.chain_depth), / 3, capped at 1."""
+    return [_capped(chain_depth(q), 3)]
+
+
+def f_operators(q: str) -> list[float]:
+    """[comparative operators / 2, superlative operators / 2], each capped at 1."""
+    return [_capped(count_comparatives(q), 2), _capped(count_superlatives(q), 2)]
+
+
+class Feature(NamedTuple):
+    compute: Callable[[str], list[float]]  # normalized question -> `width` floats
+    width: int
+    version: int  # a new number whenever what `compute` returns changes
+
+
+# name -> Feature. The order of a feature set is the order of the columns.
+FEATURES: dict[str, Feature] = {
+    "specificity": Feature(f_specificity, 1, 1),
+    "length": Feature(f_length, 1, 1),
+    "qword": Feature(f_qword, len(QWORDS) + 1, 1),
+    "entities": Feature(f_entities, 1, 1),
+    "comparison": Feature(f_comparison, 1, 1),
+    "chain": Feature(f_chain, 1, 1),
+    "relative": Feature(f_relative, 1, 1),
+    "pair": Feature(f_pair, 1, 1),
+    "dates": Feature(f_dates, 1, 1),
+    "numbers": Feature(f_numbers, 1, 1),
+    "depth": Feature(f_depth, 1, 1),
+    "operators": Feature(f_operators, 2, 1),
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
@@ -192,7 +224,32 @@ def check_feature_set(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def feature_dim(names: Sequence[str]) -> int:
-    return sum(FEATURES[n][1] for n in check_feature_set(names))
+    return sum(FEATURES[n].width for n in check_feature_set(names))
+
+
+def feature_versions(names: Sequence[str]) -> dict[str, int]:
+    """{name: version} of a feature set, as a checkpoint records it."""
+    return {n: FEATURES[n].version for n in check_feature_set(names)}
+
+
+def feature_set_problem(names: Sequence[str], versions: Mapping[str, int] | None) -> str | None:
+    """Why a checkpoint trained with features `names` at `versions` cannot be served by this
+    code, or None when it can. A card without versions predates them: version 1 each."""
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        return (
+            f"it was trained with router feature(s) {', '.join(unknown)} that this version of logicroute "
+            f"does not compute (known: {', '.join(FEATURES)})"
+        )
+    versions = versions or {}
+    changed = [
+        f"{n} (version {versions.get(n, 1)} in the checkpoint, {FEATURES[n].version} here)"
+        for n in names
+        if int(versions.get(n, 1)) != FEATURES[n].version
+    ]
+    if changed:
+        return f"these router features are computed differently now: {'; '.join(changed)}"
+    return None
 
 
 def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
@@ -203,7 +260,7 @@ def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
         q = normalize_question(t)
         row: list[float] = []
         for n in names:
-            row.extend(FEATURES[n][0](q))
+            row.extend(FEATURES[n].compute(q))
         rows.append(row)
     return np.asarray(rows, dtype=np.float32).reshape(len(texts), feature_dim(names))
 
@@ -215,7 +272,7 @@ def build_inputs(
     embeddings: np.ndarray | None = None,
     text_form: str = "question",
 ) -> np.ndarray:
-    """[embedding of embedded_text ‖ cheap features of the question] for each text, float32
+    """[embedding of embedded_text ‖ structural features of the question] for each text, float32
     (n, embedder.dim + feature_dim).
 
     `embeddings` skips the embedder when the caller already has them (training caches them

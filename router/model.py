@@ -54,8 +54,13 @@ class RouterConfig:
         return self.embed_dim + feature_dim(self.features)
 
     def to_dict(self) -> dict:
+        """The card's "config": every field, and the version of each feature (router.features) so
+        that a checkpoint is refused by code that computes its features differently."""
+        from router.features import feature_versions
+
         d = asdict(self)
         d["routes"], d["features"], d["hidden"] = list(self.routes), list(self.features), list(self.hidden)
+        d["feature_versions"] = feature_versions(self.features)
         return d
 
     @classmethod
@@ -68,7 +73,7 @@ class RouterConfig:
             activation=d["activation"],
             dropout=float(d["dropout"]),
             text_form=d.get("text_form", "question"),  # a card without text_form embeds the question
-        )
+        )  # feature_versions: checked by router.checkpoint.check_inputs before a model is built
 
 
 class RouterMLP(nn.Module):

@@ -52,7 +52,7 @@ def _common_train_options(f):
 def train_config_from_options(cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None):
     from dataclasses import replace
 
-    from router.features import ALL_FEATURES
+    from router.features import ALL_FEATURES, check_feature_set
 
     ch = {}
     if hidden:
@@ -72,11 +72,15 @@ def train_config_from_options(cfg, hidden, epochs, lr, dropout, patience, loss, 
         if v is not None:
             ch[k] = v
     if features is not None:
-        ch["features"] = (
+        names = (
             ()
             if features in ("", "none")
             else (ALL_FEATURES if features == "all" else tuple(x.strip() for x in features.split(",")))
         )
+        try:
+            ch["features"] = check_feature_set(names)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--features") from None
     return replace(cfg, **ch)
 
 
@@ -111,7 +115,11 @@ def _print_card(card: dict, out: str) -> None:
 @click.option(
     "--out", required=True, type=click.Path(dir_okay=False), help="checkpoint path, e.g. checkpoints/mine.ckpt"
 )
-@click.option("--features", default=None, help="cheap features: all | none | comma list [default: all]")
+@click.option(
+    "--features",
+    default=None,
+    help="structural features of the question (router/features.py): all | none | comma list [default: all]",
+)
 @click.option(
     "--text-form",
     type=click.Choice(["question", "masked"]),

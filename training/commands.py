@@ -1,5 +1,5 @@
 """Training's commands on the `logicroute` group: label, train, calibrate, eval-router,
-benchmark, bench-logic, bench-summary, bench-index. Reached through the `logicroute.commands`
+benchmark, bench-logic, bench-summary, bench-index, bench-serve. Reached through the `logicroute.commands`
 entry point (pyproject.toml), so engine's CLI never imports training."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import click
 
 
 def register(group: click.Group) -> None:
+    from training.bench_serve import bench_serve
     from training.cmd_benchmark import COMMANDS as benchmark_commands
     from training.cmd_eval import COMMANDS as eval_commands
     from training.cmd_label import COMMANDS as label_commands
     from training.cmd_train import COMMANDS as train_commands
 
-    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands):
+    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands, bench_serve):
         group.add_command(cmd)

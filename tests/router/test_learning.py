@@ -4,6 +4,7 @@ tests would miss (fit() skipped, the Gumbel term dropped from the loss)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from router.model import RouterConfig, RouterMLP, gumbel_routing_loss
@@ -64,9 +65,28 @@ def test_the_gumbel_term_alone_learns():
 
 
 def test_the_reward_loss_is_minus_the_preference_of_the_route_taken():
-    torch.manual_seed(0)
+    pref = torch.tensor([[0.7, 0.2, 0.1], [0.3, 0.3, 0.4], [0.1, 0.6, 0.3]])
     # Logits this peaked make the hard Gumbel sample the argmax route whatever the noise.
-    logits = torch.tensor([[40.0, -40.0, -40.0], [-40.0, -40.0, 40.0]])
-    pref = torch.tensor([[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
-    loss = gumbel_routing_loss(logits, pref, tau=0.5, loss="reward", ce_weight=0.0)
-    assert abs(loss.item() - -(0.7 + 0.4) / 2) < 1e-6
+    peaked = torch.tensor([[40.0, -40.0, -40.0], [-40.0, -40.0, 40.0], [-40.0, 40.0, -40.0]])
+    torch.manual_seed(0)
+    loss = gumbel_routing_loss(peaked, pref, tau=0.5, loss="reward", ce_weight=0.0)
+    assert loss.item() == pytest.approx(-(0.7 + 0.4 + 0.6) / 3, abs=1e-6)
+
+    # Moderate logits: the route taken is the Gumbel-max sample argmax(logits + g). Replaying the
+    # noise F.gumbel_softmax draws (g = -log(Exp(1))) from the same seed gives the route chosen;
+    # the forward value is minus its preference exactly (straight-through: the hard one-hot, not
+    # the soft sample), and the noise explores more than one route across seeds.
+    logits = torch.tensor([[0.5, 0.0, -0.5], [0.0, 0.2, 0.1], [-0.3, 0.4, 0.0]], requires_grad=True)
+    chosen_routes = set()
+    for seed in range(12):
+        torch.manual_seed(seed)
+        g = -torch.empty_like(logits).exponential_().log()
+        chosen = (logits.detach() + g).argmax(-1)
+        chosen_routes.add(tuple(chosen.tolist()))
+        torch.manual_seed(seed)
+        loss = gumbel_routing_loss(logits, pref, tau=0.5, loss="reward", ce_weight=0.0)
+        assert loss.item() == pytest.approx(-pref[torch.arange(3), chosen].mean().item(), abs=1e-6)
+        logits.grad = None
+        loss.backward()
+        assert logits.grad.abs().sum() > 1e-6  # the soft sample's gradient reaches the logits
+    assert len(chosen_routes) > 1

@@ -212,15 +212,3 @@ def test_default_checkpoint_is_the_shipped_generalist():
     assert model.config.routes == REGISTRY and model.config.input_dim == 384 + feature_dim(model.config.features)
     x = np.random.default_rng(0).normal(size=(2, model.config.input_dim)).astype(np.float32)
     np.testing.assert_allclose(model.predict_proba(x).sum(1), 1.0, rtol=1e-5)
-
-
-@pytest.mark.embedder
-def test_shipped_router_gives_multi_hop_questions_more_logic():
-    from tests.real_embedder import shared_test_embedder
-    from tests.router.handwritten_questions import MULTI_HOP, ONE_HOP
-
-    router = load_router(embedder=shared_test_embedder())  # the default: the shipped checkpoint
-    logic = router.routes.index("logic")
-    one_hop, multi_hop = router.probs_array(ONE_HOP), router.probs_array(MULTI_HOP)
-    np.testing.assert_allclose(one_hop.sum(1), 1.0, rtol=1e-5)
-    assert multi_hop[:, logic].mean() > one_hop[:, logic].mean()

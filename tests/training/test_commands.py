@@ -16,4 +16,5 @@ def test_register_adds_every_training_command_in_order():
         "bench-summary",
         "bench-index",
         "bench-reader",
+        "bench-serve",
     ]

@@ -1,0 +1,97 @@
+"""`logicroute serve`: the HTTP server (engine.serve) over one knowledge base, started by one
+command (engine.cli adds it to its group). FastAPI, uvicorn and the models load inside the
+command: `logicroute --help` stays instant."""
+
+from __future__ import annotations
+
+import click
+
+from engine.cli_options import check_llm_spec, info, injected_embedder, llm_option, style_option
+from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
+
+
+@click.command()
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False, exists=True), help="knowledge base")
+@click.option("--host", default="127.0.0.1", show_default=True, help="another host needs $LOGICROUTE_SERVER_KEY")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
+@click.option(
+    "--thresholds",
+    type=click.Path(exists=True, dir_okay=False),
+    help="thresholds.json from `logicroute calibrate`: every request's default routing policy (default: argmax)",
+)
+@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option("--escalate", is_flag=True, help="by default, retry unanswered chunk/summary answers on the logic route")
+@click.option("--ood-policy", type=click.Choice(OOD_POLICIES), default=DEFAULT_OOD_POLICY, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="answers at once with an openai: endpoint (the local model answers one at a time)",
+)
+@click.option(
+    "--queue-size", type=click.IntRange(min=0), default=16, show_default=True, help="waiting requests; more get 503"
+)
+@click.option(
+    "--deadline",
+    "deadline_seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="seconds a request may take, queue included (504 after)",
+)
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
+@style_option("reader")
+@llm_option
+@click.pass_context
+def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_policy, concurrency, **options):
+    """Answer questions over HTTP from the knowledge base --kb: an OpenAI-compatible API
+    (/v1/chat/completions, /v1/models), native endpoints (/query, /route, /documents, /health,
+    /metrics) and a web page at /."""
+    from engine.llm.factory import parse_spec
+    from engine.serve.config import ServeConfig, key_from_env
+    from engine.serve.service import AnswerService
+
+    llm_spec = options["llm_spec"]
+    check_llm_spec(llm_spec)
+    local = parse_spec(llm_spec).backend == "local"
+    config = ServeConfig(
+        host=host,
+        port=port,
+        api_key=key_from_env(),
+        workers=1 if local else concurrency,
+        queue_size=options["queue_size"],
+        deadline_seconds=options["deadline_seconds"],
+    )  # refuses a non-local host without a key, before anything loads
+    info(f"loading the knowledge base {kb_dir} and the router ...")
+    service = AnswerService.open(
+        kb_dir,
+        config,
+        thresholds=thresholds,
+        embedder=injected_embedder(ctx),
+        llm_spec=llm_spec,
+        checkpoint=checkpoint,
+        k=k,
+        cache=not options["no_cache"],
+        style=options["style"],
+        escalate=escalate,
+        ood_policy=ood_policy,
+    )
+    service.warm_up()
+    answering = "one answer at a time (local model)" if local else f"{config.workers} answers at once"
+    info(
+        f"serving {service.kb_summary()['chunks']} chunks with {llm_spec}: {answering}, {config.queue_size} may wait\n"
+        f"  page     http://{_url_host(host)}:{port}/\n"
+        f"  OpenAI   base_url=http://{_url_host(host)}:{port}/v1  models logicroute-auto|chunk|summary|logic"
+        + ("\n  auth     Authorization: Bearer $LOGICROUTE_SERVER_KEY" if config.api_key else "")
+    )
+    from engine.serve.run import run_server
+
+    run_server(service)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::"):
+        return "localhost"
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,94 @@
+"""Every failure a client can see: a status code and a JSON body in OpenAI's error shape,
+
+    {"error": {"message": "...", "type": "invalid_request_error", "code": "bad_question"}}
+
+so an OpenAI client raises its own typed exception (BadRequestError, RateLimitError, ...) and
+a native client reads the same fields. Tracebacks stay in the server log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.base import errors as e
+
+
+class ServeError(Exception):
+    """A failure the server itself decides (busy, deadline, auth, size, unknown model)."""
+
+    status = 500
+    type = "server_error"
+    code = "server_error"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.headers = headers or {}
+
+
+class Unauthorized(ServeError):
+    status, type, code = 401, "authentication_error", "invalid_api_key"
+
+
+class NotFound(ServeError):
+    status, type, code = 404, "invalid_request_error", "not_found"
+
+
+class PayloadTooLarge(ServeError):
+    status, type, code = 413, "invalid_request_error", "payload_too_large"
+
+
+class BadRequest(ServeError):
+    status, type, code = 400, "invalid_request_error", "bad_request"
+
+
+class ServerBusy(ServeError):
+    status, type, code = 503, "server_busy", "queue_full"
+
+
+class DeadlineExceeded(ServeError):
+    status, type, code = 504, "timeout", "deadline_exceeded"
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    status: int
+    type: str
+    code: str
+
+
+# The library's typed errors, most specific first: the first isinstance match wins.
+LIBRARY_ERRORS: tuple[tuple[type[Exception], ErrorKind], ...] = (
+    (e.BadQuestionError, ErrorKind(400, "invalid_request_error", "bad_question")),
+    (e.DocumentNotFoundError, ErrorKind(404, "invalid_request_error", "document_not_found")),
+    (e.KBEmptyError, ErrorKind(409, "invalid_request_error", "kb_empty")),
+    (e.KBReadOnlyError, ErrorKind(403, "permission_error", "kb_read_only")),
+    (e.KBError, ErrorKind(500, "server_error", "kb_error")),
+    (e.DataFormatError, ErrorKind(400, "invalid_request_error", "bad_document")),
+    (e.LLMError, ErrorKind(502, "upstream_error", "llm_failed")),  # the LLM backend, not the caller
+    (e.ModelFilesError, ErrorKind(500, "server_error", "model_files")),
+    (e.CheckpointError, ErrorKind(500, "server_error", "checkpoint")),
+    (e.LogicRouteError, ErrorKind(400, "invalid_request_error", "bad_request")),  # a bad route, budget, style
+)
+INTERNAL = ErrorKind(500, "server_error", "internal_error")
+
+
+def kind_of(exc: BaseException) -> ErrorKind:
+    if isinstance(exc, ServeError):
+        return ErrorKind(exc.status, exc.type, exc.code)
+    for cls, kind in LIBRARY_ERRORS:
+        if isinstance(exc, cls):
+            return kind
+    return INTERNAL
+
+
+def error_body(exc: BaseException) -> dict:
+    """The JSON body for `exc`. An unexpected exception says only that it happened: its text may
+    hold paths or data the caller should not see."""
+    kind = kind_of(exc)
+    message = "internal server error (see the server log)" if kind is INTERNAL else str(exc)
+    return {"error": {"message": message, "type": kind.type, "code": kind.code}}
+
+
+def body_of(status: int, message: str, code: str) -> dict:
+    """An error body for a status the framework decides (unknown path, wrong method)."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "code": code}}

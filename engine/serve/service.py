@@ -1,0 +1,219 @@
+"""AnswerService: what the server does, without the HTTP. One RoutedRAG kept warm, answers
+with per-request options, route decisions, and document writes while queries go on.
+
+Knowledge base snapshots: a write opens its own KnowledgeBase object, changes it under the
+KB's writer lock (hierarchy.indexing, the lock `logicroute index` takes, so a CLI writer and
+the server take turns), and then the readers' reference is swapped to it in one assignment.
+A query that started before keeps the snapshot it started with: it never sees chunks and a
+faiss index from two different commits. The written object is never changed again (the next
+write opens a new one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.base.errors import DocumentNotFoundError, LogicRouteError
+from engine.budget import Budget
+from engine.routes import ROUTES, check_route
+from engine.routes.common import check_question
+from engine.serve.admission import Admission
+from engine.serve.config import ServeConfig
+from engine.serve.metrics import ServerMetrics
+from engine.serve.progress import ObservedLLM, Sink, with_sink
+
+if TYPE_CHECKING:
+    from engine.base.types import Answer
+    from engine.pipeline import RoutedRAG
+    from hierarchy.documents import Document
+
+LIMIT_FIELDS = ("max_llm_calls", "max_prompt_tokens", "max_seconds")
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """The options of RoutedRAG.answer a request may set; None keeps the server's default."""
+
+    route: str = "auto"
+    style: str | None = None
+    escalate: bool | None = None
+    limits: dict | None = None  # {max_llm_calls, max_prompt_tokens, max_seconds, threshold}
+
+
+class AnswerService:
+    def __init__(self, rag: "RoutedRAG", config: ServeConfig | None = None, *, llm_spec: str | None = None):
+        self.config = config or ServeConfig()
+        self.llm_spec = llm_spec or rag.llm_spec
+        self.metrics = ServerMetrics()
+        self.admission = Admission(self.config.workers, self.config.queue_size, self.metrics.mean_answer_seconds)
+        rag.llm = ObservedLLM(rag.get_llm())  # streaming requests see each LLM call
+        self.base = rag
+        self._variants: dict[str, RoutedRAG] = {rag.style: rag}
+        self._variants_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # writers of this process; the KB's own lock covers other processes
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def open(
+        cls,
+        kb_dir: str | Path,
+        config: ServeConfig | None = None,
+        *,
+        thresholds: str | None = None,
+        embedder=None,
+        **rag_options,
+    ) -> "AnswerService":
+        """The service over the KB at `kb_dir`; rag_options are RoutedRAG's (llm_spec, llm,
+        checkpoint, router, k, style, ...). `thresholds`: the calibrated policy file that
+        becomes every request's default budget."""
+        from engine.pipeline import RoutedRAG
+        from hierarchy.kb import KnowledgeBase
+
+        kb = KnowledgeBase.open(kb_dir, embedder)
+        budget = Budget.from_policy(thresholds) if thresholds else None
+        return cls(RoutedRAG(kb=kb, budget=budget, **rag_options), config)
+
+    def warm_up(self) -> None:
+        """Load the embedder and the router now, not on the first request. The local model loads
+        on its first call (a call made only to load it could come from the cache and load nothing)."""
+        self.base.get_router().probs_and_ood(["warm-up"])  # the path every answer and decision takes
+        self.base.kb.search("warm-up", k=1)
+
+    # ------------------------------------------------------------------ answering
+    def answer(self, question: str, options: QueryOptions, deadline: float, sink: Sink | None = None) -> "Answer":
+        """One answer (runs on an answering thread). `deadline` (time.monotonic) becomes the
+        answer's Budget(max_seconds) unless the request asked for less, so the logic route stops
+        solving and answers from what it found instead of running past it."""
+        q = check_question(question)
+        check_route(options.route)
+        budget = self.budget_for(options.limits, deadline - time.monotonic())
+        rag = self.rag_for(options.style)
+
+        def run():
+            return rag.answer(q, route=options.route, budget=budget, escalate=options.escalate)
+
+        ans = with_sink(sink, run)
+        self.metrics.answered(ans.route, ans.usage.seconds, ans.usage)
+        return ans
+
+    def budget_for(self, limits: dict | None, seconds_left: float) -> Budget:
+        """The server's default budget (its thresholds) with the request's limits, and
+        max_seconds no later than the deadline."""
+        default = self.base.budget or Budget()
+        wanted = {k: v for k, v in (limits or {}).items() if v is not None}
+        unknown = set(wanted) - {*LIMIT_FIELDS, "threshold"}
+        if unknown:
+            raise LogicRouteError(
+                f"unknown budget option(s) {', '.join(sorted(unknown))}: use {', '.join(LIMIT_FIELDS)}"
+            )
+        left = max(seconds_left, 0.001)
+        wanted["max_seconds"] = min(wanted.get("max_seconds") or left, left)
+        return dataclasses.replace(default, **wanted)
+
+    def rag_for(self, style: str | None) -> "RoutedRAG":
+        """The RoutedRAG for an answer style: the same KB, LLM and router, another prompt style."""
+        if style is None:
+            return self.base
+        with self._variants_lock:
+            if style not in self._variants:
+                self._variants[style] = dataclasses.replace(self.base, style=style)  # checks the style
+            return self._variants[style]
+
+    def decide(self, question: str, limits: dict | None = None) -> dict:
+        """The route decision only: probabilities, the route the policy picks, and what the
+        out-of-distribution guard does with it. No LLM call."""
+        from engine.ood_policy import apply_ood_policy
+        from router.policy import Policy, decide
+
+        t0 = time.perf_counter()
+        q = check_question(question)
+        budget = self.budget_for(limits, 1.0)
+        (probs,), (ood,) = self.base.get_router().probs_and_ood([q])
+        probs = {r: float(p) for r, p in probs.items()}
+        policy = None
+        if budget.threshold is not None:
+            policy = Policy(
+                kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
+            )
+        router_route = decide(probs, policy)
+        outcome = apply_ood_policy(router_route, ood, self.base.ood_policy)
+        self.metrics.decided()
+        return {
+            "question": q,
+            "route": outcome.route,
+            "router_route": router_route,
+            "probs": probs,
+            "policy": "threshold" if policy else "argmax",
+            "threshold": budget.threshold,
+            "ood": outcome.trace if outcome.trace is not None else ood,
+            "escalate": outcome.escalate,
+            "seconds": round(time.perf_counter() - t0, 5),
+        }
+
+    # ------------------------------------------------------------------ documents
+    def add_documents(self, docs: list["Document"]) -> dict:
+        """Index `docs` (a document id already present is replaced) and bring the summary layers
+        up to date, under the KB's writer lock; then readers see the new snapshot."""
+        from hierarchy.indexing import add_documents
+
+        with self._write_lock:
+            kb = self._writable_kb()
+            report = add_documents(kb, docs, show_progress=False)
+            self._swap_kb(kb)
+        self.metrics.documents(added=len(docs))
+        return {
+            "documents": len(docs),
+            "added_chunks": report.get("added_chunks", 0),
+            "duplicate_chunks": report.get("duplicate_chunks", 0),
+            "kb": self.kb_summary(),
+        }
+
+    def delete_document(self, doc_id: str) -> dict:
+        from hierarchy.indexing import delete_documents
+
+        with self._write_lock:
+            kb = self._writable_kb()
+            removed = delete_documents(kb, [doc_id])
+            if removed == 0:  # checked inside the write: another writer may have deleted it meanwhile
+                raise DocumentNotFoundError(f"no document {doc_id!r} in the knowledge base")
+            self._swap_kb(kb)
+        self.metrics.documents(deleted=1)
+        return {"deleted": doc_id, "deleted_chunks": removed, "kb": self.kb_summary()}
+
+    def _writable_kb(self):
+        from hierarchy.kb import KnowledgeBase
+
+        current = self.base.kb
+        return KnowledgeBase.open(current.path, current.embedder)
+
+    def _swap_kb(self, kb) -> None:
+        with self._variants_lock:
+            for rag in self._variants.values():
+                rag.kb = kb
+
+    # ------------------------------------------------------------------ state
+    def kb_summary(self) -> dict:
+        kb = self.base.kb
+        return {"path": str(kb.path), "chunks": len(kb), "documents": len(kb.doc_ids)}
+
+    def health(self) -> dict:
+        return {
+            "status": "ok",
+            "kb": self.kb_summary(),
+            "llm": self.llm_spec,
+            "routes": list(ROUTES),
+            "style": self.base.style,
+            "thresholds": self.base.budget.threshold if self.base.budget else None,
+            "queue": self.admission.state(),
+        }
+
+    def metrics_dict(self) -> dict:
+        return self.metrics.to_dict(queue=self.admission.state())
+
+    def close(self) -> None:
+        self.admission.shutdown()

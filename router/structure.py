@@ -1,0 +1,221 @@
+"""The form of a question, read without any model: what a router can learn that carries over
+from one topic to another.
+
+Two views, both deterministic (regular expressions and word lists, no LLM, no embedder):
+
+- `mask_entities(q)`: the question with its topic removed: quoted titles and capitalised
+  spans after the first word become "X", numbers and dates "N" ("Who was born first, Ann Lee
+  or Tom Ford?" -> "Who was born first, X or X?"). The router can embed this text instead of
+  the question (RouterConfig.text_form = "masked").
+- `analyze(q)`: counts of the structures that make a question need more than one retrieval
+  (`Structure`): named entities, dates, other numbers, the depth of nested relation chains
+  ("the mother of the director of X" = 2), comparative and superlative operators, the
+  question word and the yes/no form. router.features turns them into input columns.
+
+Only the standard library: importing this is free.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Question words, in the order of the router's one-hot; "yesno" = starts with an auxiliary verb
+# (Is/Was/Did/...): comparison and verification questions often do.
+QWORDS = ("what", "who", "when", "where", "which", "why", "how", "yesno")
+AUXILIARIES = _wordset("is are was were do does did has have had can could will would should")
+_TOKEN = re.compile(r"[A-Za-z0-9][\w'\-\.]*")
+
+
+def normalize_question(text: str) -> str:
+    """The one text form embedded at train and serve time: stripped, whitespace collapsed."""
+    return " ".join(str(text).split())
+
+
+def tokens(q: str) -> list[str]:
+    """Word tokens (letters, digits, inner ' - .), punctuation dropped."""
+    return _TOKEN.findall(q)
+
+
+def question_word(q: str) -> str:
+    """One of QWORDS, or "other": "yesno" when the first word is an auxiliary verb, else the
+    first question word among the first three words ("In which year ..." -> "which")."""
+    words = [w.lower() for w in tokens(q)[:3]]
+    if words and words[0] in AUXILIARIES:
+        return "yesno"
+    return next((w for w in words if w in QWORDS), "other")
+
+
+# ---------------------------------------------------------------- masking (the topic removed)
+
+QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”")
+# An entity to mask: capitalized tokens joined by up to two short connectors ("The Lord of the
+# Rings"), but not by "and" (two names stay two) and without a possessive "'s" (kept as a relation).
+_NAME_TOKEN = r"[A-Z0-9][\w\-\.]*(?:'(?!s\b)\w+)*"
+_MASK_SPAN = re.compile(rf"{_NAME_TOKEN}(?:\s+(?:(?:of|the|de|la|von|van)\s+){{0,2}}{_NAME_TOKEN})*")
+_NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
+
+
+def mask_entities(text: str) -> str:
+    """The question's form without its topic: quoted titles and capitalized spans after the first
+    word become "X", numbers and dates "N". "Who was born first, Ann Lee or Tom Ford?" ->
+    "Who was born first, X or X?"."""
+    q = normalize_question(text)
+    q = QUOTED.sub("X", q)
+    head, sep, body = q.partition(" ")
+    body = _MASK_SPAN.sub(lambda m: "N" if m.group(0)[0].isdigit() else "X", body)
+    return _NUMBER.sub("N", head + sep + body)
+
+
+# ---------------------------------------------------------------- dates and numbers
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+# One date each, longest forms first: "March 3, 1990", "3 March 1990", "March 1990", "1990-03-03",
+# "3/4/1990", "the 1990s", "'90s", "19th century", and a bare year from 1000 to 2099.
+_DATE = re.compile(
+    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?\b"
+    rf"|\b{_MONTH}\s+\d{{4}}\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    r"|\b(?:1[0-9]|20)\d0s\b|'\d0s\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\s+century\b"
+    r"|\b(?:1[0-9]|20)\d{2}\b"
+)
+# Numbers that are not dates: digits (1,200  3.5  42nd), the number words two to twelve ("which of
+# the two films") and hundred ... billion; "one" is left out: "one of", "the one where" are no numbers.
+_OTHER_NUMBER = re.compile(
+    r"\b\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th)?\b"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion)\b",
+    re.IGNORECASE,
+)
+
+
+def count_dates(q: str) -> int:
+    """Dates in the question: full dates, month + year, decades, centuries, years 1000-2099."""
+    return len(_DATE.findall(q))
+
+
+def count_numbers(q: str) -> int:
+    """Numbers that are not part of a date (digits, number words from two to twelve, hundred ... billion)."""
+    return len(_OTHER_NUMBER.findall(_DATE.sub(" ", q)))
+
+
+# ---------------------------------------------------------------- comparison operators
+
+COMPARATIVES = _wordset(
+    "older younger earlier later sooner longer shorter taller higher lower larger smaller bigger "
+    "greater fewer less more farther further closer nearer heavier lighter faster slower richer "
+    "poorer wider narrower deeper hotter colder warmer cooler newer better worse "
+    "than same both either neither compared comparison versus vs between differ different "
+    "difference alike"
+)
+SUPERLATIVE_WORDS = _wordset("first last most least best worst")
+# Lowercase words in -est that are not superlatives (capitalised ones are names: "Everest").
+_NOT_SUPERLATIVE = _wordset(
+    "interest forest west midwest northwest southwest test contest protest rest unrest request "
+    "guest nest harvest honest dishonest modest arrest suggest manifest digest quest conquest "
+    "chest priest pest vest crest invest behest earnest inquest bequest detest attest divest "
+    "infest ingest congest molest jest zest lest"
+)
+_EST = re.compile(r"^[a-z]{2,}est$")
+
+
+def _word(token: str) -> str:
+    return token.lower().rstrip(".'")
+
+
+def count_comparatives(q: str) -> int:
+    """Comparison operators: comparative adjectives (older, earlier, more, ...), "than",
+    "same", "both", "either", "between", "compared", ... each occurrence once."""
+    return sum(1 for t in tokens(q) if _word(t) in COMPARATIVES)
+
+
+def count_superlatives(q: str) -> int:
+    """Superlative operators: words in -est (oldest, earliest, largest), and first, last, most,
+    least, best, worst; lowercase only after the first word ("Best Picture" is a name)."""
+    toks = tokens(q)
+    return sum(1 for i, t in enumerate(toks) if (i == 0 or t[0].islower()) and is_superlative(_word(t)))
+
+
+def is_superlative(word: str) -> bool:
+    """A lowercase word that is a superlative operator."""
+    return word in SUPERLATIVE_WORDS or (bool(_EST.match(word)) and word not in _NOT_SUPERLATIVE)
+
+
+# ---------------------------------------------------------------- relation chains
+
+# A clause boundary: a relation chain does not run across a comma, a coordination or a
+# comparison ("the founder of X or the founder of Y" is two chains of depth 1, not one of 2).
+_CLAUSE = re.compile(r"[,;:?!()]|\b(?:or|and|than|but|while|whereas|versus|vs)\b", re.IGNORECASE)
+_LINK = re.compile(r"\b(\w+)\s+of\b|['’]s\b|(?<=[sX])['’](?=\s)", re.IGNORECASE)
+# "of" after these words is a quantity or a choice, not a relation: "which of the two", "one of"
+# (nor after a superlative: "the oldest of the three").
+_NOT_A_RELATION = _wordset(
+    "which what who one some all both each any none either neither most many much few several "
+    "out instead because kind sort type terms"
+)
+
+
+def _is_link(word_before_of: str) -> bool:
+    return word_before_of not in _NOT_A_RELATION and not is_superlative(word_before_of)
+
+
+def chain_depth(q: str) -> int:
+    """The longest nested relation chain within one clause of the masked question: each "of"
+    after a noun and each possessive "'s" is one link. "the capital of X" = 1, "the nationality
+    of the director of the film X" = 2, "X's father's birthplace" = 2, "the founder of X or the
+    founder of X" = 1 (two chains). Names holding "of" ("University of X") are one masked X."""
+    depth = 0
+    for clause in _CLAUSE.split(mask_entities(q)):
+        links = sum(1 for m in _LINK.finditer(clause) if _is_link((m.group(1) or "").lower()))
+        depth = max(depth, links)
+    return depth
+
+
+# ---------------------------------------------------------------- the whole analysis
+
+
+def count_entities(q: str) -> int:
+    """Named entities: the X placeholders of the masked question (quoted titles, capitalised
+    spans after the first word; "Ann Lee and Tom Ford" is two; dates such as "May 5" are none)."""
+    return len(re.findall(r"\bX\b", mask_entities(_DATE.sub("0", q))))  # "May 5" is a date, not a name
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What `analyze` reads from one question (raw counts; router.features scales them)."""
+
+    words: int
+    question_word: str  # one of QWORDS or "other"
+    yes_no: bool  # starts with an auxiliary verb: "Did ...", "Are both ..."
+    entities: int
+    dates: int
+    numbers: int
+    chain_depth: int
+    comparatives: int
+    superlatives: int
+
+
+def analyze(text: str) -> Structure:
+    """The structure of one question. Deterministic; about 0.1 ms a question on one core."""
+    q = normalize_question(text)
+    qword = question_word(q)
+    return Structure(
+        words=len(q.split()),
+        question_word=qword,
+        yes_no=qword == "yesno",
+        entities=count_entities(q),
+        dates=count_dates(q),
+        numbers=count_numbers(q),
+        chain_depth=chain_depth(q),
+        comparatives=count_comparatives(q),
+        superlatives=count_superlatives(q),
+    )
