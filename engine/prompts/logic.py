@@ -204,13 +204,14 @@ _STEP_EXAMPLE = (
 )
 
 
-_STEP_EXAMPLE_SHORT = (
-    "When was the director of film Jaws born?",
+_STEP_EXAMPLE_SHORT = (  # a name and a full date: the model copies the date's form
+    "Who was born first, the director of film Jaws or Alfred Hitchcock?",
     "",
-    "[1] Jaws: Jaws is a 1975 film directed by Steven Spielberg.",
-    [("q1", "Who is the director of film Jaws?")],
-    {"q1": "Steven Spielberg"},
-    "Jaws (1975) was directed by Steven Spielberg.",
+    "[1] Jaws: Jaws is a 1975 film directed by Steven Spielberg.\n"
+    "[2] Alfred Hitchcock: Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
+    [("q1", "Who is the director of film Jaws?"), ("q2", "When was Alfred Hitchcock born?")],
+    {"q1": "Steven Spielberg", "q2": "13 August 1899"},
+    "Jaws (1975) was directed by Steven Spielberg. Alfred Hitchcock was born on 13 August 1899.",
 )
 
 

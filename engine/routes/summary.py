@@ -8,11 +8,15 @@ chunks together and fill the context in score order.
 
 The context holds the chosen summaries and the chosen chunks within `context_words`. Summary
 sentences already present in a chosen chunk are dropped (extractive summaries quote chunks).
+
+Variants (engine.routes.summary_config.SummaryConfig, each an ablation row of bench-global):
+answer_from="summaries" shows the chosen summaries alone; wide_chunks=N shows N > k chunks,
+each cut to its sentences closest to the question, within the same word budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +27,7 @@ from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
+from engine.routes.summary_config import SummaryConfig, summary_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
@@ -87,28 +92,31 @@ def summary_context(
     kb: "KnowledgeBase",
     *,
     k: int = 3,
-    start_level: int | None = None,
-    collapsed: bool = False,
-    context_words: int = 450,
     query_vector: np.ndarray | None = None,
     layers: "Layers | None" = None,
+    config: SummaryConfig | None = None,
+    **options,
 ) -> tuple[list[RetrievedChunk], dict]:
     """Retrieve the summary route's context with no LLM call.
 
     Returns (passages in prompt order, visited). Passages are chunks (doc_id set) and
     summaries (kind "summary", chunk_id = node id, title "Summary (level L)"). visited:
-    {"start_level", "collapsed", "per_level": {"<level>": [node ids chosen], "0": [chunk ids]},
-    "scores": {id: cosine}, "chunk_ids", "summary_ids", "context_words", "flags"}.
-    start_level 0 searches the chunks directly. `layers`: the KB's layers when the caller has
-    loaded them already. Raises KBError when the KB has no layers."""
+    {"start_level", "collapsed", "answer_from", "per_level": {"<level>": [node ids chosen],
+    "0": [chunk ids]}, "scores": {id: cosine}, "chunk_ids", "summary_ids", "context_words",
+    "flags"}, and "wide" (the sentence cut's record) when wide_chunks cut chunks.
+    `config` / `options` (SummaryConfig fields: start_level, collapsed, answer_from,
+    context_words, wide_chunks) choose the variant. start_level 0 searches the chunks directly.
+    `layers`: the KB's layers when the caller has loaded them already. Raises KBError when the
+    KB has no layers."""
     from hierarchy.layers.search import require_layers
 
+    cfg = summary_config(config, options)
     q = check_question(question)
     layers = require_layers(kb) if layers is None else layers
     flags: list[str] = []
     k = max(1, int(k))
     qv = np.asarray(query_vector if query_vector is not None else kb.embedder.encode([q])[0], dtype=np.float32)
-    start = _start_level(layers, start_level, flags)
+    start = _start_level(layers, cfg.start_level, flags)
     covered = layers.meta.get("chunks")
     if covered is not None and covered != len(kb):
         flags.append(
@@ -117,18 +125,21 @@ def summary_context(
         )
     per_level: dict[str, list[str]] = {}
     scores: dict[str, float] = {}
-    if collapsed and layers.top > 0:
-        context, used = _collapsed_context(layers, kb, qv, k, context_words, per_level, scores)
+    extra: dict = {}
+    if cfg.collapsed and layers.top > 0:
+        context, used = _collapsed_context(layers, kb, qv, k, cfg, per_level, scores)
     else:
-        context, used = _tree_context(layers, kb, qv, start, k, context_words, per_level, scores, flags)
+        context, used = _tree_context(layers, kb, q, qv, start, k, cfg, per_level, scores, flags, extra)
     visited = {
         "start_level": start,
-        "collapsed": bool(collapsed),
+        "collapsed": bool(cfg.collapsed),
+        "answer_from": cfg.answer_from,
         "per_level": per_level,
         "scores": scores,
         "chunk_ids": [c.chunk_id for c in context if not c.is_summary],
         "summary_ids": [c.chunk_id for c in context if c.is_summary],
         "context_words": used,
+        **extra,
         "flags": flags,
     }
     return context, visited
@@ -169,15 +180,21 @@ def _collapsed_context(
     kb: "KnowledgeBase",
     qv: np.ndarray,
     k: int,
-    context_words: int,
+    cfg: SummaryConfig,
     per_level: dict[str, list[str]],
     scores: dict[str, float],
 ) -> tuple[list[RetrievedChunk], int]:
-    """Every level's best nodes and the best chunks compete on one score (RAPTOR's collapsed tree)."""
+    """Every level's best nodes and the best chunks compete on one score (RAPTOR's collapsed tree).
+    With answer_from="summaries" only the summary nodes compete."""
+    context_words = cfg.context_words
+    # Enough candidates per level to fill the budget from one level alone (RAPTOR ranks every
+    # node; past this many, a level's next node could not fit anyway): a kept piece is at least
+    # MIN_PIECE_WORDS long.
+    pool_size = max(2 * k, context_words // MIN_PIECE_WORDS + 1)
     cands: list[tuple[str, float]] = []
     for level in range(1, layers.top + 1):
-        cands += _top(layers.levels[level - 1], layers.vectors[level - 1] @ qv, 2 * k)
-    chunks = kb.search(qv, k=2 * k)
+        cands += _top(layers.levels[level - 1], layers.vectors[level - 1] @ qv, pool_size)
+    chunks = kb.search(qv, k=pool_size) if cfg.answer_from == "descend" else []
     for c in chunks:
         scores[c.chunk_id] = round(c.score, 4)
     for nid, s in cands:
@@ -208,18 +225,22 @@ def _collapsed_context(
 def _tree_context(
     layers: "Layers",
     kb: "KnowledgeBase",
+    q: str,
     qv: np.ndarray,
     start: int,
     k: int,
-    context_words: int,
+    cfg: SummaryConfig,
     per_level: dict[str, list[str]],
     scores: dict[str, float],
     flags: list[str],
+    extra: dict,
 ) -> tuple[list[RetrievedChunk], int]:
-    """Descend from `start`, keeping the top-k children at each level, down to the chunks."""
+    """Descend from `start`, keeping the top-k children at each level, down to the chunks (the
+    top max(k, wide_chunks) of them; none when answering from the summaries alone)."""
     chosen_nodes: list[tuple[str, float]] = []
+    n_chunks = max(k, cfg.wide_chunks) if cfg.answer_from == "descend" else 0
     if start == 0:
-        chunks = kb.search(qv, k=k) if len(kb) else []
+        chunks = kb.search(qv, k=n_chunks) if len(kb) and n_chunks else []
     else:
         sel = _top(layers.levels[start - 1], layers.vectors[start - 1] @ qv, k)
         per_level[str(start)] = [i for i, _ in sel]
@@ -230,20 +251,42 @@ def _tree_context(
             sel = _top(kids, s, k)
             per_level[str(level)] = [i for i, _ in sel]
             chosen_nodes += sel
-        chunks = _chunk_hits(kb, qv, [c for nid, _ in sel for c in layers.nodes[nid].children], k, flags)
-    per_level["0"] = [c.chunk_id for c in chunks]
+        under = [c for nid, _ in sel for c in layers.nodes[nid].children]
+        chunks = _chunk_hits(kb, qv, under, n_chunks, flags) if n_chunks else []
+    if n_chunks:
+        per_level["0"] = [c.chunk_id for c in chunks]
     for nid, s in chosen_nodes:
         scores[nid] = round(s, 4)
     for c in chunks:
         scores[c.chunk_id] = round(c.score, 4)
-    return _tree_passages(layers, chunks, chosen_nodes, context_words)
+    cut = (lambda cs, room: _cut_to_sentences(kb, q, cs, room, extra)) if cfg.wide_chunks > k else None
+    return _tree_passages(layers, chunks, chosen_nodes, cfg.context_words, cut)
+
+
+def _cut_to_sentences(
+    kb: "KnowledgeBase", q: str, chunks: list[RetrievedChunk], room: int, extra: dict
+) -> list[RetrievedChunk]:
+    """The chunks cut to their sentences closest to the question within `room` words: the logic
+    route's zero-token evidence compression, so more chunks share the budget k whole ones fill."""
+    from engine.routes.logic.evidence import compress_chunks
+
+    # compress_chunks counts ~0.75 words a token and rounds each sentence up: this many tokens
+    # never hold more than `room` words.
+    cut, record = compress_chunks(chunks, [q], kb.embedder, int(room / 0.75))
+    extra["wide"] = {**record, "chunks_in": len(chunks), "chunks_kept": len(cut)}
+    return cut
 
 
 def _tree_passages(
-    layers: "Layers", chunks: list[RetrievedChunk], chosen_nodes: list[tuple[str, float]], context_words: int
+    layers: "Layers",
+    chunks: list[RetrievedChunk],
+    chosen_nodes: list[tuple[str, float]],
+    context_words: int,
+    cut=None,
 ) -> tuple[list[RetrievedChunk], int]:
     """Summaries minus sentences the chunks show, then the chunks, within `context_words`.
-    Summaries may use at most SUMMARY_SHARE of the budget while chunks still need room."""
+    Summaries may use at most SUMMARY_SHARE of the budget while chunks still need room.
+    `cut(chunks, room)`, when given, shortens the chunks to the room the summaries leave."""
     shown = " ".join(" ".join(c.text.split()) for c in chunks)
     summaries = []
     best = max((s for _, s in chosen_nodes), default=0.0)
@@ -257,6 +300,8 @@ def _tree_passages(
     c_words = sum(_words(c.text) for c in chunks)
     s_budget = max(context_words - c_words, min(s_words, int(context_words * SUMMARY_SHARE)))
     s_part, s_used = _fill(summaries, min(s_budget, context_words))
+    if cut is not None and chunks:
+        chunks = cut(chunks, context_words - s_used)
     c_part, c_used = _fill(chunks, context_words - s_used)
     # Overview first, then the evidence closest to the question.
     return s_part + c_part, s_used + c_used
@@ -268,17 +313,18 @@ def answer_summary(
     llm: LLM,
     *,
     k: int = 3,
-    start_level: int | None = None,
-    collapsed: bool = False,
-    context_words: int = 450,
     style: str = "short",
+    config: SummaryConfig | None = None,
+    **options,
 ) -> Answer:
-    """Answer from the summary layers: summary_context, then one answer-only LLM call. A KB
-    without layers (indexed with --summaries none) is answered on the chunk route, flagged."""
+    """Answer from the summary layers: summary_context (the variant `config` / `options`
+    choose, SummaryConfig fields), then one answer-only LLM call. A KB without layers (indexed
+    with --summaries none) is answered on the chunk route, flagged."""
     from hierarchy.layers.persist import load_layers
     from hierarchy.layers.search import BUILD_HINT
 
     watch = Stopwatch()
+    cfg = summary_config(config, options)
     q = check_question(question)
     layers = load_layers(kb)
     if layers is None:
@@ -288,9 +334,9 @@ def answer_summary(
         return ans
     usage = Usage()
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
-    context, visited = summary_context(
-        q, kb, k=k, start_level=start_level, collapsed=collapsed, context_words=context_words, layers=layers
-    )
+    if cfg != SummaryConfig():
+        trace["summary_config"] = asdict(cfg)
+    context, visited = summary_context(q, kb, k=k, layers=layers, config=cfg)
     for f in visited.pop("flags"):
         flag(trace, f)
     trace.update(visited)

@@ -16,5 +16,6 @@ def test_register_adds_every_training_command_in_order():
         "bench-summary",
         "bench-index",
         "bench-reader",
+        "bench-global",
         "bench-serve",
     ]

@@ -1,0 +1,88 @@
+"""The summary route's settings (SummaryConfig): how its context is chosen from the summary
+layers. The defaults are the route as it shipped (descend from the top level, summaries and the
+k chunks under them, 450 words); every other value is a variant measured against it
+(`logicroute bench-global`, training/bench_global.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from engine.base.errors import LogicRouteError
+
+# What the context is made of: "descend" shows the best summaries and the chunks under them;
+# "summaries" shows the summaries alone, the way a global question might want an overview.
+ANSWER_FROM = ("descend", "summaries")
+
+
+@dataclass(frozen=True)
+class SummaryConfig:
+    """Knobs of the summary route's retrieval (k, the answer style and the LLM are passed apart,
+    as every route takes them)."""
+
+    start_level: int | None = field(
+        default=None,
+        metadata={"help": "level the descent starts at (default: the top; 0 searches the chunks directly)"},
+    )
+    collapsed: bool = field(
+        default=False,
+        metadata={
+            "help": "RAPTOR's collapsed tree: rank the summaries of every level and the chunks together by "
+            "cosine to the question and fill the context in score order, instead of descending"
+        },
+    )
+    answer_from: str = field(
+        default="descend",
+        metadata={
+            "help": "descend: the best summaries and the chunks under them; summaries: the summaries alone, "
+            "the whole word budget given to them (no chunk shown)"
+        },
+    )
+    context_words: int = field(
+        default=450,
+        metadata={"help": "word budget of the passages shown (what the chunk route shows at k=3 of ~150 words)"},
+    )
+    wide_chunks: int = field(
+        default=0,
+        metadata={
+            "help": "0: the k best chunks; N > k: the N best chunks (under the chosen summaries), each cut to "
+            "its sentences closest to the question so that all fit the same context_words (zero LLM tokens: "
+            "the KB's embedder ranks the sentences)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.answer_from not in ANSWER_FROM:
+            problems.append(f"answer_from must be one of {', '.join(ANSWER_FROM)} (got {self.answer_from!r})")
+        if self.context_words < 1 or self.wide_chunks < 0:
+            problems.append("context_words >= 1 and wide_chunks >= 0 are required")
+        # Combinations that would silently mean something else are refused, not reinterpreted.
+        if self.wide_chunks and self.answer_from == "summaries":
+            problems.append("wide_chunks needs chunks: answer_from='summaries' shows none")
+        if self.wide_chunks and self.collapsed:
+            problems.append("wide_chunks applies to the descent: the collapsed tree fills its budget already")
+        if self.answer_from == "summaries" and self.start_level == 0:
+            problems.append("answer_from='summaries' needs a summary level: start_level 0 is the chunks")
+        if problems:
+            raise LogicRouteError("bad SummaryConfig: " + "; ".join(problems))
+
+    def fingerprint(self) -> str:
+        """Short hash of every setting: results made under other settings are not reused."""
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha1(blob).hexdigest()[:10]
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
+
+
+def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig:
+    """`config` (default: SummaryConfig()) with `options` (field name -> value) put over it; an
+    unknown option name is a LogicRouteError naming the known ones."""
+    unknown = set(options) - {f.name for f in fields(SummaryConfig)}
+    if unknown:
+        known = ", ".join(f.name for f in fields(SummaryConfig))
+        raise LogicRouteError(f"unknown summary route option(s) {sorted(unknown)}: known are {known}")
+    return replace(config or SummaryConfig(), **options)
