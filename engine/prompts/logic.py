@@ -161,9 +161,11 @@ def rewrite_messages(question: str, facts: list[tuple[str, str]]) -> list[dict]:
 
 def step_system(memory_words: int, with_memory: bool, short: bool = False) -> str:
     if short:
+        # no few-shot example (the schema's grammar fixes the JSON), so the answer form is spelled out
         s = (
             'Answer the sub-questions from the passages and notes, in JSON. "answers": for each id, the answer '
-            "alone, a short phrase (a name, a date, a place, a number), or unknown if they do not say."
+            "alone as the passages write it, a short phrase: a name, a place, a number or a full date "
+            '("13 August 1899", not "1899"); unknown if they do not say.'
         )
         if with_memory:
             s += (
@@ -204,17 +206,6 @@ _STEP_EXAMPLE = (
 )
 
 
-_STEP_EXAMPLE_SHORT = (  # a name and a full date: the model copies the date's form
-    "Who was born first, the director of film Jaws or Alfred Hitchcock?",
-    "",
-    "[1] Jaws: Jaws is a 1975 film directed by Steven Spielberg.\n"
-    "[2] Alfred Hitchcock: Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
-    [("q1", "Who is the director of film Jaws?"), ("q2", "When was Alfred Hitchcock born?")],
-    {"q1": "Steven Spielberg", "q2": "13 August 1899"},
-    "Jaws (1975) was directed by Steven Spielberg. Alfred Hitchcock was born on 13 August 1899.",
-)
-
-
 def step_messages(
     main: str,
     notes: str,
@@ -225,11 +216,15 @@ def step_messages(
     short: bool = False,
 ) -> list[dict]:
     """One call per rank: answer every sub-question of the rank, and (rolling memory) write
-    the new memory = query-oriented summary of old notes + new passages."""
-    eq, en, ep, es, ea, em = _STEP_EXAMPLE_SHORT if short else _STEP_EXAMPLE
+    the new memory = query-oriented summary of old notes + new passages. The short prompt has
+    no example: it was 60% of the call's fixed tokens, and the schema already fixes the reply's form."""
+    system = {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory, short))}
+    if short:
+        return [system, {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)}]
+    eq, en, ep, es, ea, em = _STEP_EXAMPLE
     ex_reply = {"memory": em, "answers": ea} if with_memory else {"answers": ea}
     return [
-        {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory, short))},
+        system,
         {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
         {"role": "assistant", "content": json.dumps(ex_reply)},
         {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},
