@@ -112,14 +112,30 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
 @click.option("--delete", "delete_ids", multiple=True, help="document id to delete (repeatable)")
 @click.option("--chunk-words", default=200, show_default=True)
 @click.option("--overlap-words", default=40, show_default=True)
+@click.option(
+    "--store",
+    "store_spec",
+    default=None,
+    metavar="faiss|faiss-hnsw|milvus|milvus://PATH.db|milvus://HOST:PORT",
+    help="where the vectors live (default: faiss, exact; a new KB remembers it; naming another store "
+    "moves an existing KB's vectors there). faiss-hnsw: exact up to 20k chunks, HNSW above; "
+    "milvus: Milvus Lite in the KB folder; milvus://HOST:PORT: a Milvus server ($LOGICROUTE_MILVUS_TOKEN)",
+)
 @llm_option
 @click.pass_context
-def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, llm_spec):
+def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, store_spec, llm_spec):
     """Index SOURCES (folders of .txt/.md, JSONL {id,title,text}, QA data files) into --kb."""
     from hierarchy.indexing import index_sources
     from hierarchy.kb import KnowledgeBase
+    from hierarchy.vector_store.base import parse_store
 
-    if not sources and not delete_ids and not rebuild and not KnowledgeBase.exists(kb_dir):
+    store = None
+    if store_spec is not None:
+        try:
+            store = parse_store(store_spec)
+        except LogicRouteError as e:
+            raise click.BadParameter(str(e), param_hint="--store") from None
+    if not sources and not delete_ids and not rebuild and store is None and not KnowledgeBase.exists(kb_dir):
         # with no sources an existing KB is brought up to date (layers an interrupted run left behind)
         raise click.UsageError("give SOURCES to add, --delete DOC_ID to remove, or --rebuild")
     if summaries == "llm":
@@ -140,7 +156,10 @@ def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, ove
         chunk_words=chunk_words,
         overlap_words=overlap_words,
         embedder=injected_embedder(ctx),
+        store=store,
     )
+    if result.moved_store:
+        info(f"vectors moved to {result.moved_store}")
     if delete_ids:
         info(f"deleted {result.deleted_chunks} chunks of {len(delete_ids)} documents")
     report = result.added

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.base.errors import DocumentNotFoundError
-from hierarchy import store
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import META, layers_dir
 from hierarchy.layers.update import build_layers, sync_layers
 from hierarchy.sources import load_documents
+from hierarchy.store import dir_lock
+from hierarchy.vector_store.base import StoreSpec
 
 
 def add_documents(kb: KnowledgeBase, docs: Iterable[Document], *, show_progress: bool = True) -> dict:
@@ -50,6 +51,7 @@ class IndexResult:
     deleted_chunks: int = 0
     added: dict = field(default_factory=dict)  # KnowledgeBase.add's report
     layers: dict | None = None  # the cost of building or updating the summary layer, when it changed
+    moved_store: str | None = None  # the store the vectors were moved to, when `store` named another one
 
 
 def index_sources(
@@ -64,16 +66,20 @@ def index_sources(
     overlap_words: int = DEFAULT_OVERLAP_WORDS,
     embedder=None,
     show_progress: bool = True,
+    store: StoreSpec | None = None,
 ) -> IndexResult:
     """Read every source before touching the KB (bad input writes nothing), then, holding the
     writer lock: delete (DocumentNotFoundError naming every id that is not in the KB, before
     anything is written), add, and build the summary layer when it is missing or `rebuild` is
     set, else bring existing layers up to date (with no sources: the repair after an update
-    that died). `make_llm` is called only for summaries="llm"."""
+    that died). `make_llm` is called only for summaries="llm". store: the vector store of a new
+    KB; for an existing one that keeps its vectors elsewhere, they are moved there first."""
     docs = [d for s in sources for d in load_documents(s)]
     delete_ids = list(dict.fromkeys(delete_ids))
-    with store.dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
-        kb = KnowledgeBase.open_or_create(kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words)
+    with dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
+        kb = KnowledgeBase.open_or_create(
+            kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words, store=store
+        )
         missing = [d for d in delete_ids if not kb.chunks_of(d)]
         if missing:
             raise DocumentNotFoundError(
@@ -81,6 +87,8 @@ def index_sources(
             )
         with kb.writing():
             result = IndexResult(kb=kb, documents=len(docs))
+            if store is not None and kb.move_store(store):
+                result.moved_store = kb.store.spec.label()
             if delete_ids:
                 result.deleted_chunks = kb.delete(delete_ids)
             if docs:

@@ -1,11 +1,13 @@
-"""The chunk level of the knowledge base: chunks, their vectors and a faiss index, on disk.
+"""The chunk level of the knowledge base: chunks, their vectors and a vector store, on disk.
 
 Layout of a KB directory:
-  manifest.json   format version, embedder {id, dim, model}, chunking params, counts,
-                  build cost, timestamps, and a fingerprint (bytes, sha1) of each data file
+  manifest.json   format version, embedder {id, dim, model}, chunking params, the vector store
+                  ("store": faiss, faiss-hnsw or milvus + where), counts, build cost,
+                  timestamps, and a fingerprint (bytes, sha1) of each data file
   chunks.jsonl    one Chunk per line, in row order
   vectors.npy     float32 (n_chunks, dim), row i <-> line i of chunks.jsonl
-  index.faiss     faiss IndexFlatIP over the vectors (exact inner product = cosine)
+  index.faiss     a faiss store's index, rows in chunk order; a Milvus store keeps its rows in
+                  Milvus instead, kept in step with the commits by hierarchy.kb_stores
   layers/         optional summary layers (hierarchy.layers), which sit above the KB: they keep
                   their state in their own folder and their summary in the manifest (`annotate`)
 
@@ -13,7 +15,8 @@ Every change goes through hierarchy.store's commit protocol with the manifest as
 record, so a change that dies half-way leaves the KB at its previous state. hierarchy.kb_manifest
 writes and checks the manifest, hierarchy.kb_files turns the data files into bytes and back.
 A change that spans the chunks and the layers above them runs inside `writing()`: one writer
-lock from reading the committed state to the last commit, so writers take turns.
+lock from reading the committed state to the last commit, so writers take turns. Every search
+goes through the vector store (hierarchy.vector_store); `vectors` stays for the summary layers.
 """
 
 from __future__ import annotations
@@ -40,8 +43,12 @@ from hierarchy.chunking import (
     chunk_embed_text,
 )
 from hierarchy.documents import Chunk, Document
-from hierarchy.kb_files import DATA_FILES, appended_index, encode, flat_index, repair_hint
+from hierarchy.kb_files import DATA_FILES, encode, repair_hint
 from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_committed, new_manifest, next_manifest
+from hierarchy.kb_plan import plan_add
+from hierarchy.kb_stores import JOURNAL, drop_shared_store, move_store, settle_journal, shared_store_change
+from hierarchy.vector_store.base import StoreSpec, VectorStore, parse_store
+from hierarchy.vector_store.open import new_store, with_collection
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.embedder import Embedder
@@ -50,21 +57,23 @@ LAYERS_DIR = "layers"  # the summary layers' folder: removed with the KB it summ
 
 
 class KnowledgeBase:
-    """Chunks + vectors + exact faiss index in a directory. See the module docstring."""
+    """Chunks + vectors + a vector store, in a directory. See the module docstring."""
 
-    def __init__(self, path: Path, embedder: Any, manifest: dict, chunks: list[Chunk], vectors: np.ndarray, index):
+    def __init__(
+        self, path: Path, embedder: Any, manifest: dict, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore
+    ):
         # Use KnowledgeBase.create / KnowledgeBase.open.
         self.path = Path(path)
         self.embedder = embedder
         self.manifest = manifest
-        self._set_state(chunks, vectors, index)
+        self._set_state(chunks, vectors, vstore)
 
     # -- in-memory state --------------------------------------------------------------------
-    def _set_state(self, chunks: list[Chunk], vectors: np.ndarray, index) -> None:
+    def _set_state(self, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore) -> None:
         self.chunk_ids: list[str] = [c.id for c in chunks]
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         self.vectors: np.ndarray = vectors
-        self.index = index
+        self.store: VectorStore = vstore  # the one way to search the vectors (hierarchy.vector_store)
         self._row: dict[str, int] = {cid: i for i, cid in enumerate(self.chunk_ids)}
         self._doc_chunks: dict[str, list[str]] = {}
         for c in chunks:
@@ -75,6 +84,17 @@ class KnowledgeBase:
 
     def __repr__(self) -> str:
         return f"KnowledgeBase({str(self.path)!r}, chunks={len(self)}, documents={len(self._doc_chunks)})"
+
+    @property
+    def index(self):
+        """The faiss index of a faiss store (benchmarks time it bare); searching goes through `store`."""
+        if self.store.spec.shared:
+            raise AttributeError(f"the knowledge base at {self.path} keeps its vectors in {self.store.spec.label()}")
+        return self.store.index  # type: ignore[attr-defined]  # FaissStore's
+
+    def row_of(self, chunk_id: str) -> int:
+        """The row of a chunk in `chunk_ids` and `vectors`."""
+        return self._row[chunk_id]
 
     @property
     def doc_ids(self) -> list[str]:
@@ -107,38 +127,50 @@ class KnowledgeBase:
         chunk_words: int = DEFAULT_CHUNK_WORDS,
         overlap_words: int = DEFAULT_OVERLAP_WORDS,
         overwrite: bool = False,
+        store: "StoreSpec | str | None" = None,
     ) -> "KnowledgeBase":
-        """An empty KB at `path`. An existing KB there is an error unless overwrite=True
-        (then its files and summary layers are removed; other files in the folder are left)."""
+        """An empty KB at `path`; an existing one is an error unless overwrite=True (its files,
+        layers and Milvus collection go; other files stay). store: where the vectors go
+        (`--store`: faiss, the default; faiss-hnsw; milvus[://PATH.db|HOST:PORT]), kept in the manifest."""
         check_params(chunk_words, overlap_words)
         path = Path(path)
-        with store.dir_lock(path):
-            return cls._create(path, embedder, chunk_words, overlap_words, overwrite)
+        spec = parse_store(store) if isinstance(store, str) else (store or StoreSpec())
+        return cls._create(path, embedder, chunk_words, overlap_words, overwrite, with_collection(spec))
 
     @classmethod
     def _create(
-        cls, path: Path, embedder: "Embedder | None", chunk_words: int, overlap_words: int, overwrite: bool
+        cls,
+        path: Path,
+        embedder: "Embedder | None",
+        chunk_words: int,
+        overlap_words: int,
+        overwrite: bool,
+        spec: StoreSpec,
     ) -> "KnowledgeBase":
-        if (path / MANIFEST).exists():
-            if not overwrite:
-                raise KBError(
-                    f"a knowledge base already exists at {path} (KnowledgeBase.create(..., overwrite=True) replaces it)"
-                )
-            # Manifest first: a crash mid-cleanup leaves "no KB", never a half-old one.
-            for name in (MANIFEST, *DATA_FILES, *(n + store.PREV for n in DATA_FILES)):
-                with contextlib.suppress(FileNotFoundError):
-                    (path / name).unlink()
-            shutil.rmtree(path / LAYERS_DIR, ignore_errors=True)
-        if embedder is None:
-            from engine.embedder import get_embedder
+        # Locked here, not in create: its `store` parameter hides the hierarchy.store module.
+        with store.dir_lock(path):
+            if (path / MANIFEST).exists():
+                if not overwrite:
+                    raise KBError(
+                        f"a knowledge base already exists at {path} "
+                        "(KnowledgeBase.create(..., overwrite=True) replaces it)"
+                    )
+                drop_shared_store(path)
+                # Manifest first: a crash mid-cleanup leaves "no KB", never a half-old one.
+                for name in (MANIFEST, JOURNAL, *DATA_FILES, *(n + store.PREV for n in DATA_FILES)):
+                    with contextlib.suppress(FileNotFoundError):
+                        (path / name).unlink()
+                shutil.rmtree(path / LAYERS_DIR, ignore_errors=True)
+            if embedder is None:
+                from engine.embedder import get_embedder
 
-            embedder = get_embedder()
-        manifest = new_manifest(embedder, chunk_words, overlap_words)
-        dim = manifest["embedder"]["dim"]
-        vectors = np.zeros((0, dim), dtype=np.float32)
-        kb = cls(path, embedder, manifest, [], vectors, flat_index(vectors, dim))
-        kb._commit([], vectors, kb.index)
-        return kb
+                embedder = get_embedder()
+            manifest = new_manifest(embedder, chunk_words, overlap_words, spec)
+            dim = manifest["embedder"]["dim"]
+            vectors = np.zeros((0, dim), dtype=np.float32)
+            kb = cls(path, embedder, manifest, [], vectors, new_store(spec, path, dim, [], vectors))
+            kb._commit([], vectors, kb.store)
+            return kb
 
     @staticmethod
     def exists(path: str | os.PathLike) -> bool:
@@ -149,7 +181,7 @@ class KnowledgeBase:
     def open_or_create(
         cls, path: str | os.PathLike, embedder: "Embedder | None" = None, **create_options
     ) -> "KnowledgeBase":
-        """Open the KB at `path`, or create an empty one there (create_options: chunking)."""
+        """Open the KB at `path`, or create an empty one there (create_options: chunking, store)."""
         if cls.exists(path):
             return cls.open(path, embedder)
         return cls.create(path, embedder, **create_options)
@@ -158,13 +190,13 @@ class KnowledgeBase:
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
         """The last committed state of the KB at `path`. Reading takes no lock and writes no file."""
         path = Path(path)
-        manifest, chunks, vectors, index = load_committed(path)
+        manifest, chunks, vectors, vstore = load_committed(path)
         if embedder is None:
             from engine.embedder import get_embedder
 
             embedder = get_embedder(manifest.data["embedder"].get("model"))
         check_embedder(manifest, embedder)
-        return cls(path, embedder, manifest.data, chunks, vectors, index)
+        return cls(path, embedder, manifest.data, chunks, vectors, vstore)
 
     # -- write transactions -----------------------------------------------------------------
     @contextmanager
@@ -174,27 +206,30 @@ class KnowledgeBase:
         every change inside is computed from, and commits over, the state on disk."""
         with store.dir_lock(self.path):
             self._refresh()
+            settle_journal(self)  # rows a writer that died left in a shared store go first
             yield self
 
     def _refresh(self) -> None:
         """Take up the committed state when the manifest on disk is not the one this object holds."""
         if store.committed_record(self.path / MANIFEST) == store.as_json(self.manifest):
             return
-        manifest, chunks, vectors, index = load_committed(self.path)
+        manifest, chunks, vectors, vstore = load_committed(self.path)
         check_embedder(manifest, self.embedder)
         self.manifest = manifest.data
-        self._set_state(chunks, vectors, index)
+        self._set_state(chunks, vectors, vstore)
 
     # -- writing ----------------------------------------------------------------------------
-    def _commit(self, chunks: list[Chunk], vectors: np.ndarray, index, *, stats: dict | None = None) -> None:
-        """Write data files then the manifest through the store (in-memory state is only
+    def _commit(
+        self, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore, *, stats: dict | None = None
+    ) -> None:
+        """Write data files then the manifest through hierarchy.store (in-memory state is only
         replaced once the manifest is written)."""
-        payload = encode(chunks, vectors, index)
-        manifest = next_manifest(self.manifest, chunks, payload, stats)
+        payload = encode(chunks, vectors, vstore)
+        manifest = next_manifest(self.manifest, chunks, payload, stats, vstore)
 
         def adopt() -> None:
             self.manifest = manifest
-            self._set_state(chunks, vectors, index)
+            self._set_state(chunks, vectors, vstore)
 
         store.commit(
             self.path,
@@ -247,8 +282,8 @@ class KnowledgeBase:
         for d in docs:
             by_id.pop(d.id, None)
             by_id[d.id] = d
-        new_chunks, removed, updated, duplicates = self._plan_add(
-            [(doc, chunk_document(doc, cw, ow)) for doc in by_id.values()]
+        new_chunks, removed, updated, duplicates = plan_add(
+            self.chunks, self._doc_chunks, [(doc, chunk_document(doc, cw, ow)) for doc in by_id.values()]
         )
         new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)
         if new_chunks or removed or updated:
@@ -257,13 +292,16 @@ class KnowledgeBase:
             chunks = kept + new_chunks
             if removed:
                 vectors = np.concatenate([self.vectors[keep_rows], new_vecs]) if len(keep_rows) else new_vecs
-                index = flat_index(vectors, self.dim)
             else:
                 vectors = np.concatenate([self.vectors, new_vecs])
-                # Appending to a copy: self.index stays valid if the commit fails.
-                index = appended_index(self.index, new_vecs)
-            stats["seconds"] = time.perf_counter() - t0
-            self._commit(chunks, vectors, index, stats=stats)
+            new_ids = [c.id for c in new_chunks]
+            with shared_store_change(self, new_ids, removed):
+                # A file store changes a copy (kept rows, then new: chunk order); self.store stays valid if the
+                # commit fails. A shared store takes new rows now, drops removed ones once the commit landed.
+                vstore = self.store if self.store.spec.shared else self.store.delete(removed)
+                vstore = vstore.add(new_ids, new_vecs)
+                stats["seconds"] = time.perf_counter() - t0
+                self._commit(chunks, vectors, vstore, stats=stats)
         seconds = time.perf_counter() - t0
         return {
             "added_chunks": len(new_chunks),
@@ -273,34 +311,6 @@ class KnowledgeBase:
             "seconds": round(seconds, 3),
             "embed_seconds": round(stats["embed_seconds"], 3),
         }
-
-    def _plan_add(
-        self, chunked: list[tuple[Document, list[Chunk]]]
-    ) -> tuple[list[Chunk], set[str], dict[str, Chunk], int]:
-        """(new chunks, ids removed, kept chunks whose position or source changed, duplicates) of an add."""
-        # Pass 1: chunks of replaced documents that their new version no longer has.
-        removed: set[str] = set()
-        for doc, cs in chunked:
-            old = self._doc_chunks.get(doc.id)
-            if old is not None:
-                ids = {c.id for c in cs}
-                removed.update(c for c in old if c not in ids)
-        # Pass 2: new chunks vs duplicates (already in the KB and staying, or earlier in this call).
-        new_chunks: list[Chunk] = []
-        new_ids: set[str] = set()
-        updated: dict[str, Chunk] = {}
-        duplicates = 0
-        for doc, cs in chunked:
-            for c in cs:
-                have = self.chunks.get(c.id)
-                if c.id in new_ids or (have is not None and c.id not in removed):
-                    duplicates += 1
-                    if have is not None and have.doc_id == doc.id and have != c:
-                        updated[c.id] = c
-                    continue
-                new_chunks.append(c)
-                new_ids.add(c.id)
-        return new_chunks, removed, updated, duplicates
 
     def _vectors_for(self, new_chunks: list[Chunk], removed: set[str], show_progress: bool) -> tuple[np.ndarray, dict]:
         """Vectors of the new chunks, in order, and the embedding stats. A chunk dropped by one
@@ -341,10 +351,14 @@ class KnowledgeBase:
         keep_rows = [i for i, cid in enumerate(self.chunk_ids) if cid not in removed]
         chunks = [self.chunks[self.chunk_ids[i]] for i in keep_rows]
         vectors = self.vectors[keep_rows] if keep_rows else np.zeros((0, self.dim), np.float32)
-        # Flat index: rebuilding from the kept vectors is a memcpy, cheaper than remove_ids.
-        index = flat_index(vectors, self.dim)
-        self._commit(chunks, vectors, index, stats={"seconds": time.perf_counter() - t0})
+        with shared_store_change(self, (), removed):  # a shared store drops the rows after the commit
+            vstore = self.store if self.store.spec.shared else self.store.delete(removed)
+            self._commit(chunks, vectors, vstore, stats={"seconds": time.perf_counter() - t0})
         return len(removed)
+
+    def move_store(self, to: "StoreSpec | str") -> bool:
+        """Move the vectors into another store (hierarchy.kb_stores.move_store); False when they are there already."""
+        return move_store(self, parse_store(to) if isinstance(to, str) else to)
 
     # -- search -----------------------------------------------------------------------------
     def _query_matrix(self, queries: "str | np.ndarray | Sequence[str]") -> np.ndarray:
@@ -354,28 +368,14 @@ class KnowledgeBase:
             q = queries.astype(np.float32, copy=False)
         else:
             q = np.asarray(self.embedder.encode(list(queries)), dtype=np.float32)
-        q = np.ascontiguousarray(q.reshape(-1, self.dim))
-        return q
-
-    def _hit(self, row: int, score: float) -> RetrievedChunk:
-        c = self.chunks[self.chunk_ids[row]]
-        return RetrievedChunk.of(c, score)
+        return np.ascontiguousarray(q.reshape(-1, self.dim))
 
     def search(self, query: str | np.ndarray, k: int = 3, exclude: Collection[str] = ()) -> list[RetrievedChunk]:
         """Top-k chunks by cosine similarity, never returning a chunk id in `exclude`
-        (sampling without replacement: the window widens so k new chunks still come back)."""
-        n = len(self)
-        if k <= 0 or n == 0:
+        (sampling without replacement: the store filters them, so k new chunks still come back)."""
+        if k <= 0 or len(self) == 0:
             return []
-        q = self._query_matrix(query)[:1]
-        excl = set(exclude)
-        window = min(n, k + sum(1 for c in excl if c in self._row))
-        while True:
-            scores, rows = self.index.search(q, window)
-            out = [self._hit(int(r), s) for s, r in zip(scores[0], rows[0]) if r >= 0 and self.chunk_ids[r] not in excl]
-            if len(out) >= k or window >= n:
-                return sorted(out, key=lambda h: -h.score)[:k]
-            window = min(n, window * 2)
+        return self._search(self._query_matrix(query)[:1], k, {c for c in exclude if c in self._row})[0]
 
     def search_batch(self, queries: Sequence[str] | np.ndarray, k: int = 3) -> list[list[RetrievedChunk]]:
         """Top-k for many queries with one embedding call and one index search."""
@@ -384,5 +384,16 @@ class KnowledgeBase:
         q = self._query_matrix(queries)
         if k <= 0 or len(self) == 0:
             return [[] for _ in range(len(q))]
-        scores, rows = self.index.search(q, min(k, len(self)))
-        return [[self._hit(int(r), s) for s, r in zip(sr, rr) if r >= 0] for sr, rr in zip(scores, rows)]
+        return self._search(q, k, set())
+
+    def _search(self, q: np.ndarray, k: int, exclude: set[str]) -> list[list[RetrievedChunk]]:
+        # Committed chunks only: a shared store may hold rows of a change under way (hierarchy.kb_stores);
+        # the window widens until k committed hits come back or the store runs out.
+        k = min(k, len(self) - len(exclude))
+        window = k
+        while True:
+            found = self.store.search(q, window, exclude)
+            out = [[RetrievedChunk.of(self.chunks[c], s) for c, s in hits if c in self.chunks] for hits in found]
+            if all(len(o) >= k or len(h) < window for o, h in zip(out, found)):
+                return [sorted(o, key=lambda h: -h.score)[:k] for o in out]
+            window *= 2

@@ -2,7 +2,8 @@
 
 Checked: every data file against its fingerprint in the manifest (a `.prev` snapshot that
 matches is the committed version of a change under way or one that died: a note, not damage);
-chunks, vectors and index rows agree with each other and with the manifest's counts; the
+chunks, vectors and index rows agree with each other and with the manifest's counts (a Milvus
+store: it holds a row of every committed chunk; rows of a change under way are a note); the
 summary layers read back whole, their files match the fingerprints meta.json records, and they
 cover every chunk and no other. The check reads like any reader (no file is written, no lock file
 created); when no writer holds the KB it takes a shared lock, so writers wait until it is done
@@ -31,6 +32,7 @@ from hierarchy.kb_files import (
 )
 from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, read_manifest
 from hierarchy.layers.persist import META, damaged_files, read_layers_at, read_meta
+from hierarchy.vector_store.open import open_store
 
 
 @dataclass
@@ -93,7 +95,10 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
     None when a file cannot be read (the counts of those that can are still reported)."""
     files = manifest.files if isinstance(manifest.files, dict) else {}
     decoded: dict[str, Any] = {}
-    for name, decode_one in ((CHUNKS, decode_chunks), (VECTORS, decode_vectors), (INDEX, decode_index)):
+    readers = [(CHUNKS, decode_chunks), (VECTORS, decode_vectors)]
+    if not manifest.store.shared:
+        readers.append((INDEX, decode_index))
+    for name, decode_one in readers:
         fp = files.get(name)
         state = store.file_state(path, name, fp) if isinstance(fp, dict) else "no fingerprint"
         report.files[name] = state
@@ -113,8 +118,10 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
         report.vectors = int(vectors.shape[0]) if vectors.ndim == 2 else None
     if index is not None:
         report.index = int(index.ntotal)
-    if chunks is None or vectors is None or index is None:
+    if chunks is None or vectors is None or (index is None and not manifest.store.shared):
         return None
+    if manifest.store.shared:
+        _check_shared_store(path, manifest, {c.id for c in chunks}, report)
     try:
         check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
     except KBCorruptError as e:
@@ -124,6 +131,27 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
             f"the manifest says {manifest.n_documents} documents, chunks.jsonl has {report.documents}"
         )
     return [c.id for c in chunks]
+
+
+def _check_shared_store(path: Path, manifest: CommittedManifest, chunk_ids: set[str], report: CheckReport) -> None:
+    """A Milvus store holds a row of every committed chunk; rows of others are a change under
+    way, or one that died (the next write removes them)."""
+    vstore = open_store(manifest.store, path, manifest.dim, {}, [])
+    try:
+        rows = vstore.all_ids()
+    except Exception as e:  # KBError when unreachable; pymilvus' own errors past that
+        report.problems.append(f"{manifest.store.label()}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}")
+        return
+    finally:
+        vstore.close()
+    report.index = len(rows)
+    missing, extra = chunk_ids - rows, rows - chunk_ids
+    if missing:
+        report.problems.append(f"{manifest.store.label()} misses {len(missing)} committed chunks")
+    if extra:
+        report.notes.append(
+            f"{manifest.store.label()} holds {len(extra)} rows no commit has (the next write removes them)"
+        )
 
 
 def _check_layers(d: Path, manifest: CommittedManifest, chunk_ids: list[str], report: CheckReport) -> None:

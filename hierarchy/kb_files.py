@@ -1,5 +1,6 @@
-"""The data files of a knowledge base as bytes and back: chunks.jsonl, vectors.npy and
-index.faiss (see hierarchy.kb for the layout, hierarchy.store for how they are committed)."""
+"""The data files of a knowledge base as bytes and back: chunks.jsonl, vectors.npy and the
+files of its vector store (index.faiss for faiss; none for Milvus, whose rows live in Milvus).
+See hierarchy.kb for the layout, hierarchy.store for how they are committed."""
 
 from __future__ import annotations
 
@@ -13,11 +14,18 @@ import numpy as np
 
 from engine.base.errors import KBCorruptError
 from hierarchy.documents import Chunk
+from hierarchy.vector_store.base import FAISS_INDEX, StoreSpec, VectorStore
+from hierarchy.vector_store.open import open_store, store_files
 
 CHUNKS = "chunks.jsonl"
 VECTORS = "vectors.npy"
-INDEX = "index.faiss"
-DATA_FILES = (CHUNKS, VECTORS, INDEX)
+INDEX = FAISS_INDEX
+DATA_FILES = (CHUNKS, VECTORS, INDEX)  # every data file a KB may hold, whatever its store
+
+
+def data_files(spec: StoreSpec) -> tuple[str, ...]:
+    """The data files a KB on this store commits."""
+    return (CHUNKS, VECTORS, *store_files(spec))
 
 
 def repair_hint(path: Path) -> str:
@@ -26,42 +34,27 @@ def repair_hint(path: Path) -> str:
     return f"repair it with `logicroute repair --kb {path}` (`logicroute check --kb {path}` lists the damage)"
 
 
-def flat_index(vectors: np.ndarray, dim: int):
-    """An exact inner-product index over the vectors (inner product = cosine on unit vectors)."""
-    import faiss
-
-    index = faiss.IndexFlatIP(dim)
-    if len(vectors):
-        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    return index
-
-
-def appended_index(index, new_vecs: np.ndarray):
-    """A copy of `index` with `new_vecs` appended; `index` itself stays as it is."""
-    import faiss
-
-    index = faiss.clone_index(index)
-    if len(new_vecs):
-        index.add(np.ascontiguousarray(new_vecs, dtype=np.float32))
-    return index
-
-
-def encode(chunks: Sequence[Chunk], vectors: np.ndarray, index) -> dict[str, bytes]:
-    """File name -> bytes of the three data files."""
-    import faiss
-
+def encode(chunks: Sequence[Chunk], vectors: np.ndarray, store: VectorStore) -> dict[str, bytes]:
+    """File name -> bytes of the data files (data_files of the store's spec)."""
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
     return {
         CHUNKS: "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks).encode("utf-8"),
         VECTORS: buf.getvalue(),
-        INDEX: faiss.serialize_index(index).tobytes(),
+        **store.persist(),
     }
 
 
-def decode(path: Path, data: dict[str, bytes]) -> tuple[list[Chunk], np.ndarray, Any]:
-    """(chunks, vectors, index) from the bytes of the data files of the KB at `path`."""
-    return decode_chunks(path, data[CHUNKS]), decode_vectors(path, data[VECTORS]), decode_index(path, data[INDEX])
+def decode(
+    path: Path, data: dict[str, bytes], spec: StoreSpec, dim: int
+) -> tuple[list[Chunk], np.ndarray, VectorStore]:
+    """(chunks, vectors, store) from the bytes of the data files of the KB at `path`."""
+    chunks, vectors = decode_chunks(path, data[CHUNKS]), decode_vectors(path, data[VECTORS])
+    try:
+        store = open_store(spec, path, dim, data, [c.id for c in chunks])
+    except KBCorruptError as e:
+        raise KBCorruptError(f"{path / INDEX} {e}; {repair_hint(path)}") from e
+    return chunks, vectors, store
 
 
 def decode_chunks(path: Path, data: bytes) -> list[Chunk]:
@@ -92,19 +85,25 @@ def decode_index(path: Path, data: bytes):
         raise KBCorruptError(f"{path / INDEX} is unreadable ({e}); {repair_hint(path)}") from e
 
 
-def check_counts(path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vectors: np.ndarray, index) -> None:
-    """The files agree with each other and with the manifest's chunk count and dimension."""
+def check_counts(
+    path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vectors: np.ndarray, index: Any | None
+) -> None:
+    """The files agree with each other and with the manifest's chunk count and dimension.
+    index: the faiss index of a faiss store, None for a shared store (Milvus: its rows are
+    checked by `logicroute check`, not by every reader that opens the KB)."""
     counts = {
         "chunks.jsonl lines": len(chunks),
         "vectors.npy rows": int(vectors.shape[0]) if vectors.ndim == 2 else -1,
-        "index.faiss vectors": int(index.ntotal),
     }
+    if index is not None:
+        counts["index.faiss vectors"] = int(index.ntotal)
+    index_dim = dim if index is None else index.d
     bad = {k: v for k, v in counts.items() if v != n_chunks}
-    if bad or vectors.ndim != 2 or vectors.shape[1] != dim or index.d != dim or vectors.dtype != np.float32:
+    if bad or vectors.ndim != 2 or vectors.shape[1] != dim or index_dim != dim or vectors.dtype != np.float32:
         raise KBCorruptError(
             f"knowledge base {path} is inconsistent: manifest says {n_chunks} chunks of dim {dim}, files have "
             + ", ".join(f"{k}={v}" for k, v in counts.items())
-            + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index.d}; {repair_hint(path)}"
+            + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index_dim}; {repair_hint(path)}"
         )
     if len({c.id for c in chunks}) != len(chunks):
         raise KBCorruptError(f"{path / CHUNKS} has duplicate chunk ids; {repair_hint(path)}")

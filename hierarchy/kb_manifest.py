@@ -1,7 +1,8 @@
 """manifest.json of a knowledge base: what the KB is (format version, embedder {id, dim, model},
-chunking params, counts, build cost, timestamps) and a fingerprint (bytes, sha1) of each data
-file. It is hierarchy.store's commit record: written fresh by create, checked by open, carried
-forward by every commit (see hierarchy.kb for the whole layout)."""
+chunking params, the vector store that holds its vectors and its index, counts, build cost,
+timestamps) and a fingerprint (bytes, sha1) of each data file. It is hierarchy.store's commit
+record: written fresh by create, checked by open, carried forward by every commit (see
+hierarchy.kb for the whole layout)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,31 @@ from typing import TYPE_CHECKING, Any
 
 from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBNotFoundError
 from hierarchy import store
-from hierarchy.kb_files import DATA_FILES, check_counts, decode, repair_hint
+from hierarchy.kb_files import check_counts, data_files, decode, repair_hint
+from hierarchy.vector_store.base import StoreSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from engine.embedder import Embedder
     from hierarchy.documents import Chunk
+    from hierarchy.vector_store.base import VectorStore
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 # Manifest entries the KB itself keeps; `annotate` may not overwrite them.
-OWN_ENTRIES = {"format_version", "embedder", "chunking", "index", "counts", "build", "created", "updated", "files"}
+OWN_ENTRIES = {
+    *("format_version", "embedder", "chunking", "store", "index", "counts", "build", "created", "updated", "files"),
+}
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int) -> dict:
-    """The manifest of an empty KB embedded by `embedder` (its files are not fingerprinted yet)."""
+def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int, store: StoreSpec | None = None) -> dict:
+    """The manifest of an empty KB embedded by `embedder` (its files are not fingerprinted yet).
+    A manifest without "store" (every KB before stores existed) means exact faiss."""
     now = _now()
     return {
         "format_version": FORMAT_VERSION,
@@ -42,6 +48,7 @@ def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int) -> 
             "overlap_words": int(overlap_words),
             "embed_text": "title+text",
         },
+        "store": (store or StoreSpec()).to_dict(),
         "index": {"type": "faiss.IndexFlatIP", "metric": "inner_product"},
         "counts": {"documents": 0, "chunks": 0},
         "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},
@@ -51,10 +58,20 @@ def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int) -> 
     }
 
 
-def next_manifest(manifest: dict, chunks: list["Chunk"], payload: dict[str, bytes], stats: dict | None) -> dict:
-    """A copy of `manifest` describing the data files `payload` that hold `chunks`; `stats` (the
-    cost of this change) is added to the build cost."""
+def next_manifest(
+    manifest: dict,
+    chunks: list["Chunk"],
+    payload: dict[str, bytes],
+    stats: dict | None,
+    vstore: "VectorStore | None" = None,
+) -> dict:
+    """A copy of `manifest` describing the data files `payload` that hold `chunks` and the
+    vector store `vstore` holds their vectors in; `stats` (the cost of this change) is added to
+    the build cost."""
     manifest = json.loads(json.dumps(manifest))  # deep copy: the caller's stays as it is until commit
+    if vstore is not None:
+        manifest["store"] = vstore.spec.to_dict()
+        manifest["index"] = vstore.describe()
     n_docs = len({c.doc_id for c in chunks})
     manifest["counts"] = {"documents": n_docs, "chunks": len(chunks)}
     manifest["files"] = {name: store.fingerprint(b) for name, b in payload.items()}
@@ -79,6 +96,7 @@ class CommittedManifest:
     n_chunks: int
     n_documents: int
     files: Any  # file name -> fingerprint; read_data_files checks each entry
+    store: StoreSpec
 
 
 def read_manifest(path: Path) -> CommittedManifest:
@@ -101,6 +119,7 @@ def read_manifest(path: Path) -> CommittedManifest:
             n_chunks=int(manifest["counts"]["chunks"]),
             n_documents=int(manifest["counts"]["documents"]),
             files=manifest["files"],
+            store=StoreSpec.from_dict(manifest.get("store")),
         )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {repair_hint(path)}") from e
@@ -125,7 +144,7 @@ def check_embedder(manifest: CommittedManifest, embedder: "Embedder") -> None:
 def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
     """File name -> bytes of the data files as the manifest fingerprints them."""
     data = {}
-    for name in DATA_FILES:
+    for name in data_files(manifest.store):
         if not isinstance(manifest.files.get(name), dict):
             raise KBCorruptError(
                 f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; "
@@ -152,15 +171,15 @@ def read_snapshot(path: Path) -> tuple[CommittedManifest, dict[str, bytes]]:
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", Any]:
-    """(manifest, chunks, vectors, index) of the last commit, checked against each other."""
+def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", "VectorStore"]:
+    """(manifest, chunks, vectors, vector store) of the last commit, checked against each other."""
     manifest, data = read_snapshot(path)
-    chunks, vectors, index = decode(path, data)
-    check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
+    chunks, vectors, vstore = decode(path, data, manifest.store, manifest.dim)
+    check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, None if vstore.spec.shared else vstore.index)
     n_docs = len({c.doc_id for c in chunks})
     if n_docs != manifest.n_documents:
         raise KBCorruptError(
             f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
             f"chunks.jsonl has {n_docs}; {repair_hint(path)}"
         )
-    return manifest, chunks, vectors, index
+    return manifest, chunks, vectors, vstore

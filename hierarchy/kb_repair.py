@@ -9,8 +9,10 @@ those. So, holding the writer lock:
    chunks.jsonl (or its `.prev` snapshot), else every line of what is there that still reads
    and whose id still matches its text; the vectors kept only when they are the committed ones
    of exactly those chunks, else the chunks are embedded again (this loads the embedder); the
-   index rebuilt from the vectors; a new manifest (chunking and embedder from the old one when
-   it reads, else the defaults, which the report notes).
+   index rebuilt from the vectors (a Milvus store's collection refilled); a new manifest
+   (chunking, embedder and store from the old one when it reads, else the defaults, which the
+   report notes). A KB that opens on a Milvus store gets the rows the store misses written
+   again from the committed vectors, and the rows no commit has removed.
 2. Summary layers: brought up to date with the chunks, or rebuilt with the summarizer they were
    built with when they cannot be read.
 
@@ -35,10 +37,13 @@ from hierarchy import store
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_embed_text, chunk_id
 from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase
-from hierarchy.kb_files import CHUNKS, VECTORS, encode, flat_index, repair_hint
+from hierarchy.kb_files import CHUNKS, VECTORS, encode, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
+from hierarchy.kb_stores import settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
+from hierarchy.vector_store.base import StoreSpec
+from hierarchy.vector_store.open import new_store, with_collection
 
 _DOC_ID = re.compile(r'"doc_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
@@ -89,7 +94,24 @@ def _chunk_level(path: Path, embedder: Any, report: RepairReport, show_progress:
         return _rebuild(path, embedder, report, show_progress)
     for name, fp in manifest.files.items():
         store.recover(path, name, fp, repair_hint(path))  # finish a change that died
-    return KnowledgeBase.open(path, embedder)
+    kb = KnowledgeBase.open(path, embedder)
+    if kb.store.spec.shared:
+        _resync_shared_store(kb, report)
+    return kb
+
+
+def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
+    """A Milvus store holds exactly the committed chunks again."""
+    settle_journal(kb)
+    rows = kb.store.all_ids()
+    missing = [c for c in kb.chunk_ids if c not in rows]
+    extra = rows - set(kb.chunk_ids)
+    if missing:
+        kb.store.add(missing, kb.vectors[[kb.row_of(c) for c in missing]])
+        report.notes.append(f"{len(missing)} committed chunks written to {kb.store.spec.label()} again")
+    if extra:
+        kb.store.delete(extra)
+        report.notes.append(f"{len(extra)} rows no commit has removed from {kb.store.spec.label()}")
 
 
 def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: bool) -> KnowledgeBase:
@@ -116,13 +138,14 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
     else:
         report.notes.append("the committed vectors are kept; the index is rebuilt from them")
     base = old.data if old is not None else new_manifest(embedder, DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS)
-    index = flat_index(vectors, dim)
-    payload = encode(chunks, vectors, index)
+    spec = with_collection(old.store if old is not None else StoreSpec())
+    vstore = new_store(spec, path, dim, [c.id for c in chunks], vectors)
+    payload = encode(chunks, vectors, vstore)
     stats = {"seconds": time.perf_counter() - t0, "embed_seconds": 0.0, "chunks_embedded": report.embedded}
-    manifest = next_manifest(base, chunks, payload, stats)
+    manifest = next_manifest(base, chunks, payload, stats, vstore)
     store.commit(path, MANIFEST, manifest, payload)  # replaces whatever is there: we hold the lock
     report.rebuilt = True
-    return KnowledgeBase(path, embedder, json.loads(json.dumps(manifest)), chunks, vectors, index)
+    return KnowledgeBase(path, embedder, json.loads(json.dumps(manifest)), chunks, vectors, vstore)
 
 
 def _salvage_chunks(path: Path, fp: Any, report: RepairReport) -> tuple[list[Chunk], bool]:

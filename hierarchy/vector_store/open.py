@@ -1,0 +1,45 @@
+"""Picking the backend of a spec: the one place that knows every store."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from hierarchy.vector_store.base import FAISS_INDEX, MILVUS, StoreSpec, VectorStore
+from hierarchy.vector_store.faiss_store import FaissStore
+from hierarchy.vector_store.milvus_store import MilvusStore
+
+
+def store_files(spec: StoreSpec) -> tuple[str, ...]:
+    """The data files a store of this spec commits in the KB folder."""
+    return () if spec.shared else (FAISS_INDEX,)
+
+
+def with_collection(spec: StoreSpec) -> StoreSpec:
+    """The spec of a new KB: a Milvus store gets a collection name of its own, so several KBs
+    can share one server (the manifest remembers it, so a KB folder that moves keeps it)."""
+    if spec.kind != MILVUS or spec.collection:
+        return spec
+    return StoreSpec(kind=spec.kind, uri=spec.uri, collection=f"logicroute_{secrets.token_hex(6)}")
+
+
+def open_store(spec: StoreSpec, kb_path: Path, dim: int, files: Mapping[str, bytes], ids: Sequence[str]) -> VectorStore:
+    """The store a commit describes: `files` are its committed data files (store_files), `ids`
+    the KB's chunk ids in row order."""
+    if spec.kind == MILVUS:
+        return MilvusStore(spec, dim, kb_path)
+    return FaissStore.from_files(spec, dim, files, ids)
+
+
+def new_store(spec: StoreSpec, kb_path: Path, dim: int, ids: Sequence[str], vectors: np.ndarray) -> VectorStore:
+    """A store of this spec holding exactly these rows, built from scratch (a new KB, a repair,
+    a move to another store). A Milvus collection of the same name is dropped first."""
+    if spec.kind == MILVUS:
+        store = MilvusStore(spec, dim, kb_path)
+        store.drop()
+        store.ensure_collection()
+        return store.add(ids, vectors)
+    return FaissStore.from_vectors(spec, dim, ids, vectors)

@@ -1,0 +1,123 @@
+"""How the vector stores behind hierarchy.vector_store compare on real MiniLM vectors: search
+latency (one query at a time, one thread) and recall@10 against exact search, per size. It is
+the measurement behind EXACT_MAX and the HNSW parameters (docs/vector_stores.md).
+
+    python -m training.bench_store [--sizes 10000,37000,100000] [--queries 1000] [--milvus 10000]
+
+Corpus: the MiniLM vectors already in the embedding cache ($LOGICROUTE_CACHE_DIR or
+~/.cache/logicroute/embeddings.sqlite: chunks and questions of the shared data sets indexed
+before), read-only, so no passage is embedded again. Past the cache's size the corpus is its
+vectors again with Gaussian noise (sigma 0.03 per dimension, then renormalized): near-duplicates,
+the hard case for an approximate index. Queries: questions of the shared data sets, embedded now
+(a few seconds), none of them in the corpus."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.base.files import cache_dir, content_hash
+from hierarchy.vector_store.base import FAISS, FAISS_HNSW, StoreSpec, parse_store
+from hierarchy.vector_store.open import new_store, with_collection
+
+
+def cached_vectors(model: str = "all-MiniLM-L6-v2") -> tuple[list[bytes], np.ndarray]:
+    """(keys, vectors) of the embedding cache, read-only."""
+    con = sqlite3.connect(f"file:{cache_dir() / 'embeddings.sqlite'}?mode=ro", uri=True)
+    rows = con.execute("SELECT key, vec FROM emb WHERE model = ?", (model,)).fetchall()
+    con.close()
+    return [bytes(k) for k, _ in rows], np.stack([np.frombuffer(v, np.float32) for _, v in rows])
+
+
+def questions(n: int, seed: int = 0) -> list[str]:
+    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+
+    qs = []
+    for name in ("hotpotqa", "2wiki", "musique", "nq"):
+        qs += [q.text for q in load_dataset(shared_data_dir() / SHARED_FILES[name]).questions]
+    rng = np.random.default_rng(seed)
+    return [qs[i] for i in rng.choice(len(qs), size=min(n, len(qs)), replace=False)]
+
+
+def grow(corpus: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """The first n real vectors, then noisy copies up to n."""
+    if n <= len(corpus):
+        return corpus[:n]
+    rng = np.random.default_rng(seed)
+    parts = [corpus]
+    while sum(len(p) for p in parts) < n:
+        v = corpus + rng.normal(0, 0.03, corpus.shape).astype(np.float32)
+        parts.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+    return np.ascontiguousarray(np.concatenate(parts)[:n])
+
+
+def measure(spec: StoreSpec, vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], tmp: str) -> dict:
+    ids = [f"{i:016x}" for i in range(len(vectors))]
+    t0 = time.perf_counter()
+    store = new_store(spec, Path(tmp), vectors.shape[1], ids, vectors)
+    build = time.perf_counter() - t0
+    lat, got = [], []
+    for row in q:
+        t = time.perf_counter()
+        hits = store.search(row[None, :], 10)[0]
+        lat.append(time.perf_counter() - t)
+        got.append([c for c, _ in hits])
+    store.close()
+    recall = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, truth)]))
+    lat.sort()
+    return {
+        "store": spec.label(),
+        "index": store.describe()["type"],
+        "n": len(vectors),
+        "build_s": round(build, 1),
+        "p50_ms": round(statistics.median(lat) * 1e3, 3),
+        "p95_ms": round(lat[int(0.95 * (len(lat) - 1))] * 1e3, 3),
+        "recall_at_10": round(recall, 4),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,37000,100000")
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--milvus", type=int, default=10000, help="rows for Milvus Lite (0: skip)")
+    args = ap.parse_args()
+    import tempfile
+
+    import faiss
+
+    from engine.embedder import get_embedder
+
+    faiss.omp_set_num_threads(1)  # one query at a time on one core: what a request costs
+    keys, cached = cached_vectors()
+    qtexts = questions(args.queries)
+    q = np.asarray(get_embedder().encode(qtexts, show_progress=False), np.float32)
+    qkeys = {bytes.fromhex(content_hash(t)) for t in qtexts}
+    corpus = np.ascontiguousarray(cached[[i for i, k in enumerate(keys) if k not in qkeys]])
+    print(json.dumps({"cached_vectors": len(corpus), "queries": len(q)}), flush=True)
+    for n in [int(x) for x in args.sizes.split(",")]:
+        v = grow(corpus, n)
+        truth = _truth(q, v)
+        for spec in (StoreSpec(FAISS), StoreSpec(FAISS_HNSW, exact_max=0)):
+            with tempfile.TemporaryDirectory() as tmp:
+                print(json.dumps(measure(spec, v, q, truth, tmp)), flush=True)
+        if args.milvus and n == min(int(x) for x in args.sizes.split(",")):
+            m, mq = min(n, args.milvus), q[:100]  # Milvus Lite is tens of ms a query: 100 queries
+            with tempfile.TemporaryDirectory() as tmp:
+                row = measure(with_collection(parse_store("milvus")), v[:m], mq, _truth(mq, v[:m]), tmp)
+                print(json.dumps(row), flush=True)
+
+
+def _truth(q: np.ndarray, v: np.ndarray) -> list[list[str]]:
+    """Exact top-10 ids by inner product (the oracle; argsort of a full product is fine at these sizes)."""
+    return [[f"{i:016x}" for i in row] for row in (q @ v.T).argsort(axis=1)[:, ::-1][:, :10]]
+
+
+if __name__ == "__main__":
+    main()
