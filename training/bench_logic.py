@@ -69,7 +69,7 @@ LEAN = {
     "short_prompts": True,
     "reflect_when_unsure": True,
     "fold_final": True,
-    "memory_words": 80,
+    "memory_words": 60,
 }
 _CHANGED = {
     "logic-lean": LEAN,

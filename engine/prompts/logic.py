@@ -161,11 +161,10 @@ def rewrite_messages(question: str, facts: list[tuple[str, str]]) -> list[dict]:
 
 def step_system(memory_words: int, with_memory: bool, short: bool = False) -> str:
     if short:
-        # no few-shot example (the schema's grammar fixes the JSON), so the answer form is spelled out
         s = (
             'Answer the sub-questions from the passages and notes, in JSON. "answers": for each id, the answer '
-            "alone as the passages write it, a short phrase: a name, a place, a number or a full date "
-            '("13 August 1899", not "1899"); unknown if they do not say.'
+            "alone as the passages write it, a short phrase (a name, a place, a number, a full date), or unknown "
+            "if they do not say."
         )
         if with_memory:
             s += (
@@ -206,6 +205,19 @@ _STEP_EXAMPLE = (
 )
 
 
+# The short prompt's one example: a single sub-question whose answer is a full date. Without an
+# example the 1.5B model answered worse (2Wiki, 14 questions: F1 50 vs 69); with a name-only one
+# it cut dates to their year.
+_STEP_EXAMPLE_SHORT = (
+    "When was the director of film Vertigo born?",
+    "Vertigo was directed by Alfred Hitchcock.",
+    "[1] Alfred Hitchcock: Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
+    [("q2", "When was Alfred Hitchcock born?")],
+    {"q2": "13 August 1899"},
+    "Vertigo was directed by Alfred Hitchcock, born on 13 August 1899.",
+)
+
+
 def step_messages(
     main: str,
     notes: str,
@@ -216,17 +228,15 @@ def step_messages(
     short: bool = False,
 ) -> list[dict]:
     """One call per rank: answer every sub-question of the rank, and (rolling memory) write
-    the new memory = query-oriented summary of old notes + new passages. The short prompt has
-    no example: it was 60% of the call's fixed tokens, and the schema already fixes the reply's form."""
+    the new memory = query-oriented summary of old notes + new passages."""
     system = {"role": "system", "content": with_data_rule(step_system(memory_words, with_memory, short))}
-    if short:
-        return [system, {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)}]
-    eq, en, ep, es, ea, em = _STEP_EXAMPLE
+    eq, en, ep, es, ea, em = _STEP_EXAMPLE_SHORT if short else _STEP_EXAMPLE
     ex_reply = {"memory": em, "answers": ea} if with_memory else {"answers": ea}
     return [
         system,
         {"role": "user", "content": _step_user(eq, en, ep, es, with_memory)},
-        {"role": "assistant", "content": json.dumps(ex_reply)},
+        # the short example in compact JSON: fewer tokens (the long one keeps its cached form)
+        {"role": "assistant", "content": json.dumps(ex_reply, separators=(",", ":") if short else None)},
         {"role": "user", "content": _step_user(main, notes, passages, subqs, with_memory)},
     ]
 
