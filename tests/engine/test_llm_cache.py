@@ -147,3 +147,44 @@ def test_cache_is_safe_across_processes_racing_on_a_fresh_file(tmp_path):
     llm = CachedLLM(inner, path)
     assert all(llm.chat([{"role": "user", "content": f"p{i}"}]).cached for i in range(40))
     assert inner.calls == 0
+
+
+class PrefixReusingLLM(CountingLLM):
+    """Reports, as the local model does, that only 4 of its 11 prompt tokens were evaluated."""
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        c = super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        c.prompt_tokens_evaluated = 4
+        return c
+
+
+def test_a_hit_keeps_the_prompt_tokens_the_original_call_evaluated(tmp_path):
+    llm = CachedLLM(PrefixReusingLLM(), tmp_path / "c.sqlite")
+    first, hit = llm.chat(MSGS), llm.chat(MSGS)
+    assert hit.cached and (hit.prompt_tokens, hit.prompt_tokens_evaluated) == (11, 4) == (
+        first.prompt_tokens,
+        first.prompt_tokens_evaluated,
+    )
+    u = Usage()
+    u.add(hit)
+    u.add(Completion(text="x", prompt_tokens=9, completion_tokens=1, seconds=0.1))  # a remote call: not known
+    assert (u.prompt_tokens, u.prompt_tokens_evaluated) == (20, 13)  # unknown counts every token sent
+
+
+def test_a_cache_file_from_before_the_evaluated_count_gains_the_column_and_keeps_its_entries(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE completions (key TEXT PRIMARY KEY, llm TEXT NOT NULL, text TEXT NOT NULL, data TEXT, "
+        "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, seconds REAL NOT NULL, "
+        "model TEXT NOT NULL, created REAL NOT NULL)"
+    )
+    key = cache_key("fake:counting", MSGS, None, 256, 0.0)
+    old.execute("INSERT INTO completions VALUES (?, 'fake:counting', 'old reply', NULL, 11, 7, 1.5, 'm', 0)", (key,))
+    old.commit()
+    old.close()
+    inner = CountingLLM()
+    hit = CachedLLM(inner, path).chat(MSGS)
+    assert (hit.text, hit.cached, inner.calls, hit.prompt_tokens_evaluated) == ("old reply", True, 0, None)
