@@ -69,7 +69,7 @@ LEAN = {
     "short_prompts": True,
     "reflect_when_unsure": True,
     "fold_final": True,
-    "memory_words": 60,
+    "memory_words": 80,
 }
 _CHANGED = {
     "logic-lean": LEAN,

@@ -205,16 +205,17 @@ _STEP_EXAMPLE = (
 )
 
 
-# The short prompt's one example: a single sub-question whose answer is a full date. Without an
+# The short prompt's example: two sub-questions of one rank, a name and a full date. Without an
 # example the 1.5B model answered worse (2Wiki, 14 questions: F1 50 vs 69); with a name-only one
-# it cut dates to their year.
+# it cut dates to their year; with a single date-only one it lost 7 F1 on 30 questions.
 _STEP_EXAMPLE_SHORT = (
-    "When was the director of film Vertigo born?",
-    "Vertigo was directed by Alfred Hitchcock.",
-    "[1] Alfred Hitchcock: Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
-    [("q2", "When was Alfred Hitchcock born?")],
-    {"q2": "13 August 1899"},
-    "Vertigo was directed by Alfred Hitchcock, born on 13 August 1899.",
+    "Who was born first, the director of film Jaws or Alfred Hitchcock?",
+    "",
+    "[1] Jaws: Jaws is a 1975 film directed by Steven Spielberg.\n"
+    "[2] Alfred Hitchcock: Alfred Hitchcock (13 August 1899 - 29 April 1980) was an English filmmaker.",
+    [("q1", "Who is the director of film Jaws?"), ("q2", "When was Alfred Hitchcock born?")],
+    {"q1": "Steven Spielberg", "q2": "13 August 1899"},
+    "Jaws (1975) was directed by Steven Spielberg. Alfred Hitchcock was born on 13 August 1899.",
 )
 
 

@@ -155,3 +155,12 @@ def test_short_prompts_are_shorter_and_keep_the_question_and_the_plan_shapes():
     args = ("Main?", "", "[1] T: text", [("q1", "Sub?")], 80, True)
     assert size(step_messages(*args, short=True)) < size(step_messages(*args))
     assert "Sub?" in step_messages(*args, short=True)[-1]["content"]
+
+
+def test_a_computed_same_country_check_is_not_folded_the_final_call_decides():
+    question = "Are Ann Lee and Tom Ford of the same nationality?"
+    p = plan(("q1", "What is the nationality of Ann Lee?", []), ("q2", "What is the nationality of Tom Ford?", []))
+    llm = ScriptedLLM([p, step({"q1": "English", "q2": "American"}), SUFFICIENT, "no"])
+    ans = answer_logic(question, lean_kb(), llm, LEAN)
+    assert purposes(ans)[-1] == "answer" and ans.text == "no"
+    assert "so the answer is no" in llm.calls[-1]["messages"][-1]["content"]  # the check is still shown to it

@@ -69,7 +69,7 @@ class LogicConfig:
         default=False,
         metadata={
             "help": "short answers only: no final answer call when the answer is already known, i.e. the "
-            "comparison computed in code, or the answer of the DAG's single last sub-question"
+            "date comparison computed in code, or the answer of the DAG's single last sub-question"
         },
     )
     max_llm_calls: int = field(default=12, metadata={"help": "budget: LLM calls per question (final answer included)"})

@@ -78,14 +78,16 @@ _YES_NO_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could"
 
 def _folded_answer(st: SolveState) -> str:
     """LogicConfig.fold_final: the short answer when the solved DAG already holds it, so the
-    final call would only copy it: the comparison computed in code, or the answer of the single
+    final call would only copy it: the date comparison computed in code, or the answer of the single
     last sub-question (every other node feeds it), when a retrieved passage states that answer
     and the question is not a yes/no one. "" = make the final call. Recorded in trace["final"]."""
     if not st.cfg.fold_final or st.style != "short" or st.trace.get("single_hop"):
         return ""
     known = [n for n in nodes_in_order(st) if known_answer(n)]
     sentence, answer = computed_comparison(st.question, st.nodes, known)
-    if answer:
+    # only a date choice is folded: a computed same-X check from two misread sub-answers said
+    # "yes" where the final call, shown it among the notes, still answered "no" (2Wiki: 2 of 15)
+    if answer and answer not in ("yes", "no"):
         st.trace["comparison"] = sentence
         st.trace["final"] = {"folded": "the comparison computed in code"}
         ids = {cid for n in known for cid in n.chunk_ids}
