@@ -49,6 +49,13 @@ _COSTS = (
 )
 
 
+def _cost(row: dict, name: str) -> float:
+    # a row written before prompt_tokens_evaluated existed: every prompt token was evaluated
+    if name == "prompt_tokens_evaluated":
+        return row.get(name, row["prompt_tokens"])
+    return row[name]
+
+
 def _aggregate(rows: list[dict]) -> dict:
     n = len(rows)
     if not n:
@@ -57,8 +64,7 @@ def _aggregate(rows: list[dict]) -> dict:
     for m in METRICS:
         out[m] = round(100 * sum(r[m] for r in rows) / n, 1)
     for c in _COSTS:
-        # rows written before prompt_tokens_evaluated existed: every prompt token was evaluated
-        out[c] = round(sum(r.get(c, r["prompt_tokens"]) for r in rows) / n, 2)
+        out[c] = round(sum(_cost(r, c) for r in rows) / n, 2)
     out["tokens"] = round(out["prompt_tokens"] + out["completion_tokens"], 1)
     # cached calls cost 0 s: latency is only meaningful over runs that made every call for real
     cold = [r["seconds"] for r in rows if r["cached_calls"] == 0]

@@ -5,11 +5,10 @@ k chunks under them, 450 words); every other value is a variant measured against
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from engine.base.errors import LogicRouteError
+from engine.base.settings import Settings
 
 # What the context is made of: "descend" shows the best summaries and the chunks under them;
 # "summaries" shows the summaries alone, the way a global question might want an overview.
@@ -17,7 +16,7 @@ ANSWER_FROM = ("descend", "summaries")
 
 
 @dataclass(frozen=True)
-class SummaryConfig:
+class SummaryConfig(Settings):
     """Knobs of the summary route's retrieval (k, the answer style and the LLM are passed apart,
     as every route takes them)."""
 
@@ -67,15 +66,6 @@ class SummaryConfig:
             problems.append("answer_from='summaries' needs a summary level: start_level 0 is the chunks")
         if problems:
             raise LogicRouteError("bad SummaryConfig: " + "; ".join(problems))
-
-    def fingerprint(self) -> str:
-        """Short hash of every setting: results made under other settings are not reused."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
-        return hashlib.sha1(blob).hexdigest()[:10]
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
+
+from engine.base.settings import Settings
 
 
 @dataclass
-class LogicConfig:
+class LogicConfig(Settings):
     """Knobs of the logic route. The four switches exist for ablations; all on = the paper."""
 
     k: int = field(default=3, metadata={"help": "chunks retrieved per sub-question (a merged rank gets k x its size)"})
@@ -89,15 +89,6 @@ class LogicConfig:
                 f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
                 f"max_llm_calls >= 1, final_chunks >= 0 and evidence_tokens >= 0 are required (got {self})"
             )
-
-    def fingerprint(self) -> str:
-        """Short hash of every setting: results made under other settings are not reused."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
-        return hashlib.sha1(blob).hexdigest()[:10]
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 class BudgetExhausted(Exception):

@@ -41,9 +41,9 @@ def compress_chunks(
     for ci, c in enumerate(chunks):
         for si, s in enumerate(split_sentences(c.text)):
             sentences.append((ci, si, s))
-    vecs = _unit(embedder.encode([f"{chunks[ci].title}: {s}" if chunks[ci].title else s for ci, _, s in sentences]))
-    qvecs = _unit(embedder.encode(list(queries)))
-    best = (vecs @ qvecs.T).max(axis=1)
+    # the Embedder contract: L2-normalized rows, so a dot product is the cosine
+    vecs = embedder.encode([f"{chunks[ci].title}: {s}" if chunks[ci].title else s for ci, _, s in sentences])
+    best = (vecs @ embedder.encode(list(queries)).T).max(axis=1)
     scores = best.copy()
     for j, (ci, _, _) in enumerate(sentences):
         near = [best[k] for k in (j - 1, j + 1) if 0 <= k < len(sentences) and sentences[k][0] == ci]
@@ -69,10 +69,3 @@ def compress_chunks(
         "sentences": len(sentences),
         "compressed": True,
     }
-
-
-def _unit(m) -> np.ndarray:
-    m = np.asarray(m, dtype=np.float32)
-    if m.ndim == 1:
-        m = m[None, :]
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)

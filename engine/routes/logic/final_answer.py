@@ -12,6 +12,7 @@ from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint, computed_comparison
 from engine.routes.logic.config import BudgetExhausted
+from engine.routes.logic.plan import SubQuestion
 from engine.routes.logic.state import (
     SolveState,
     budgeted_call,
@@ -21,6 +22,7 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
+from router.structure import question_word
 
 
 def final_answer(st: SolveState) -> str:
@@ -73,9 +75,6 @@ def final_answer(st: SolveState) -> str:
     return clean_answer(c.text, st.style)
 
 
-_YES_NO_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would"}
-
-
 def _folded_answer(st: SolveState) -> str:
     """LogicConfig.fold_final: the short answer when the solved DAG already holds it, so the
     final call would only copy it: the date comparison computed in code, or the answer of the single
@@ -93,11 +92,8 @@ def _folded_answer(st: SolveState) -> str:
         ids = {cid for n in known for cid in n.chunk_ids}
         st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
         return answer
-    used = {d for n in st.nodes.values() for d in n.depends_on}
-    sinks = [n for n in st.nodes.values() if n.id not in used]
-    words = st.question.split()
-    yes_no = bool(words) and words[0].lower() in _YES_NO_START
-    if len(sinks) != 1 or yes_no or not grounded(st, sinks[0]):
+    sinks = _sinks(st)
+    if len(sinks) != 1 or question_word(st.question) == "yesno" or not grounded(st, sinks[0]):
         return ""
     sink = sinks[0]
     st.trace["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}
@@ -130,12 +126,17 @@ def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:
     """
     if st.cfg.final_chunks == 0:
         return []
-    used = {d for n in st.nodes.values() for d in n.depends_on}
-    sinks = [n for n in st.nodes.values() if n.id not in used and n.chunk_ids]
+    sinks = [n for n in _sinks(st) if n.chunk_ids]
     if len(sinks) != 1:
         return []
     by_id = {c.chunk_id: c for c in st.raw}
     return [by_id[i] for i in sinks[0].chunk_ids if i in by_id][: st.cfg.final_chunks]
+
+
+def _sinks(st: SolveState) -> list[SubQuestion]:
+    """The DAG's last sub-questions: those no other sub-question depends on."""
+    used = {d for n in st.nodes.values() for d in n.depends_on}
+    return [n for n in st.nodes.values() if n.id not in used]
 
 
 def _final_notes(st: SolveState) -> str:
