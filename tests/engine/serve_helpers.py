@@ -114,9 +114,9 @@ class Reply:
         return self.body["error"]
 
 
-def call(method: str, url: str, body=None, *, headers: dict | None = None, raw: bytes | None = None) -> Reply:
+def call(method: str, url: str, body=None, *, headers: dict | None = None) -> Reply:
     """One HTTP request; any status comes back as a Reply (urllib raises on 4xx/5xx)."""
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    data = json.dumps(body).encode() if body is not None else None
     h = {"Content-Type": "application/json", **(headers or {})}
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
@@ -124,6 +124,43 @@ def call(method: str, url: str, body=None, *, headers: dict | None = None, raw: 
             return _reply(r.status, r.headers, r.read())
     except urllib.error.HTTPError as e:
         return _reply(e.code, e.headers, e.read())
+
+
+def post_chunked(url: str, parts: list[bytes]) -> Reply:
+    """A POST with a chunked body (no Content-Length), the whole request in one socket write.
+
+    One write, so the client is never still sending when a server that refuses early closes
+    the connection (urllib writes chunk by chunk and can hit a broken pipe)."""
+    import socket
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(url)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+    head = (f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection((u.hostname, u.port), timeout=30) as sock:
+        sock.sendall(head + chunks)
+        received = b""
+        while block := sock.recv(65536):
+            received += block
+    head_part, _, payload = received.partition(b"\r\n\r\n")
+    lines = head_part.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    if headers.get("transfer-encoding", headers.get("Transfer-Encoding", "")).lower() == "chunked":
+        payload = _unchunk(payload)
+    return _reply(status, headers, payload)
+
+
+def _unchunk(data: bytes) -> bytes:
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out, data = out + data[:size], data[size + 2:]
+    return out
 
 
 def _reply(status: int, headers, payload: bytes) -> Reply:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from engine.base.errors import LogicRouteError
 from engine.serve.config import ServeConfig, bearer_matches
 from engine.serve.run import ServerThread
-from tests.engine.serve_helpers import SIMPLE_QUESTION, SchemaLLM, call, film_service
+from tests.engine.serve_helpers import SIMPLE_QUESTION, SchemaLLM, call, film_service, post_chunked
 
 KEY = "k" * 32
 
@@ -83,8 +83,10 @@ def test_a_body_over_the_cap_is_refused_with_413_before_it_is_read(tmp_path):
         assert big.status == 413 and big.error["code"] == "payload_too_large"
         doc = {"documents": [{"id": "d", "text": "word " * 800}]}  # 4 KB: over the query cap, under the documents cap
         assert call("POST", f"{s.url}/documents", doc).status == 200
-        chunked = call("POST", f"{s.url}/query", raw=iter([b'{"question": "', b"x" * 2000, b'"}']))
+        chunked = post_chunked(f"{s.url}/query", [b'{"question": "', b"x" * 2000, b'"}'])
         assert chunked.status == 413  # no Content-Length: counted as it arrives
+        small = post_chunked(f"{s.url}/query", [b'{"question": "', SIMPLE_QUESTION.encode(), b'"}'])
+        assert small.status == 200 and small.body["answer"]
 
 
 def test_a_long_question_is_a_400_naming_the_limit(tmp_path):
