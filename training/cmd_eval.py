@@ -115,7 +115,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     multiple=True,
     help="training label files for the majority / logistic-regression baselines [default: the card's]",
 )
-@click.option("--llm-baseline", "llm_spec", default=None, help="also ask this LLM to pick routes (timed)")
+@click.option("--llm-baseline", "llm_spec", default=None, help="also ask this LLM to pick routes (timed; with --lodo: judged as a router on every row, cached)")
 @click.option("--latency-n", default=50, show_default=True, help="single decisions timed")
 @click.option("--no-speed", is_flag=True, help="skip latency / throughput")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="write the report as JSON")
@@ -160,6 +160,7 @@ def eval_router(
     if lodo:
         from training.cmd_train import train_config_from_options
         from training.fit import TrainConfig
+        from engine.llm.factory import make_llm
         from training.lodo import format_lodo, lodo_report
 
         cfg = train_config_from_options(
@@ -170,6 +171,7 @@ def eval_router(
             cfg,
             embedder=injected_embedder(ctx),
             specialist_n=specialist_n,
+            llm=make_llm(llm_spec) if llm_spec else None,  # cached: no latency is timed here
             progress=True,
         )
         click.echo(format_lodo(rep))

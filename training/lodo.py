@@ -36,8 +36,18 @@ from training.train import fit_router
 FIXED = "always {}"
 
 
-def _systems(routes: Sequence[str]) -> list[str]:
-    return ["router", "logreg", "majority", *(FIXED.format(r) for r in routes), "oracle"]
+LLM_ROUTER = "LLM router"
+
+
+def _systems(routes: Sequence[str], with_llm: bool = False) -> list[str]:
+    return [
+        "router",
+        "logreg",
+        "majority",
+        *([LLM_ROUTER] if with_llm else []),
+        *(FIXED.format(r) for r in routes),
+        "oracle",
+    ]
 
 
 def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int):
@@ -80,15 +90,26 @@ def _specialist(model, x: np.ndarray, rows: list[dict], test: list[int], routes:
     return out
 
 
-def judge(rows: Sequence[dict], decisions: Sequence[str], routes: Sequence[str]) -> dict:
-    """Mean label score (the answer metric), mean tokens, LLM calls and route shares of `decisions`."""
+def judge(
+    rows: Sequence[dict], decisions: Sequence[str], routes: Sequence[str], overhead: Sequence[dict] | None = None
+) -> dict:
+    """Mean label score (the answer metric), mean tokens, LLM calls and route shares of `decisions`;
+    `overhead` (per row: tokens, llm_calls) is what deciding cost on top of the answer."""
     n = max(len(rows), 1)
     cost = [row["costs"][d] for row, d in zip(rows, decisions)]
+    extra = overhead or [{}] * len(cost)
     return {
         "n": len(rows),
         "score": round(100 * sum(row["scores"][d] for row, d in zip(rows, decisions)) / n, 1),
-        "tokens": round(sum(route_cost(c) for c in cost) / n, 1),
-        "llm_calls": round(sum(float(c.get("llm_calls", c.get("llm_calls_est", 1))) for c in cost) / n, 2),
+        "tokens": round(sum(route_cost(c) + e.get("tokens", 0) for c, e in zip(cost, extra)) / n, 1),
+        "llm_calls": round(
+            sum(
+                float(c.get("llm_calls", c.get("llm_calls_est", 1))) + e.get("llm_calls", 0)
+                for c, e in zip(cost, extra)
+            )
+            / n,
+            2,
+        ),
         "agreement": round(sum(d == row["oracle"] for row, d in zip(rows, decisions)) / n, 3),
         "shares": {r: round(sum(d == r for d in decisions) / n, 3) for r in routes},
     }
@@ -100,11 +121,13 @@ def lodo_report(
     *,
     embedder=None,
     specialist_n: int = 0,
+    llm=None,
     progress: bool = False,
 ) -> dict:
     """Per left-out data set and pooled over all of them: every system's score, tokens and route
     shares on the left-out rows. specialist_n > 0: also fine-tune each fold's router on that many
-    of the left-out set's rows and judge generalist and specialist on the rows after them."""
+    of the left-out set's rows and judge generalist and specialist on the rows after them.
+    llm: also judge that LLM as router (one call per row)."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
     if cfg.all_zero == "drop":  # as train_generalist does
@@ -118,8 +141,11 @@ def lodo_report(
 
         embedder = get_embedder()
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
-    pooled: dict[str, list] = {s: [] for s in _systems(routes)}
+    asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
+    systems = _systems(routes, with_llm=asked is not None)
+    pooled: dict[str, list] = {s: [] for s in systems}
     pooled_rows: list[dict] = []
+    pooled_index: list[int] = []
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
     for d in datasets:
@@ -127,15 +153,41 @@ def lodo_report(
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
         decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        if asked is not None:
+            decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         if 0 < specialist_n < len(test) - 1:
             report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n)
         test_rows = [rows[i] for i in test]
-        report["held_out"][d] = {s: judge(test_rows, decided[s], routes) for s in _systems(routes)}
-        for s in _systems(routes):
+        report["held_out"][d] = {s: _judge_system(s, test_rows, decided[s], routes, asked, test) for s in systems}
+        for s in systems:
             pooled[s].extend(decided[s])
         pooled_rows.extend(test_rows)
-    report["pooled"] = {s: judge(pooled_rows, pooled[s], routes) for s in _systems(routes)}
+        pooled_index.extend(test)
+    report["pooled"] = {s: _judge_system(s, pooled_rows, pooled[s], routes, asked, pooled_index) for s in systems}
+    if asked is not None:
+        report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     return report
+
+
+def _judge_system(system: str, rows, decisions, routes, asked, index) -> dict:
+    overhead = [asked[i] for i in index] if system == LLM_ROUTER else None
+    return judge(rows, decisions, routes, overhead)
+
+
+def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: bool) -> list[dict]:
+    """The LLM router's route for every row, with its call's cost (a failed call: the cheapest route)."""
+    from engine.base.progress import progress_bar
+    from training.llm_router import llm_route
+
+    out = []
+    with progress_bar(len(rows), "LLM router", "q", requested=progress) as shown:
+        for row in rows:
+            d = llm_route(llm, row["question"], routes)
+            out.append(
+                {"route": d.route, "error": d.error, "tokens": d.usage.total_tokens, "llm_calls": d.usage.llm_calls}
+            )
+            shown.update(1)
+    return out
 
 
 def format_lodo(report: dict) -> str:

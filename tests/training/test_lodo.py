@@ -56,3 +56,28 @@ def test_each_set_is_judged_by_a_router_trained_on_the_others(tmp_path):
     assert spec["n_tune"] == 4 and spec["generalist"]["n"] == spec["specialist"]["n"] == 8
     assert spec["oracle"]["score"] == 100.0
     assert "### specialist on films: fine-tuned on 4, judged on the next 8" in format_lodo(rep)
+
+
+def test_the_llm_as_router_is_judged_on_every_left_out_row_and_pays_for_its_call(tmp_path):
+    from tests.fakes import ScriptedLLM
+
+    files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
+    # it picks logic for comparisons and chunk for lookups, except that it misreads one lookup
+    llm = ScriptedLLM(
+        rules={
+            "Reply again": "still not json",
+            "Where is Vertigo": "not json",
+            "Which came first": {"route": "logic"},
+            "Where is": {"route": "chunk"},
+        }
+    )
+    cfg = TrainConfig(features=("comparison",), hidden=(8, 4), max_epochs=2, patience=2, val_frac=0.2)
+    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=16), llm=llm)
+
+    films = rep["held_out"]["films"]["LLM router"]
+    assert films["score"] == 100.0  # the misread lookup falls back to chunk, which answers it
+    assert films["shares"] == {"chunk": 0.5, "logic": 0.5}
+    assert films["tokens"] > rep["held_out"]["films"]["oracle"]["tokens"]  # the decision call is paid for
+    assert films["llm_calls"] > rep["held_out"]["films"]["oracle"]["llm_calls"]
+    assert rep["llm_router_errors"] == 1
+    assert rep["pooled"]["LLM router"]["n"] == 36 and "| LLM router |" in format_lodo(rep)
