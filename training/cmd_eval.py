@@ -115,7 +115,12 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     multiple=True,
     help="training label files for the majority / logistic-regression baselines [default: the card's]",
 )
-@click.option("--llm-baseline", "llm_spec", default=None, help="also ask this LLM to pick routes (timed; with --lodo: judged as a router on every row, cached)")
+@click.option(
+    "--llm-baseline",
+    "llm_spec",
+    default=None,
+    help="also ask this LLM to pick routes (timed; with --lodo: judged as a router on every row, cached)",
+)
 @click.option("--latency-n", default=50, show_default=True, help="single decisions timed")
 @click.option("--no-speed", is_flag=True, help="skip latency / throughput")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="write the report as JSON")
@@ -158,9 +163,9 @@ def eval_router(
     from training.eval_router import evaluate_checkpoint, format_report
 
     if lodo:
+        from engine.llm.factory import make_llm
         from training.cmd_train import train_config_from_options
         from training.fit import TrainConfig
-        from engine.llm.factory import make_llm
         from training.lodo import format_lodo, lodo_report
 
         cfg = train_config_from_options(

@@ -136,8 +136,10 @@ def post_chunked(url: str, parts: list[bytes]) -> Reply:
 
     u = urllib.parse.urlsplit(url)
     chunks = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
-    head = (f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
-            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    ).encode()
     with socket.create_connection((u.hostname, u.port), timeout=30) as sock:
         sock.sendall(head + chunks)
         received = b""
@@ -159,7 +161,7 @@ def _unchunk(data: bytes) -> bytes:
         size = int(size_line.split(b";")[0] or b"0", 16)
         if size == 0:
             break
-        out, data = out + data[:size], data[size + 2:]
+        out, data = out + data[:size], data[size + 2 :]
     return out
 
 
