@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.base.stats import percentile
 from hierarchy.datasets import SHARED_FILES, shared_data_dir
 
 
@@ -37,11 +38,6 @@ def _load(path: Path) -> tuple[list, list[tuple[str, list[str]]]]:
     ds = load_dataset(path)
     docs = [Document(p.id, p.title, p.text) for p in ds.passages]
     return docs, [(q.text, list(q.supporting)) for q in ds.questions]
-
-
-def _pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 @dataclass
@@ -121,10 +117,10 @@ def _search_stats(kb, emb, questions: list[tuple[str, list[str]]], n_queries: in
         "queries": len(qs),
         "k": k,
         "faiss_ms_median": round(statistics.median(lat) * 1e3, 3),
-        "faiss_ms_p95": round(_pct(lat, 95) * 1e3, 3),
+        "faiss_ms_p95": round(percentile(lat, 0.95) * 1e3, 3),
         "exclude_search_ms_median": round(statistics.median(excl_lat) * 1e3, 3) if excl_lat else None,
         "end_to_end_ms_median": round(statistics.median(e2e) * 1e3, 2),
-        "end_to_end_ms_p95": round(_pct(e2e, 95) * 1e3, 2),
+        "end_to_end_ms_p95": round(percentile(e2e, 0.95) * 1e3, 2),
         "batch_queries_per_s": round(len(qs) / batch_s, 1),
         f"supporting_recall_at_{k}": round(recall, 3) if recall is not None else None,
     }

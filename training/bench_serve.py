@@ -35,9 +35,9 @@ from pathlib import Path
 
 import click
 
+from engine.base.stats import percentile
 from engine.base.types import Completion
 from engine.cli_options import info
-from engine.serve.metrics import percentile
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "engine" / "demo"
 SCRIPTED_ANSWER = "The answer is in the first passage [1]."

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 from engine.base.files import cache_dir, content_hash
+from engine.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, StoreSpec, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -76,8 +76,8 @@ def measure(spec: StoreSpec, vectors: np.ndarray, q: np.ndarray, truth: list[lis
         "index": store.describe()["type"],
         "n": len(vectors),
         "build_s": round(build, 1),
-        "p50_ms": round(statistics.median(lat) * 1e3, 3),
-        "p95_ms": round(lat[int(0.95 * (len(lat) - 1))] * 1e3, 3),
+        "p50_ms": round(percentile(lat, 0.5) * 1e3, 3),
+        "p95_ms": round(percentile(lat, 0.95) * 1e3, 3),
         "recall_at_10": round(recall, 4),
     }
 

@@ -11,18 +11,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from engine.base.stats import percentile
+
 LATENCY_WINDOW = 2048
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    pos = (len(s) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 @dataclass

@@ -114,9 +114,10 @@ class Reply:
         return self.body["error"]
 
 
-def call(method: str, url: str, body=None, *, headers: dict | None = None) -> Reply:
-    """One HTTP request; any status comes back as a Reply (urllib raises on 4xx/5xx)."""
-    data = json.dumps(body).encode() if body is not None else None
+def call(method: str, url: str, body=None, *, headers: dict | None = None, raw: bytes | None = None) -> Reply:
+    """One HTTP request (`raw`: these bytes as the body); any status comes back as a Reply
+    (urllib raises on 4xx/5xx)."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     h = {"Content-Type": "application/json", **(headers or {})}
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
