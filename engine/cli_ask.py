@@ -122,7 +122,7 @@ def budget_of(options: dict, route: str):
 def read_batch(path: str) -> list[str]:
     from engine.base.errors import LogicRouteError
     from engine.routes.common import check_question
-    from hierarchy.datasets import read_questions
+    from hierarchy.question_files import read_questions
 
     questions = [check_question(q) for q in read_questions(path)]
     if not questions:

@@ -1,10 +1,6 @@
 """`logicroute route --questions FILE`: route every question of a file in one process.
 
-Input, by file name:
-- ``.txt``: one question per line (blank lines skipped);
-- ``.jsonl``: one JSON object per line with a ``"question"`` string (label files too); a JSONL
-  file in which no line has one is read as a QA data file (e.g. IRCoT's ``question_text``);
-- anything else: a QA data file hierarchy.datasets reads (its "line" is the record number).
+Input: any questions file hierarchy.question_files reads (.txt, .jsonl, a QA data file).
 
 Output: one JSON line per input item, in input order, on stdout:
 ``{"line", "question", "route", "probs", "policy", "ood"}``; an item that cannot be routed (not
@@ -21,33 +17,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 from engine.base.errors import LogicRouteError
+from hierarchy.question_files import QuestionItem, read_question_items
 
 BATCH = 256
 log = logging.getLogger("logicroute.cli")
-
-
-@dataclass
-class Item:
-    """One input item: its line (record number for a QA data file), the question read from it,
-    and why it cannot be routed (None when it can)."""
-
-    line: int
-    question: str | None
-    error: str | None = None
-
-    def error_record(self) -> dict:
-        rec: dict = {"line": self.line}
-        if self.question is not None:
-            rec["question"] = self.question
-        rec["error"] = self.error
-        return rec
 
 
 @dataclass
@@ -63,54 +42,12 @@ class Routed:
         return len(self.routes) + self.failed
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(1-based line number, text) per non-blank line; text None for a line that is not UTF-8."""
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for n, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError:
-            yield n, None
-            continue
-        if text.strip():
-            yield n, text
-
-
-def _jsonl_item(n: int, text: str) -> tuple[Item, bool]:
-    """The item of one JSONL line, and whether the line is a JSON object at all."""
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        return Item(n, None, f"not JSON ({getattr(e, 'msg', e)} at column {getattr(e, 'colno', '?')})"), False
-    if not isinstance(obj, dict):
-        return Item(n, None, f'not a JSON object with a "question" field (a JSON {type(obj).__name__})'), False
-    q = obj.get("question")
-    if not isinstance(q, str):
-        what = "no" if q is None else f"a non-string ({type(q).__name__})"
-        return Item(n, None, f'{what} "question" field'), True
-    return Item(n, q), True
-
-
-def read_items(path: str | Path) -> list[Item]:
-    """Every item of a questions file, bad ones included (their error says why). Raises a
-    LogicRouteError only when the file as a whole cannot be read (an unknown QA data format)."""
+def read_items(path: str | Path) -> list[QuestionItem]:
+    """Every item of a questions file (hierarchy.question_files), bad ones included, each
+    question checked as an answer would check it (empty, overlong)."""
     from engine.routes.common import check_question
 
-    path = Path(path)
-    if path.name.endswith(".txt"):
-        items = [Item(n, t) if t is not None else Item(n, None, "not UTF-8 text") for n, t in _lines(path)]
-    elif path.name.endswith(".jsonl"):
-        items, objects = [], 0
-        for n, t in _lines(path):
-            item, is_object = _jsonl_item(n, t) if t is not None else (Item(n, None, "not UTF-8 text"), False)
-            items.append(item)
-            objects += is_object
-        if objects and all(i.question is None for i in items):
-            items = _dataset_items(path, fallback=items)  # a QA data file in JSONL (IRCoT's question_text, ...)
-    else:
-        items = _dataset_items(path)
+    items = read_question_items(path)
     for item in items:
         if item.error is None:
             try:
@@ -120,18 +57,7 @@ def read_items(path: str | Path) -> list[Item]:
     return items
 
 
-def _dataset_items(path: Path, fallback: list[Item] | None = None) -> list[Item]:
-    from hierarchy.datasets import load_dataset
-
-    try:
-        return [Item(i, q.text) for i, q in enumerate(load_dataset(path).questions, start=1)]
-    except LogicRouteError:
-        if fallback is None:
-            raise
-        return fallback  # not a QA data file either: the per-line errors say what each line lacks
-
-
-def route_items(router, items: list[Item], policy=None, *, source: object = "", echo=click.echo) -> Routed:
+def route_items(router, items: list[QuestionItem], policy=None, *, source: object = "", echo=click.echo) -> Routed:
     """Route the items of `read_items` with `router` (router.checkpoint.Router) under `policy`
     (None: argmax), echoing one JSON line per item in input order; see the module docstring.
     `source` names the file in the warnings."""

@@ -41,7 +41,6 @@ whole load, even outside the slice taken: nothing partial is ever returned.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -349,31 +348,3 @@ def _from_graphrag(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]
     if not isinstance(r["answer"], str):
         raise TypeError(f"answer must be a string, got {type(r['answer']).__name__}")
     return _build(r["id"], r["question"], [r["answer"]], r.get("question_type"), name, [])
-
-
-def read_questions(path: str | Path) -> list[str]:
-    """Questions from a .txt (one per line), a JSONL with a question/text field (label files
-    too), or any QA data file hierarchy.datasets reads."""
-    path = Path(path)
-    name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    if name.endswith(".txt"):
-        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if name.endswith(".jsonl") and not path.name.endswith(".gz"):
-        qs = []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    qs = None
-                    break
-                q = obj.get("question") if isinstance(obj, dict) else None
-                if not isinstance(q, str):
-                    qs = None
-                    break
-                qs.append(q)
-        if qs:
-            return qs
-    return [q.text for q in load_dataset(path).questions]

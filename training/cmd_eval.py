@@ -54,7 +54,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 
     if (logic_share is None) == (token_budget is None):
         raise click.UsageError("give exactly one of --logic-share or --token-budget")
-    from hierarchy.datasets import read_questions
+    from hierarchy.question_files import read_questions
 
     qs = read_questions(questions_file)
     if not qs:
