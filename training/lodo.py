@@ -53,7 +53,7 @@ def _systems(routes: Sequence[str], with_llm: bool = False) -> list[str]:
 def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int):
     """Each system's route for every test row, trained on the other rows."""
     held = set(test)
-    train = [i for i in range(len(rows)) if i not in held]
+    train = [i for i in range(len(rows)) if i not in held and _trained_on(rows[i], cfg)]
     train_rows = [rows[i] for i in train]
     model = fit_router(x[train], train_rows, routes, cfg, dim)[0]
     probs = model.predict_proba(x[test])
@@ -70,12 +70,19 @@ def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Se
     return out, model
 
 
+def _trained_on(row: dict, cfg: TrainConfig) -> bool:
+    """Rows where no route scored teach nothing under all_zero=drop (as train_generalist does);
+    they are still judged: routing such a question to a costly route wastes its tokens."""
+    return not (cfg.all_zero == "drop" and row.get("all_zero"))
+
+
 def _specialist(model, x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], n_tune: int) -> dict:
     """The fold's generalist fine-tuned (specialist_config) on the first `n_tune` left-out rows,
     both judged on the left-out rows after them."""
     tune, rest = test[:n_tune], test[n_tune:]
-    tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
     cfg = specialist_config()
+    tune = [i for i in tune if _trained_on(rows[i], cfg)]
+    tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
     t, o = target_matrix(tune_rows, routes, cfg.all_zero), oracle_indices(tune_rows, routes)
     tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)
     spec = copy.deepcopy(model)  # the generalist's input normalization: same input space
@@ -130,8 +137,6 @@ def lodo_report(
     llm: also judge that LLM as router (one call per row)."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
-    if cfg.all_zero == "drop":  # as train_generalist does
-        rows = [r for r in rows if not r.get("all_zero")]
     routes = list(routes_of(rows))
     datasets = sorted({str(r["dataset"]) for r in rows})
     if len(datasets) < 2:
