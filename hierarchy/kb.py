@@ -3,17 +3,18 @@
 Layout of a KB directory:
   manifest.json   format version, embedder {id, dim, model}, chunking params, the vector store
                   ("store": faiss, faiss-hnsw or milvus + where), counts, build cost,
-                  timestamps, and a fingerprint (bytes, sha1) of each data file
-  chunks.jsonl    one Chunk per line, in row order
-  vectors.npy     float32 (n_chunks, dim), row i <-> line i of chunks.jsonl
-  index.faiss     a faiss store's index, rows in chunk order; a Milvus store keeps its rows in
-                  Milvus instead, kept in step with the commits by hierarchy.kb_stores
+                  timestamps, the segments in order, and a fingerprint (bytes, sha1) of each data file
+  seg-N.*         append-only segments (hierarchy.kb_segments): the chunks and vectors a commit
+                  added, the chunk ids it deleted; replayed in order they give the KB
+  index.faiss     an HNSW graph (faiss-hnsw past its threshold; an exact index is built from the
+                  vectors at open; Milvus keeps its rows, in step with commits: hierarchy.kb_stores)
   layers/         optional summary layers (hierarchy.layers), which sit above the KB: they keep
                   their state in their own folder and their summary in the manifest (`annotate`)
+A KB of format 1 (chunks.jsonl + vectors.npy + index.faiss) opens as it is; its first change writes segments.
 
 Every change goes through hierarchy.store's commit protocol with the manifest as the commit
 record, so a change that dies half-way leaves the KB at its previous state. hierarchy.kb_manifest
-writes and checks the manifest, hierarchy.kb_files turns the data files into bytes and back.
+writes and checks the manifest, hierarchy.kb_segments lays out the data files.
 A change that spans the chunks and the layers above them runs inside `writing()`: one writer
 lock from reading the committed state to the last commit, so writers take turns. Every search
 goes through the vector store (hierarchy.vector_store); `vectors` stays for the summary layers.
@@ -21,9 +22,7 @@ goes through the vector store (hierarchy.vector_store); `vectors` stays for the 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,10 +42,11 @@ from hierarchy.chunking import (
     chunk_embed_text,
 )
 from hierarchy.documents import Chunk, Document
-from hierarchy.kb_files import DATA_FILES, encode, repair_hint
+from hierarchy.kb_files import repair_hint
 from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_committed, new_manifest, next_manifest
-from hierarchy.kb_plan import plan_add
-from hierarchy.kb_stores import JOURNAL, drop_shared_store, move_store, settle_journal, shared_store_change
+from hierarchy.kb_plan import apply_add, plan_add
+from hierarchy.kb_segments import Delta, plan_commit, prune
+from hierarchy.kb_stores import move_store, remove_kb, settle_journal, shared_store_change
 from hierarchy.vector_store.base import StoreSpec, VectorStore, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -155,12 +155,7 @@ class KnowledgeBase:
                         f"a knowledge base already exists at {path} "
                         "(KnowledgeBase.create(..., overwrite=True) replaces it)"
                     )
-                drop_shared_store(path)
-                # Manifest first: a crash mid-cleanup leaves "no KB", never a half-old one.
-                for name in (MANIFEST, JOURNAL, *DATA_FILES, *(n + store.PREV for n in DATA_FILES)):
-                    with contextlib.suppress(FileNotFoundError):
-                        (path / name).unlink()
-                shutil.rmtree(path / LAYERS_DIR, ignore_errors=True)
+                remove_kb(path, path / LAYERS_DIR)
             if embedder is None:
                 from engine.embedder import get_embedder
 
@@ -220,16 +215,25 @@ class KnowledgeBase:
 
     # -- writing ----------------------------------------------------------------------------
     def _commit(
-        self, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore, *, stats: dict | None = None
+        self,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        vstore: VectorStore,
+        *,
+        stats: dict | None = None,
+        delta: Delta | None = None,
     ) -> None:
-        """Write data files then the manifest through hierarchy.store (in-memory state is only
-        replaced once the manifest is written)."""
-        payload = encode(chunks, vectors, vstore)
-        manifest = next_manifest(self.manifest, chunks, payload, stats, vstore)
+        """Write data files then the manifest through hierarchy.store; the in-memory state becomes
+        `chunks`/`vectors` once it lands. `delta`: the change, written as one new segment (without
+        it, or when compaction is due, the whole KB is written as one)."""
+        segments, payload = plan_commit(self.manifest, chunks, vectors, delta)
+        payload.update(vstore.persist())
+        manifest = next_manifest(self.manifest, chunks, payload, stats, vstore, segments)
 
         def adopt() -> None:
             self.manifest = manifest
             self._set_state(chunks, vectors, vstore)
+            prune(self.path, manifest["files"])
 
         store.commit(
             self.path,
@@ -287,13 +291,9 @@ class KnowledgeBase:
         )
         new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)
         if new_chunks or removed or updated:
-            keep_rows = [i for i, cid in enumerate(self.chunk_ids) if cid not in removed]
-            kept = [updated.get(self.chunk_ids[i], self.chunks[self.chunk_ids[i]]) for i in keep_rows]
-            chunks = kept + new_chunks
-            if removed:
-                vectors = np.concatenate([self.vectors[keep_rows], new_vecs]) if len(keep_rows) else new_vecs
-            else:
-                vectors = np.concatenate([self.vectors, new_vecs])
+            chunks, vectors, delta = apply_add(
+                [self.chunks[c] for c in self.chunk_ids], self.vectors, new_chunks, new_vecs, removed, updated
+            )
             new_ids = [c.id for c in new_chunks]
             with shared_store_change(self, new_ids, removed):
                 # A file store changes a copy (kept rows, then new: chunk order); self.store stays valid if the
@@ -301,7 +301,7 @@ class KnowledgeBase:
                 vstore = self.store if self.store.spec.shared else self.store.delete(removed)
                 vstore = vstore.add(new_ids, new_vecs)
                 stats["seconds"] = time.perf_counter() - t0
-                self._commit(chunks, vectors, vstore, stats=stats)
+                self._commit(chunks, vectors, vstore, stats=stats, delta=delta)
         seconds = time.perf_counter() - t0
         return {
             "added_chunks": len(new_chunks),
@@ -325,12 +325,8 @@ class KnowledgeBase:
         else:
             vecs = np.zeros((0, self.dim), np.float32)
         emb_rows = {c.id: i for i, c in enumerate(to_embed)}
-        if new_chunks:
-            new_vecs = np.stack(
-                [vecs[emb_rows[c.id]] if c.id in emb_rows else self.vectors[self._row[c.id]] for c in new_chunks]
-            ).astype(np.float32, copy=False)
-        else:
-            new_vecs = np.zeros((0, self.dim), np.float32)
+        rows = [vecs[emb_rows[c.id]] if c.id in emb_rows else self.vectors[self._row[c.id]] for c in new_chunks]
+        new_vecs = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, self.dim), np.float32)
         return new_vecs, {"seconds": 0.0, "embed_seconds": embed_seconds, "chunks_embedded": len(to_embed)}
 
     def _embed(self, texts: list[str], show_progress: bool) -> np.ndarray:
@@ -353,7 +349,8 @@ class KnowledgeBase:
         vectors = self.vectors[keep_rows] if keep_rows else np.zeros((0, self.dim), np.float32)
         with shared_store_change(self, (), removed):  # a shared store drops the rows after the commit
             vstore = self.store if self.store.spec.shared else self.store.delete(removed)
-            self._commit(chunks, vectors, vstore, stats={"seconds": time.perf_counter() - t0})
+            delta = Delta([], vectors[:0], frozenset(removed))
+            self._commit(chunks, vectors, vstore, stats={"seconds": time.perf_counter() - t0}, delta=delta)
         return len(removed)
 
     def move_store(self, to: "StoreSpec | str") -> bool:

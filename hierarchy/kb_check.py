@@ -1,7 +1,8 @@
 """`logicroute check`: verify a knowledge base without changing it and without a model.
 
-Checked: every data file against its fingerprint in the manifest (a `.prev` snapshot that
-matches is the committed version of a change under way or one that died: a note, not damage);
+Checked: every data file (each segment's, a persisted index) against its fingerprint in the
+manifest (a `.prev` snapshot that matches is the committed version of a change under way or one
+that died: a note, not damage); the segments replayed;
 chunks, vectors and index rows agree with each other and with the manifest's counts (a Milvus
 store: it holds a row of every committed chunk; rows of a change under way are a note); the
 summary layers read back whole, their files match the fingerprints meta.json records, and they
@@ -15,22 +16,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from engine.base.errors import KBCorruptError, KBError, KBNotFoundError
 from hierarchy import store
 from hierarchy.kb import LAYERS_DIR
-from hierarchy.kb_files import (
-    CHUNKS,
-    INDEX,
-    VECTORS,
-    check_counts,
-    decode_chunks,
-    decode_index,
-    decode_vectors,
-    repair_hint,
-)
+from hierarchy.kb_files import INDEX, check_counts, decode_index, repair_hint
 from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, read_manifest
+from hierarchy.kb_segments import replay, segment_files
 from hierarchy.layers.persist import META, damaged_files, read_layers_at, read_meta
 from hierarchy.vector_store.open import open_store
 
@@ -38,7 +30,7 @@ from hierarchy.vector_store.open import open_store
 @dataclass
 class CheckReport:
     kb: str
-    documents: int | None = None  # as read from chunks.jsonl (None when it cannot be read)
+    documents: int | None = None  # as read from the chunk files (None when they cannot be read)
     chunks: int | None = None
     vectors: int | None = None
     index: int | None = None
@@ -91,14 +83,14 @@ def _check_once(path: Path, writer_active: bool) -> CheckReport:
 
 
 def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckReport) -> list[str] | None:
-    """Each data file against its fingerprint and read back, then the counts; the chunk ids, or
-    None when a file cannot be read (the counts of those that can are still reported)."""
+    """Each data file (every segment's, a persisted index) against its fingerprint, then the
+    segments replayed and the counts; the chunk ids, or None when a file cannot be read."""
     files = manifest.files if isinstance(manifest.files, dict) else {}
-    decoded: dict[str, Any] = {}
-    readers = [(CHUNKS, decode_chunks), (VECTORS, decode_vectors)]
-    if not manifest.store.shared:
-        readers.append((INDEX, decode_index))
-    for name, decode_one in readers:
+    names = segment_files(manifest.segments)
+    if INDEX in files and not manifest.store.shared:
+        names.append(INDEX)
+    data: dict[str, bytes] = {}
+    for name in names:
         fp = files.get(name)
         state = store.file_state(path, name, fp) if isinstance(fp, dict) else "no fingerprint"
         report.files[name] = state
@@ -108,28 +100,30 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
             report.problems.append(f"{path / name}: {state}")
             continue
         try:
-            decoded[name] = decode_one(path, store.read_committed(path, name, fp, repair_hint(path)))
-        except KBCorruptError as e:  # unreadable, or replaced by a writer since its state was read
+            data[name] = store.read_committed(path, name, fp, repair_hint(path))
+        except KBCorruptError as e:  # replaced by a writer since its state was read
             report.problems.append(str(e))
-    chunks, vectors, index = decoded.get(CHUNKS), decoded.get(VECTORS), decoded.get(INDEX)
-    if chunks is not None:
-        report.chunks, report.documents = len(chunks), len({c.doc_id for c in chunks})
-    if vectors is not None:
-        report.vectors = int(vectors.shape[0]) if vectors.ndim == 2 else None
-    if index is not None:
-        report.index = int(index.ntotal)
-    if chunks is None or vectors is None or (index is None and not manifest.store.shared):
+    if len(data) < len(names):
         return None
-    if manifest.store.shared:
+    try:
+        chunks, vectors = replay(path, data, manifest.segments, manifest.dim)
+        index = decode_index(path, data[INDEX]) if INDEX in data else None
+    except KBCorruptError as e:
+        report.problems.append(str(e))
+        return None
+    report.chunks, report.documents = len(chunks), len({c.doc_id for c in chunks})
+    report.vectors = int(vectors.shape[0])
+    if not manifest.store.shared:  # an exact index is built from the vectors at open: it holds them all
+        report.index = report.vectors if index is None else int(index.ntotal)
+    else:
         _check_shared_store(path, manifest, {c.id for c in chunks}, report)
     try:
         check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
     except KBCorruptError as e:
         report.problems.append(str(e))
     if report.documents != manifest.n_documents:
-        report.problems.append(
-            f"the manifest says {manifest.n_documents} documents, chunks.jsonl has {report.documents}"
-        )
+        n_docs = manifest.n_documents
+        report.problems.append(f"the manifest says {n_docs} documents, the chunks have {report.documents}")
     return [c.id for c in chunks]
 
 

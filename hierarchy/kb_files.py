@@ -1,12 +1,11 @@
-"""The data files of a knowledge base as bytes and back: chunks.jsonl, vectors.npy and the
-files of its vector store (index.faiss for faiss; none for Milvus, whose rows live in Milvus).
-See hierarchy.kb for the layout, hierarchy.store for how they are committed."""
+"""The data files of a knowledge base read back: chunk lines, vector arrays, a faiss index, and
+the checks that they agree with each other and with the manifest. hierarchy.kb_segments lays
+them out; see hierarchy.kb for the layout, hierarchy.store for how they are committed."""
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,11 @@ import numpy as np
 
 from engine.base.errors import KBCorruptError
 from hierarchy.documents import Chunk
-from hierarchy.vector_store.base import FAISS_INDEX, StoreSpec, VectorStore
-from hierarchy.vector_store.open import open_store, store_files
+from hierarchy.vector_store.base import FAISS_INDEX
 
-CHUNKS = "chunks.jsonl"
-VECTORS = "vectors.npy"
-INDEX = FAISS_INDEX
-DATA_FILES = (CHUNKS, VECTORS, INDEX)  # every data file a KB may hold, whatever its store
-
-
-def data_files(spec: StoreSpec) -> tuple[str, ...]:
-    """The data files a KB on this store commits."""
-    return (CHUNKS, VECTORS, *store_files(spec))
+CHUNKS = "chunks.jsonl"  # format 1's one chunk file (hierarchy.kb_segments)
+VECTORS = "vectors.npy"  # format 1's one vector file
+INDEX = FAISS_INDEX  # the index a faiss store persists: an HNSW graph, too slow to rebuild at every open
 
 
 def repair_hint(path: Path) -> str:
@@ -34,30 +26,7 @@ def repair_hint(path: Path) -> str:
     return f"repair it with `logicroute repair --kb {path}` (`logicroute check --kb {path}` lists the damage)"
 
 
-def encode(chunks: Sequence[Chunk], vectors: np.ndarray, store: VectorStore) -> dict[str, bytes]:
-    """File name -> bytes of the data files (data_files of the store's spec)."""
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-    return {
-        CHUNKS: "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks).encode("utf-8"),
-        VECTORS: buf.getvalue(),
-        **store.persist(),
-    }
-
-
-def decode(
-    path: Path, data: dict[str, bytes], spec: StoreSpec, dim: int
-) -> tuple[list[Chunk], np.ndarray, VectorStore]:
-    """(chunks, vectors, store) from the bytes of the data files of the KB at `path`."""
-    chunks, vectors = decode_chunks(path, data[CHUNKS]), decode_vectors(path, data[VECTORS])
-    try:
-        store = open_store(spec, path, dim, data, [c.id for c in chunks])
-    except KBCorruptError as e:
-        raise KBCorruptError(f"{path / INDEX} {e}; {repair_hint(path)}") from e
-    return chunks, vectors, store
-
-
-def decode_chunks(path: Path, data: bytes) -> list[Chunk]:
+def decode_chunks(path: Path, data: bytes, name: str = CHUNKS) -> list[Chunk]:
     chunks: list[Chunk] = []
     for ln, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
@@ -65,15 +34,15 @@ def decode_chunks(path: Path, data: bytes) -> list[Chunk]:
         try:
             chunks.append(Chunk.from_dict(json.loads(line)))
         except (ValueError, KeyError, TypeError) as e:
-            raise KBCorruptError(f"{path / CHUNKS} line {ln} is malformed ({e}); {repair_hint(path)}") from e
+            raise KBCorruptError(f"{path / name} line {ln} is malformed ({e}); {repair_hint(path)}") from e
     return chunks
 
 
-def decode_vectors(path: Path, data: bytes) -> np.ndarray:
+def decode_vectors(path: Path, data: bytes, name: str = VECTORS) -> np.ndarray:
     try:
         return np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
-        raise KBCorruptError(f"{path / VECTORS} is unreadable ({e}); {repair_hint(path)}") from e
+        raise KBCorruptError(f"{path / name} is unreadable ({e}); {repair_hint(path)}") from e
 
 
 def decode_index(path: Path, data: bytes):
@@ -92,8 +61,8 @@ def check_counts(
     index: the faiss index of a faiss store, None for a shared store (Milvus: its rows are
     checked by `logicroute check`, not by every reader that opens the KB)."""
     counts = {
-        "chunks.jsonl lines": len(chunks),
-        "vectors.npy rows": int(vectors.shape[0]) if vectors.ndim == 2 else -1,
+        "chunks": len(chunks),
+        "vector rows": int(vectors.shape[0]) if vectors.ndim == 2 else -1,
     }
     if index is not None:
         counts["index.faiss vectors"] = int(index.ntotal)
@@ -106,4 +75,4 @@ def check_counts(
             + f", vectors {vectors.dtype} {tuple(vectors.shape)}, index dim {index_dim}; {repair_hint(path)}"
         )
     if len({c.id for c in chunks}) != len(chunks):
-        raise KBCorruptError(f"{path / CHUNKS} has duplicate chunk ids; {repair_hint(path)}")
+        raise KBCorruptError(f"knowledge base {path} has duplicate chunk ids; {repair_hint(path)}")

@@ -1,8 +1,8 @@
 """manifest.json of a knowledge base: what the KB is (format version, embedder {id, dim, model},
 chunking params, the vector store that holds its vectors and its index, counts, build cost,
-timestamps) and a fingerprint (bytes, sha1) of each data file. It is hierarchy.store's commit
-record: written fresh by create, checked by open, carried forward by every commit (see
-hierarchy.kb for the whole layout)."""
+timestamps), its segments (hierarchy.kb_segments) and a fingerprint (bytes, sha1) of each data
+file. It is hierarchy.store's commit record: written fresh by create, checked by open, carried
+forward by every commit (see hierarchy.kb for the whole layout)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBNotFoundError
+from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
 from hierarchy import store
-from hierarchy.kb_files import check_counts, data_files, decode, repair_hint
+from hierarchy.kb_files import INDEX, check_counts, repair_hint
+from hierarchy.kb_segments import Segment, replay, segment_files, segments_of
 from hierarchy.vector_store.base import StoreSpec
+from hierarchy.vector_store.open import open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -24,11 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.documents import Chunk
     from hierarchy.vector_store.base import VectorStore
 
-FORMAT_VERSION = 1
+# 2: segments (hierarchy.kb_segments). 1: one chunks.jsonl + vectors.npy + index.faiss; still read,
+# and written as segments by the first change.
+FORMAT_VERSION = 2
+READS = (1, 2)
 MANIFEST = "manifest.json"
 # Manifest entries the KB itself keeps; `annotate` may not overwrite them.
 OWN_ENTRIES = {
     *("format_version", "embedder", "chunking", "store", "index", "counts", "build", "created", "updated", "files"),
+    "segments",
 }
 
 
@@ -54,6 +60,7 @@ def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int, sto
         "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},
         "created": now,
         "updated": now,
+        "segments": [],
         "files": {},
     }
 
@@ -63,18 +70,23 @@ def next_manifest(
     chunks: list["Chunk"],
     payload: dict[str, bytes],
     stats: dict | None,
-    vstore: "VectorStore | None" = None,
+    vstore: "VectorStore | None",
+    segments: list[Segment],
 ) -> dict:
-    """A copy of `manifest` describing the data files `payload` that hold `chunks` and the
-    vector store `vstore` holds their vectors in; `stats` (the cost of this change) is added to
-    the build cost."""
+    """A copy of `manifest` describing `chunks` held by `segments` (their files written now are
+    in `payload`, the others carried over) and the vector store `vstore` (its persisted files in
+    `payload` too); `stats` (the cost of this change) is added to the build cost."""
+    old_files = manifest.get("files") or {}
     manifest = json.loads(json.dumps(manifest))  # deep copy: the caller's stays as it is until commit
+    manifest["format_version"] = FORMAT_VERSION
+    manifest["segments"] = [s.to_dict() for s in segments]
+    kept = {name: old_files[name] for name in segment_files(segments) if name not in payload}
     if vstore is not None:
         manifest["store"] = vstore.spec.to_dict()
         manifest["index"] = vstore.describe()
     n_docs = len({c.doc_id for c in chunks})
     manifest["counts"] = {"documents": n_docs, "chunks": len(chunks)}
-    manifest["files"] = {name: store.fingerprint(b) for name, b in payload.items()}
+    manifest["files"] = {**kept, **{name: store.fingerprint(b) for name, b in payload.items()}}
     manifest["updated"] = _now()
     if stats:
         # Build cost accumulates over every add/delete of this KB.
@@ -97,6 +109,7 @@ class CommittedManifest:
     n_documents: int
     files: Any  # file name -> fingerprint; read_data_files checks each entry
     store: StoreSpec
+    segments: list[Segment]
 
 
 def read_manifest(path: Path) -> CommittedManifest:
@@ -111,6 +124,11 @@ def read_manifest(path: Path) -> CommittedManifest:
         if not isinstance(manifest, dict):
             raise ValueError("not a JSON object")
         version = manifest["format_version"]
+        if isinstance(version, int) and version > FORMAT_VERSION:  # not damage: repair must not touch it
+            raise KBError(
+                f"knowledge base {path} has format_version {version}, written by a newer logicroute; this one "
+                f"reads formats {READS[0]}-{READS[-1]}: upgrade logicroute to open it"
+            )
         read = CommittedManifest(
             path=path,
             data=manifest,
@@ -120,12 +138,13 @@ def read_manifest(path: Path) -> CommittedManifest:
             n_documents=int(manifest["counts"]["documents"]),
             files=manifest["files"],
             store=StoreSpec.from_dict(manifest.get("store")),
+            segments=segments_of(manifest, int(manifest["counts"]["chunks"])),
         )
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, KBCorruptError) as e:
         raise KBCorruptError(f"knowledge base manifest {mpath} is unreadable ({e}); {repair_hint(path)}") from e
-    if version != FORMAT_VERSION:
+    if version not in READS:
         raise KBCorruptError(
-            f"knowledge base {path} has format_version {version}, this version reads {FORMAT_VERSION}; "
+            f"knowledge base {path} has format_version {version}, this version reads formats {READS[0]}-{READS[-1]}; "
             f"{repair_hint(path)}"
         )
     return read
@@ -144,7 +163,10 @@ def check_embedder(manifest: CommittedManifest, embedder: "Embedder") -> None:
 def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
     """File name -> bytes of the data files as the manifest fingerprints them."""
     data = {}
-    for name in data_files(manifest.store):
+    names = segment_files(manifest.segments)
+    if isinstance(manifest.files, dict) and INDEX in manifest.files and not manifest.store.shared:
+        names.append(INDEX)  # an HNSW graph (format 1: every faiss index)
+    for name in names:
         if not isinstance(manifest.files.get(name), dict):
             raise KBCorruptError(
                 f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; "
@@ -174,12 +196,16 @@ def read_snapshot(path: Path) -> tuple[CommittedManifest, dict[str, bytes]]:
 def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", "VectorStore"]:
     """(manifest, chunks, vectors, vector store) of the last commit, checked against each other."""
     manifest, data = read_snapshot(path)
-    chunks, vectors, vstore = decode(path, data, manifest.store, manifest.dim)
+    chunks, vectors = replay(path, data, manifest.segments, manifest.dim)
+    try:
+        vstore = open_store(manifest.store, path, manifest.dim, data, [c.id for c in chunks], vectors)
+    except KBCorruptError as e:
+        raise KBCorruptError(f"{path / INDEX} {e}; {repair_hint(path)}") from e
     check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, None if vstore.spec.shared else vstore.index)
     n_docs = len({c.doc_id for c in chunks})
     if n_docs != manifest.n_documents:
         raise KBCorruptError(
             f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
-            f"chunks.jsonl has {n_docs}; {repair_hint(path)}"
+            f"its chunks have {n_docs}; {repair_hint(path)}"
         )
     return manifest, chunks, vectors, vstore

@@ -1,11 +1,15 @@
-"""What an add changes in a knowledge base, computed before anything is embedded or written
-(hierarchy.kb.KnowledgeBase.add): a pure function of the KB's chunks and the chunked documents."""
+"""What an add changes in a knowledge base (hierarchy.kb.KnowledgeBase.add): the plan, computed
+before anything is embedded or written, a pure function of the KB's chunks and the chunked
+documents; then the KB it gives and the change a commit writes (hierarchy.kb_segments)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from hierarchy.documents import Chunk, Document
+from hierarchy.kb_segments import Delta
 
 
 def plan_add(
@@ -38,3 +42,23 @@ def plan_add(
             new_chunks.append(c)
             new_ids.add(c.id)
     return new_chunks, removed, updated, duplicates
+
+
+def apply_add(
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    new_chunks: list[Chunk],
+    new_vecs: np.ndarray,
+    removed: set[str],
+    updated: Mapping[str, Chunk],
+) -> tuple[list[Chunk], np.ndarray, Delta]:
+    """(chunks, vectors, delta) after the plan: the KB's `chunks` (row order of `vectors`) without
+    `removed`, `updated` in place, then `new_chunks`; delta writes the updated and new chunks."""
+    keep = [i for i, c in enumerate(chunks) if c.id not in removed]
+    out = [updated.get(chunks[i].id, chunks[i]) for i in keep] + new_chunks
+    kept_vecs = vectors[keep] if removed else vectors
+    rewritten = list(updated.values())
+    rows = {c.id: i for i, c in enumerate(chunks)}
+    rewritten_vecs = vectors[[rows[c.id] for c in rewritten]].reshape(-1, vectors.shape[1])
+    delta = Delta(rewritten + new_chunks, np.concatenate([rewritten_vecs, new_vecs]), frozenset(removed))
+    return out, np.concatenate([kept_vecs, new_vecs]).astype(np.float32, copy=False), delta

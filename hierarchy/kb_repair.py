@@ -1,27 +1,30 @@
 """`logicroute repair`: rebuild a damaged knowledge base from what it stores.
 
-chunks.jsonl holds every chunk's title, text, document id and position: the KB's documents as
-indexed. The vectors, the index and the manifest derive from it, and the summary layers from
-those. So, holding the writer lock:
+The chunk files of the segments (hierarchy.kb_segments; format 1: chunks.jsonl) hold every
+chunk's title, text, document id and position: the KB's documents as indexed. The vectors, the
+index and the manifest derive from them, and the summary layers from those. So, holding the
+writer lock:
 
 1. Chunk level. A KB that opens (its files agree with the manifest) only has what a writer that
-   died left behind finished. Otherwise it is rebuilt: the chunks from the committed
-   chunks.jsonl (or its `.prev` snapshot), else every line of what is there that still reads
-   and whose id still matches its text; the vectors kept only when they are the committed ones
-   of exactly those chunks, else the chunks are embedded again (this loads the embedder); the
-   index rebuilt from the vectors (a Milvus store's collection refilled); a new manifest
-   (chunking, embedder and store from the old one when it reads, else the defaults, which the
-   report notes). A KB that opens on a Milvus store gets the rows the store misses written
-   again from the committed vectors, and the rows no commit has removed.
+   died left behind finished. Otherwise it is rebuilt by replaying its segments (those the
+   manifest lists; every one on disk when it does not read): a segment's committed chunk file
+   (or its `.prev` snapshot), else every line of what is there that still reads and whose id
+   still matches its text; its vectors kept only when they are the committed ones of exactly
+   those chunks, else those chunks are embedded again (this loads the embedder); the index
+   rebuilt from the vectors (a Milvus store's collection refilled); one new segment and a new
+   manifest (chunking, embedder and store from the old one when it reads, else the defaults,
+   which the report notes). A KB that opens on a Milvus store gets the rows the store misses
+   written again from the committed vectors, and the rows no commit has removed.
 2. Summary layers: brought up to date with the chunks, or rebuilt with the summarizer they were
    built with when they cannot be read.
 
-What cannot be recovered (lines of chunks.jsonl that no longer read, and the documents they
+What cannot be recovered (chunk lines that no longer read, and the documents they
 belonged to, whose sources must be indexed again) is in the report.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
@@ -37,8 +40,9 @@ from hierarchy import store
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_embed_text, chunk_id
 from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase
-from hierarchy.kb_files import CHUNKS, VECTORS, encode, repair_hint
+from hierarchy.kb_files import CHUNKS, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
+from hierarchy.kb_segments import Segment, plan_commit, prune
 from hierarchy.kb_stores import settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
@@ -55,7 +59,7 @@ class RepairReport:
     documents: int = 0
     chunks: int = 0
     embedded: int = 0  # chunks embedded again
-    lost_lines: int = 0  # lines of chunks.jsonl that could not be recovered
+    lost_lines: int = 0  # chunk lines that could not be recovered
     lost_documents: list[str] = field(default_factory=list)  # documents those lines belonged to
     layers: str | None = None  # unchanged | updated | rebuilt; None: the KB has none
     notes: list[str] = field(default_factory=list)
@@ -76,7 +80,7 @@ def repair_kb(
     layers with the summarizer they were built with; "extractive" or "llm" (make_llm() gives the
     LLM) rebuilds them with that one, and builds them when there were none."""
     path = Path(kb_dir)
-    if not any((path / n).exists() for n in (MANIFEST, CHUNKS, CHUNKS + store.PREV)):
+    if not (path / MANIFEST).exists() and not _segments_on_disk(path):
         read_manifest(path)  # KBNotFoundError, with the usual advice
     report = RepairReport(kb=str(path))
     with store.dir_lock(path):
@@ -122,7 +126,7 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
         old = None
         report.notes.append("manifest.json does not read: the default chunking and embedder are recorded")
     files = old.files if old is not None and isinstance(old.files, dict) else {}
-    chunks, verified = _salvage_chunks(path, files.get(CHUNKS), report)
+    segments = old.segments if old is not None else _segments_on_disk(path)
     if embedder is None:
         from engine.embedder import get_embedder
 
@@ -130,45 +134,106 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
     if old is not None:
         check_embedder(old, embedder)
     dim = int(embedder.dim)
-    vectors = _committed_vectors(path, files.get(VECTORS), len(chunks), dim) if verified else None
-    if vectors is None:
-        vectors = _embed(embedder, chunks, dim, show_progress)
-        report.embedded = len(chunks)
-        report.notes.append(f"{len(chunks)} chunks embedded again")
-    else:
-        report.notes.append("the committed vectors are kept; the index is rebuilt from them")
+    live = _salvage(path, segments, files, dim, report)
+    chunks = [c for c, _ in live.values()]
+    missing = [c for c, v in live.values() if v is None]
+    fresh = dict(zip((c.id for c in missing), _embed(embedder, missing, dim, show_progress)))
+    vectors = np.stack([fresh[c.id] if v is None else v for c, v in live.values()]) if live else np.zeros((0, dim))
+    vectors = vectors.astype(np.float32, copy=False)
+    report.embedded = len(missing)
+    if missing:
+        report.notes.append(f"{len(missing)} chunks embedded again")
+    if len(missing) < len(chunks):
+        kept = len(chunks) - len(missing)
+        report.notes.append(f"the committed vectors of {kept} chunks are kept; the index is rebuilt from them")
     base = old.data if old is not None else new_manifest(embedder, DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS)
     spec = with_collection(old.store if old is not None else StoreSpec())
     vstore = new_store(spec, path, dim, [c.id for c in chunks], vectors)
-    payload = encode(chunks, vectors, vstore)
+    base = {**base, "segments": [s.to_dict() for s in segments if not s.legacy]}  # the new segment gets a new number
+    new_segments, payload = plan_commit(base, chunks, vectors, None)
+    payload.update(vstore.persist())
     stats = {"seconds": time.perf_counter() - t0, "embed_seconds": 0.0, "chunks_embedded": report.embedded}
-    manifest = next_manifest(base, chunks, payload, stats, vstore)
+    manifest = next_manifest(base, chunks, payload, stats, vstore, new_segments)
     store.commit(path, MANIFEST, manifest, payload)  # replaces whatever is there: we hold the lock
+    prune(path, manifest["files"])
     report.rebuilt = True
     return KnowledgeBase(path, embedder, json.loads(json.dumps(manifest)), chunks, vectors, vstore)
 
 
-def _salvage_chunks(path: Path, fp: Any, report: RepairReport) -> tuple[list[Chunk], bool]:
-    """(chunks, whether they are the committed ones): the committed chunks.jsonl or its
-    snapshot when one matches the manifest, else the lines of what is there that still read."""
-    found = [data for name in (CHUNKS, CHUNKS + store.PREV) if (data := _read(path / name)) is not None]
-    for data in found:
-        if isinstance(fp, dict) and store.fingerprint(data) == fp:
-            return _parse(data, report), True
-    if not found:
+def _segments_on_disk(path: Path) -> list[Segment]:
+    """Without a manifest: every segment whose files are there, in order (format 1's files first)."""
+    names = [f.name for f in path.iterdir()] if path.is_dir() else []
+    numbers = sorted({int(m.group(1)) for n in names if (m := re.match(r"^seg-(\d+)\.", n))})
+    found = [Segment(0, 0)] if (path / CHUNKS).exists() or (path / (CHUNKS + store.PREV)).exists() else []
+    for n in numbers:
+        probe = Segment(n, 1, 1)
+        has = [(path / f).exists() or (path / (f + store.PREV)).exists() for f in probe.files()]
+        found.append(Segment(n, int(has[0]), int(has[2])))
+    return found
+
+
+def _salvage(path: Path, segments: list[Segment], files: dict, dim: int, report: RepairReport) -> dict:
+    """Chunk id -> (chunk, its committed vector or None) of the segments replayed: the committed
+    files (or their snapshots) where they match the manifest, else every line of what is there
+    that still reads (whose vectors can no longer be trusted to line up)."""
+    live: dict[str, tuple[Chunk, np.ndarray | None]] = {}
+    found_any = False
+    for seg in segments:
+        if seg.deletes:
+            data, verified = _file(path, seg.deleted_file, files)
+            try:
+                ids = json.loads(data or b"null") if verified else None
+            except ValueError:
+                ids = None
+            if not isinstance(ids, list):
+                report.notes.append(f"{seg.deleted_file} does not read: chunks it deleted may be back")
+            for cid in ids or ():
+                live.pop(cid, None)
+        if not (seg.rows or seg.legacy):
+            continue
+        data, verified = _file(path, seg.chunks_file, files)
+        if data is None:
+            report.notes.append(f"{seg.chunks_file} is gone: its {seg.rows} chunks are lost")
+            continue
+        found_any = True
+        if not verified:
+            report.notes.append(f"{seg.chunks_file} does not match the manifest: every line that still reads is kept")
+        lost = report.lost_lines
+        chunks = _parse(data, report)
+        vecs = _vectors(path, seg, files, len(chunks), dim) if verified and report.lost_lines == lost else None
+        for i, c in enumerate(chunks):
+            live[c.id] = (c, None if vecs is None else vecs[i])
+    if not found_any and segments:
         raise KBCorruptError(
-            f"knowledge base {path} has no chunks.jsonl left, nothing to rebuild from: "
+            f"knowledge base {path} has no chunk files left, nothing to rebuild from: "
             f"delete the folder and index the sources again"
         )
-    report.notes.append("chunks.jsonl does not match the manifest: every line that still reads is kept")
-    return _parse(found[0], report), False
+    if report.lost_documents:
+        report.notes.append(
+            f"{report.lost_lines} chunk lines cannot be recovered; index the sources of these "
+            f"documents again: {', '.join(report.lost_documents)}"
+        )
+    elif report.lost_lines:
+        report.notes.append(f"{report.lost_lines} chunk lines cannot be recovered (their document ids do not read)")
+    return live
+
+
+def _file(path: Path, name: str, files: dict) -> tuple[bytes | None, bool]:
+    """(bytes, whether they are the committed version): the file or its snapshot that matches
+    its fingerprint, else whichever of them is there."""
+    fp = files.get(name)
+    found = [data for n in (name, name + store.PREV) if (data := _read(path / n)) is not None]
+    for data in found:
+        if isinstance(fp, dict) and store.fingerprint(data) == fp:
+            return data, True
+    return (found[0] if found else None), False
 
 
 def _parse(data: bytes, report: RepairReport) -> list[Chunk]:
     """The chunks of the lines that read and whose id matches their title and text (first of
     each id); the others are counted as lost, with their document ids where those still read."""
     chunks: dict[str, Chunk] = {}
-    lost_docs: dict[str, None] = {}
+    lost_docs: dict[str, None] = dict.fromkeys(report.lost_documents)
     for line in data.decode("utf-8", "replace").splitlines():
         if not line.strip():
             continue
@@ -182,28 +247,19 @@ def _parse(data: bytes, report: RepairReport) -> list[Chunk]:
             continue
         chunks.setdefault(c.id, c)
     report.lost_documents = sorted(lost_docs)
-    if report.lost_lines:
-        report.notes.append(
-            f"{report.lost_lines} lines of chunks.jsonl cannot be recovered; index the sources of these "
-            f"documents again: {', '.join(report.lost_documents) or '(their ids do not read either)'}"
-        )
     return list(chunks.values())
 
 
-def _committed_vectors(path: Path, fp: Any, n: int, dim: int) -> np.ndarray | None:
-    """The committed vectors.npy (or its snapshot) when it holds n rows of this dimension."""
-    import io
-
-    for name in (VECTORS, VECTORS + store.PREV):
-        data = _read(path / name)
-        if data is None or not isinstance(fp, dict) or store.fingerprint(data) != fp:
-            continue
-        try:
-            v = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError):
-            return None
-        return v if v.shape == (n, dim) and v.dtype == np.float32 else None
-    return None
+def _vectors(path: Path, seg: Segment, files: dict, n: int, dim: int) -> np.ndarray | None:
+    """The committed vectors of a segment (or their snapshot) when they hold n rows of this dimension."""
+    data, verified = _file(path, seg.vectors_file, files)
+    if data is None or not verified:
+        return None
+    try:
+        v = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+    return v if v.shape == (n, dim) and v.dtype == np.float32 else None
 
 
 def _embed(embedder: Any, chunks: list[Chunk], dim: int, show_progress: bool) -> np.ndarray:

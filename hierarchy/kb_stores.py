@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,8 +25,9 @@ from engine.base.errors import KBError
 from engine.base.files import atomic_write_json
 from hierarchy import store
 from hierarchy.kb_manifest import MANIFEST, read_manifest
+from hierarchy.kb_segments import prune
 from hierarchy.vector_store.base import StoreSpec
-from hierarchy.vector_store.open import new_store, open_store, store_files, with_collection
+from hierarchy.vector_store.open import new_store, open_store, with_collection
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -52,7 +54,7 @@ class KnowledgeBase(Protocol):
 
     def writing(self) -> Any: ...
 
-    def _commit(self, chunks: list["Chunk"], vectors: "np.ndarray", vstore: "VectorStore") -> None: ...
+    def _commit(self, chunks: list["Chunk"], vectors: "np.ndarray", vstore: "VectorStore", **kw: Any) -> None: ...
 
 
 @contextmanager
@@ -117,13 +119,9 @@ def move_store(kb: "KnowledgeBase", spec: StoreSpec) -> bool:
         settle_journal(kb)
         moved = new_store(with_collection(spec), kb.path, kb.dim, kb.chunk_ids, kb.vectors)
         kb._commit(list(kb.chunks.values()), kb.vectors, moved)
-        if old.spec.shared:
+        if old.spec.shared:  # a file store's index went with the commit (hierarchy.kb_segments.prune)
             with contextlib.suppress(Exception):  # the manifest no longer names it: a left-over is harmless
                 old.drop()
-        elif moved.spec.shared:
-            for name in store_files(old.spec):
-                with contextlib.suppress(FileNotFoundError):
-                    (kb.path / name).unlink()
     return True
 
 
@@ -138,3 +136,14 @@ def drop_shared_store(path: Path) -> None:
         vstore = open_store(spec, path, 1, {}, [])
         vstore.drop()
         vstore.close()
+
+
+def remove_kb(path: Path, layers: Path) -> None:
+    """Overwriting a KB: its Milvus collection, its manifest (before the data: a crash mid-cleanup
+    leaves "no KB", never a half-old one), its data files and summary layers; other files stay."""
+    drop_shared_store(path)
+    for name in (MANIFEST, JOURNAL):
+        with contextlib.suppress(FileNotFoundError):
+            (path / name).unlink()
+    prune(path, {})
+    shutil.rmtree(layers, ignore_errors=True)

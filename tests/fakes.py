@@ -118,14 +118,21 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def layered_kb(path, embedder, docs_per_topic: int = 2):
+def segment_file(kb_path, kind: str):
+    """The newest segment's file of this kind ("chunks", "vectors" or "deleted") in a KB folder."""
+    from pathlib import Path
+
+    return sorted(Path(kb_path).glob(f"seg-*.{kind}.*"))[-1]
+
+
+def layered_kb(path, embedder, docs_per_topic: int = 2, store=None):
     """A KnowledgeBase of make_docs(docs_per_topic) (one chunk a document) with extractive summary
     layers of 4-chunk clusters: what the KB lifecycle tests (check, repair, read-only,
     transactions, concurrency) start from."""
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.update import build_layers
 
-    kb = KnowledgeBase.create(path, embedder, chunk_words=200, overlap_words=0)
+    kb = KnowledgeBase.create(path, embedder, chunk_words=200, overlap_words=0, store=store)
     kb.add(make_docs(docs_per_topic), show_progress=False)
     build_layers(kb, show_progress=False, cluster_size=4)
     return kb

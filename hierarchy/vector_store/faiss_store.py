@@ -1,11 +1,14 @@
-"""The faiss store: one index file in the KB folder, committed with the KB's other data files.
+"""The faiss store: an index over the KB's vectors, in the KB folder.
 
 Rows follow the KB's chunk order (row i is the KB's i-th chunk), so the index needs no id map of
 its own and the KB's check compares row counts as before. `faiss` is exact (IndexFlatIP, what
-every KB had before stores existed). `faiss-hnsw` stays exact up to `exact_max` vectors and
-switches to an HNSW graph above it (the choice and the threshold were measured on real MiniLM
-vectors: docs/vector_stores.md). HNSW grows by appending; a delete rebuilds the index from the
-vectors the index itself stores, which costs O(KB size): what the next step of issue 15 changes.
+every KB had before stores existed): it is built from the KB's vectors when the KB opens (a copy
+of the rows, ~0.1 s at 100k), so no index file is written by a commit. `faiss-hnsw` stays exact
+up to `exact_max` vectors and switches to an HNSW graph above it (the choice and the threshold
+were measured on real MiniLM vectors: docs/vector_stores.md); the graph costs a minute to build
+at 100k, so it is persisted as `index.faiss`, written whole by each commit (the bounded index
+rewrite measured in docs/vector_stores.md). HNSW grows by appending; a delete rebuilds the graph
+from the kept vectors (faiss' HNSW has no delete), O(KB size).
 """
 
 from __future__ import annotations
@@ -46,11 +49,18 @@ class FaissStore:
         return cls(spec, dim, _build(spec, dim, vectors), ids)
 
     @classmethod
-    def from_files(cls, spec: StoreSpec, dim: int, files: Mapping[str, bytes], ids: Sequence[str]) -> FaissStore:
-        """The store committed as `files`, its rows being the chunks `ids` in order. KBCorruptError
+    def from_files(
+        cls, spec: StoreSpec, dim: int, files: Mapping[str, bytes], ids: Sequence[str], vectors: np.ndarray | None
+    ) -> FaissStore:
+        """The store committed as `files`, its rows being the chunks `ids` in order: the persisted
+        index, else one built from `vectors` (an exact index is not persisted). KBCorruptError
         "is unreadable (...)" when the index does not read (the caller names the file and the repair)."""
         import faiss
 
+        if INDEX not in files:
+            if vectors is None:
+                raise KBCorruptError("is missing")
+            return cls.from_vectors(spec, dim, ids, vectors)
         try:
             index = faiss.deserialize_index(np.frombuffer(files[INDEX], dtype=np.uint8))
         except Exception as e:  # faiss raises RuntimeError with C++ text
@@ -109,9 +119,10 @@ class FaissStore:
         return [[(self.ids[r], float(s)) for s, r in zip(sr, rr) if r >= 0] for sr, rr in zip(scores, found)]
 
     def persist(self) -> dict[str, bytes]:
+        """The HNSW graph; nothing for an exact index, which opening rebuilds from the vectors."""
         import faiss
 
-        return {INDEX: faiss.serialize_index(self.index).tobytes()}
+        return {INDEX: faiss.serialize_index(self.index).tobytes()} if _is_hnsw(self.index) else {}
 
     def describe(self) -> dict:
         if _is_hnsw(self.index):

@@ -8,14 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hierarchy.vector_store.base import FAISS_INDEX, MILVUS, StoreSpec, VectorStore
+from hierarchy.vector_store.base import MILVUS, StoreSpec, VectorStore
 from hierarchy.vector_store.faiss_store import FaissStore
 from hierarchy.vector_store.milvus_store import MilvusStore
-
-
-def store_files(spec: StoreSpec) -> tuple[str, ...]:
-    """The data files a store of this spec commits in the KB folder."""
-    return () if spec.shared else (FAISS_INDEX,)
 
 
 def with_collection(spec: StoreSpec) -> StoreSpec:
@@ -26,12 +21,20 @@ def with_collection(spec: StoreSpec) -> StoreSpec:
     return StoreSpec(kind=spec.kind, uri=spec.uri, collection=f"logicroute_{secrets.token_hex(6)}")
 
 
-def open_store(spec: StoreSpec, kb_path: Path, dim: int, files: Mapping[str, bytes], ids: Sequence[str]) -> VectorStore:
-    """The store a commit describes: `files` are its committed data files (store_files), `ids`
-    the KB's chunk ids in row order."""
+def open_store(
+    spec: StoreSpec,
+    kb_path: Path,
+    dim: int,
+    files: Mapping[str, bytes],
+    ids: Sequence[str],
+    vectors: np.ndarray | None = None,
+) -> VectorStore:
+    """The store a commit describes: `files` are the data files its `persist` gave, `ids` the KB's
+    chunk ids in row order and `vectors` their vectors (what an index that is not persisted is
+    built from)."""
     if spec.kind == MILVUS:
         return MilvusStore(spec, dim, kb_path)
-    return FaissStore.from_files(spec, dim, files, ids)
+    return FaissStore.from_files(spec, dim, files, ids, vectors)
 
 
 def new_store(spec: StoreSpec, kb_path: Path, dim: int, ids: Sequence[str], vectors: np.ndarray) -> VectorStore:

@@ -17,7 +17,7 @@ from engine.base.files import atomic_write_bytes, atomic_write_json, atomic_writ
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import LAYERS_DIR, MANIFEST, KnowledgeBase
-from tests.fakes import HashedBowEmbedder
+from tests.fakes import HashedBowEmbedder, segment_file
 from tests.samples import DOCS
 
 
@@ -51,8 +51,8 @@ def test_create_add_search_reopen(kb, emb, tmp_path):
     assert m["embedder"]["id"] == "fake-bow" and m["embedder"]["dim"] == 64
     assert m["chunking"]["chunk_words"] == 30 and m["build"]["chunks_embedded"] == 5
     assert {"format_version", "created", "updated", "files"} <= set(m)
-    for name in ("chunks.jsonl", "vectors.npy", "index.faiss"):
-        assert (kb.path / name).is_file()
+    assert m["format_version"] == 2 and set(m["files"]) == {p.name for p in kb.path.glob("seg-*")}
+    assert not (kb.path / "index.faiss").exists()  # an exact index is built from the vectors at open
     kb2 = KnowledgeBase.open(kb.path, emb)
     assert kb2.chunk_ids == kb.chunk_ids and np.array_equal(kb2.vectors, kb.vectors)
     assert [h.chunk_id for h in kb2.search("capital of Japan", k=2)] == [h.chunk_id for h in hits]
@@ -156,8 +156,8 @@ def test_corrupt_manifest(kb, emb):
 
 
 def test_missing_vectors(kb, emb):
-    (kb.path / "vectors.npy").unlink()
-    with pytest.raises(KBCorruptError, match="vectors.npy is missing"):
+    segment_file(kb.path, "vectors").unlink()
+    with pytest.raises(KBCorruptError, match=r"vectors\.npy is missing"):
         KnowledgeBase.open(kb.path, emb)
 
 
@@ -170,9 +170,9 @@ def test_manifest_count_mismatch(kb, emb):
 
 
 def test_files_changed_behind_the_manifest(kb, emb):
-    with (kb.path / "chunks.jsonl").open("a") as f:
+    with segment_file(kb.path, "chunks").open("a") as f:
         f.write(json.dumps({"id": "x", "doc_id": "x", "title": "", "text": "x", "position": 0}) + "\n")
-    with pytest.raises(KBCorruptError, match="chunks.jsonl"):
+    with pytest.raises(KBCorruptError, match=r"chunks\.jsonl"):
         KnowledgeBase.open(kb.path, emb)
 
 
@@ -207,22 +207,25 @@ def test_interrupted_add_leaves_previous_state(kb, emb, monkeypatch):
 
 
 def test_crash_without_rollback_is_read_as_committed_and_repaired_by_the_next_writer(kb, emb, monkeypatch):
-    """A hard crash (no except clause runs): new data files on disk, old manifest, .prev files."""
+    """A hard crash (no except clause runs): the new segment on disk, the old manifest naming the old ones."""
     before = list(kb.chunk_ids)
     monkeypatch.setattr(store, "atomic_write_json", _boom)
     monkeypatch.setattr(store, "restore_snapshots", lambda directory, names: None)
     with pytest.raises(RuntimeError):
         kb.delete(["paris", "berlin"])
     monkeypatch.undo()
-    assert (kb.path / "vectors.npy.prev").exists()
-    assert len(np.load(kb.path / "vectors.npy")) == 3  # the uncommitted version
+    recorded = json.loads((kb.path / MANIFEST).read_text())["files"]
+    orphans = [p for p in kb.path.glob("seg-*") if p.name not in recorded]  # the uncommitted change
+    assert orphans
     files = {f.name: f.stat().st_ino for f in kb.path.iterdir()}
     kb2 = KnowledgeBase.open(kb.path, emb)
     assert kb2.chunk_ids == before  # the committed state, read from the snapshots
     assert {f.name: f.stat().st_ino for f in kb.path.iterdir()} == files  # a reader changes nothing
     kb2.add([Document("mars", "Mars", "Mars is the red planet.")], show_progress=False)  # a writer repairs first
     assert KnowledgeBase.open(kb.path, emb).chunk_ids[:5] == before
-    assert not (kb.path / "vectors.npy.prev").exists() and _no_temp_files(kb.path)
+    recorded = json.loads((kb.path / MANIFEST).read_text())["files"]
+    assert {p.name for p in kb.path.glob("seg-*")} == set(recorded)  # the dead change's files went or were reused
+    assert not list(kb.path.glob("*.prev")) and _no_temp_files(kb.path)
 
 
 def test_readers_during_a_writers_commits_see_committed_states_and_change_nothing(kb, emb):

@@ -16,7 +16,7 @@ from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.layers.persist import META, layers_dir
-from tests.fakes import layered_kb
+from tests.fakes import layered_kb, segment_file
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_a_consistent_kb_passes_with_its_counts(kb):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["ok"] and out["documents"] == 16 and out["chunks"] == 16 and out["vectors"] == 16
-    assert out["files"] == {"chunks.jsonl": "ok", "vectors.npy": "ok", "index.faiss": "ok"}
+    assert out["files"] == {p.name: "ok" for p in kb.path.glob("seg-*")} and out["index"] == 16
     assert out["layers"]["chunks"] == 16 and out["layers"]["uncovered_chunks"] == 0
     text = CliRunner().invoke(main, ["check", "--kb", str(kb.path)])
     assert text.exit_code == 0 and "16 documents, 16 chunks" in text.output and "consistent" in text.output
@@ -47,13 +47,13 @@ def test_checking_changes_no_file(kb):
 
 
 def test_damaged_vectors_fail_and_name_the_repair(kb):
-    (kb.path / "vectors.npy").write_bytes(b"garbage")
+    vectors = segment_file(kb.path, "vectors")
+    vectors.write_bytes(b"garbage")
     r = CliRunner().invoke(main, ["check", "--kb", str(kb.path)])
     assert r.exit_code == 1
-    assert "vectors.npy: mismatch" in r.output and f"logicroute repair --kb {kb.path}" in r.output
+    assert f"{vectors.name}: mismatch" in r.output and f"logicroute repair --kb {kb.path}" in r.output
     out = json.loads(CliRunner().invoke(main, ["check", "--kb", str(kb.path), "--json"]).output)
-    assert not out["ok"] and out["files"]["vectors.npy"] == "mismatch"
-    assert out["documents"] == 16 and out["chunks"] == 16 and out["vectors"] is None  # what still reads
+    assert not out["ok"] and out["files"][vectors.name] == "mismatch" and out["vectors"] is None
 
 
 def test_manifest_counts_that_disagree_with_the_files_fail(kb):
@@ -87,8 +87,9 @@ def test_the_snapshot_of_a_change_that_died_is_a_note_not_damage(kb, monkeypatch
     with pytest.raises(RuntimeError):
         kb.delete(["river-0"])
     monkeypatch.undo()
+    orphan = segment_file(kb.path, "deleted")  # written, never committed: no reader looks at it
     report = check_kb(kb.path)
-    assert report.ok and report.files["vectors.npy"] == "prev" and report.chunks == 16
+    assert report.ok and orphan.name not in report.files and report.chunks == 16
 
 
 def test_beside_an_active_writer_layer_lag_is_a_note(kb, emb):

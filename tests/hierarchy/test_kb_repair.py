@@ -17,7 +17,8 @@ from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
 from hierarchy.layers.persist import META, layers_dir
-from tests.fakes import layered_kb
+from hierarchy.vector_store.base import FAISS_HNSW, StoreSpec
+from tests.fakes import layered_kb, segment_file
 
 
 @pytest.fixture
@@ -47,14 +48,15 @@ def _assert_healthy(kb: KnowledgeBase, emb, n_chunks: int) -> KnowledgeBase:
 
 def test_damaged_vectors_are_embedded_again_from_the_chunks(kb, emb):
     before = np.array(kb.vectors)
-    (kb.path / "vectors.npy").write_bytes(b"garbage")
+    segment_file(kb.path, "vectors").write_bytes(b"garbage")
     out = _repair_via_the_cli(kb, emb)
     assert out["rebuilt"] and out["embedded"] == 16 and out["lost_lines"] == 0 and out["layers"] == "unchanged"
     fixed = _assert_healthy(kb, emb, 16)
     np.testing.assert_allclose(fixed.vectors, before, atol=1e-6)
 
 
-def test_a_damaged_index_is_rebuilt_from_the_committed_vectors_without_embedding(kb, emb):
+def test_a_damaged_index_is_rebuilt_from_the_committed_vectors_without_embedding(tmp_path, emb):
+    kb = layered_kb(tmp_path / "hnsw", emb, store=StoreSpec(FAISS_HNSW, exact_max=0))  # a persisted HNSW graph
     (kb.path / "index.faiss").write_bytes(b"garbage")
     emb.calls.clear()
     out = _repair_via_the_cli(kb, emb)
@@ -63,10 +65,10 @@ def test_a_damaged_index_is_rebuilt_from_the_committed_vectors_without_embedding
 
 
 def test_unreadable_chunk_lines_are_reported_lost_with_their_documents(kb, emb):
-    lines = (kb.path / "chunks.jsonl").read_text().splitlines()
+    lines = segment_file(kb.path, "chunks").read_text().splitlines()
     lost = json.loads(lines[3])["doc_id"]
     lines[3] = lines[3][:-20]  # a torn line: the document id still reads, the chunk does not
-    (kb.path / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    segment_file(kb.path, "chunks").write_text("\n".join(lines) + "\n")
     out = _repair_via_the_cli(kb, emb)
     assert out["lost_lines"] == 1 and out["lost_documents"] == [lost] and out["documents"] == 15
     assert any(lost in n for n in out["notes"])
@@ -75,11 +77,11 @@ def test_unreadable_chunk_lines_are_reported_lost_with_their_documents(kb, emb):
 
 
 def test_a_chunk_whose_text_changed_is_not_trusted(kb, emb):
-    lines = (kb.path / "chunks.jsonl").read_text().splitlines()
+    lines = segment_file(kb.path, "chunks").read_text().splitlines()
     c = json.loads(lines[0])
     c["text"] = "edited behind the manifest"
     lines[0] = json.dumps(c)
-    (kb.path / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    segment_file(kb.path, "chunks").write_text("\n".join(lines) + "\n")
     report = repair_kb(kb.path, embedder=emb, show_progress=False)
     assert report.lost_documents == [c["doc_id"]] and report.chunks == 15
 
@@ -122,7 +124,7 @@ def test_an_intact_kb_is_left_as_it_is_after_finishing_a_change_that_died(kb, em
 
 
 def test_nothing_to_rebuild_from_is_one_clear_line(kb, emb):
-    (kb.path / "chunks.jsonl").unlink()
+    segment_file(kb.path, "chunks").unlink()
     r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
     assert r.exit_code == 2 and "nothing to rebuild from" in r.output and r.output.count("\n") == 1
 
