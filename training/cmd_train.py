@@ -26,6 +26,7 @@ def _common_train_options(f):
         click.option("--hidden", default=None, help="hidden widths, e.g. 128,32"),
         click.option("--epochs", type=int, default=None, help="max epochs"),
         click.option("--lr", type=float, default=None, help="learning rate"),
+        click.option("--batch-size", type=int, default=None, help="questions per step"),
         click.option("--dropout", type=float, default=None),
         click.option("--patience", type=int, default=None, help="early-stopping patience (epochs)"),
         click.option(
@@ -49,7 +50,9 @@ def _common_train_options(f):
     return f
 
 
-def train_config_from_options(cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None):
+def train_config_from_options(
+    cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None, batch_size=None
+):
     from dataclasses import replace
 
     from router.features import ALL_FEATURES, check_feature_set
@@ -68,6 +71,7 @@ def train_config_from_options(cfg, hidden, epochs, lr, dropout, patience, loss, 
         ("loss", loss),
         ("all_zero", all_zero),
         ("seed", seed),
+        ("batch_size", batch_size),
     ):
         if v is not None:
             ch[k] = v
@@ -97,6 +101,9 @@ def _print_card(card: dict, out: str) -> None:
         )
         for b, bm in h.get("baselines", {}).items():
             click.echo(f"  {b:<22} acc {bm['accuracy']}  macro-F1 {bm['macro_f1']}  quality {bm['quality']}")
+    for d, table in (card.get("lodo") or {}).items():
+        cells = "  ".join(f"{s} {m['score']} ({m['tokens']:.0f} tok)" for s, m in table.items())
+        click.echo(f"left out {d}: {cells}")
     if "target" in h:
         t = h["target"]
         for who in ("generalist", "specialist"):
@@ -127,6 +134,11 @@ def _print_card(card: dict, out: str) -> None:
     show_default=True,
     help="text embedded: the question, or its masked form (entities and numbers replaced: form, not topic)",
 )
+@click.option(
+    "--lodo/--no-lodo",
+    default=False,
+    help="also judge the recipe leave-one-dataset-out on the same labels and keep the figures in the card",
+)
 @_common_train_options
 @click.pass_context
 def generalist(
@@ -136,9 +148,11 @@ def generalist(
     out,
     features,
     text_form,
+    lodo,
     hidden,
     epochs,
     lr,
+    batch_size,
     dropout,
     patience,
     loss,
@@ -153,7 +167,17 @@ def generalist(
     from training.train import train_generalist
 
     cfg = train_config_from_options(
-        TrainConfig(text_form=text_form), hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features
+        TrainConfig(text_form=text_form),
+        hidden,
+        epochs,
+        lr,
+        dropout,
+        patience,
+        loss,
+        all_zero,
+        seed,
+        features,
+        batch_size,
     )
     card = train_generalist(
         expand_files(labels + more_labels),
@@ -163,6 +187,7 @@ def generalist(
         embedder=injected_embedder(ctx),
         progress=progress,
         notes=notes,
+        lodo=lodo,
     )
     _print_card(card, out)
 
@@ -196,6 +221,7 @@ def specialist(
     hidden,
     epochs,
     lr,
+    batch_size,
     dropout,
     patience,
     loss,
@@ -212,7 +238,9 @@ def specialist(
 
     if hidden or dropout is not None:
         raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
-    cfg = train_config_from_options(specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed)
+    cfg = train_config_from_options(
+        specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed, batch_size=batch_size
+    )
     card = train_specialist(
         from_ckpt,
         expand_files(labels + more_labels),

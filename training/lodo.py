@@ -195,6 +195,16 @@ def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: b
     return out
 
 
+CARD_SYSTEMS = ("router", "logreg", LLM_ROUTER, "always chunk", "always summary", "always logic", "oracle")
+
+
+def lodo_summary(report: dict) -> dict:
+    """What a checkpoint card keeps of a report: per left-out set and pooled, each system's
+    n, score, tokens, calls and route shares."""
+    tables = {**report["held_out"], "pooled": report["pooled"]}
+    return {d: {s: m for s, m in t.items() if s in CARD_SYSTEMS} for d, t in tables.items()}
+
+
 def format_lodo(report: dict) -> str:
     """Markdown: one table per left-out data set, then the pooled table."""
     lines = []

@@ -81,3 +81,25 @@ def test_the_llm_as_router_is_judged_on_every_left_out_row_and_pays_for_its_call
     assert films["llm_calls"] > rep["held_out"]["films"]["oracle"]["llm_calls"]
     assert rep["llm_router_errors"] == 1
     assert rep["pooled"]["LLM router"]["n"] == 36 and "| LLM router |" in format_lodo(rep)
+
+
+def test_a_generalist_card_keeps_its_recipes_leave_one_dataset_out_figures(tmp_path):
+    from click.testing import CliRunner
+
+    from router.checkpoint import read_card
+    from training.cmd_train import train
+
+    files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
+    out = tmp_path / "g.ckpt"
+    args = ["generalist", "--labels", ",".join(files), "--out", str(out), "--lodo", "--features", "comparison"]
+    args += ["--hidden", "8,4", "--epochs", "3", "--batch-size", "8"]
+    res = CliRunner().invoke(train, args, obj={"embedder": HashedBowEmbedder(dim=16)}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+
+    card = read_card(out)
+    assert card["training"]["config"]["batch_size"] == 8
+    assert set(card["lodo"]) == {*TOPICS, "pooled"}
+    films = card["lodo"]["films"]
+    assert {"router", "logreg", "always chunk", "always logic", "oracle"} <= set(films)
+    assert films["always logic"]["score"] == 100.0 and card["lodo"]["pooled"]["router"]["n"] == 36
+    assert "left out films: router" in res.output
