@@ -20,9 +20,9 @@ from pathlib import Path
 from engine.base.errors import KBCorruptError, KBError, KBNotFoundError
 from hierarchy import store
 from hierarchy.kb import LAYERS_DIR
-from hierarchy.kb_files import INDEX, check_counts, decode_index, repair_hint
-from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, read_manifest
-from hierarchy.kb_segments import replay, segment_files
+from hierarchy.kb_files import INDEX, check_counts, repair_hint
+from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, committed_names, read_manifest
+from hierarchy.kb_segments import replay
 from hierarchy.layers.persist import META, damaged_files, read_layers_at, read_meta
 from hierarchy.vector_store.open import open_store
 
@@ -86,9 +86,7 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
     """Each data file (every segment's, a persisted index) against its fingerprint, then the
     segments replayed and the counts; the chunk ids, or None when a file cannot be read."""
     files = manifest.files if isinstance(manifest.files, dict) else {}
-    names = segment_files(manifest.segments)
-    if INDEX in files and not manifest.store.shared:
-        names.append(INDEX)
+    names = committed_names(manifest)
     data: dict[str, bytes] = {}
     for name in names:
         fp = files.get(name)
@@ -107,18 +105,20 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
         return None
     try:
         chunks, vectors = replay(path, data, manifest.segments, manifest.dim)
-        index = decode_index(path, data[INDEX]) if INDEX in data else None
+        ids = [c.id for c in chunks]
+        shared = manifest.store.shared
+        vstore = None if shared else open_store(manifest.store, path, manifest.dim, data, ids, vectors)
     except KBCorruptError as e:
-        report.problems.append(str(e))
+        report.problems.append(str(e) if str(e).startswith("knowledge base") else f"{path / INDEX} {e}")
         return None
     report.chunks, report.documents = len(chunks), len({c.doc_id for c in chunks})
     report.vectors = int(vectors.shape[0])
-    if not manifest.store.shared:  # an exact index is built from the vectors at open: it holds them all
-        report.index = report.vectors if index is None else int(index.ntotal)
+    if vstore is not None:  # an exact index is built from the vectors, as opening does
+        report.index = vstore.count()
     else:
-        _check_shared_store(path, manifest, {c.id for c in chunks}, report)
+        _check_shared_store(path, manifest, set(ids), report)
     try:
-        check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, index)
+        check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, vstore)
     except KBCorruptError as e:
         report.problems.append(str(e))
     if report.documents != manifest.n_documents:

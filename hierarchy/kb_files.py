@@ -45,28 +45,19 @@ def decode_vectors(path: Path, data: bytes, name: str = VECTORS) -> np.ndarray:
         raise KBCorruptError(f"{path / name} is unreadable ({e}); {repair_hint(path)}") from e
 
 
-def decode_index(path: Path, data: bytes):
-    try:
-        import faiss
-
-        return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
-    except Exception as e:  # faiss raises RuntimeError with C++ text
-        raise KBCorruptError(f"{path / INDEX} is unreadable ({e}); {repair_hint(path)}") from e
-
-
 def check_counts(
-    path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vectors: np.ndarray, index: Any | None
+    path: Path, n_chunks: int, dim: int, chunks: list[Chunk], vectors: np.ndarray, vstore: Any | None
 ) -> None:
     """The files agree with each other and with the manifest's chunk count and dimension.
-    index: the faiss index of a faiss store, None for a shared store (Milvus: its rows are
-    checked by `logicroute check`, not by every reader that opens the KB)."""
+    vstore: a faiss store, None for a shared store (Milvus: its rows are checked by
+    `logicroute check`, not by every reader that opens the KB)."""
     counts = {
         "chunks": len(chunks),
         "vector rows": int(vectors.shape[0]) if vectors.ndim == 2 else -1,
     }
-    if index is not None:
-        counts["index.faiss vectors"] = int(index.ntotal)
-    index_dim = dim if index is None else index.d
+    if vstore is not None:
+        counts["index rows"] = vstore.count()
+    index_dim = dim if vstore is None else vstore.index.d
     bad = {k: v for k, v in counts.items() if v != n_chunks}
     if bad or vectors.ndim != 2 or vectors.shape[1] != dim or index_dim != dim or vectors.dtype != np.float32:
         raise KBCorruptError(

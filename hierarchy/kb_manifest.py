@@ -163,10 +163,7 @@ def check_embedder(manifest: CommittedManifest, embedder: "Embedder") -> None:
 def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
     """File name -> bytes of the data files as the manifest fingerprints them."""
     data = {}
-    names = segment_files(manifest.segments)
-    if isinstance(manifest.files, dict) and INDEX in manifest.files and not manifest.store.shared:
-        names.append(INDEX)  # an HNSW graph (format 1: every faiss index)
-    for name in names:
+    for name in committed_names(manifest):
         if not isinstance(manifest.files.get(name), dict):
             raise KBCorruptError(
                 f"knowledge base manifest {manifest.path / MANIFEST} has no fingerprint for {name}; "
@@ -175,6 +172,14 @@ def read_data_files(manifest: CommittedManifest) -> dict[str, bytes]:
         # The committed version, from the .prev snapshot while a change is under way or died.
         data[name] = store.read_committed(manifest.path, name, manifest.files[name], repair_hint(manifest.path))
     return data
+
+
+def committed_names(manifest: CommittedManifest) -> list[str]:
+    """The data files of a commit: its segments', then its store's (an HNSW graph; format 1:
+    every faiss index), which are the other files the manifest fingerprints."""
+    names = segment_files(manifest.segments)
+    files = manifest.files if isinstance(manifest.files, dict) else {}
+    return names + [n for n in files if n not in names and not manifest.store.shared]
 
 
 SNAPSHOT_TRIES = 5
@@ -201,7 +206,7 @@ def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.nd
         vstore = open_store(manifest.store, path, manifest.dim, data, [c.id for c in chunks], vectors)
     except KBCorruptError as e:
         raise KBCorruptError(f"{path / INDEX} {e}; {repair_hint(path)}") from e
-    check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, None if vstore.spec.shared else vstore.index)
+    check_counts(path, manifest.n_chunks, manifest.dim, chunks, vectors, None if vstore.spec.shared else vstore)
     n_docs = len({c.doc_id for c in chunks})
     if n_docs != manifest.n_documents:
         raise KBCorruptError(

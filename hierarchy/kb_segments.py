@@ -34,13 +34,14 @@ from engine.base.errors import KBCorruptError
 from engine.base.files import TMP_SUFFIX
 from hierarchy.documents import Chunk
 from hierarchy.kb_files import CHUNKS, INDEX, VECTORS, decode_chunks, decode_vectors, repair_hint
+from hierarchy.vector_store.base import FAISS_DEAD as DEAD
 
 COMPACT_GARBAGE = 0.2  # dropped rows over all rows on disk past which the segments are rewritten as one
 COMPACT_SEGMENTS = 32  # segments past which they are rewritten as one
 # Every data file name a KB folder may hold, in either format (a `.prev` snapshot too).
 _DATA_FILE = re.compile(
     r"^(seg-\d+\.(chunks\.jsonl|vectors\.npy|deleted\.json)|"
-    + "|".join(re.escape(n) for n in (CHUNKS, VECTORS, INDEX))
+    + "|".join(re.escape(n) for n in (CHUNKS, VECTORS, INDEX, DEAD))
     + r")(\.prev)?$"
 )
 

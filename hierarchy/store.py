@@ -10,9 +10,11 @@ and repairs what a writer that died left behind before writing (`recover`). The 
 re-entrant within a thread, so a caller can hold it across several commits: one write
 transaction (the KB's chunks, then the summary layers that must follow them).
 
-The knowledge base overwrites fixed file names and records a fingerprint of each; the summary
-layers write every generation under new names and record the names, so they never overwrite a
-file and drop older generations once the new record has landed (`prune`).
+The knowledge base writes each change as a segment under new names (hierarchy.kb_segments) and
+overwrites only a persisted HNSW graph, recording a fingerprint of every file; the summary
+layers write every generation under new names and record the names. Neither overwrites a
+committed segment or generation, and both drop the files their record no longer names once it
+has landed (hierarchy.kb_segments.prune; `prune` here).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ KINDS = (FAISS, FAISS_HNSW, MILVUS)
 # CPU; HNSW costs 0.5-1 ms at each size with recall@10 >= 0.98. Past 20k (~2.5 ms) exact search
 # would eat the 5 ms retrieval budget that exclusion windows and a loaded machine need room in.
 EXACT_MAX = 20_000
-FAISS_INDEX = "index.faiss"  # a faiss store's one data file, committed with the KB's other files
+FAISS_INDEX = "index.faiss"  # a faiss store's HNSW graph, committed with the KB's other files
+FAISS_DEAD = "index.dead.npy"  # the rows deleted from that graph since it was built (int64 row numbers)
 LITE_DEFAULT = "milvus.db"  # `--store milvus`: a Milvus Lite folder inside the KB folder
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.-]+:\d+$")
 

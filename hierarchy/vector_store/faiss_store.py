@@ -1,43 +1,51 @@
 """The faiss store: an index over the KB's vectors, in the KB folder.
 
-Rows follow the KB's chunk order (row i is the KB's i-th chunk), so the index needs no id map of
-its own and the KB's check compares row counts as before. `faiss` is exact (IndexFlatIP, what
-every KB had before stores existed): it is built from the KB's vectors when the KB opens (a copy
-of the rows, ~0.1 s at 100k), so no index file is written by a commit. `faiss-hnsw` stays exact
+Live rows follow the KB's chunk order (the i-th live row is the KB's i-th chunk), so the index
+needs no id map of its own: opening pairs the KB's chunk ids with the rows not deleted. `faiss`
+is exact (IndexFlatIP, what every KB had before stores existed): it is built from the KB's
+vectors when the KB opens (a copy of the rows, ~0.1 s at 100k), so no commit writes it. `faiss-hnsw` stays exact
 up to `exact_max` vectors and switches to an HNSW graph above it (the choice and the threshold
 were measured on real MiniLM vectors: docs/vector_stores.md); the graph costs a minute to build
 at 100k, so it is persisted as `index.faiss`, written whole by each commit (the bounded index
-rewrite measured in docs/vector_stores.md). HNSW grows by appending; a delete rebuilds the graph
-from the kept vectors (faiss' HNSW has no delete), O(KB size).
+rewrite measured in docs/vector_stores.md). HNSW grows by appending; a delete marks rows deleted
+(`index.dead.npy`, skipped by every search) and the graph is rebuilt from the rows it keeps once
+they pass REBUILD_DEAD, so deletes are O(deleted) and the rebuild is amortized.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
 from engine.base.errors import KBCorruptError
-from hierarchy.vector_store.base import EXACT_MAX, FAISS_HNSW, FAISS_INDEX, Hits, StoreSpec
+from hierarchy.vector_store.base import EXACT_MAX, FAISS_DEAD, FAISS_HNSW, FAISS_INDEX, Hits, StoreSpec
 
 INDEX = FAISS_INDEX
+DEAD = FAISS_DEAD
 # HNSW parameters: M=32 links per node and efConstruction=80 built a graph whose search at
 # efSearch=128 kept recall@10 >= 0.98 against exact (bar: 0.95) up to 100k vectors for ~0.3 ms
 # more than efSearch=64, which measured 0.977-0.993 at 100k in smaller passes (docs/vector_stores.md).
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
+# Deleted rows of a graph past which it is rebuilt from the rows it keeps: dead rows cost search
+# time (the graph still walks them) and bytes in every rewrite of index.faiss.
+REBUILD_DEAD = 0.2
 
 
 class FaissStore:
-    """See the module docstring. Use `empty` or `from_files`; add/delete return a new store."""
+    """See the module docstring. Use `empty`, `from_vectors` or `from_files`; add/delete return
+    a new store. `ids[r]` is the chunk of index row r, None for a row deleted from an HNSW graph."""
 
-    def __init__(self, spec: StoreSpec, dim: int, index, ids: Sequence[str]):
+    def __init__(self, spec: StoreSpec, dim: int, index, ids: Sequence[str | None]):
         self.spec = spec
         self.dim = int(dim)
         self.index = index  # the faiss index itself: benchmarks and older callers read it
-        self.ids: list[str] = list(ids)
-        self._row = {cid: i for i, cid in enumerate(self.ids)}
+        self.ids: list[str | None] = list(ids)
+        self._row = {cid: i for i, cid in enumerate(self.ids) if cid is not None}
+        self._dead = np.array([i for i, cid in enumerate(self.ids) if cid is None], dtype=np.int64)
 
     # -- open -------------------------------------------------------------------------------
     @classmethod
@@ -52,9 +60,10 @@ class FaissStore:
     def from_files(
         cls, spec: StoreSpec, dim: int, files: Mapping[str, bytes], ids: Sequence[str], vectors: np.ndarray | None
     ) -> FaissStore:
-        """The store committed as `files`, its rows being the chunks `ids` in order: the persisted
-        index, else one built from `vectors` (an exact index is not persisted). KBCorruptError
-        "is unreadable (...)" when the index does not read (the caller names the file and the repair)."""
+        """The store committed as `files`, its live rows being the chunks `ids` in order: the
+        persisted index, else one built from `vectors` (an exact index is not persisted).
+        KBCorruptError "is unreadable (...)" when the index does not read or does not hold those
+        rows (the caller names the file and the repair)."""
         import faiss
 
         if INDEX not in files:
@@ -63,13 +72,17 @@ class FaissStore:
             return cls.from_vectors(spec, dim, ids, vectors)
         try:
             index = faiss.deserialize_index(np.frombuffer(files[INDEX], dtype=np.uint8))
+            dead = set(np.load(io.BytesIO(files[DEAD]), allow_pickle=False).tolist()) if DEAD in files else set()
         except Exception as e:  # faiss raises RuntimeError with C++ text
             raise KBCorruptError(f"is unreadable ({e})") from e
-        return cls(spec, dim, index, ids)
+        if index.ntotal - len(dead) != len(ids) or any(not 0 <= r < index.ntotal for r in dead):
+            raise KBCorruptError(f"is unreadable (it holds {index.ntotal} rows, {len(dead)} deleted, for {len(ids)})")
+        live = iter(ids)
+        return cls(spec, dim, index, [None if r in dead else next(live) for r in range(index.ntotal)])
 
     # -- the protocol -----------------------------------------------------------------------
     def count(self) -> int:
-        return int(self.index.ntotal)
+        return len(self._row)
 
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> FaissStore:
         """A copy with the rows appended (ids already present are replaced); self stays valid,
@@ -84,30 +97,35 @@ class FaissStore:
         if not len(vectors) and not to_hnsw:
             return base  # nothing to add: no copy of the index (the KB's add of changed positions only)
         if to_hnsw:
-            return FaissStore.from_vectors(self.spec, self.dim, base.ids + list(ids), _concat(base.vectors(), vectors))
+            rows = _concat(base.vectors(), vectors)
+            return FaissStore.from_vectors(self.spec, self.dim, base.live_ids() + list(ids), rows)
         index = faiss.clone_index(base.index)
         if len(vectors):
             index.add(vectors)
         return FaissStore(self.spec, self.dim, index, base.ids + list(ids))
 
     def delete(self, ids: Collection[str]) -> FaissStore:
-        """A copy without these rows: rebuilt from the kept vectors (a flat index copies them
-        once, cheaper than remove_ids; HNSW has no delete)."""
+        """A copy without these rows. An HNSW graph keeps them as deleted rows, skipped by every
+        search, until they pass REBUILD_DEAD of its rows (faiss' HNSW has no delete); a flat
+        index is rebuilt from the kept vectors (a copy of them, cheaper than remove_ids)."""
         gone = {cid for cid in ids if cid in self._row}
         if not gone:
             return self
-        keep = [i for i, cid in enumerate(self.ids) if cid not in gone]
-        return FaissStore.from_vectors(self.spec, self.dim, [self.ids[i] for i in keep], self.vectors()[keep])
+        if _is_hnsw(self.index) and len(self._dead) + len(gone) <= REBUILD_DEAD * len(self.ids):
+            return FaissStore(self.spec, self.dim, self.index, [None if c in gone else c for c in self.ids])
+        keep = [r for c, r in self._row.items() if c not in gone]
+        kept = self.index.reconstruct_batch(np.array(keep, dtype=np.int64)) if keep else np.zeros((0, self.dim))
+        return FaissStore.from_vectors(self.spec, self.dim, [self.ids[r] for r in keep], kept)
 
     def search(self, queries: np.ndarray, k: int, exclude: Collection[str] = ()) -> list[Hits]:
         import faiss
 
         q = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
-        n = self.count()
-        rows = np.array(sorted({self._row[c] for c in exclude if c in self._row}), dtype=np.int64)
-        k = min(k, n - len(rows))
+        excluded = np.array(sorted({self._row[c] for c in exclude if c in self._row}), dtype=np.int64)
+        k = min(k, self.count() - len(excluded))
         if k <= 0 or len(q) == 0:
             return [[] for _ in range(len(q))]
+        rows = np.concatenate([self._dead, excluded]) if len(self._dead) else excluded
         # The exclusion is applied inside the index (an ID selector), so k new rows come back in
         # one search however many rows are excluded (the logic route samples without replacement).
         sel = faiss.IDSelectorNot(faiss.IDSelectorBatch(rows)) if len(rows) else None
@@ -119,24 +137,39 @@ class FaissStore:
         return [[(self.ids[r], float(s)) for s, r in zip(sr, rr) if r >= 0] for sr, rr in zip(scores, found)]
 
     def persist(self) -> dict[str, bytes]:
-        """The HNSW graph; nothing for an exact index, which opening rebuilds from the vectors."""
+        """The HNSW graph and its deleted rows; nothing for an exact index, which opening
+        rebuilds from the vectors."""
         import faiss
 
-        return {INDEX: faiss.serialize_index(self.index).tobytes()} if _is_hnsw(self.index) else {}
+        if not _is_hnsw(self.index):
+            return {}
+        buf = io.BytesIO()
+        np.save(buf, self._dead, allow_pickle=False)
+        return {INDEX: faiss.serialize_index(self.index).tobytes(), DEAD: buf.getvalue()}
 
     def describe(self) -> dict:
         if _is_hnsw(self.index):
-            return {"type": "faiss.IndexHNSWFlat", "metric": "inner_product", "M": HNSW_M, "ef_search": HNSW_EF_SEARCH}
+            return {
+                **{"type": "faiss.IndexHNSWFlat", "metric": "inner_product", "M": HNSW_M, "ef_search": HNSW_EF_SEARCH},
+                "deleted_rows": len(self._dead),
+            }
         return {"type": "faiss.IndexFlatIP", "metric": "inner_product"}
 
     def close(self) -> None:
         return None
 
     # -- beyond the protocol ----------------------------------------------------------------
+    def live_ids(self) -> list[str]:
+        """The chunk ids of the live rows, in row order."""
+        return list(self._row)
+
     def vectors(self) -> np.ndarray:
-        """Every row's vector, in row order (both index types store them whole)."""
-        n = self.count()
-        return self.index.reconstruct_n(0, n) if n else np.zeros((0, self.dim), np.float32)
+        """Every live row's vector, in row order (both index types store them whole)."""
+        if not self._row:
+            return np.zeros((0, self.dim), np.float32)
+        if not len(self._dead):
+            return self.index.reconstruct_n(0, self.index.ntotal)
+        return self.index.reconstruct_batch(np.array(list(self._row.values()), dtype=np.int64))
 
 
 def _wants_hnsw(spec: StoreSpec, n: int) -> bool:

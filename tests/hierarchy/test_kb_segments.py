@@ -98,6 +98,20 @@ def test_a_document_whose_source_changed_rewrites_only_its_chunk_and_keeps_its_p
     assert again.chunks[again.chunk_ids[4]].source == "https://example.org/moved"
 
 
+def test_a_delete_from_an_hnsw_graph_marks_its_rows_and_rebuilds_only_past_a_fifth(tmp_path):
+    kb = _kb(tmp_path / "kb", per_topic=5, store_kind=FAISS_HNSW)  # 40 chunks in a graph
+    graph = kb.index
+    kb.delete(["river-0", "volcano-1"])
+    assert kb.index is graph and kb.index.ntotal == 40 and kb.store.count() == 38  # no rebuild, no copy
+    hits = [h.doc_id for h in kb.search("lava eruption volcano crater", k=38)]
+    assert len(hits) == 38 and not {"river-0", "volcano-1"} & set(hits)
+    again = KnowledgeBase.open(kb.path, _emb())
+    assert again.store.count() == 38 and again.index.ntotal == 40 and check_kb(kb.path).index == 38
+    assert [h.doc_id for h in again.search("lava eruption volcano crater", k=38)] == hits
+    kb.delete([f"opera-{i}" for i in range(5)] + ["ship-0", "ship-1"])  # 9 of 40 rows deleted: past a fifth
+    assert kb.index.ntotal == 31 and kb.store.count() == 31 and check_kb(kb.path).ok
+
+
 # -- compaction -------------------------------------------------------------------------------
 
 
