@@ -26,9 +26,12 @@ def check(kb_dir, as_json):
     else:
         counts = [report.documents, report.chunks, report.vectors, report.index]
         docs, chunks, vectors, rows = ("?" if n is None else n for n in counts)  # ?: that file does not read
+        # A KB of many segments has many files: the ones that are not ok are named, the others counted.
+        ok = sum(state == "ok" for state in report.files.values())
+        named = [f"{name} {state}" for name, state in report.files.items() if state != "ok"]
         click.echo(
             f"{docs} documents, {chunks} chunks, {vectors} vectors, {rows} index rows; files: "
-            + ", ".join(f"{name} {state}" for name, state in report.files.items())
+            + ", ".join([f"{ok} ok", *named] if ok else named)
         )
         if report.layers is not None:
             lay = report.layers
