@@ -181,8 +181,8 @@ def _salvage(path: Path, segments: list[Segment], files: dict, dim: int, report:
     for seg in segments:
         if seg.deletes:
             data, verified = _file(path, seg.deleted_file, files)
-            try:
-                ids = json.loads(data or b"null") if verified else None
+            try:  # without a manifest nothing can be verified: a list that reads is taken as it is
+                ids = json.loads(data or b"null") if verified or not files else None
             except ValueError:
                 ids = None
             if not isinstance(ids, list):

@@ -238,6 +238,16 @@ def test_a_damaged_deletion_list_is_reported_and_repair_says_what_may_be_back(tm
     assert check_kb(kb.path).ok
 
 
+def test_without_a_readable_manifest_repair_replays_every_segment_on_disk(tmp_path):
+    kb = _three_segments(tmp_path / "kb")
+    ids, vectors = _state(kb)
+    (kb.path / MANIFEST).write_text("{not json")
+    out = repair_kb(kb.path, embedder=_emb(), show_progress=False)
+    assert out.rebuilt and out.chunks == 39 and out.embedded == 39  # no fingerprint vouches for any vector
+    fixed = KnowledgeBase.open(kb.path, _emb())
+    assert fixed.chunk_ids == ids and np.allclose(fixed.vectors, vectors, atol=1e-6) and check_kb(kb.path).ok
+
+
 # -- a writer killed with SIGKILL in the middle of an incremental add ------------------------
 
 CTX = mp.get_context("spawn")
