@@ -179,15 +179,21 @@ def generalist(
         features,
         batch_size,
     )
+    files, embedder = expand_files(labels + more_labels), injected_embedder(ctx)
+    extras = {}
+    if lodo:
+        from training.lodo import lodo_report, lodo_summary
+
+        extras["lodo"] = lodo_summary(lodo_report(files, cfg, embedder=embedder))
     card = train_generalist(
-        expand_files(labels + more_labels),
+        files,
         out,
         cfg,
         eval_files=expand_files(eval_labels),
-        embedder=injected_embedder(ctx),
+        embedder=embedder,
         progress=progress,
         notes=notes,
-        lodo=lodo,
+        card_extras=extras,
     )
     _print_card(card, out)
 

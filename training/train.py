@@ -140,10 +140,10 @@ def train_generalist(
     embedder=None,
     progress: bool = False,
     notes: str = "",
-    lodo: bool = False,
+    card_extras: dict | None = None,
 ) -> dict:
-    """Train on the mix of label files, save checkpoint + card, return the card. lodo: the card
-    also keeps the recipe's leave-one-dataset-out figures on the same label files."""
+    """Train on the mix of label files, save checkpoint + card, return the card. card_extras:
+    more card entries (e.g. "lodo": the recipe's leave-one-dataset-out figures)."""
     from router.checkpoint import save_checkpoint
 
     cfg = cfg or TrainConfig()
@@ -167,10 +167,7 @@ def train_generalist(
         "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
         "notes": notes,
     }
-    if lodo:
-        from training.lodo import lodo_report, lodo_summary  # lodo trains folds with fit_router, from here
-
-        card["lodo"] = lodo_summary(lodo_report(label_files, cfg, embedder=embedder))
+    card.update(card_extras or {})
     guard = build_guard(x[:, : int(embedder.dim)], sources=[str(p) for p in label_files], seed=cfg.seed)
     return save_checkpoint(out, model, card, guard)
 
