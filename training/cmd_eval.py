@@ -142,6 +142,13 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 @click.option(
     "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
 )
+@click.option(
+    "--recipe",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="with --lodo: train every fold with the settings recorded in this checkpoint's card "
+    "(e.g. the shipped generalist's) instead of the defaults and --features/--text-form",
+)
 @click.pass_context
 def eval_router(
     ctx,
@@ -157,6 +164,7 @@ def eval_router(
     features,
     specialist_n,
     text_form,
+    recipe,
 ):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
     routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
@@ -168,9 +176,14 @@ def eval_router(
         from training.fit import TrainConfig
         from training.lodo import format_lodo, lodo_report
 
-        cfg = train_config_from_options(
-            TrainConfig(text_form=text_form), None, None, None, None, None, None, None, None, features
-        )
+        if recipe:
+            from training.fit import config_from_card
+
+            cfg = config_from_card(recipe)
+        else:
+            cfg = train_config_from_options(
+                TrainConfig(text_form=text_form), None, None, None, None, None, None, None, None, features
+            )
         rep = lodo_report(
             expand_files(labels + more_labels),
             cfg,

@@ -14,11 +14,12 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.base.errors import CheckpointError, LogicRouteError
 from router.features import ALL_FEATURES
 
 
@@ -51,6 +52,18 @@ class TrainConfig:
     monitor: str = field(default="quality", metadata={"help": "early-stopping metric: quality (pref mass) | accuracy"})
     seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})
+
+
+def config_from_card(checkpoint: str | Path) -> TrainConfig:
+    """The TrainConfig a checkpoint's card records (its recipe); CheckpointError when it has none."""
+    from router.checkpoint import read_card
+
+    recorded = (read_card(checkpoint).get("training") or {}).get("config")
+    if not isinstance(recorded, dict):
+        raise CheckpointError(f"{checkpoint}: its card records no training settings")
+    known = {f.name for f in fields(TrainConfig)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items() if k in known}
+    return TrainConfig(**values)
 
 
 def specialist_config(**overrides) -> TrainConfig:

@@ -103,3 +103,27 @@ def test_a_generalist_card_keeps_its_recipes_leave_one_dataset_out_figures(tmp_p
     assert {"router", "logreg", "always chunk", "always logic", "oracle"} <= set(films)
     assert films["always logic"]["score"] == 100.0 and card["lodo"]["pooled"]["router"]["n"] == 36
     assert "left out films: router" in res.output
+
+
+def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe(tmp_path):
+    from click.testing import CliRunner
+
+    from training.cmd_eval import eval_router
+    from training.cmd_train import train
+    from training.fit import config_from_card
+
+    files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
+    out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
+    args = ["generalist", "--labels", ",".join(files), "--out", str(out), "--features", "comparison"]
+    args += ["--hidden", "8,4", "--epochs", "3", "--batch-size", "8", "--all-zero", "drop"]
+    assert CliRunner().invoke(train, args, obj=obj, catch_exceptions=False).exit_code == 0
+    recipe = config_from_card(out)
+    assert recipe.hidden == (8, 4) and recipe.batch_size == 8 and recipe.all_zero == "drop"
+    assert recipe.features == ("comparison",)
+
+    report = tmp_path / "lodo.json"
+    args = ["--lodo", "--labels", ",".join(files), "--recipe", str(out), "--json", str(report)]
+    res = CliRunner().invoke(eval_router, args, obj=obj, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert json.loads(report.read_text())["config"]["batch_size"] == 8
+    assert "### left out: films (12 questions)" in res.output
