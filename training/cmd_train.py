@@ -103,7 +103,7 @@ def _print_card(card: dict, out: str) -> None:
             click.echo(f"  {b:<22} acc {bm['accuracy']}  macro-F1 {bm['macro_f1']}  quality {bm['quality']}")
     for d, table in (card.get("lodo") or {}).items():
         cells = "  ".join(f"{s} {m['score']} ({m['tokens']:.0f} tok)" for s, m in table.items())
-        click.echo(f"left out {d}: {cells}")
+        click.echo(f"{'pooled' if d == 'pooled' else f'left out {d}'}: {cells}")
     if "target" in h:
         t = h["target"]
         for who in ("generalist", "specialist"):

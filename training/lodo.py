@@ -76,12 +76,14 @@ def _trained_on(row: dict, cfg: TrainConfig) -> bool:
     return not (cfg.all_zero == "drop" and row.get("all_zero"))
 
 
-def _specialist(model, x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], n_tune: int) -> dict:
+def _specialist(
+    model, x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], n_tune: int, recipe: TrainConfig
+) -> dict:
     """The fold's generalist fine-tuned (specialist_config) on the first `n_tune` left-out rows,
     both judged on the left-out rows after them."""
     tune, rest = test[:n_tune], test[n_tune:]
     cfg = specialist_config()
-    tune = [i for i in tune if _trained_on(rows[i], cfg)]
+    tune = [i for i in tune if _trained_on(rows[i], recipe)]  # the generalist recipe's all-zero rule
     tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
     t, o = target_matrix(tune_rows, routes, cfg.all_zero), oracle_indices(tune_rows, routes)
     tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)
@@ -149,8 +151,7 @@ def lodo_report(
     asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
     systems = _systems(routes, with_llm=asked is not None)
     pooled: dict[str, list] = {s: [] for s in systems}
-    pooled_rows: list[dict] = []
-    pooled_index: list[int] = []
+    pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
     for d in datasets:
@@ -161,22 +162,21 @@ def lodo_report(
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         if 0 < specialist_n < len(test) - 1:
-            report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n)
-        test_rows = [rows[i] for i in test]
-        report["held_out"][d] = {s: _judge_system(s, test_rows, decided[s], routes, asked, test) for s in systems}
+            report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n, cfg)
+        report["held_out"][d] = {s: _judge_system(s, rows, test, decided[s], routes, asked) for s in systems}
         for s in systems:
             pooled[s].extend(decided[s])
-        pooled_rows.extend(test_rows)
         pooled_index.extend(test)
-    report["pooled"] = {s: _judge_system(s, pooled_rows, pooled[s], routes, asked, pooled_index) for s in systems}
+    report["pooled"] = {s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked) for s in systems}
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     return report
 
 
-def _judge_system(system: str, rows, decisions, routes, asked, index) -> dict:
+def _judge_system(system: str, rows, index, decisions, routes, asked) -> dict:
+    """`system`'s `decisions` on rows[index]; the LLM router also pays for its calls."""
     overhead = [asked[i] for i in index] if system == LLM_ROUTER else None
-    return judge(rows, decisions, routes, overhead)
+    return judge([rows[i] for i in index], decisions, routes, overhead)
 
 
 def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: bool) -> list[dict]:
