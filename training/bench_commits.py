@@ -19,21 +19,27 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 DATA = ("hotpotqa/hotpotqa_dev500.jsonl", "2wikimultihopqa/2wiki_train500.json", "musique/musique_200.jsonl")
 
 
-def passages(n: int) -> list:
-    """The first n distinct passages of the shared data sets, as Documents."""
+def distinct_passages(files: Sequence[str] = DATA) -> list:
+    """The distinct passages of shared data files (paths under shared/data), as Documents, in file order."""
     from hierarchy.datasets import load_dataset, shared_data_dir
     from hierarchy.documents import Document
 
     seen: dict[str, Document] = {}
-    for name in DATA:
+    for name in files:
         for p in load_dataset(shared_data_dir() / name).passages:
             seen.setdefault(p.id, Document(p.id, p.title, p.text))
-    docs = list(seen.values())
+    return list(seen.values())
+
+
+def passages(n: int) -> list:
+    """The first n distinct passages of the shared data sets, as Documents."""
+    docs = distinct_passages()
     if len(docs) < n:
         raise SystemExit(f"only {len(docs)} passages in {', '.join(DATA)}; ask for fewer")
     return docs[:n]
@@ -64,38 +70,53 @@ def _measure(kb_path: Path, change) -> dict:
     }
 
 
-def run_store(store: str, docs: list, extra: list, work: Path) -> dict:
-    from engine.embedder import Embedder, get_embedder
+def build_kb(store: str, docs: list, work: Path, embedder=None) -> tuple[Path, dict]:
+    """A KB of `docs` at work/STORE, embedded through the on-disk embedding cache: its path and
+    its build figures (seconds rounded to the millisecond)."""
+    from engine.embedder import get_embedder
     from hierarchy.kb import KnowledgeBase
-    from hierarchy.vector_store.base import FAISS_HNSW, StoreSpec, parse_store
+    from training.bench_store import bench_spec
 
     # faiss-hnsw is forced to its graph at every size, so the index rewrite it pays is measured.
-    spec = StoreSpec(FAISS_HNSW, exact_max=0) if store == FAISS_HNSW else parse_store(store)
+    spec = bench_spec(store)
     path = work / store
-    cached = get_embedder()
     t0 = time.perf_counter()
-    kb = KnowledgeBase.create(path, cached, store=spec, overwrite=True)
+    kb = KnowledgeBase.create(path, embedder or get_embedder(), store=spec, overwrite=True)
     built = kb.add(docs, show_progress=False)
     build_seconds = time.perf_counter() - t0
-    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-    fresh = Embedder(cached.spec, cache=False)  # the added passages cost what a user pays
+    return path, {
+        "chunks": built["added_chunks"],
+        "kb_bytes": sum(f.stat().st_size for f in path.iterdir() if f.is_file()),
+        "build_seconds_measured": round(build_seconds, 3),
+        "build_embed_seconds_measured": round(built["embed_seconds"], 3),
+    }
+
+
+def measure_changes(path: Path, docs: list, extra: list, build: dict, fresh=None) -> dict:
+    """Add `extra` to the KB at `path` (embedded by `fresh`, default: the cached embedder's model
+    without the cache), then delete as many of `docs`; each against a rebuild (build_kb's figures)."""
+    from engine.embedder import Embedder, get_embedder
+    from hierarchy.kb import KnowledgeBase
+
+    fresh = fresh or Embedder(get_embedder().spec, cache=False)  # the added passages cost what a user pays
     fresh.encode(["the model loads before the clock starts"])  # as in a process that already answers
     kb = KnowledgeBase.open(path, fresh)
     add = _measure(path, lambda: kb.add(extra, show_progress=False))
     per_chunk = add["result"]["embed_seconds"] / max(1, add["result"]["added_chunks"])
     delete = _measure(path, lambda: kb.delete([d.id for d in docs[: len(extra)]]))
-    rebuild = build_seconds - built["embed_seconds"] + per_chunk * len(kb)
+    rebuild = build["build_seconds_measured"] - build["build_embed_seconds_measured"] + per_chunk * len(kb)
+    rebuild = max(rebuild, 1e-6)  # a fake embedder on a tiny KB (tests) can round it to nothing
     return {
-        "store": store,
-        "chunks": built["added_chunks"],
-        "kb_bytes": size,
-        "build_seconds_measured": round(build_seconds, 2),
-        "build_embed_seconds_measured": round(built["embed_seconds"], 2),
         "fresh_embed_ms_per_chunk": round(per_chunk * 1000, 2),
         "rebuild_seconds_fresh": round(rebuild, 2),
         "add": {**add, "share_of_rebuild": round(add["seconds"] / rebuild, 4)},
         "delete": {**delete, "share_of_rebuild": round(delete["seconds"] / rebuild, 4)},
     }
+
+
+def run_store(store: str, docs: list, extra: list, work: Path) -> dict:
+    path, build = build_kb(store, docs, work)
+    return {"store": store, **build, **measure_changes(path, docs, extra, build)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,7 +1,7 @@
 """Training's commands on the `logicroute` group: label, train, calibrate, eval-router,
-benchmark, bench-logic, bench-summary, bench-index, bench-reader, bench-global, bench-serve.
-Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's CLI never
-imports training."""
+benchmark, bench-logic, bench-summary, bench-index, bench-reader, bench-global, bench-serve,
+bench-scale. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
+CLI never imports training."""
 
 from __future__ import annotations
 
@@ -11,10 +11,19 @@ import click
 def register(group: click.Group) -> None:
     from training.bench_serve import bench_serve
     from training.cmd_bench_global import bench_global
+    from training.cmd_bench_scale import bench_scale
     from training.cmd_benchmark import COMMANDS as benchmark_commands
     from training.cmd_eval import COMMANDS as eval_commands
     from training.cmd_label import COMMANDS as label_commands
     from training.cmd_train import COMMANDS as train_commands
 
-    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands, bench_global, bench_serve):
+    for cmd in (
+        *label_commands,
+        *train_commands,
+        *eval_commands,
+        *benchmark_commands,
+        bench_global,
+        bench_serve,
+        bench_scale,
+    ):
         group.add_command(cmd)

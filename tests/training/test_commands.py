@@ -18,4 +18,5 @@ def test_register_adds_every_training_command_in_order():
         "bench-reader",
         "bench-global",
         "bench-serve",
+        "bench-scale",
     ]
