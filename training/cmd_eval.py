@@ -149,6 +149,12 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     help="with --lodo: train every fold with the settings recorded in this checkpoint's card "
     "(e.g. the shipped generalist's) instead of the defaults and --features/--text-form",
 )
+@click.option(
+    "--seeds",
+    default=None,
+    help="with --lodo: also retrain every fold's router with each of these seeds (comma list, e.g. 0,1,2) "
+    "and report the spread of its score",
+)
 @click.pass_context
 def eval_router(
     ctx,
@@ -165,6 +171,7 @@ def eval_router(
     specialist_n,
     text_form,
     recipe,
+    seeds,
 ):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
     routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
@@ -190,6 +197,7 @@ def eval_router(
             embedder=injected_embedder(ctx),
             specialist_n=specialist_n,
             llm=make_llm(llm_spec) if llm_spec else None,  # cached: no latency is timed here
+            seeds=parse_seeds(seeds),
             progress=True,
         )
         click.echo(format_lodo(rep))
@@ -219,6 +227,13 @@ def eval_router(
 
         atomic_write_json(Path(json_out), rep)
         click.echo(f"report -> {json_out}", err=True)
+
+
+def parse_seeds(text: str | None) -> list[int]:
+    try:
+        return [int(s) for s in (text or "").split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(f"--seeds takes whole numbers separated by commas, got {text!r}") from None
 
 
 COMMANDS = [calibrate, eval_router]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -131,12 +131,15 @@ def lodo_report(
     embedder=None,
     specialist_n: int = 0,
     llm=None,
+    seeds: Sequence[int] = (),
     progress: bool = False,
 ) -> dict:
     """Per left-out data set and pooled over all of them: every system's score, tokens and route
     shares on the left-out rows. specialist_n > 0: also fine-tune each fold's router on that many
     of the left-out set's rows and judge generalist and specialist on the rows after them.
-    llm: also judge that LLM as router (one call per row)."""
+    llm: also judge that LLM as router (one call per row). seeds: also retrain the router of
+    every fold with each of these seeds ("seed_spread"): with ~100 labels one seed's figure can
+    sit far from the recipe's typical one."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
     routes = list(routes_of(rows))
@@ -170,7 +173,33 @@ def lodo_report(
     report["pooled"] = {s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked) for s in systems}
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
+    if seeds:
+        report["seed_spread"] = seed_spread(x, rows, datasets, routes, cfg, int(embedder.dim), seeds, progress)
     return report
+
+
+def seed_spread(
+    x: np.ndarray, rows: list[dict], datasets: Sequence[str], routes: Sequence[str], cfg, dim: int, seeds, progress
+) -> dict:
+    """The router's LODO judgement (pooled: every figure; per left-out set: the score) for each seed."""
+    out: dict = {"seeds": [int(s) for s in seeds], "pooled": [], "held_out": {d: [] for d in datasets}}
+    for seed in seeds:
+        fold_cfg = replace(cfg, seed=int(seed))
+        decided, index = [], []
+        for d in datasets:
+            test = [i for i, r in enumerate(rows) if str(r["dataset"]) == d]
+            if progress:
+                print(f"seed {seed}: leaving out {d}", flush=True)
+            got = _fold_decisions(x, rows, test, routes, fold_cfg, dim)[0]["router"]
+            out["held_out"][d].append(judge([rows[i] for i in test], got, routes)["score"])
+            decided.extend(got)
+            index.extend(test)
+        out["pooled"].append(judge([rows[i] for i in index], decided, routes))
+    out["scores"] = [p["score"] for p in out["pooled"]]
+    scores = np.array(out["scores"])
+    out["mean"], out["std"] = round(float(scores.mean()), 1), round(float(scores.std()), 1)
+    out["min"], out["max"] = float(scores.min()), float(scores.max())
+    return out
 
 
 def _judge_system(system: str, rows, index, decisions, routes, asked) -> dict:
@@ -202,7 +231,10 @@ def lodo_summary(report: dict) -> dict:
     """What a checkpoint card keeps of a report: per left-out set and pooled, each system's
     n, score, tokens, calls and route shares."""
     tables = {**report["held_out"], "pooled": report["pooled"]}
-    return {d: {s: m for s, m in t.items() if s in CARD_SYSTEMS} for d, t in tables.items()}
+    out = {d: {s: m for s, m in t.items() if s in CARD_SYSTEMS} for d, t in tables.items()}
+    if "seed_spread" in report:
+        out["seed_spread"] = {k: v for k, v in report["seed_spread"].items() if k != "pooled"}
+    return out
 
 
 def format_lodo(report: dict) -> str:
@@ -222,6 +254,17 @@ def format_lodo(report: dict) -> str:
                 f"| {s} | {m['score']} | {m['tokens']:,.0f} | {m['llm_calls']} | {m['agreement']} | {shares} |"
             )
         lines.append("")
+    spread = report.get("seed_spread")
+    if spread:
+        lines += [
+            f"### router over seeds {', '.join(map(str, spread['seeds']))}: pooled {spread['mean']} "
+            f"± {spread['std']} (min {spread['min']}, max {spread['max']})",
+            "",
+            "| left out | " + " | ".join(f"seed {s}" for s in spread["seeds"]) + " |",
+            "|---|" + "---|" * len(spread["seeds"]),
+        ]
+        lines += [f"| {d} | " + " | ".join(map(str, v)) + " |" for d, v in spread["held_out"].items()]
+        lines += ["| pooled | " + " | ".join(str(p["score"]) for p in spread["pooled"]) + " |", ""]
     for d, sp in report.get("specialist", {}).items():
         n = sp["generalist"]["n"]
         lines += [

@@ -127,3 +127,26 @@ def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe
     assert res.exit_code == 0, res.output
     assert json.loads(report.read_text())["config"]["batch_size"] == 8
     assert "### left out: films (12 questions)" in res.output
+
+
+def test_seeds_retrain_every_fold_and_report_the_spread_of_the_routers_score(tmp_path):
+    files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
+    cfg = TrainConfig(features=("comparison",), hidden=(8, 4), max_epochs=3, batch_size=8)
+    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=16), seeds=[0, 1])
+
+    spread = rep["seed_spread"]
+    assert spread["seeds"] == [0, 1] and len(spread["pooled"]) == 2
+    assert all(p["n"] == 36 for p in spread["pooled"])
+    assert set(spread["held_out"]) == set(TOPICS) and all(len(v) == 2 for v in spread["held_out"].values())
+    assert spread["min"] <= spread["mean"] <= spread["max"]
+    assert spread["scores"] == [p["score"] for p in spread["pooled"]]
+    assert "router over seeds 0, 1: pooled" in format_lodo(rep)
+
+
+def test_seeds_must_be_whole_numbers():
+    from click.testing import CliRunner
+
+    from training.cmd_eval import eval_router
+
+    res = CliRunner().invoke(eval_router, ["--lodo", "--labels", "x.jsonl", "--seeds", "0,one"])
+    assert res.exit_code != 0 and "--seeds takes whole numbers" in res.output
