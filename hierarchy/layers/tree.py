@@ -5,11 +5,14 @@ whose summary is embedded with the KB's embedder; the node embeddings are cluste
 and so on until a level holds at most MAX_TOP nodes. Every node keeps its children (chunk ids
 at level 1, node ids above) and its parent.
 
-Clustering: Ward agglomerative clustering with k = round(m / CLUSTER_SIZE) (k-means above
-WARD_MAX items). Of the methods compared on HotpotQA's passages, Ward gave balanced clusters
-fastest and kept a question's supporting passages together most often; RAPTOR's GMM with k
-chosen by BIC was far slower and made clusters too large for one summary to cover (figures:
-docs/results/design_measurements.md).
+Clustering (hierarchy.layers.clustering): k = round(m / CLUSTER_SIZE) clusters at every level,
+Ward agglomerative clustering up to its WARD_MAX items and two stages above (faiss k-means into
+coarse groups of ~1,000 items, Ward inside each), so a level's time and memory grow near-linearly.
+Of the methods compared on real passages, Ward kept a question's supporting passages together
+most often; RAPTOR's GMM with k chosen by BIC was far slower and made clusters too large for one
+summary to cover (docs/results/design_measurements.md); why Ward stops at WARD_MAX and what the
+two stages cost and find from 2k to 100k chunks: the clustering module and
+docs/results/bench_clustering.md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import numpy as np
 from engine.base.errors import LogicRouteError
 from engine.base.progress import progress_bar
 from engine.base.types import Usage
+from hierarchy.layers.clustering import cluster as cluster_rows
+from hierarchy.layers.clustering import cluster_method
 from hierarchy.summarize import SUMMARIZERS, Unit, extractive_batch, llm_summary, render_units
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMAT_VERSION = 1  # of meta.json and the files it names
 CLUSTER_SIZE = 10  # target chunks (or nodes) per cluster: a 100-word summary can still cover ~10 passages
 MAX_TOP = 8  # stop adding levels once a level is this small
-WARD_MAX = 12_000  # ward keeps m*(m-1)/2 distances (~0.6 GB at 12k); k-means beyond
 LEVEL1_WORDS = 100  # summary word budgets
 UPPER_WORDS = 150
 NEW_CLUSTER_PERCENTILE = 5.0
@@ -97,32 +101,10 @@ class Layers:
 
 
 def cluster(vectors: np.ndarray, size: int = CLUSTER_SIZE, seed: int = 0) -> list[list[int]]:
-    """Groups of row indices, each sorted, groups ordered by their first row.
-
-    k = round(m / size) clusters. Ward agglomerative clustering (deterministic; on unit
-    vectors Euclidean distance is monotone in cosine) up to WARD_MAX items, whose distance
-    matrix it holds in memory; k-means (one init) above that. A set too small for two
-    clusters is one group."""
-    m = len(vectors)
-    if m == 0:
-        return []
-    k = min(m, max(1, round(m / size)))
-    if k <= 1 or m <= MAX_TOP:
-        return [list(range(m))]
-    x = np.asarray(vectors, dtype=np.float32)
-    k = min(k, len(np.unique(x, axis=0)))  # identical vectors cannot be split apart
-    if k <= 1:
-        return [list(range(m))]
-    if m <= WARD_MAX:
-        from sklearn.cluster import AgglomerativeClustering
-
-        labels = AgglomerativeClustering(n_clusters=k, linkage="ward").fit_predict(x)
-    else:
-        from sklearn.cluster import KMeans
-
-        labels = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(x)
-    groups = [np.flatnonzero(labels == c).tolist() for c in range(k)]
-    return sorted((g for g in groups if g), key=lambda g: g[0])
+    """Groups of row indices, each sorted, groups ordered by their first row: k = round(m / size)
+    of them, by Ward up to WARD_MAX items and by two stages above (hierarchy.layers.clustering).
+    A set too small for two clusters, or of at most MAX_TOP items, is one group."""
+    return cluster_rows(vectors, size, seed, min_items=MAX_TOP)
 
 
 def node_id(level: int, i: int) -> str:
@@ -311,7 +293,7 @@ def build_tree(
         "summarizer": summarizer,
         "llm": llm.name if summarizer == "llm" else None,
         "embedder": kb.embedder.id,
-        "cluster_method": "ward" if len(kb.chunk_ids) <= WARD_MAX else "kmeans",
+        "cluster_method": cluster_method(len(kb.chunk_ids)),
         "cluster_size": cluster_size,
         "max_top": MAX_TOP,
         "summary_words": list(run.words),
