@@ -2,7 +2,7 @@
 from it on one target set (QA-GraphRAG). Each saves a checkpoint and its card.
 
 - Inputs and targets: training.label_arrays (embedding + cheap features; preference vectors,
-  all-zero rows to the cheapest route by default).
+  rows where no route scored dropped by default: TrainConfig.all_zero says why).
 - Validation: a stratified split (by dataset x oracle route) of the training labels.
 - Fitting (loss, early stopping, kept weights, seeds): training.fit.
 - Out-of-distribution guard (router.ood): the embeddings of the questions trained on are
@@ -62,10 +62,13 @@ def _file_summary(rows: Sequence[dict]) -> list[dict]:
 def _training_record(
     rows: Sequence[dict], n_train: int, n_val: int, cfg: TrainConfig, history: dict, t0: float
 ) -> dict:
-    """The card's "training" entry: the labels trained on, the settings and the fit history."""
+    """The card's "training" entry: the labels read (per file: the rows read, so that the first
+    that many rows of each file give the same checkpoint again, all-zero ones included), the rows
+    trained on, the settings and the fit history."""
     return {
         "label_files": _file_summary(rows),
         "n_rows": len(rows),
+        "n_dropped_all_zero": sum(bool(r.get("all_zero")) for r in rows) if cfg.all_zero == "drop" else 0,
         "n_train": n_train,
         "n_val": n_val,
         "label_scorer": sorted({str(r.get("scorer")) for r in rows}),
@@ -149,10 +152,9 @@ def train_generalist(
     cfg = cfg or TrainConfig()
     t0 = time.perf_counter()
     embedder = _get_embedder(embedder)
-    rows = load_label_files(label_files)
-    routes = routes_of(rows)
-    if cfg.all_zero == "drop":
-        rows = [r for r in rows if not r.get("all_zero")]
+    read = load_label_files(label_files)
+    routes = routes_of(read)
+    rows = [r for r in read if not (cfg.all_zero == "drop" and r.get("all_zero"))]
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress)
 
@@ -162,7 +164,7 @@ def train_generalist(
         "kind": "generalist",
         "embedder": {"id": embedder.id, "dim": int(embedder.dim)},
         "features": list(cfg.features),
-        "training": _training_record(rows, len(tr), len(va), cfg, history, t0),
+        "training": _training_record(read, len(tr), len(va), cfg, history, t0),
         "validation": _summary(val),
         "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
         "notes": notes,
