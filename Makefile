@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint corpus clean
 
 install: $(STAMP)
 
@@ -37,6 +37,12 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+# The corpus of `logicroute bench-scale --corpus debian-docs`: seven Debian documentation packages
+# (apt-get download, dpkg-deb -x: nothing installed) as Markdown, 100k+ chunks, fetched once into
+# $LOGICROUTE_CACHE_DIR/corpora/debian-docs (default ~/.cache/logicroute/...), outside the repository.
+corpus: install
+	$(BIN)/python -m training.corpus_fetch
 
 clean:
 	rm -rf $(VENV)

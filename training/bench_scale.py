@@ -7,7 +7,9 @@ documents against a rebuild (training.bench_commits); per size, the extractive s
 build and the summary descent's latency. Then index only, without a KB: adding N vectors,
 search latency and recall@10 (training.bench_store). Reported by training.bench_scale_report.
 
-Corpus: real text only, training.bench_scale_corpus.
+Corpus: real text only, training.bench_scale_corpus: the shared data sets (17,613 distinct
+chunks), or with --corpus debian-docs the manuals of seven Debian documentation packages (fetched
+once by `make corpus`, training.corpus_fetch), or a folder of .md/.txt files.
 
 Embedding: every chunk goes through the cached embedder (engine.embedder) before any KB is
 built; the cache is written every few batches, so an interrupted run keeps what it embedded and
@@ -33,7 +35,7 @@ import numpy as np
 from engine.base.errors import LogicRouteError
 from engine.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, MILVUS
-from training.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
+from training.bench_scale_corpus import SCALE_SETS, SHARED, check_corpus, corpus_lines, load_corpus, plan_sizes
 from training.bench_scale_report import DEFAULT_OUT, write_report
 
 STORES = (FAISS, FAISS_HNSW, MILVUS)
@@ -58,6 +60,7 @@ class ScaleConfig:
     out: str = DEFAULT_OUT
     layers: bool = True
     sets: tuple[str, ...] = SCALE_SETS
+    corpus: str = SHARED  # shared, debian-docs, or a folder (training.bench_scale_corpus)
 
     def __post_init__(self) -> None:
         if not self.sizes and not self.index_only_sizes:
@@ -80,6 +83,7 @@ class ScaleConfig:
         unknown = [s for s in self.sets if s not in SHARED_FILES]
         if unknown:
             raise LogicRouteError(f"unknown data sets {', '.join(unknown)}: choose from {', '.join(SHARED_FILES)}")
+        check_corpus(self.corpus)
 
 
 # ---------------------------------------------------------------- memory and disk
@@ -290,12 +294,7 @@ def new_report(cfg: ScaleConfig, corpus, emb, notes: list[str]) -> dict:
     return {
         "config": asdict(cfg),
         "machine": {"cpus": os.cpu_count(), "load_at_start": [round(x, 2) for x in os.getloadavg()]},
-        "corpus": {
-            "sets": list(cfg.sets),
-            "passages": len(corpus.docs),
-            "distinct_chunks": corpus.chunks,
-            "max_kb_chunks": corpus.max_kb,
-        },
+        "corpus": corpus.describe(),
         "embedding": {"model": emb.id, "dim": int(emb.dim)},
         "kb": [],
         "layers": [],
@@ -314,10 +313,11 @@ def run_bench_scale(cfg: ScaleConfig, embedder=None, fresh=None, echo: Callable[
     t_start = time.perf_counter()
     emb = embedder or get_embedder()
     fresh = fresh or (Embedder(emb.spec, cache=False) if isinstance(emb, Embedder) else emb)
-    corpus = scale_corpus(cfg.sets)
+    corpus = load_corpus(cfg.corpus, cfg.sets)
     plan, notes = plan_sizes(cfg.sizes, corpus)
     report = new_report(cfg, corpus, emb, notes)
-    echo(f"corpus: {len(corpus.docs):,} distinct passages, {corpus.chunks:,} distinct chunks ({', '.join(cfg.sets)})")
+    for line in corpus_lines(corpus):
+        echo(line)
     for note in notes:
         echo(f"note: {note}")
 

@@ -153,6 +153,24 @@ def _milvus_sample(report: dict) -> str:
     return ""
 
 
+def _corpus_words(c: dict) -> str:
+    """The corpus in words: its documents and where they come from (packages and versions)."""
+    if "about" not in c:  # a report written before --corpus
+        return f"{c['passages']:,} distinct passages of the shared data sets ({', '.join(c['sets'])})"
+    what = "distinct passages" if c["name"] == "shared" else "documents"
+    return f"{c['documents']:,} {what} of {c['about']}"
+
+
+def _corpus_parts(c: dict) -> list[str]:
+    """Per data set or package: its documents and the distinct chunks it adds."""
+    versions = {p["name"]: p["version"] for p in c.get("packages", [])}
+    return [
+        f"`{part}`{' ' + versions[part] if part in versions else ''}: {n['documents']:,} documents, "
+        f"{n['chunks']:,} chunks"
+        for part, n in (c.get("parts") or {}).items()
+    ]
+
+
 def render_markdown(report: dict) -> str:
     c, e, m = report["corpus"], report["embedding"], report["machine"]
     q = e.get("query") or {}
@@ -160,9 +178,9 @@ def render_markdown(report: dict) -> str:
     md = [
         "# How big a knowledge base can grow: `logicroute bench-scale`",
         "",
-        f"Corpus: {c['passages']:,} distinct passages of the shared data sets ({', '.join(c['sets'])}), "
-        f"**{c['distinct_chunks']:,} distinct real chunks** as the KB chunks them; the largest KB that leaves 1% "
-        f"for the add holds {c['max_kb_chunks']:,}. Embedder `{e['model']}` ({e['dim']} dims): the corpus' "
+        f"Corpus: {_corpus_words(c)}, **{c['distinct_chunks']:,} distinct real chunks** as the KB chunks them; "
+        f"the largest KB that leaves 1% for the add holds {c['max_kb_chunks']:,}. "
+        f"Embedder `{e['model']}` ({e['dim']} dims): the corpus' "
         f"{e.get('corpus_texts', 0):,} chunks in {e.get('corpus_seconds', 0):.0f} s through the embedding cache{now}. "
         f"Embedding one question (no cache) takes p50 {q.get('p50_ms', 0):.1f} ms, p95 {q.get('p95_ms', 0):.1f} ms "
         f"({q.get('queries', 0)} questions): not in the latencies below. {m['cpus']} CPUs, load "
@@ -171,6 +189,9 @@ def render_markdown(report: dict) -> str:
         + ".",
         "",
     ]
+    parts = _corpus_parts(c)
+    if parts:
+        md += [f"Distinct chunks per part of the corpus: {'; '.join(parts)}.", ""]
     if report["notes"]:
         md += [*(f"- {n}" for n in report["notes"]), ""]
     if report["kb"]:
@@ -195,7 +216,8 @@ def render_markdown(report: dict) -> str:
         "disk: the KB folder (with `milvus.db/`).",
         "- Retrieval: `KnowledgeBase.search` of a query vector (top 3, the chunk route's k), one query at a time "
         "on one thread. Recall@10: top 10 against exact inner-product search over the KB's vectors. Queries: "
-        f"questions of HotpotQA, 2Wiki, MuSiQue and NQ{_milvus_sample(report)}.",
+        f"questions of HotpotQA, 2Wiki, MuSiQue and NQ{_milvus_sample(report)}, whatever the corpus (latency and "
+        "recall against exact search measure the index, not whether the chunks answer them).",
         "- Add / delete 1%: the next documents after the KB's, then as many of its first; wall time and bytes "
         "written to the KB folder (Milvus' own folder is not counted), against the fresh rebuild.",
         "- Summary layers: the full extractive build (hierarchy.layers), built once per size on the first store "
@@ -265,7 +287,7 @@ def plot_curves(report: dict) -> bytes:
                 a.set_yscale("log")
             a.legend(fontsize=7, loc="best")
     c = report["corpus"]
-    fig.suptitle(f"logicroute bench-scale: {c['distinct_chunks']:,} distinct real chunks ({', '.join(c['sets'])})")
+    fig.suptitle(f"logicroute bench-scale: {c['distinct_chunks']:,} distinct real chunks ({c.get('name', 'shared')})")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)

@@ -32,8 +32,16 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
     "--sizes",
     default="1000,10000,100000",
     show_default=True,
-    help="KB sizes in chunks of real text (cut to what the shared data sets hold)",
+    help="KB sizes in chunks of real text (cut to what the corpus holds)",
 )
+@click.option(
+    "--corpus",
+    default="shared",
+    show_default=True,
+    help="shared (the shared data sets: 17,613 chunks), debian-docs (Debian's manuals, fetched once by "
+    "`make corpus`: 100k+ chunks), or a folder of .md/.txt files",
+)
+@click.option("--count-only", is_flag=True, help="print the corpus' documents and distinct chunks, then stop")
 @click.option("--stores", default=STORE_NAMES, show_default=True, help="comma list of faiss, faiss-hnsw, milvus (Lite)")
 @click.option(
     "--index-only-size",
@@ -59,7 +67,7 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
 )
 @click.option("--no-layers", is_flag=True, help="leave out the summary layers' build and descent")
 @click.pass_context
-def bench_scale(ctx, sizes, stores, index_only_size, milvus_index_max, queries, out_dir, no_layers):
+def bench_scale(ctx, sizes, corpus, count_only, stores, index_only_size, milvus_index_max, queries, out_dir, no_layers):
     """How a knowledge base grows: per size and vector store, build time and its embedding share,
     peak memory, disk, retrieval latency and recall@10, summary layers, a 1% add and delete
     against a rebuild; then the index alone at --index-only-size vectors. Embeddings go through
@@ -76,7 +84,14 @@ def bench_scale(ctx, sizes, stores, index_only_size, milvus_index_max, queries, 
         milvus_index_max=milvus_index_max,
         out=out_dir,
         layers=not no_layers,
+        corpus=corpus,
     )
+    if count_only:  # chunking only: no embedder, nothing written
+        from training.bench_scale_corpus import corpus_lines, load_corpus
+
+        for line in corpus_lines(load_corpus(cfg.corpus, cfg.sets)):
+            click.echo(line)
+        return
     emb = injected_embedder(ctx)
     report = run_bench_scale(cfg, embedder=emb, fresh=emb, echo=lambda s: click.echo(s, err=True))
     for line in table_lines(report):

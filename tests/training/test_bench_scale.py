@@ -36,6 +36,7 @@ def test_the_corpus_is_the_deduplicated_passages_of_every_shared_set(corpus, sha
     first = {d.id for d in corpus.docs[:1000]}
     assert all(first & {p.id for p in load_dataset(shared_data / SHARED_FILES[n]).passages} for n in SCALE_SETS)
     assert [d.id for d in scale_corpus().docs[:50]] == [d.id for d in corpus.docs[:50]]  # the same order every run
+    assert list(corpus.parts) == list(SCALE_SETS) and sum(p["chunks"] for p in corpus.parts.values()) == corpus.chunks
 
 
 @pytest.mark.shared_data
@@ -54,6 +55,7 @@ def test_a_size_past_the_corpus_is_cut_to_it_and_says_how_much_real_text_there_i
     assert plan == [(1000, 1000), (100_000, corpus.max_kb)]  # 1M cuts to the same size: measured once
     assert corpus.max_kb * 1.01 <= corpus.chunks
     assert len(notes) == 2 and f"{corpus.chunks:,} distinct real chunks" in notes[0]
+    assert "`make corpus`, then --corpus debian-docs" in notes[0]  # where 100k real chunks are
 
 
 @pytest.mark.shared_data
@@ -66,6 +68,7 @@ def test_bench_scale_runs_end_to_end_and_writes_every_figure(tmp_path, shared_da
     assert res.exit_code == 0, res.output
     report = json.loads((out / "report.json").read_text())
     assert report["finished"] and report["corpus"]["distinct_chunks"] > 15_000
+    assert report["corpus"]["name"] == "shared" and "the shared data sets (hotpotqa," in report["corpus"]["about"]
     assert [(r["chunks"], r["store"]) for r in report["kb"]] == [
         (200, "faiss"),
         (200, "milvus"),
