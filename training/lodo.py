@@ -31,7 +31,7 @@ from training.label_arrays import (
     target_matrix,
 )
 from training.labels import route_cost
-from training.train import fit_router
+from training.train import fit_router, trained_on
 
 FIXED = "always {}"
 
@@ -53,7 +53,7 @@ def _systems(routes: Sequence[str], with_llm: bool = False) -> list[str]:
 def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int):
     """Each system's route for every test row, trained on the other rows."""
     held = set(test)
-    train = [i for i in range(len(rows)) if i not in held and _trained_on(rows[i], cfg)]
+    train = [i for i in range(len(rows)) if i not in held and trained_on(rows[i], cfg)]
     train_rows = [rows[i] for i in train]
     model = fit_router(x[train], train_rows, routes, cfg, dim)[0]
     probs = model.predict_proba(x[test])
@@ -70,12 +70,6 @@ def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Se
     return out, model
 
 
-def _trained_on(row: dict, cfg: TrainConfig) -> bool:
-    """Rows where no route scored teach nothing under all_zero=drop (as train_generalist does);
-    they are still judged: routing such a question to a costly route wastes its tokens."""
-    return not (cfg.all_zero == "drop" and row.get("all_zero"))
-
-
 def _specialist(
     model, x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], n_tune: int, recipe: TrainConfig
 ) -> dict:
@@ -83,7 +77,7 @@ def _specialist(
     both judged on the left-out rows after them."""
     tune, rest = test[:n_tune], test[n_tune:]
     cfg = specialist_config()
-    tune = [i for i in tune if _trained_on(rows[i], recipe)]  # the generalist recipe's all-zero rule
+    tune = [i for i in tune if trained_on(rows[i], recipe)]  # the generalist recipe's all-zero rule
     tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
     t, o = target_matrix(tune_rows, routes, cfg.all_zero), oracle_indices(tune_rows, routes)
     tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)
@@ -157,11 +151,13 @@ def lodo_report(
     pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
-    for d in datasets:
-        test = [i for i, r in enumerate(rows) if str(r["dataset"]) == d]
+    folds = {d: [i for i, r in enumerate(rows) if str(r["dataset"]) == d] for d in datasets}
+    routed: dict[str, list[str]] = {}  # the router's decisions per fold at the recipe's own seed
+    for d, test in folds.items():
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
         decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        routed[d] = decided["router"]
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         if 0 < specialist_n < len(test) - 1:
@@ -174,23 +170,35 @@ def lodo_report(
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
-        report["seed_spread"] = seed_spread(x, rows, datasets, routes, cfg, int(embedder.dim), seeds, progress)
+        dim = int(embedder.dim)
+        report["seed_spread"] = seed_spread(x, rows, folds, routes, cfg, dim, seeds, progress, {cfg.seed: routed})
     return report
 
 
 def seed_spread(
-    x: np.ndarray, rows: list[dict], datasets: Sequence[str], routes: Sequence[str], cfg, dim: int, seeds, progress
+    x: np.ndarray,
+    rows: list[dict],
+    folds: dict[str, list[int]],
+    routes: Sequence[str],
+    cfg,
+    dim: int,
+    seeds,
+    progress,
+    known: dict[int, dict[str, list[str]]] | None = None,
 ) -> dict:
-    """The router's LODO judgement (pooled: every figure; per left-out set: the score) for each seed."""
-    out: dict = {"seeds": [int(s) for s in seeds], "pooled": [], "held_out": {d: [] for d in datasets}}
-    for seed in seeds:
-        fold_cfg = replace(cfg, seed=int(seed))
+    """The router's LODO judgement (pooled: every figure; per left-out set: the score) for each
+    seed. known: per seed, per fold, router decisions already made (training is deterministic,
+    so a seed is not trained twice)."""
+    known = known or {}
+    out: dict = {"seeds": [int(s) for s in seeds], "pooled": [], "held_out": {d: [] for d in folds}}
+    for seed in out["seeds"]:
         decided, index = [], []
-        for d in datasets:
-            test = [i for i, r in enumerate(rows) if str(r["dataset"]) == d]
-            if progress:
-                print(f"seed {seed}: leaving out {d}", flush=True)
-            got = _fold_decisions(x, rows, test, routes, fold_cfg, dim)[0]["router"]
+        for d, test in folds.items():
+            got = known.get(seed, {}).get(d)
+            if got is None:
+                if progress:
+                    print(f"seed {seed}: leaving out {d}", flush=True)
+                got = _fold_decisions(x, rows, test, routes, replace(cfg, seed=seed), dim)[0]["router"]
             out["held_out"][d].append(judge([rows[i] for i in test], got, routes)["score"])
             decided.extend(got)
             index.extend(test)

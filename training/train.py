@@ -59,6 +59,12 @@ def _file_summary(rows: Sequence[dict]) -> list[dict]:
     return list(out.values())
 
 
+def trained_on(row: dict, cfg: TrainConfig) -> bool:
+    """Under all_zero=drop a row where no route scored teaches nothing and is left out of
+    training (TrainConfig.all_zero says why); a judge still scores it."""
+    return not (cfg.all_zero == "drop" and row.get("all_zero"))
+
+
 def _training_record(
     rows: Sequence[dict], n_train: int, n_val: int, cfg: TrainConfig, history: dict, t0: float
 ) -> dict:
@@ -68,7 +74,7 @@ def _training_record(
     return {
         "label_files": _file_summary(rows),
         "n_rows": len(rows),
-        "n_dropped_all_zero": sum(bool(r.get("all_zero")) for r in rows) if cfg.all_zero == "drop" else 0,
+        "n_dropped_all_zero": sum(not trained_on(r, cfg) for r in rows),
         "n_train": n_train,
         "n_val": n_val,
         "label_scorer": sorted({str(r.get("scorer")) for r in rows}),
@@ -154,7 +160,7 @@ def train_generalist(
     embedder = _get_embedder(embedder)
     read = load_label_files(label_files)
     routes = routes_of(read)
-    rows = [r for r in read if not (cfg.all_zero == "drop" and r.get("all_zero"))]
+    rows = [r for r in read if trained_on(r, cfg)]
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress)
 
@@ -209,8 +215,7 @@ def train_specialist(
     else:
         keep, held = stratified_split(split_keys(rows), holdout_frac, cfg.seed + 1)
         pool, test_rows = [rows[i] for i in keep], [rows[i] for i in held]
-    if cfg.all_zero == "drop":
-        pool = [r for r in pool if not r.get("all_zero")]
+    pool = [r for r in pool if trained_on(r, cfg)]
     if not test_rows:
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
     x = inputs_for(pool, embedder, features, base.config.text_form)

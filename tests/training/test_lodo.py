@@ -150,3 +150,17 @@ def test_seeds_must_be_whole_numbers():
 
     res = CliRunner().invoke(eval_router, ["--lodo", "--labels", "x.jsonl", "--seeds", "0,one"])
     assert res.exit_code != 0 and "--seeds takes whole numbers" in res.output
+
+
+def test_the_recipes_own_seed_is_judged_from_the_folds_already_trained(tmp_path, monkeypatch):
+    import training.lodo as lodo
+
+    files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
+    cfg = TrainConfig(features=("comparison",), hidden=(8, 4), max_epochs=3, batch_size=8, seed=0)
+    trained = []
+    real = lodo.fit_router
+    monkeypatch.setattr(lodo, "fit_router", lambda *a, **k: trained.append(a[3].seed) or real(*a, **k))
+    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=16), seeds=[0, 1])
+
+    assert trained == [0, 0, 0, 1, 1, 1]  # three folds at the recipe's seed, three more at seed 1
+    assert rep["seed_spread"]["pooled"][0]["score"] == rep["pooled"]["router"]["score"]
