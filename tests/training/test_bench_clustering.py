@@ -102,6 +102,7 @@ def test_main_writes_the_report_with_its_command(tmp_path, monkeypatch):
         bench_clustering.main(["--methods", "gmm"])
 
 
+@pytest.mark.shared_data
 def test_qa_corpus_maps_supporting_passages_to_their_chunk_rows(shared_data):
     from tests.fakes import HashedBowEmbedder
 
