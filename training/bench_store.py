@@ -3,6 +3,7 @@ latency (one query at a time, one thread) and recall@10 against exact search, pe
 the measurement behind EXACT_MAX and the HNSW parameters (docs/vector_stores.md).
 
     python -m training.bench_store [--sizes 10000,37000,100000] [--queries 1000] [--milvus 10000]
+    python -m training.bench_store --sizes 100000,1000000 --milvus 0 --ef-sweep 64,128,192,256,384,512
 
 Corpus: the MiniLM vectors already in the embedding cache ($LOGICROUTE_CACHE_DIR or
 ~/.cache/logicroute/embeddings.sqlite: chunks and questions of the shared data sets indexed
@@ -114,6 +115,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,37000,100000")
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--milvus", type=int, default=10000, help="rows for Milvus Lite (0: skip)")
+    ap.add_argument("--ef-sweep", default="", help="HNSW efSearch values: one graph per size, searched at each")
     args = ap.parse_args()
     import tempfile
 
@@ -131,6 +133,10 @@ def main() -> None:
     for n in [int(x) for x in args.sizes.split(",")]:
         v = grow(corpus, n)
         truth = truth_ids(q, v)
+        if args.ef_sweep:
+            for row in ef_sweep(v, q, truth, [int(x) for x in args.ef_sweep.split(",")]):
+                print(json.dumps(row), flush=True)
+            continue
         for spec in (bench_spec(FAISS), bench_spec(FAISS_HNSW)):
             with tempfile.TemporaryDirectory() as tmp:
                 print(json.dumps(measure(spec, v, q, truth, tmp)), flush=True)
@@ -139,6 +145,41 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 row = measure(bench_spec("milvus"), v[:m], mq, truth_ids(mq, v[:m]), tmp)
                 print(json.dumps(row), flush=True)
+
+
+def ef_sweep(vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], widths: list[int]) -> list[dict]:
+    """One HNSW graph of the faiss store's parameters over `vectors`, searched at each efSearch
+    width: the measurement behind faiss_store.ef_search."""
+    import faiss
+
+    from hierarchy.vector_store.base import HNSW_EF_CONSTRUCTION, HNSW_M
+
+    index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    t0 = time.perf_counter()
+    index.add(vectors)
+    build = time.perf_counter() - t0
+    rows = []
+    for ef in widths:
+        params = faiss.SearchParametersHNSW(efSearch=ef)
+        lat, got = [], []
+        with one_thread():
+            for row in q:
+                t = time.perf_counter()
+                _, found = index.search(row[None, :], 10, params=params)
+                lat.append(time.perf_counter() - t)
+                got.append([f"{i:016x}" for i in found[0]])
+        rows.append(
+            {
+                "n": len(vectors),
+                "ef_search": ef,
+                "build_s": round(build, 1),
+                "p50_ms": round(percentile(lat, 0.5) * 1e3, 3),
+                "p95_ms": round(percentile(lat, 0.95) * 1e3, 3),
+                "recall_at_10": round(recall_at(got, truth), 4),
+            }
+        )
+    return rows
 
 
 def exact_top(q: np.ndarray, v: np.ndarray, k: int = 10, batch: int = 16) -> np.ndarray:

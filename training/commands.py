@@ -1,6 +1,6 @@
 """Training's commands on the `logicroute` group: label, train, calibrate, eval-router,
 benchmark, bench-logic, bench-summary, bench-index, bench-reader, bench-global, bench-serve,
-bench-scale. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
+bench-scale, bench-llm-server. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
 CLI never imports training."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import click
 
 
 def register(group: click.Group) -> None:
+    from training.bench_llm_server import bench_llm_server
     from training.bench_serve import bench_serve
     from training.cmd_bench_global import bench_global
     from training.cmd_bench_scale import bench_scale
@@ -25,5 +26,6 @@ def register(group: click.Group) -> None:
         bench_global,
         bench_serve,
         bench_scale,
+        bench_llm_server,
     ):
         group.add_command(cmd)

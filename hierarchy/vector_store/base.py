@@ -15,6 +15,7 @@ vectors). Two kinds of backend sit behind the same protocol:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -34,10 +35,27 @@ KINDS = (FAISS, FAISS_HNSW, MILVUS)
 # CPU; HNSW costs 0.5-1 ms at each size with recall@10 >= 0.98. Past 20k (~2.5 ms) exact search
 # would eat the 5 ms retrieval budget that exclusion windows and a loaded machine need room in.
 EXACT_MAX = 20_000
+# HNSW parameters: M=32 links per node and efConstruction=80 built a graph whose search at
+# efSearch=128 kept recall@10 >= 0.98 against exact (bar: 0.95) up to 100k vectors for ~0.3 ms
+# more than efSearch=64, which measured 0.977-0.993 at 100k in smaller passes. Past 100k the
+# graph needs a wider search for the same recall: at 1M, 128 gave 0.943-0.975 and 256 gave 0.987
+# for 1.3 ms p50 (docs/vector_stores.md), so efSearch grows with log10 of the size.
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+HNSW_EF_SEARCH_FROM = 100_000  # the size up to which HNSW_EF_SEARCH holds
 FAISS_INDEX = "index.faiss"  # a faiss store's HNSW graph, committed with the KB's other files
 FAISS_DEAD = "index.dead.npy"  # the rows deleted from that graph since it was built (int64 row numbers)
 LITE_DEFAULT = "milvus.db"  # `--store milvus`: a Milvus Lite folder inside the KB folder
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.-]+:\d+$")
+
+
+def ef_search(n: int) -> int:
+    """The HNSW search width for a graph of n vectors: HNSW_EF_SEARCH up to HNSW_EF_SEARCH_FROM,
+    then one more HNSW_EF_SEARCH per tenfold (256 at 1M, 384 at 10M)."""
+    if n <= HNSW_EF_SEARCH_FROM:
+        return HNSW_EF_SEARCH
+    return int(round(HNSW_EF_SEARCH * (1 + math.log10(n / HNSW_EF_SEARCH_FROM))))
 
 
 @dataclass(frozen=True)

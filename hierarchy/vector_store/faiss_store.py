@@ -20,16 +20,20 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from engine.base.errors import KBCorruptError
-from hierarchy.vector_store.base import EXACT_MAX, FAISS_DEAD, FAISS_HNSW, FAISS_INDEX, Hits, StoreSpec
+from hierarchy.vector_store.base import (
+    EXACT_MAX,
+    FAISS_DEAD,
+    FAISS_HNSW,
+    FAISS_INDEX,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    Hits,
+    StoreSpec,
+    ef_search,
+)
 
 INDEX = FAISS_INDEX
 DEAD = FAISS_DEAD
-# HNSW parameters: M=32 links per node and efConstruction=80 built a graph whose search at
-# efSearch=128 kept recall@10 >= 0.98 against exact (bar: 0.95) up to 100k vectors for ~0.3 ms
-# more than efSearch=64, which measured 0.977-0.993 at 100k in smaller passes (docs/vector_stores.md).
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 128
 # Deleted rows of a graph past which it is rebuilt from the rows it keeps: dead rows cost search
 # time (the graph still walks them) and bytes in every rewrite of index.faiss.
 REBUILD_DEAD = 0.2
@@ -130,7 +134,7 @@ class FaissStore:
         # one search however many rows are excluded (the logic route samples without replacement).
         sel = faiss.IDSelectorNot(faiss.IDSelectorBatch(rows)) if len(rows) else None
         if _is_hnsw(self.index):
-            params = faiss.SearchParametersHNSW(sel=sel, efSearch=max(HNSW_EF_SEARCH, k))
+            params = faiss.SearchParametersHNSW(sel=sel, efSearch=max(ef_search(self.index.ntotal), k))
         else:
             params = faiss.SearchParameters(sel=sel) if sel is not None else None
         scores, found = self.index.search(q, k, params=params)
@@ -150,7 +154,12 @@ class FaissStore:
     def describe(self) -> dict:
         if _is_hnsw(self.index):
             return {
-                **{"type": "faiss.IndexHNSWFlat", "metric": "inner_product", "M": HNSW_M, "ef_search": HNSW_EF_SEARCH},
+                **{
+                    "type": "faiss.IndexHNSWFlat",
+                    "metric": "inner_product",
+                    "M": HNSW_M,
+                    "ef_search": ef_search(self.index.ntotal),
+                },
                 "deleted_rows": len(self._dead),
             }
         return {"type": "faiss.IndexFlatIP", "metric": "inner_product"}

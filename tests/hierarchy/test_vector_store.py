@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from engine.base.errors import KBError
-from hierarchy.vector_store.base import EXACT_MAX, FAISS, FAISS_HNSW, MILVUS, StoreSpec, VectorStore, parse_store
+from hierarchy.vector_store.base import (
+    EXACT_MAX,
+    FAISS,
+    FAISS_HNSW,
+    MILVUS,
+    StoreSpec,
+    VectorStore,
+    ef_search,
+    parse_store,
+)
 from hierarchy.vector_store.faiss_store import FaissStore
 from hierarchy.vector_store.open import new_store, open_store, with_collection
 
@@ -175,6 +184,14 @@ def test_faiss_hnsw_stays_exact_up_to_its_threshold_and_builds_hnsw_past_it():
     assert s.describe()["type"] == "faiss.IndexHNSWFlat" and s.count() == 120
     assert s.search(v[110:111], 1)[0][0][0] == ids[110]
     assert s.delete(set(ids[30:])).describe()["type"] == "faiss.IndexFlatIP"  # back under it: exact again
+
+
+def test_the_hnsw_search_widens_with_the_graph_past_100k_as_measured_at_1m():
+    # 128 kept recall@10 >= 0.98 to 100k; at 1M it fell to 0.943-0.975 and 256 restored 0.987
+    assert ef_search(1_000) == ef_search(100_000) == 128
+    assert ef_search(1_000_000) == 256 and ef_search(10_000_000) == 384
+    sizes = [10**4, 2 * 10**5, 5 * 10**5, 10**6, 3 * 10**6]
+    assert [ef_search(n) for n in sizes] == sorted(ef_search(n) for n in sizes)
 
 
 def test_the_measured_threshold_is_the_default_of_faiss_hnsw():

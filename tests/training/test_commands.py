@@ -19,4 +19,5 @@ def test_register_adds_every_training_command_in_order():
         "bench-global",
         "bench-serve",
         "bench-scale",
+        "bench-llm-server",
     ]
