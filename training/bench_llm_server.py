@@ -42,6 +42,7 @@ class Run:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
+    error: str = ""
 
     def row(self) -> dict:
         lat = self.latencies or [0.0]
@@ -57,6 +58,7 @@ class Run:
             "prompt_tokens_per_s": round(self.prompt_tokens / self.seconds, 1) if self.seconds else 0.0,
             "completion_tokens_per_s": round(self.completion_tokens / self.seconds, 1) if self.seconds else 0.0,
             "llm_calls": self.llm_calls,
+            "error": self.error,
         }
 
 
@@ -91,9 +93,14 @@ def start_server(model_file: Path, port: int, n_ctx: int, threads: int, log_path
 
 
 def run_answers(rag, questions: list[str], route: str, concurrency: int, backend: str) -> Run:
+    """One answer_many over the questions; an LLM error ends the run and is kept in its row."""
     run = Run(backend=backend, concurrency=concurrency)
     t0 = time.perf_counter()
-    answers = rag.answer_many(questions, concurrency=concurrency, route=route)
+    try:
+        answers = rag.answer_many(questions, concurrency=concurrency, route=route)
+    except LogicRouteError as e:
+        run.seconds, run.error = time.perf_counter() - t0, str(e)
+        return run
     run.seconds = time.perf_counter() - t0
     for a in answers:
         run.answers += 1
@@ -114,7 +121,14 @@ def question_set(dataset: str, n: int) -> tuple[list[str], list]:
 
 
 def benchmark(
-    model: str, dataset: str, n: int, concurrencies: tuple[int, ...], route: str, workdir: Path, threads: int
+    model: str,
+    dataset: str,
+    n: int,
+    concurrencies: tuple[int, ...],
+    route: str,
+    workdir: Path,
+    threads: int,
+    queue_timeout: float = 600,
 ) -> dict:
     from engine.llm.factory import make_llm
     from engine.llm.model_files import model_path
@@ -136,7 +150,9 @@ def benchmark(
     proc = start_server(model_path(model), port, 4096, threads, workdir / "server.log")
     try:
         wait_ready(url, proc)
-        spec = f"openai:{model}@{url}"
+        # One request at a time is all this server computes: a request queued behind the others
+        # waits (concurrency - 1) answers before its own, so the wait per try is the queue's.
+        spec = f"openai:{model}@{url}?timeout={queue_timeout:g}&retries=0"
         served = RoutedRAG(kb=kb, llm=make_llm(spec, cache=False), cache=False, llm_spec=spec)
         served.answer(questions[0], route=route)
         for c in concurrencies:
@@ -154,6 +170,7 @@ def benchmark(
         "questions": n,
         "route": route,
         "threads": threads,
+        "server_timeout_s": queue_timeout,
         "rows": [r.row() for r in runs],
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load at the end {_load()}",
     }
@@ -170,19 +187,24 @@ def report_markdown(result: dict, command: str) -> str:
         f"`{command}`",
         "",
         f"{result['questions']} questions of {result['dataset']} (a KB of their passages), route "
-        f"`{result['route']}`, model {result['model']} ({result['threads']} threads), LLM cache off; "
+        f"`{result['route']}`, model {result['model']} ({result['threads']} threads), LLM cache off, "
+        f"server requests waited on {result['server_timeout_s']:g} s; "
         f"{result['machine']}.",
         "",
         "| backend | concurrency | answers | with fallbacks | wall s | answers/min | p50 s | p95 s | prompt tok/s | "
         "completion tok/s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    errors = [r for r in result["rows"] if r.get("error")]
     for r in result["rows"]:
         lines.append(
             f"| {r['backend']} | {r['concurrency']} | {r['answers']} | {r['with_fallbacks']} | {r['wall_s']} | "
             f"{r['answers_per_min']} | {r['p50_s']} | {r['p95_s']} | {r['prompt_tokens_per_s']} | "
             f"{r['completion_tokens_per_s']} |"
         )
+    if errors:
+        lines += ["", "Runs that stopped on an error:"]
+        lines += [f"- {r['backend']}, concurrency {r['concurrency']}: `{r['error']}`" for r in errors]
     return "\n".join(lines) + "\n"
 
 
@@ -193,9 +215,16 @@ def report_markdown(result: dict, command: str) -> str:
 @click.option("--concurrency", default="1,4", show_default=True, help="comma-separated answer_many concurrencies")
 @click.option("--route", type=click.Choice(["chunk", "summary", "logic"]), default="chunk", show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, help="model threads")
+@click.option(
+    "--server-timeout",
+    type=float,
+    default=600,
+    show_default=True,
+    help="seconds a request to the server is waited on (it queues behind the others), no retries",
+)
 @click.option("--workdir", type=click.Path(file_okay=False), default="runs/bench_llm_server", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), default=DEFAULT_OUT, show_default=True)
-def bench_llm_server(model, dataset, n, concurrency, route, threads, workdir, out):
+def bench_llm_server(model, dataset, n, concurrency, route, threads, server_timeout, workdir, out):
     """answer_many throughput: the in-process local model against one llama.cpp server process
     (started here on the same model file, reached as openai:MODEL@URL), at each concurrency."""
     try:
@@ -208,7 +237,7 @@ def bench_llm_server(model, dataset, n, concurrency, route, threads, workdir, ou
         raise LogicRouteError(f"--concurrency takes comma-separated integers, got {concurrency!r}") from None
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
-    result = benchmark(model, dataset, n, levels, route, work, threads)
+    result = benchmark(model, dataset, n, levels, route, work, threads, server_timeout)
     command = "logicroute bench-llm-server " + " ".join(sys.argv[2:])
     md = report_markdown(result, command.strip())
     atomic_write_text(Path(out), md)

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.base.errors import LLMError, LogicRouteError
 from tests.fakes import ScriptedLLM, make_rag
 from training.bench_llm_server import report_markdown, run_answers, wait_ready
 
@@ -29,6 +29,15 @@ def test_a_run_books_every_answer_its_tokens_and_the_answers_that_fell_back():
     assert row["with_fallbacks"] == 0
 
 
+def test_a_run_an_llm_error_stopped_keeps_the_error_in_its_row_and_the_report():
+    rag = make_rag(ScriptedLLM(rules={"Question": LLMError("no answer within 60s after 5 tries")}))
+    row = run_answers(rag, ["Where is the Louvre?"], "chunk", 4, "server").row()
+    assert row["answers"] == 0 and "no answer within 60s" in row["error"]
+    result = {"model": "m", "dataset": "nq", "questions": 1, "route": "chunk", "threads": 2, "rows": [row]}
+    md = report_markdown({**result, "server_timeout_s": 60, "machine": "x"}, "logicroute bench-llm-server")
+    assert "server, concurrency 4: `no answer within 60s after 5 tries`" in md
+
+
 def test_the_report_has_one_row_per_backend_and_concurrency():
     rag = make_rag(ScriptedLLM(rules={"Question": "Paris"}))
     rows = [
@@ -44,6 +53,7 @@ def test_the_report_has_one_row_per_backend_and_concurrency():
         "threads": 2,
         "rows": rows,
         "machine": "x",
+        "server_timeout_s": 600,
     }
     table = [
         line for line in report_markdown(result, "logicroute bench-llm-server").splitlines() if line.startswith("| ")
