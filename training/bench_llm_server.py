@@ -135,14 +135,23 @@ def benchmark(
     from engine.pipeline import RoutedRAG
     from training.passage_kb import passages_kb
 
-    questions, passages = question_set(dataset, n)
+    # Every run asks questions of its own, and the warm-ups one more: no run finds its prompts
+    # in a cache an earlier run filled (the local model keeps llama.cpp states of prompts).
+    levels = len(concurrencies)
+    questions, passages = question_set(dataset, 2 * n * levels + 1)
+    warm = questions[-1]
+
+    def batch(backend: int, level: int) -> list[str]:
+        start = (backend * levels + level) * n
+        return questions[start : start + n]
+
     kb = passages_kb(workdir / "kb", passages, overwrite=True, show_progress=False)
     runs: list[Run] = []
     local = RoutedRAG(kb=kb, llm=make_llm(f"local:{model}", cache=False), cache=False, llm_spec=f"local:{model}")
-    local.answer(questions[0], route=route)  # warm: the embedder and the model
-    for c in concurrencies:
+    local.answer(warm, route=route)  # warm: the embedder and the model
+    for i, c in enumerate(concurrencies):
         info(f"in-process local:{model}: {n} answers at concurrency {c} ...")
-        runs.append(run_answers(local, questions, route, c, "in-process"))
+        runs.append(run_answers(local, batch(0, i), route, c, "in-process"))
     del local
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
@@ -154,10 +163,10 @@ def benchmark(
         # waits (concurrency - 1) answers before its own, so the wait per try is the queue's.
         spec = f"openai:{model}@{url}?timeout={queue_timeout:g}&retries=0"
         served = RoutedRAG(kb=kb, llm=make_llm(spec, cache=False), cache=False, llm_spec=spec)
-        served.answer(questions[0], route=route)
-        for c in concurrencies:
+        served.answer(warm, route=route)
+        for i, c in enumerate(concurrencies):
             info(f"llama.cpp server: {n} answers at concurrency {c} ...")
-            runs.append(run_answers(served, questions, route, c, "llama.cpp server"))
+            runs.append(run_answers(served, batch(1, i), route, c, "llama.cpp server"))
     finally:
         proc.terminate()
         try:
@@ -186,7 +195,8 @@ def report_markdown(result: dict, command: str) -> str:
         "",
         f"`{command}`",
         "",
-        f"{result['questions']} questions of {result['dataset']} (a KB of their passages), route "
+        f"{result['questions']} questions of {result['dataset']} per run, each run its own (one KB of their "
+        "passages), route "
         f"`{result['route']}`, model {result['model']} ({result['threads']} threads), LLM cache off, "
         f"server requests waited on {result['server_timeout_s']:g} s; "
         f"{result['machine']}.",
