@@ -117,8 +117,8 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     "store_spec",
     default=None,
     metavar="faiss|faiss-hnsw|milvus|milvus://PATH.db|milvus://HOST:PORT",
-    help="where the vectors live (default: faiss, exact; a new KB remembers it; naming another store "
-    "moves an existing KB's vectors there). faiss-hnsw: exact up to 20k chunks, HNSW above; "
+    help="where the vectors live (default: faiss-hnsw, exact up to 20k chunks and HNSW above; a new KB "
+    "remembers it; naming another store moves an existing KB's vectors there). faiss: exact at every size; "
     "milvus: Milvus Lite in the KB folder; milvus://HOST:PORT: a Milvus server ($LOGICROUTE_MILVUS_TOKEN)",
 )
 @llm_option

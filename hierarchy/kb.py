@@ -47,7 +47,7 @@ from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_co
 from hierarchy.kb_plan import apply_add, plan_add
 from hierarchy.kb_segments import Delta, plan_commit, prune
 from hierarchy.kb_stores import move_store, remove_kb, settle_journal, shared_store_change
-from hierarchy.vector_store.base import StoreSpec, VectorStore, parse_store
+from hierarchy.vector_store.base import StoreSpec, VectorStore, default_store, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,10 +131,11 @@ class KnowledgeBase:
     ) -> "KnowledgeBase":
         """An empty KB at `path`; an existing one is an error unless overwrite=True (its files,
         layers and Milvus collection go; other files stay). store: where the vectors go
-        (`--store`: faiss, the default; faiss-hnsw; milvus[://PATH.db|HOST:PORT]), kept in the manifest."""
+        (`--store`: faiss-hnsw, the default: exact up to 20k vectors, HNSW above; faiss: exact at every
+        size; milvus[://PATH.db|HOST:PORT]), kept in the manifest."""
         check_params(chunk_words, overlap_words)
         path = Path(path)
-        spec = parse_store(store) if isinstance(store, str) else (store or StoreSpec())
+        spec = parse_store(store) if isinstance(store, str) else (store or default_store())
         return cls._create(path, embedder, chunk_words, overlap_words, overwrite, with_collection(spec))
 
     @classmethod

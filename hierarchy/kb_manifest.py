@@ -16,7 +16,7 @@ from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, K
 from hierarchy import store
 from hierarchy.kb_files import INDEX, check_counts, repair_hint
 from hierarchy.kb_segments import Segment, replay, segment_files, segments_of
-from hierarchy.vector_store.base import StoreSpec
+from hierarchy.vector_store.base import StoreSpec, default_store
 from hierarchy.vector_store.open import open_store
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,7 +54,7 @@ def new_manifest(embedder: "Embedder", chunk_words: int, overlap_words: int, sto
             "overlap_words": int(overlap_words),
             "embed_text": "title+text",
         },
-        "store": (store or StoreSpec()).to_dict(),
+        "store": (store or default_store()).to_dict(),
         "index": {"type": "faiss.IndexFlatIP", "metric": "inner_product"},
         "counts": {"documents": 0, "chunks": 0},
         "build": {"seconds": 0.0, "embed_seconds": 0.0, "chunks_embedded": 0},

@@ -46,7 +46,7 @@ from hierarchy.kb_segments import Segment, plan_commit, prune
 from hierarchy.kb_stores import settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
-from hierarchy.vector_store.base import StoreSpec
+from hierarchy.vector_store.base import default_store
 from hierarchy.vector_store.open import new_store, with_collection
 
 _DOC_ID = re.compile(r'"doc_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -147,7 +147,7 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
         kept = len(chunks) - len(missing)
         report.notes.append(f"the committed vectors of {kept} chunks are kept; the index is rebuilt from them")
     base = old.data if old is not None else new_manifest(embedder, DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS)
-    spec = with_collection(old.store if old is not None else StoreSpec())
+    spec = with_collection(old.store if old is not None else default_store())
     vstore = new_store(spec, path, dim, [c.id for c in chunks], vectors)
     base = {**base, "segments": [s.to_dict() for s in segments if not s.legacy]}  # the new segment gets a new number
     new_segments, payload = plan_commit(base, chunks, vectors, None)

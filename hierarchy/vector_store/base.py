@@ -25,8 +25,8 @@ import numpy as np
 
 from engine.base.errors import KBError
 
-FAISS = "faiss"  # exact inner product (IndexFlatIP): the default, and the only store before stores existed
-FAISS_HNSW = "faiss-hnsw"  # exact below exact_max vectors, an HNSW graph above (docs/vector_stores.md)
+FAISS = "faiss"  # exact inner product (IndexFlatIP) at every size: the only store before stores existed
+FAISS_HNSW = "faiss-hnsw"  # exact below exact_max vectors, an HNSW graph above: the default (docs/vector_stores.md)
 MILVUS = "milvus"  # pymilvus: a Milvus Lite folder, or a Milvus server / cluster at an http(s) URI
 KINDS = (FAISS, FAISS_HNSW, MILVUS)
 
@@ -102,6 +102,13 @@ class StoreSpec:
     def same_place(self, other: StoreSpec) -> bool:
         """Whether `other`, as a user asked for it, names this store (the collection is ours to pick)."""
         return self.kind == other.kind and (self.kind != MILVUS or self.uri == other.uri)
+
+
+def default_store() -> StoreSpec:
+    """A new KB's store when none is named: exact faiss up to EXACT_MAX vectors, then an HNSW
+    graph, so retrieval stays within the 5 ms budget as the KB grows (docs/vector_stores.md).
+    A manifest without a store entry still means exact faiss (StoreSpec.from_dict)."""
+    return StoreSpec(kind=FAISS_HNSW, exact_max=EXACT_MAX)
 
 
 def parse_store(text: str) -> StoreSpec:

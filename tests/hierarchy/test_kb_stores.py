@@ -18,7 +18,7 @@ from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
 from hierarchy.kb_stores import JOURNAL
-from hierarchy.vector_store.base import FAISS_HNSW, StoreSpec
+from hierarchy.vector_store.base import EXACT_MAX, FAISS_HNSW, StoreSpec
 from tests.fakes import layered_kb
 from tests.samples import make_docs
 
@@ -44,6 +44,14 @@ def _kb(path, emb, store=None) -> KnowledgeBase:
     kb = KnowledgeBase.create(path, emb, chunk_words=200, overlap_words=0, store=store)
     kb.add(DOCS, show_progress=False)
     return kb
+
+
+def test_a_kb_with_no_store_named_searches_exactly_below_20k_chunks_and_on_hnsw_past_it(tmp_path, emb):
+    kb = _kb(tmp_path / "kb", emb)
+    manifest = json.loads((tmp_path / "kb" / MANIFEST).read_text())
+    assert manifest["store"] == {"kind": FAISS_HNSW, "exact_max": EXACT_MAX}
+    assert kb.store.describe()["type"] == "faiss.IndexFlatIP"  # exact: the same hits as `faiss`
+    assert _hits(kb, QUESTIONS[0]) == _hits(_kb(tmp_path / "exact", emb, store="faiss"), QUESTIONS[0])
 
 
 def test_the_manifest_remembers_the_store_and_opening_uses_it(tmp_path, emb):
