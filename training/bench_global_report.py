@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from training.bench_report import markdown_table
+
 SCORES = ("rouge_l", "coverage")  # the sentence-answer scores; f1 rides along in the JSON
 BASELINE = "chunk"
 TIE = 1e-9  # two scores closer than this are a tie (float noise of the same text)
@@ -143,9 +145,7 @@ def _cell(x) -> str:
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(_cell(x) for x in r) + " |" for r in rows
-    ]
+    return markdown_table(header, [[_cell(x) for x in r] for r in rows])
 
 
 def _pivot(report: dict, metric: str) -> list[str]:

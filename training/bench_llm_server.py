@@ -26,8 +26,21 @@ from engine.base.errors import LogicRouteError
 from engine.base.files import atomic_write_text
 from engine.base.stats import percentile
 from engine.cli_options import info
+from training.bench_report import markdown_table
 
 DEFAULT_OUT = "docs/results/bench_llm_server.md"
+COLUMNS = {  # report.json's row key -> the report's column, in order
+    "backend": "backend",
+    "concurrency": "concurrency",
+    "answers": "answers",
+    "with_fallbacks": "with fallbacks",
+    "wall_s": "wall s",
+    "answers_per_min": "answers/min",
+    "p50_s": "p50 s",
+    "p95_s": "p95 s",
+    "prompt_tokens_per_s": "prompt tok/s",
+    "completion_tokens_per_s": "completion tok/s",
+}
 SERVER_START_S = 300  # loading a GGUF from a cold disk on a busy machine can take minutes
 
 
@@ -201,17 +214,9 @@ def report_markdown(result: dict, command: str) -> str:
         f"server requests waited on {result['server_timeout_s']:g} s; "
         f"{result['machine']}.",
         "",
-        "| backend | concurrency | answers | with fallbacks | wall s | answers/min | p50 s | p95 s | prompt tok/s | "
-        "completion tok/s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *markdown_table(list(COLUMNS.values()), [[r[c] for c in COLUMNS] for r in result["rows"]]),
     ]
     errors = [r for r in result["rows"] if r.get("error")]
-    for r in result["rows"]:
-        lines.append(
-            f"| {r['backend']} | {r['concurrency']} | {r['answers']} | {r['with_fallbacks']} | {r['wall_s']} | "
-            f"{r['answers_per_min']} | {r['p50_s']} | {r['p95_s']} | {r['prompt_tokens_per_s']} | "
-            f"{r['completion_tokens_per_s']} |"
-        )
     if errors:
         lines += ["", "Runs that stopped on an error:"]
         lines += [f"- {r['backend']}, concurrency {r['concurrency']}: `{r['error']}`" for r in errors]

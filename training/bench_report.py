@@ -9,6 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
+    """A Markdown table's lines: the header, its rule, one line per row (cells as str() gives them)."""
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(map(str, r)) + " |" for r in rows),
+    ]
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 

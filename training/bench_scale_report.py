@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from training.bench_report import markdown_table
+
 BAR_MS = 5.0  # the issue's retrieval budget: p50 at 100k chunks on faiss
 COLORS = {"faiss": "#4C72B0", "faiss-hnsw": "#55A868", "milvus": "#C44E52"}
 DEFAULT_OUT = "docs/results/bench_scale"
@@ -27,14 +29,6 @@ def _pct(x: float | None) -> str:
 def _rss(r: dict) -> str:
     """Peak RSS of a step, and what the process held when it began."""
     return f"{r['peak_rss_mb']:,.0f} MB (from {r.get('rss_start_mb', 0):,.0f})"
-
-
-def _table(head: list[str], rows: list[list]) -> list[str]:
-    return [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        *("| " + " | ".join(map(str, r)) + " |" for r in rows),
-    ]
 
 
 def kb_table(report: dict) -> list[str]:
@@ -81,7 +75,7 @@ def kb_table(report: dict) -> list[str]:
                 _mb(dele.get("bytes")),
             ]
         )
-    return _table(head, rows)
+    return markdown_table(head, rows)
 
 
 def layers_table(report: dict) -> list[str]:
@@ -104,7 +98,7 @@ def layers_table(report: dict) -> list[str]:
                 f"{r['descent']['p95_ms']:.2f} ms",
             ]
         )
-    return _table(head, rows)
+    return markdown_table(head, rows)
 
 
 def index_table(report: dict) -> list[str]:
@@ -123,7 +117,7 @@ def index_table(report: dict) -> list[str]:
         ]
         for r in report["index_only"]
     ]
-    return _table(head, rows)
+    return markdown_table(head, rows)
 
 
 def bar_checks(report: dict) -> list[str]:

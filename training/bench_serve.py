@@ -38,8 +38,19 @@ import click
 from engine.base.stats import percentile
 from engine.base.types import Completion
 from engine.cli_options import info
+from training.bench_report import markdown_table
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "engine" / "demo"
+COLUMNS = {  # Run.row's key -> the report's column, in order
+    "run": "run",
+    "concurrency": "concurrency",
+    "requests": "requests",
+    "errors": "errors",
+    "p50_ms": "p50 ms",
+    "p95_ms": "p95 ms",
+    "mean_ms": "mean ms",
+    "requests_per_s": "requests/s",
+}
 SCRIPTED_ANSWER = "The answer is in the first passage [1]."
 
 
@@ -211,14 +222,8 @@ def report_markdown(result: dict, command: str) -> str:
         f"{result['requests_per_run']} requests per run, route `{result['route']}`, LLM `{result['llm']}`, "
         f"{result['workers']} answering threads; load client in the server's process ({result['machine']}).",
         "",
-        "| run | concurrency | requests | errors | p50 ms | p95 ms | mean ms | requests/s |",
-        "|---|---|---|---|---|---|---|---|",
+        *markdown_table(list(COLUMNS.values()), [[r[c] for c in COLUMNS] for r in result["rows"]]),
     ]
-    for r in result["rows"]:
-        lines.append(
-            f"| {r['run']} | {r['concurrency']} | {r['requests']} | {r['errors']} | {r['p50_ms']} | "
-            f"{r['p95_ms']} | {r['mean_ms']} | {r['requests_per_s']} |"
-        )
     o = result["overhead_per_request"]
     if o:
         lines += [
