@@ -18,7 +18,7 @@ import argparse
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,18 +85,36 @@ def recall_at(got: list[list[str]], truth: list[list[str]], k: int = 10) -> floa
     return float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in zip(got, truth)])) if truth else 0.0
 
 
-def measure(spec: StoreSpec, vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], tmp: str) -> dict:
-    ids = [f"{i:016x}" for i in range(len(vectors))]
-    t0 = time.perf_counter()
-    store = new_store(spec, Path(tmp), vectors.shape[1], ids, vectors)
-    build = time.perf_counter() - t0
+def row_id(i: int) -> str:
+    """Row i's id (16 hex digits), as every store and the exact oracle name it here."""
+    return f"{i:016x}"
+
+
+def row_ids(n: int) -> list[str]:
+    return [row_id(i) for i in range(n)]
+
+
+def timed_queries(search: Callable[[np.ndarray], list[str]], q: np.ndarray, truth: list[list[str]]) -> dict:
+    """p50/p95 latency (one query at a time, one thread) and recall@10 of `search`, which gives
+    the ids of one query row's top 10."""
     lat, got = [], []
     with one_thread():
         for row in q:
             t = time.perf_counter()
-            hits = store.search(row[None, :], 10)[0]
+            got.append(search(row[None, :]))
             lat.append(time.perf_counter() - t)
-            got.append([c for c, _ in hits])
+    return {
+        "p50_ms": round(percentile(lat, 0.5) * 1e3, 3),
+        "p95_ms": round(percentile(lat, 0.95) * 1e3, 3),
+        "recall_at_10": round(recall_at(got, truth), 4),
+    }
+
+
+def measure(spec: StoreSpec, vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], tmp: str) -> dict:
+    t0 = time.perf_counter()
+    store = new_store(spec, Path(tmp), vectors.shape[1], row_ids(len(vectors)), vectors)
+    build = time.perf_counter() - t0
+    timed = timed_queries(lambda row: [c for c, _ in store.search(row, 10)[0]], q, truth)
     store.close()
     return {
         "store": spec.label(),
@@ -104,9 +122,7 @@ def measure(spec: StoreSpec, vectors: np.ndarray, q: np.ndarray, truth: list[lis
         "n": len(vectors),
         "queries": len(q),
         "build_s": round(build, 3),
-        "p50_ms": round(percentile(lat, 0.5) * 1e3, 3),
-        "p95_ms": round(percentile(lat, 0.95) * 1e3, 3),
-        "recall_at_10": round(recall_at(got, truth), 4),
+        **timed,
     }
 
 
@@ -148,37 +164,19 @@ def main() -> None:
 
 
 def ef_sweep(vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], widths: list[int]) -> list[dict]:
-    """One HNSW graph of the faiss store's parameters over `vectors`, searched at each efSearch
-    width: the measurement behind faiss_store.ef_search."""
+    """The faiss-hnsw store's own HNSW graph over `vectors`, its index searched at each efSearch
+    width: the measurement behind hierarchy.vector_store.base.ef_search."""
     import faiss
 
-    from hierarchy.vector_store.base import HNSW_EF_CONSTRUCTION, HNSW_M
-
-    index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    ids = row_ids(len(vectors))
     t0 = time.perf_counter()
-    index.add(vectors)
+    index = new_store(bench_spec(FAISS_HNSW), Path("."), vectors.shape[1], ids, vectors).index
     build = time.perf_counter() - t0
     rows = []
     for ef in widths:
         params = faiss.SearchParametersHNSW(efSearch=ef)
-        lat, got = [], []
-        with one_thread():
-            for row in q:
-                t = time.perf_counter()
-                _, found = index.search(row[None, :], 10, params=params)
-                lat.append(time.perf_counter() - t)
-                got.append([f"{i:016x}" for i in found[0]])
-        rows.append(
-            {
-                "n": len(vectors),
-                "ef_search": ef,
-                "build_s": round(build, 1),
-                "p50_ms": round(percentile(lat, 0.5) * 1e3, 3),
-                "p95_ms": round(percentile(lat, 0.95) * 1e3, 3),
-                "recall_at_10": round(recall_at(got, truth), 4),
-            }
-        )
+        timed = timed_queries(lambda row, p=params: [ids[i] for i in index.search(row, 10, params=p)[1][0]], q, truth)
+        rows.append({"n": len(vectors), "ef_search": ef, "build_s": round(build, 1), **timed})
     return rows
 
 
@@ -198,7 +196,7 @@ def exact_top(q: np.ndarray, v: np.ndarray, k: int = 10, batch: int = 16) -> np.
 
 def truth_ids(q: np.ndarray, v: np.ndarray) -> list[list[str]]:
     """Exact top-10 ids (measure's ids: the row number in 16 hex digits)."""
-    return [[f"{i:016x}" for i in row] for row in exact_top(q, v)]
+    return [[row_id(i) for i in row] for row in exact_top(q, v)]
 
 
 if __name__ == "__main__":
