@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 # The benchmark data sit beside the repository: <parent of repo>/shared/data.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_sessionstart(session):
+    """Import pymilvus (when installed) before any test can import absl (rouge_score does).
+
+    pymilvus runs logging.config.dictConfig on import, which closes every live logging handler.
+    absl's handler closes its stream unless that stream is the current sys.stderr, and under a
+    CliRunner it is not: it is pytest's capture, and closing it loses the session's stderr.
+    With pymilvus imported first, no absl handler exists yet, whatever order the tests run in.
+    """
+    with contextlib.suppress(ImportError):
+        import pymilvus  # noqa: F401
 
 
 @pytest.fixture(scope="session")
