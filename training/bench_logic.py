@@ -61,6 +61,7 @@ SYSTEMS = (
     "logic-lean-always-reflect",
     "logic-lean-final-call",
     "logic-lean-memory150",
+    "logic-lean-compact",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -78,6 +79,8 @@ _CHANGED = {
     "logic-lean-always-reflect": {**LEAN, "reflect_when_unsure": False},
     "logic-lean-final-call": {**LEAN, "fold_final": False},
     "logic-lean-memory150": {**LEAN, "memory_words": 150},
+    # the best lean row so far (memory 150) with the decomposition's examples as text lines
+    "logic-lean-compact": {**LEAN, "memory_words": 150, "compact_examples": True},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

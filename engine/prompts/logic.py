@@ -86,21 +86,39 @@ def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     )
 
 
-def decompose_messages(question: str, short: bool = False) -> list[dict]:
-    msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM}]
-    for q, nodes in _DECOMPOSE_EXAMPLES:
-        if short and q not in _SHORT_EXAMPLES:
-            continue
+def _plan_lines(nodes: list[tuple[str, str, list[str]]]) -> str:
+    """A plan as text lines, "q2 (after q1): What is the date of birth of #q1?": the compact
+    examples' form, a third of the tokens of the JSON the reply must use."""
+    lines = []
+    for i, q, d in nodes:
+        after = f" (after {', '.join(d)})" if d else ""
+        lines.append(f"{i}{after}: {q}")
+    return "\n".join(lines)
+
+
+def decompose_messages(question: str, short: bool = False, compact: bool = False) -> list[dict]:
+    """The plan prompt: the examples as chat turns in JSON, or (compact) as text lines inside the
+    system message; the reply's form is the schema's either way."""
+    examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if not short or q in _SHORT_EXAMPLES]
+    system = DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM
+    if compact:
+        shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in examples)
+        system += f" In these examples, (after q1) means q1 is in depends_on:\n\n{shown}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
+    msgs: list[dict] = [{"role": "system", "content": system}]
+    for q, nodes in examples:
         msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _plan_json(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
 
 
-def decompose_retry_messages(question: str, bad_reply: str, problems: list[str], short: bool = False) -> list[dict]:
+def decompose_retry_messages(
+    question: str, bad_reply: str, problems: list[str], short: bool = False, compact: bool = False
+) -> list[dict]:
     """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
     model loses the question in a multi-turn correction (it re-plans the few-shot questions),
     so the same single-turn prompt is sent again with the earlier plan and its error stated."""
-    msgs = decompose_messages(question, short)
+    msgs = decompose_messages(question, short, compact)
     msgs[-1] = {
         "role": "user",
         "content": (

@@ -6,6 +6,9 @@ bag-of-words embedder."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from engine.base.types import RetrievedChunk
@@ -155,6 +158,24 @@ def test_short_prompts_are_shorter_and_keep_the_question_and_the_plan_shapes():
     args = ("Main?", "", "[1] T: text", [("q1", "Sub?")], 80, True)
     assert size(step_messages(*args, short=True)) < size(step_messages(*args))
     assert "Sub?" in step_messages(*args, short=True)[-1]["content"]
+
+
+def test_compact_examples_show_every_plan_as_lines_in_one_system_message_and_the_route_sends_them():
+    q = "Who is older, A or B?"
+    chat, compact = decompose_messages(q, True), decompose_messages(q, True, compact=True)
+    assert [m["role"] for m in compact] == ["system", "user"] and compact[-1]["content"] == f"Question: {q}"
+    system = compact[0]["content"]
+    assert system.startswith(chat[0]["content"])  # the constant text first: one shared prefix
+    for m in chat[1:-1]:  # every example question, and every sub-question of its plan
+        if m["role"] == "user":
+            assert m["content"] in system
+        else:
+            assert all(sq["question"] in system for sq in json.loads(m["content"])["subquestions"])
+    assert "q2 (after q1): What is the date of birth of #q1?" in system
+    assert len(system) < 0.75 * sum(len(m["content"]) for m in chat[:-1])  # in tokens: 301 vs 479
+    llm = ScriptedLLM([plan(("q1", "Who directed the film Jaws?", [])), "Steven Spielberg"])
+    answer_logic("Who directed the film Jaws?", lean_kb(), llm, replace(LEAN, compact_examples=True))
+    assert llm.calls[0]["messages"] == decompose_messages("Who directed the film Jaws?", True, compact=True)
 
 
 def test_a_computed_same_country_check_is_not_folded_the_final_call_decides():

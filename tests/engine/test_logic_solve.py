@@ -273,6 +273,7 @@ def test_config_documents_every_field():
         "direct_single_hop",
         "evidence_tokens",
         "short_prompts",
+        "compact_examples",
         "reflect_when_unsure",
         "fold_final",
         "max_llm_calls",

@@ -58,6 +58,13 @@ class LogicConfig(Settings):
         default=False,
         metadata={"help": "the shorter decomposition and step prompts (fewer few-shot examples, shorter rules)"},
     )
+    compact_examples: bool = field(
+        default=False,
+        metadata={
+            "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
+            "turns (~180 fewer prompt tokens a question; the reply is JSON either way)"
+        },
+    )
     reflect_when_unsure: bool = field(
         default=False,
         metadata={

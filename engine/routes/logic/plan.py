@@ -235,13 +235,16 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
-def decompose(question: str, call: LLMCall, trace: dict, short_prompt: bool = False) -> list[SubQuestion]:
+def decompose(
+    question: str, call: LLMCall, trace: dict, short_prompt: bool = False, compact: bool = False
+) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
-    still invalid. A malformed decomposition gives a one-node plan (origin "fallback")."""
+    still invalid. A malformed decomposition gives a one-node plan (origin "fallback").
+    short_prompt and compact choose the prompt (engine.prompts.logic.decompose_messages)."""
     schema = decompose_schema()
     try:
         c = call(
-            decompose_messages(question, short_prompt),
+            decompose_messages(question, short_prompt, compact),
             purpose="decompose",
             schema=schema,
             max_tokens=DECOMPOSE_MAX_TOKENS,
@@ -255,7 +258,7 @@ def decompose(question: str, call: LLMCall, trace: dict, short_prompt: bool = Fa
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                decompose_retry_messages(question, c.text, problems, short_prompt),
+                decompose_retry_messages(question, c.text, problems, short_prompt, compact),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,
