@@ -159,6 +159,7 @@ def _run_one(system: str, q, kb, llm, k: int) -> dict:
         "edges": (tr.get("dag") or {}).get("edges", []) if system != "chunk" else [],
         "reflection_added": sum(len(r.get("added", [])) for r in tr.get("reflection", [])),
         "flags": tr.get("flags", []),
+        "by_call": calls_by_kind(tr.get("llm_calls", [])),
         "subquestions": [
             [n["id"], n.get("rewritten") or n["question"], n.get("answer")]
             for n in (tr.get("dag") or {}).get("nodes", [])
@@ -166,6 +167,19 @@ def _run_one(system: str, q, kb, llm, k: int) -> dict:
         if system != "chunk"
         else [],
     }
+
+
+def calls_by_kind(calls: list[dict]) -> dict[str, list[int]]:
+    """{call kind: [calls, prompt tokens, completion tokens]} of one answer's trace["llm_calls"];
+    the kind is the purpose's first word ("step q1,q2" -> "step", "reflect 2" -> "reflect")."""
+    out: dict[str, list[int]] = {}
+    for c in calls:
+        kind = str(c.get("purpose", "")).split(" ")[0] or "unknown"
+        have = out.setdefault(kind, [0, 0, 0])
+        have[0] += 1
+        have[1] += int(c.get("prompt_tokens") or 0)
+        have[2] += int(c.get("completion_tokens") or 0)
+    return out
 
 
 def _row_key(r: dict) -> tuple:

@@ -75,6 +75,23 @@ def _aggregate(rows: list[dict]) -> dict:
     return out
 
 
+def _by_call(rows: list[dict]) -> dict:
+    """Per call kind, the mean calls and prompt tokens per question, over the rows that record
+    their calls (rows written before by_call existed are left out; "n" says how many count)."""
+    rows = [r for r in rows if "by_call" in r]
+    if not rows:
+        return {}
+    kinds = sorted({k for r in rows for k in r["by_call"]})
+    out: dict[str, Any] = {"n": len(rows)}
+    for k in kinds:
+        got = [r["by_call"].get(k, [0, 0, 0]) for r in rows]
+        out[k] = {
+            "calls": round(sum(g[0] for g in got) / len(rows), 2),
+            "prompt_tokens": round(sum(g[1] for g in got) / len(rows), 1),
+        }
+    return out
+
+
 def build_report(rows: list[dict], llm_spec: str, n: int, systems_order: tuple[str, ...]) -> dict:
     report: dict[str, Any] = {"llm": llm_spec, "n_per_dataset": n, "datasets": {}, "reference": REFERENCE}
     for ds in sorted({r["dataset"] for r in rows}):
@@ -83,6 +100,7 @@ def build_report(rows: list[dict], llm_spec: str, n: int, systems_order: tuple[s
         types = sorted({r["type"] for r in d_rows})
         report["datasets"][ds] = {
             "overall": {s: _aggregate([r for r in d_rows if r["system"] == s]) for s in systems},
+            "by_call": {s: _by_call([r for r in d_rows if r["system"] == s]) for s in systems},
             "per_type": {
                 t: {s: _aggregate([r for r in d_rows if r["system"] == s and r["type"] == t]) for s in systems}
                 for t in types
@@ -96,6 +114,25 @@ def _md_table(stats: dict[str, dict], cols: list[str]) -> list[str]:
     for s, a in stats.items():
         lines.append(f"| {s} | " + " | ".join(str(a.get(c, "")) for c in cols) + " |")
     return lines
+
+
+def _by_call_table(by_call: dict[str, dict]) -> list[str]:
+    """Where each system's prompt tokens go: per call kind, prompt tokens per question (calls per
+    question in brackets)."""
+    by_call = {s: b for s, b in by_call.items() if b}
+    if not by_call:
+        return []
+    kinds = sorted({k for b in by_call.values() for k in b if k != "n"})
+    lines = [
+        "Prompt tokens sent per question, by call (calls per question in brackets):",
+        "",
+        "| system | n | " + " | ".join(kinds) + " |",
+        "|---" * (len(kinds) + 2) + "|",
+    ]
+    for s, b in by_call.items():
+        cells = [f"{b[k]['prompt_tokens']:,.0f} ({b[k]['calls']})" if k in b else "" for k in kinds]
+        lines.append(f"| {s} | {b['n']} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def report_markdown(report: dict) -> str:
@@ -141,6 +178,7 @@ def report_markdown(report: dict) -> str:
     out.append("")
     for ds, d in report["datasets"].items():
         out += [f"## {ds}", ""] + _md_table(d["overall"], cols) + [""]
+        out += _by_call_table(d.get("by_call", {}))
         out += [f"### {ds} per question type", ""]
         for t, stats in d["per_type"].items():
             out += (

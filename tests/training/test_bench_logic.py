@@ -55,6 +55,13 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
     o = report["datasets"]["2wiki"]["overall"]
     assert o["chunk"]["llm_calls"] == 1 and o["logic"]["retrieval_rounds"] == 2
+    # where the tokens go: every call of a row is counted under its kind (the fake sends 10 tokens)
+    by_call = report["datasets"]["2wiki"]["by_call"]
+    assert by_call["chunk"] == {"n": 1, "answer": {"calls": 1.0, "prompt_tokens": 10.0}}
+    logic = by_call["logic"]
+    assert logic["decompose"]["calls"] == 1.0 and logic["step"] == {"calls": 2.0, "prompt_tokens": 20.0}
+    assert sum(v["calls"] for k, v in logic.items() if k != "n") == o["logic"]["llm_calls"]
+    assert "| logic | 1 | " in (tmp_path / "report.md").read_text()
     # rows made under other route settings are not reused: a changed default is answered again
     rows = [json.loads(x) for x in lines]
     for r in rows:
