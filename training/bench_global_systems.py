@@ -33,6 +33,10 @@ class System:
 # The summary-route variants, each on extractive layers (name) and LLM-written ones (name-llm).
 _VARIANTS: dict[str, tuple[SummaryConfig, str]] = {
     "summary": (SummaryConfig(), "descend from the top: the best summaries, then the k chunks under them"),
+    "summary-l1": (
+        SummaryConfig(start_level=1),
+        "the best level-1 summaries over all of them (no descent from the top), then the k chunks under them",
+    ),
     "summary-only": (
         SummaryConfig(answer_from="summaries"),
         "the summaries the descent chose, alone (no chunk)",
