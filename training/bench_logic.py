@@ -176,7 +176,7 @@ def calls_by_kind(calls: list[dict]) -> dict[str, list[int]]:
     for c in calls:
         kind = str(c.get("purpose", "")).split(" ")[0] or "unknown"
         have = out.setdefault(kind, [0, 0, 0])
-        have[0] += 1
+        have[0] += int(c.get("attempts") or 1)  # a structured reply retried once is one entry of two calls
         have[1] += int(c.get("prompt_tokens") or 0)
         have[2] += int(c.get("completion_tokens") or 0)
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -170,12 +171,18 @@ def ef_sweep(vectors: np.ndarray, q: np.ndarray, truth: list[list[str]], widths:
 
     ids = row_ids(len(vectors))
     t0 = time.perf_counter()
-    index = new_store(bench_spec(FAISS_HNSW), Path("."), vectors.shape[1], ids, vectors).index
+    with tempfile.TemporaryDirectory() as tmp:  # the store is built in memory; it is never saved here
+        index = new_store(bench_spec(FAISS_HNSW), Path(tmp), vectors.shape[1], ids, vectors).index
     build = time.perf_counter() - t0
+
+    def search(row: np.ndarray, params) -> list[str]:
+        found = index.search(row, 10, params=params)[1][0]
+        return [ids[i] for i in found if i >= 0]  # faiss pads a short result with -1
+
     rows = []
     for ef in widths:
         params = faiss.SearchParametersHNSW(efSearch=ef)
-        timed = timed_queries(lambda row, p=params: [ids[i] for i in index.search(row, 10, params=p)[1][0]], q, truth)
+        timed = timed_queries(lambda row, p=params: search(row, p), q, truth)
         rows.append({"n": len(vectors), "ef_search": ef, "build_s": round(build, 1), **timed})
     return rows
 

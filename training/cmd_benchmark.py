@@ -193,7 +193,11 @@ def benchmark(
     "--systems",
     default="chunk,logic,logic-no-merge,logic-no-memory,logic-with-replacement,logic-no-reflection",
     show_default=True,
-    help="comma list; logic-no-* switch one mechanism off; also logic-last-hop-chunks, logic-dag-single-hop",
+    help="comma list of: chunk, logic, logic-no-merge, logic-no-memory, logic-with-replacement, "
+    "logic-no-reflection (each switches one mechanism off), logic-last-hop-chunks, logic-dag-single-hop, "
+    "logic-lean (every cost cut on) and its rows logic-lean-whole-chunks, logic-lean-long-prompts, "
+    "logic-lean-always-reflect, logic-lean-final-call (each turns one cut back off), logic-lean-memory150, "
+    "logic-lean-compact",
 )
 @click.option(
     "--datasets",

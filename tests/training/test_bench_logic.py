@@ -61,7 +61,11 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     logic = by_call["logic"]
     assert logic["decompose"]["calls"] == 1.0 and logic["step"] == {"calls": 2.0, "prompt_tokens": 20.0}
     assert sum(v["calls"] for k, v in logic.items() if k != "n") == o["logic"]["llm_calls"]
-    assert "| logic | 1 | " in (tmp_path / "report.md").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert (
+        "Prompt tokens sent per question, by call" in md
+        and "| logic | 1 | 10 (1.0) | 10 (1.0) | 10 (1.0) | 20 (2.0) |" in md  # answer, decompose, reflect, step
+    )
     # rows made under other route settings are not reused: a changed default is answered again
     rows = [json.loads(x) for x in lines]
     for r in rows:
@@ -71,6 +75,18 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
     redone = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[3:]]
     assert [r["system"] for r in redone] == ["logic"]
     assert (tmp_path / "report.md").read_text().startswith("# Logic route benchmark")
+
+
+def test_calls_by_kind_counts_each_attempt_of_a_retried_structured_reply():
+    from training.bench_logic import calls_by_kind
+
+    calls = [
+        {"purpose": "decompose", "prompt_tokens": 300, "completion_tokens": 40, "attempts": 2},
+        {"purpose": "step q1,q2", "prompt_tokens": 500, "completion_tokens": 90},
+        {"purpose": "step q3", "prompt_tokens": 400, "completion_tokens": 50, "error": "bad JSON"},
+        {"purpose": "reflect 1", "prompt_tokens": 200, "completion_tokens": 5},
+    ]
+    assert calls_by_kind(calls) == {"decompose": [2, 300, 40], "step": [2, 900, 140], "reflect": [1, 200, 5]}
 
 
 @pytest.mark.shared_data

@@ -22,6 +22,10 @@ def test_cli_command_is_exported_and_documented():
     assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
     res = CliRunner().invoke(bench_index, ["--help"])
     assert res.exit_code == 0 and "--no-sandwich" in res.output
+    from training.bench_logic import SYSTEMS
+
+    systems_help = next(p.help for p in bench_logic.params if p.name == "systems")
+    assert [s for s in SYSTEMS if s not in systems_help.replace(",", " ").split()] == []  # the help names every system
 
 
 def test_component_benchmarks_are_cli_commands_with_clean_errors(tmp_path, monkeypatch):

@@ -62,7 +62,8 @@ class LogicConfig(Settings):
         default=False,
         metadata={
             "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
-            "turns (~180 fewer prompt tokens a question; the reply is JSON either way)"
+            "turns (with short_prompts 301 prompt tokens instead of 479, more with the long prompt's examples; the "
+            "reply is JSON either way)"
         },
     )
     reflect_when_unsure: bool = field(
