@@ -105,3 +105,40 @@ def context_markdown(report: dict, about: dict[str, str]) -> str:
         lines += markdown_table(["system", "n", "coverage %", "words shown", "vs chunk", "what it shows"], table)
         lines.append("")
     return "\n".join(lines)
+
+
+def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> dict:
+    """The context check of `cfg`'s questions and systems: builds the extractive KB when missing
+    (no LLM), reads the LLM-written layers only where a run built them, writes context_report.json
+    and context_report.md into cfg.out, and returns the report."""
+    from pathlib import Path
+
+    from engine.base.files import atomic_write_json, atomic_write_text
+    from hierarchy.kb import LAYERS_DIR, KnowledgeBase
+    from hierarchy.layers.persist import read_meta
+    from training.bench_global import load_questions, open_kb
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ds, questions = load_questions(cfg)
+    kbs = {"extractive": open_kb(out / "kb_extractive", ds.passages, "extractive", embedder, None, show_progress)[0]}
+    if (read_meta(out / "kb_llm" / LAYERS_DIR) or {}).get("summarizer") == "llm":
+        kbs["llm"] = KnowledgeBase.open(out / "kb_llm", embedder)
+    systems = context_systems(cfg.systems, kbs)
+    left_out = [s for s in cfg.systems if s not in systems]
+    rows = context_rows(cfg, questions, kbs, systems)
+    report = {
+        "data": ds.name,
+        "questions_per_type": {t: sum(1 for q in questions if q.type == t) for t in cfg.types},
+        "offset": cfg.offset,
+        "k": cfg.k,
+        "systems": systems,
+        "left_out": left_out,
+        "per_type": context_report(rows, systems, cfg.types, resamples=cfg.bootstrap, seed=cfg.seed),
+    }
+    atomic_write_json(out / "context_report.json", report)
+    md = context_markdown(report, {s: SYSTEMS[s].about for s in systems})
+    if left_out:
+        md += f"\nLeft out (the logic route, or LLM-written layers no run has built): {', '.join(left_out)}.\n"
+    atomic_write_text(out / "context_report.md", md)
+    return report

@@ -42,10 +42,30 @@ def _split(text: str) -> tuple[str, ...]:
 @click.option("--retry-errors", is_flag=True, help=_help("retry_errors"))
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.option("--dry-run", is_flag=True, help="print the LLM calls and hours still to make, and stop")
+@click.option(
+    "--context-only",
+    is_flag=True,
+    help="no answer: how much of each gold answer the context of every system (but logic) holds, "
+    "in seconds and without an LLM (context_report.md)",
+)
 @llm_option
 @click.pass_context
 def bench_global(
-    ctx, data, corpus, types, n, offset, systems, k, wide_chunks, out_dir, retry_errors, no_cache, dry_run, llm_spec
+    ctx,
+    data,
+    corpus,
+    types,
+    n,
+    offset,
+    systems,
+    k,
+    wide_chunks,
+    out_dir,
+    retry_errors,
+    no_cache,
+    dry_run,
+    context_only,
+    llm_spec,
 ):
     """Global questions (issue 17): on a GraphRAG-Bench set (DATA: a questions file or 'medical'),
     per question type, every system answers the same questions in the reader style (chunk,
@@ -72,6 +92,15 @@ def bench_global(
         )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
+    if context_only:
+        from training.bench_global_context import context_main
+
+        report = context_main(cfg, embedder=injected_embedder(ctx))
+        for t, per in report["per_type"].items():
+            best = max(per, key=lambda s: per[s]["coverage"])
+            click.echo(f"{t}: the context of {best} holds the most of the answer ({per[best]['coverage']}%)")
+        click.echo(f"report: {Path(out_dir) / 'context_report.md'}")
+        return
     todo = plan(cfg)
     click.echo(
         f"to do: {todo['answer_llm_calls']:g} answer calls + {todo['layer_llm_calls']} LLM-layer calls "

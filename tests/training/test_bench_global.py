@@ -299,3 +299,28 @@ def test_the_command_plans_then_runs_and_resumes(tmp_path, emb):
     assert json.loads(dry.stdout)["answer_llm_calls"] == 0
     bad = CliRunner().invoke(cli, [*args, "--systems", "chunk,nope"], obj={"embedder": emb})
     assert bad.exit_code != 0 and "unknown system" in bad.output
+
+
+def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, emb):
+    from engine.cli import main as cli
+    from hierarchy.kb import KnowledgeBase
+
+    data = write_set(tmp_path / "data")
+    out = tmp_path / "out"
+    args = ["bench-global", data, "--n", "2", "--out", str(out), "--context-only"]
+    args += ["--systems", "chunk,summary,summary-l1,collapsed,summary-llm,logic"]
+    res = CliRunner().invoke(cli, args, obj={"embedder": emb}, catch_exceptions=False)  # no LLM is given
+    assert res.exit_code == 0 and "Contextual Summarize: the context of" in res.stdout
+    report = json.loads((out / "context_report.json").read_text())
+    assert report["systems"] == ["chunk", "summary", "summary-l1", "collapsed"]  # no LLM layers, no logic
+    assert report["left_out"] == ["summary-llm", "logic"] and not (out / "results.jsonl").exists()
+    kb = KnowledgeBase.open(out / "kb_extractive", emb)
+    cs = [q for q in json.loads(Path(data).read_text()) if q["question_type"] == "Contextual Summarize"][:2]
+    for t, per in report["per_type"].items():
+        assert per["chunk"]["n"] == 2 and "vs_chunk" not in per["chunk"]
+        assert all(per[s]["vs_chunk"]["n"] == 2 and 0 <= per[s]["coverage"] <= 100 for s in per if s != "chunk")
+    # the chunk route's context is its top k chunks; coverage = share of the gold answer's words in them
+    shown = [" ".join(f"{c.title} {c.text}" for c in kb.search(q["question"], k=3)) for q in cs]
+    want = sum(coverage(s, q["answer"]) for s, q in zip(shown, cs)) / 2
+    assert report["per_type"]["Contextual Summarize"]["chunk"]["coverage"] == round(100 * want, 1)
+    assert "| summary-l1 | 2 |" in (out / "context_report.md").read_text()
