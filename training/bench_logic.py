@@ -62,6 +62,7 @@ SYSTEMS = (
     "logic-lean-final-call",
     "logic-lean-memory150",
     "logic-lean-compact",
+    "logic-lean-compact-ev60",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -81,6 +82,8 @@ _CHANGED = {
     "logic-lean-memory150": {**LEAN, "memory_words": 150},
     # the best lean row so far (memory 150) with the decomposition's examples as text lines
     "logic-lean-compact": {**LEAN, "memory_words": 150, "compact_examples": True},
+    # and 60 evidence tokens a sub-question instead of 100 (~2 sentences instead of ~3-4)
+    "logic-lean-compact-ev60": {**LEAN, "memory_words": 150, "compact_examples": True, "evidence_tokens": 60},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},
