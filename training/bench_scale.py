@@ -236,11 +236,26 @@ def add_changes(row: dict, path: Path, docs: list, extra: list, fresh) -> None:
         row[what] = m
 
 
-def query_set(n: int, emb) -> Queries:
-    """Questions of the shared data sets (training.bench_store.questions), embedded through the cache."""
-    from training.bench_store import questions
+QUERY_WORDS = 16  # words of a held-out chunk that make an in-domain query
 
-    texts = questions(n)
+
+def query_set(n: int, emb, corpus=None, largest: int = 0) -> Queries:
+    """What the retrievals are asked. The shared corpus: questions of its own data sets
+    (training.bench_store.questions). Any other corpus: those questions are about nothing in it
+    (top-1 cosine ~0.3 on debian-docs), and HNSW recall against exact search on such queries
+    measures ties among unrelated chunks; so the queries are the first QUERY_WORDS words of n
+    chunks that no KB of the run holds (those past the largest size and its 1% add), drawn with
+    a fixed seed. Embedded through the cache."""
+    if corpus is None or corpus.name == SHARED:
+        from training.bench_store import questions
+
+        texts = questions(n)
+    else:
+        held = corpus.texts[corpus.chunks_for(largest) if largest else 0 :]
+        if not held:
+            raise LogicRouteError(f"{corpus.name}: no chunk is left outside the largest KB to ask queries from")
+        pick = np.random.default_rng(0).choice(len(held), min(n, len(held)), replace=False)
+        texts = [" ".join(held[i].split()[:QUERY_WORDS]) for i in sorted(pick)]
     return Queries(texts, np.asarray(emb.encode(texts, show_progress=True), np.float32))
 
 
@@ -337,8 +352,10 @@ def run_bench_scale(cfg: ScaleConfig, embedder=None, fresh=None, echo: Callable[
         corpus_seconds=round(time.perf_counter() - t0, 1),
         embedded_now=None if encoded is None else emb.encoded_texts - encoded,
     )
-    q = query_set(cfg.queries, emb)
+    q = query_set(cfg.queries, emb, corpus, max((n for _, n in plan), default=0))
     report["embedding"]["query"] = embed_latency(q.texts, fresh)
+    report["queries"] = {"from": "questions" if corpus.name == SHARED else "held-out chunks", "n": len(q.texts)}
+    report["queries"] |= {"words": QUERY_WORDS, "examples": q.texts[:3]} if corpus.name != SHARED else {}
     save()
     work = Path(tempfile.mkdtemp(prefix="bench_scale_kbs_"))
     try:

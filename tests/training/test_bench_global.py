@@ -316,7 +316,7 @@ def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, e
     assert report["left_out"] == ["summary-llm", "logic"] and not (out / "results.jsonl").exists()
     kb = KnowledgeBase.open(out / "kb_extractive", emb)
     cs = [q for q in json.loads(Path(data).read_text()) if q["question_type"] == "Contextual Summarize"][:2]
-    for t, per in report["per_type"].items():
+    for per in report["per_type"].values():
         assert per["chunk"]["n"] == 2 and "vs_chunk" not in per["chunk"]
         assert all(per[s]["vs_chunk"]["n"] == 2 and 0 <= per[s]["coverage"] <= 100 for s in per if s != "chunk")
     # the chunk route's context is its top k chunks; coverage = share of the gold answer's words in them

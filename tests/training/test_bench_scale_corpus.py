@@ -100,6 +100,21 @@ def test_a_folder_corpus_is_the_deduplicated_real_chunks_of_every_format(folder)
     assert plan[-1][1] == corpus.max_kb and "make corpus" not in notes[0]  # the hint is for the shared sets
 
 
+def test_a_folder_corpus_is_asked_the_leading_words_of_chunks_no_kb_holds(folder):
+    from tests.fakes import HashedBowEmbedder
+    from training.bench_scale import QUERY_WORDS, query_set
+
+    corpus = folder_corpus(folder)
+    largest = 2  # the KB of the largest size: the first documents reaching 2 chunks, and their 1% add
+    in_kbs = corpus.texts[: corpus.chunks_for(largest)]
+    q = query_set(50, HashedBowEmbedder(), corpus, largest)
+    assert 0 < len(q.texts) == len(corpus.texts) - len(in_kbs) and q.vectors.shape == (len(q.texts), 64)
+    held = [" ".join(t.split()[:QUERY_WORDS]) for t in corpus.texts[len(in_kbs) :]]
+    assert sorted(q.texts) == sorted(held)  # every held-out chunk once, cut to its first words
+    assert not set(q.texts) & {" ".join(t.split()[:QUERY_WORDS]) for t in in_kbs}  # no KB chunk is asked
+    assert query_set(50, HashedBowEmbedder(), corpus, largest).texts == q.texts  # the same draw every run
+
+
 def test_count_only_prints_the_corpus_and_embeds_nothing(folder, tmp_path):
     out = tmp_path / "out"
     res = CliRunner().invoke(main, ["bench-scale", "--corpus", str(folder), "--count-only", "--out", str(out)])
