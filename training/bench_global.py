@@ -61,6 +61,13 @@ class GlobalConfig:
     logic_max_seconds: float = field(
         default=3600.0, metadata={"help": "wall cap of one logic answer (high: results must not depend on load)"}
     )
+    judge: int = field(
+        default=0,
+        metadata={
+            "help": "the answering LLM judges the answers of the first JUDGE questions of each type against the "
+            "reference (correct or not; its calls booked apart, its agreement with ROUGE-L reported); 0 = no judge"
+        },
+    )
     bootstrap: int = field(default=10_000, metadata={"help": "paired bootstrap resamples of the vs-chunk spread"})
     seed: int = field(default=0, metadata={"help": "seed of the bootstrap"})
 
@@ -69,6 +76,8 @@ class GlobalConfig:
         if not self.types:
             raise ValueError("no question type given")
         self.systems = check_systems(self.systems)
+        if self.judge < 0:
+            raise ValueError(f"judge must be 0 (no judge) or a number of questions per type, got {self.judge}")
         if self.n < 1 or self.offset < 0 or self.k < 1 or self.wide_chunks <= self.k or self.bootstrap < 1:
             raise ValueError(
                 f"n >= 1, offset >= 0, k >= 1, wide_chunks > k and bootstrap >= 1 are required (got n={self.n}, "
@@ -292,6 +301,12 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
     fps = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[1] for s in cfg.systems}
     rows = [r for q in questions for s in cfg.systems if (r := store.get(_key(llm.name, s, q.id, fps[s])))]
     report = build_report(rows, cfg.systems, cfg.types, bootstrap=cfg.bootstrap, seed=cfg.seed)
+    if cfg.judge:
+        from training.bench_global_judge import judge_answers, judge_key, judge_report
+
+        golds = {q.id: q.answers[0] for q in questions}
+        verdicts = judge_answers(rows, golds, llm, JsonlStore(out / "judge.jsonl", key=judge_key), cfg.judge)
+        report["judge"] = judge_report(verdicts, cfg.systems, cfg.types)
     report.update(
         llm=llm.name,
         data=ds.name,

@@ -244,6 +244,10 @@ def report_markdown(report: dict) -> str:
                 ),
                 "",
             ]
+    if report.get("judge"):
+        from training.bench_global_judge import judge_markdown
+
+        lines += judge_markdown(report["judge"], report.get("llm", ""))
     if report.get("systems_about"):
         lines += ["## Systems", "", *_table(["system", "what it does"], list(report["systems_about"].items())), ""]
     return "\n".join(lines)

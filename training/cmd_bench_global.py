@@ -40,6 +40,7 @@ def _split(text: str) -> tuple[str, ...]:
 @click.option("--wide-chunks", default=WIDE_CHUNKS, show_default=True, help=_help("wide_chunks"))
 @click.option("--out", "out_dir", default="runs/bench_global", show_default=True, type=click.Path(file_okay=False))
 @click.option("--retry-errors", is_flag=True, help=_help("retry_errors"))
+@click.option("--judge", type=int, default=0, show_default=True, help=_help("judge"))
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.option("--dry-run", is_flag=True, help="print the LLM calls and hours still to make, and stop")
 @click.option(
@@ -62,6 +63,7 @@ def bench_global(
     wide_chunks,
     out_dir,
     retry_errors,
+    judge,
     no_cache,
     dry_run,
     context_only,
@@ -89,6 +91,7 @@ def bench_global(
             llm_spec=llm_spec,
             cache=not no_cache,
             retry_errors=retry_errors,
+            judge=judge,
         )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None

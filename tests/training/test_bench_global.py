@@ -68,6 +68,7 @@ class BenchLLM(ScriptedLLM):
             }
         )
         self.fail_on = fail_on  # an answer prompt holding this text fails the call
+        self.judge_fails = False
         self._schema = None
 
     def _answer(self, messages):
@@ -90,6 +91,11 @@ class BenchLLM(ScriptedLLM):
             return json.dumps(reply | ({"memory": "notes"} if "memory" in props else {}))
         if "sufficient" in props:
             return json.dumps(SUFFICIENT)
+        if "correct" in props:  # the judge: it agrees with ROUGE-L, or fails when told to
+            if self.judge_fails:
+                raise LLMError("the scripted judge failed")
+            ref, ans = re.search(r"Reference answer: (.*)\nAnswer: (.*)", messages[-1]["content"]).groups()
+            return json.dumps({"correct": rouge_l(ans, ref) > 0.4})
         return super()._next(messages)
 
     def prompts(self, needle: str) -> int:
@@ -324,3 +330,41 @@ def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, e
     want = sum(coverage(s, q["answer"]) for s, q in zip(shown, cs)) / 2
     assert report["per_type"]["Contextual Summarize"]["chunk"]["coverage"] == round(100 * want, 1)
     assert "| summary-l1 | 2 |" in (out / "context_report.md").read_text()
+
+
+def test_the_judge_grades_a_sample_books_its_own_cost_resumes_and_reports_its_agreement(tmp_path, emb):
+    cfg = config(tmp_path, systems=("chunk", "summary", "summary-only"), judge=1)
+    plain = main(config(tmp_path / "plain", systems=cfg.systems), llm=BenchLLM(), embedder=emb, show_progress=False)
+    llm = BenchLLM()
+    report = main(cfg, llm=llm, embedder=emb, show_progress=False)
+    verdicts = [json.loads(x) for x in (Path(cfg.out) / "judge.jsonl").read_text().splitlines()]
+    # the first question of each type, every system; each verdict one call, booked apart from the answers
+    assert sorted((v["type"], v["qid"], v["system"]) for v in verdicts) == sorted(
+        (t, f"Tiny-{i}1", s) for i, t in enumerate(TYPES) for s in cfg.systems
+    )
+    j = report["judge"]
+    assert j["judged"] == len(verdicts) == j["cost"]["llm_calls"] == llm.prompts("Reference answer:")
+    assert j["cost"]["prompt_tokens"] > 0
+    for s, got in report["overall"].items():  # the answers' own costs are those of a run without a judge
+        assert [got[c] for c in ("llm_calls", "prompt_tokens", "completion_tokens", "rouge_l")] == [
+            plain["overall"][s][c] for c in ("llm_calls", "prompt_tokens", "completion_tokens", "rouge_l")
+        ]
+    assert j["rouge_l_auc"] == 1.0  # this judge agrees with ROUGE-L: it ranks them perfectly
+    for t in TYPES:
+        assert set(j["per_type"][t]) == set(cfg.systems) and all(v["n"] == 1 for v in j["per_type"][t].values())
+    assert "LLM judge (fake:bench)" in (Path(cfg.out) / "report.md").read_text()
+    again = BenchLLM(fail_on="")
+    again.judge_fails = True  # nothing is asked again: every answer and verdict is stored
+    assert main(cfg, llm=again, embedder=emb, show_progress=False)["judge"] == j and again.calls == []
+
+
+def test_a_failed_verdict_is_recorded_not_counted(tmp_path, emb):
+    cfg = config(tmp_path, systems=("chunk",), judge=2, types=("Fact Retrieval",))
+    llm = BenchLLM()
+    llm.judge_fails = True
+    j = main(cfg, llm=llm, embedder=emb, show_progress=False)["judge"]
+    assert j["judged"] == 0 and j["failed"] == 2 and j["per_type"]["Fact Retrieval"] == {} and j["rouge_l_auc"] is None
+    errors = [json.loads(x)["error"] for x in (Path(cfg.out) / "judge.jsonl").read_text().splitlines()]
+    assert len(errors) == 2 and all("the scripted judge failed" in e for e in errors)
+    with pytest.raises(ValueError, match="judge must be 0"):
+        config(tmp_path, judge=-1)
