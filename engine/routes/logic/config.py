@@ -62,8 +62,8 @@ class LogicConfig(Settings):
         default=False,
         metadata={
             "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
-            "turns (with short_prompts 301 prompt tokens instead of 479, more with the long prompt's examples; the "
-            "reply is JSON either way)"
+            "turns (with short_prompts 301 prompt tokens instead of 479; the reply is JSON either way). Measured "
+            "on 2Wiki with the local 1.5B model: it copies the lines' content, F1 68.2 -> 54.0"
         },
     )
     reflect_when_unsure: bool = field(
