@@ -44,6 +44,14 @@ UPPER_WORDS = 150
 NEW_CLUSTER_PERCENTILE = 5.0
 DEFAULT_NEW_CLUSTER_COS = 0.3  # used when the build had no cluster of 2+ members to measure
 EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode, at most
+# Past CENTRAL_ABOVE chunks an extractive level-1 summary picks its sentences from the
+# CENTRAL_CHUNKS of its chunks nearest the node's centroid. Why: it embeds every sentence it may
+# pick; with all ~10 chunks (~50 sentences) that was ~1.7 s a node on 2 cores, ~5 h at 100k
+# chunks, and 4 chunks embed 56% fewer texts. Below it every chunk is read: on GraphRAG-Bench
+# Medical the cap cost the summary route's contexts 1-3 points of answer coverage
+# (docs/results/bench_global_context_medical.md), the same threshold as the stores' exact search.
+CENTRAL_CHUNKS = 4
+CENTRAL_ABOVE = 20_000
 PROGRESS_STEPS = 20  # batches per level, at least, when a level has that many clusters
 
 
@@ -159,9 +167,16 @@ def summarize_level(
     max_words = run.words[0] if level == 1 else run.words[1]
     kb = run.kb
 
-    def passages(n: Node) -> list[tuple[str, str]]:
+    def passages(n: Node, central: int = 0) -> list[tuple[str, str]]:
+        """The node's text: its chunks (level 1; with `central`, only that many nearest its
+        centroid, in their order) or its children's summary sentences."""
         if level == 1:
-            return [(kb.chunks[c].title, kb.chunks[c].text) for c in n.children]
+            kids = list(n.children)
+            if central and len(kids) > central:
+                v = kb.vectors[[run.rows[c] for c in kids]]
+                nearest = np.argsort(-(v @ centroid(n)), kind="stable")[:central]
+                kids = [kids[i] for i in sorted(nearest)]
+            return [(kb.chunks[c].title, kb.chunks[c].text) for c in kids]
         return [(u[0], u[1]) for ch in n.children for u in nodes[ch].units]
 
     def centroid(n: Node) -> np.ndarray:
@@ -178,7 +193,8 @@ def summarize_level(
             step = max(1, min(EXTRACTIVE_BATCH, -(-len(ids) // PROGRESS_STEPS)))
             for s in range(0, len(ids), step):
                 part = [nodes[i] for i in ids[s : s + step]]
-                jobs = [(passages(n), centroid(n)) for n in part]
+                central = CENTRAL_CHUNKS if len(kb) > CENTRAL_ABOVE else 0
+                jobs = [(passages(n, central), centroid(n)) for n in part]
                 for n, units in zip(part, extractive_batch(jobs, run.encode, max_words, run.sentence_cache)):
                     n.units = units
                 bar.update(len(part))

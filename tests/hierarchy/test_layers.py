@@ -17,7 +17,7 @@ from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.layers import persist
 from hierarchy.layers.persist import META, layers_dir, load_layers
-from hierarchy.layers.tree import LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_from_structure
+from hierarchy.layers.tree import CENTRAL_CHUNKS, LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_from_structure
 from hierarchy.layers.update import build_layers
 from hierarchy.summarize import extractive_batch, mmr_select, render_units, rendered_words, split_sentences
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
@@ -157,6 +157,27 @@ def test_build_tree_invariants_cost_and_persistence(kb):
     assert build_layers(kb2, show_progress=False, cluster_size=4)["mode"] == "unchanged"
     assert load_layers(kb2) is again  # same generation: nothing was written
     assert build_layers(kb2, show_progress=False, cluster_size=4, rebuild=True)["mode"] == "build"
+
+
+def test_past_a_size_an_extractive_level_1_summary_quotes_only_the_chunks_nearest_its_centroid(kb, monkeypatch):
+    from hierarchy.layers import tree
+
+    build_layers(kb, show_progress=False, cluster_size=8)  # a small KB: every chunk is read
+    small = load_layers(kb)
+    monkeypatch.setattr(tree, "CENTRAL_ABOVE", len(kb) - 1)  # as if it were past the size
+    build_layers(kb, show_progress=False, cluster_size=8, rebuild=True)
+    layers = load_layers(kb)
+    wide = [n for n in (layers.nodes[i] for i in layers.levels[0]) if len(n.children) > CENTRAL_CHUNKS]
+    assert wide  # clusters of 8: some have more chunks than the summary reads
+    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
+    for n in wide:
+        v = kb.vectors[[rows[c] for c in n.children]]
+        c = v.mean(axis=0) / np.linalg.norm(v.mean(axis=0))
+        near = [n.children[i] for i in np.argsort(-(v @ c), kind="stable")[:CENTRAL_CHUNKS]]
+        text = " ".join(" ".join(kb.chunks[x].text.split()) for x in near)
+        for _, sentence in n.units:
+            assert " ".join(sentence.split()) in text, (n.id, sentence)
+    assert any(small.nodes[n.id].units != n.units for n in wide)  # below the size, other chunks are quoted
 
 
 def test_build_matches_rebuild_from_its_own_structure(kb):
