@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from training.bench_global_report import BASELINE, paired
+from training.bench_global_report import BASELINE, versus_baseline
 from training.bench_global_systems import SYSTEMS, system_settings
 from training.bench_report import markdown_table
 
@@ -36,11 +36,11 @@ def context_rows(cfg, questions: list, kbs: dict, systems: list[str]) -> list[di
     """One row per (question, system): the words shown and their coverage of the gold answer."""
     from engine.base.metrics import coverage
 
+    settings = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[0] for s in systems}
     rows = []
     for q in questions:
         for s in systems:
-            settings = system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[0]
-            shown = shown_context(s, settings, q.text, kbs[SYSTEMS[s].layers], cfg.k)
+            shown = shown_context(s, settings[s], q.text, kbs[SYSTEMS[s].layers], cfg.k)
             text = " ".join(f"{c.title} {c.text}" if c.title else c.text for c in shown)
             rows.append(
                 {
@@ -56,30 +56,22 @@ def context_rows(cfg, questions: list, kbs: dict, systems: list[str]) -> list[di
 
 def context_report(rows: list[dict], systems: list[str], types, *, resamples: int, seed: int) -> dict:
     """{type: {system: {n, coverage (%), words, vs_chunk}}}: means per question, and the paired
-    difference against the chunk route's context on the same questions."""
-    by = {(r["system"], r["qid"]): r for r in rows}
+    difference against the chunk route's context on the same questions (versus_baseline)."""
+    versus = versus_baseline(rows, systems, types, resamples=resamples, seed=seed, metrics=("coverage",))
     out: dict = {}
     for t in types:
-        qids = list(dict.fromkeys(r["qid"] for r in rows if r["type"] == t))
         out[t] = {}
         for s in systems:
-            mine = [by[s, q] for q in qids if (s, q) in by]
+            mine = [r for r in rows if r["type"] == t and r["system"] == s]
             if not mine:
                 continue
-            entry = {
+            out[t][s] = {
                 "n": len(mine),
                 "coverage": round(100 * sum(r["coverage"] for r in mine) / len(mine), 1),
                 "words": round(sum(r["words"] for r in mine) / len(mine), 1),
             }
             if s != BASELINE:
-                both = [q for q in qids if (s, q) in by and (BASELINE, q) in by]
-                entry["vs_chunk"] = paired(
-                    [by[s, q]["coverage"] for q in both],
-                    [by[BASELINE, q]["coverage"] for q in both],
-                    resamples=resamples,
-                    seed=seed,
-                )
-            out[t][s] = entry
+                out[t][s]["vs_chunk"] = versus[t][s]["coverage"]
     return out
 
 

@@ -62,7 +62,7 @@ def paired(a: list[float], b: list[float], *, resamples: int = 10_000, seed: int
     }
 
 
-def versus_baseline(rows: list[dict], systems, types, *, resamples: int, seed: int) -> dict:
+def versus_baseline(rows: list[dict], systems, types, *, resamples: int, seed: int, metrics=SCORES) -> dict:
     """{type: {system: {metric: paired(system, chunk)}}} over the questions both answered."""
     by = {(r["system"], r["qid"]): r for r in rows}
     out: dict = {}
@@ -77,7 +77,7 @@ def versus_baseline(rows: list[dict], systems, types, *, resamples: int, seed: i
                 m: paired(
                     [by[s, q][m] for q in both], [by[BASELINE, q][m] for q in both], resamples=resamples, seed=seed
                 )
-                for m in SCORES
+                for m in metrics
             }
     return out
 

@@ -167,14 +167,14 @@ def summarize_level(
     max_words = run.words[0] if level == 1 else run.words[1]
     kb = run.kb
 
-    def passages(n: Node, central: int = 0) -> list[tuple[str, str]]:
+    def passages(n: Node, central: int = 0, center: np.ndarray | None = None) -> list[tuple[str, str]]:
         """The node's text: its chunks (level 1; with `central`, only that many nearest its
-        centroid, in their order) or its children's summary sentences."""
+        centroid `center`, in their order) or its children's summary sentences."""
         if level == 1:
             kids = list(n.children)
             if central and len(kids) > central:
                 v = kb.vectors[[run.rows[c] for c in kids]]
-                nearest = np.argsort(-(v @ centroid(n)), kind="stable")[:central]
+                nearest = np.argsort(-(v @ center), kind="stable")[:central]
                 kids = [kids[i] for i in sorted(nearest)]
             return [(kb.chunks[c].title, kb.chunks[c].text) for c in kids]
         return [(u[0], u[1]) for ch in n.children for u in nodes[ch].units]
@@ -194,7 +194,8 @@ def summarize_level(
             for s in range(0, len(ids), step):
                 part = [nodes[i] for i in ids[s : s + step]]
                 central = CENTRAL_CHUNKS if len(kb) > CENTRAL_ABOVE else 0
-                jobs = [(passages(n, central), centroid(n)) for n in part]
+                centers = [centroid(n) for n in part]
+                jobs = [(passages(n, central, c), c) for n, c in zip(part, centers)]
                 for n, units in zip(part, extractive_batch(jobs, run.encode, max_words, run.sentence_cache)):
                     n.units = units
                 bar.update(len(part))
