@@ -11,10 +11,10 @@ written again is judged again.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from engine.base.errors import LLMError, StructuredOutputError
+from engine.base.files import content_hash
 from engine.base.types import Usage
 
 JUDGE_MAX_TOKENS = 16
@@ -22,10 +22,6 @@ JUDGE_MAX_TOKENS = 16
 
 def judge_key(r: dict) -> tuple:
     return r["judge_llm"], r["system"], r["qid"], r["cfg"], r["answer_sha"]
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
 def sample(rows: list[dict], per_type: int) -> list[dict]:
@@ -49,7 +45,7 @@ def judge_answers(rows: list[dict], golds: dict[str, str], llm, store, per_type:
         if r.get("error"):
             continue
         key = {"judge_llm": llm.name, "system": r["system"], "qid": r["qid"], "cfg": r["cfg"]}
-        key["answer_sha"] = _sha(r["pred"])
+        key["answer_sha"] = content_hash(r["pred"])[:16]
         old = store.get(judge_key(key))
         if old is not None:
             out.append(old)
