@@ -63,6 +63,7 @@ SYSTEMS = (
     "logic-lean-memory150",
     "logic-lean-compact",
     "logic-lean-compact-ev60",
+    "logic-lean-questions",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -84,6 +85,8 @@ _CHANGED = {
     "logic-lean-compact": {**LEAN, "memory_words": 150, "compact_examples": True},
     # and 60 evidence tokens a sub-question instead of 100 (~2 sentences instead of ~3-4)
     "logic-lean-compact-ev60": {**LEAN, "memory_words": 150, "compact_examples": True, "evidence_tokens": 60},
+    # the best lean row so far (memory 150) with the plan as a list of sub-question strings
+    "logic-lean-questions": {**LEAN, "memory_words": 150, "plan_questions": True},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

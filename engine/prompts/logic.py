@@ -79,6 +79,21 @@ _SHORT_EXAMPLES = (
 )
 
 
+# The question-list plan (LogicConfig.plan_questions): the reply is a JSON list of sub-question
+# strings; ids follow their position and dependencies are the #qN placeholders, so the ids and
+# depends_on lists (a third of the examples' tokens, and of the reply's) are never written.
+DECOMPOSE_SYSTEM_QUESTIONS = (
+    "Split the question into sub-questions, each asking one fact about one named thing. A thing "
+    "described through another (the director of film X) gets its own sub-question first; a later "
+    "sub-question writes #q1 for the answer of the first sub-question, #q2 for the second. A question "
+    "about one named thing stays whole. Never add a sub-question that only compares answers."
+)
+
+
+def _plan_questions_json(nodes: list[tuple[str, str, list[str]]]) -> str:
+    return json.dumps({"subquestions": [q for _, q, _ in nodes]}, separators=(",", ":"))
+
+
 def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     # compact separators: fewer prompt tokens per example, and the model copies the style
     return json.dumps(
@@ -96,16 +111,28 @@ def _plan_lines(nodes: list[tuple[str, str, list[str]]]) -> str:
     return "\n".join(lines)
 
 
-def decompose_messages(question: str, short: bool = False, compact: bool = False) -> list[dict]:
+def decompose_messages(
+    question: str, short: bool = False, compact: bool = False, questions: bool = False
+) -> list[dict]:
     """The plan prompt: the examples as chat turns in JSON, or (compact) as text lines inside the
-    system message; the reply's form is the schema's either way."""
+    system message; the reply's form is the schema's either way. `questions`: the short prompt's
+    examples as lists of sub-question strings (decompose_schema(questions=True))."""
+    if questions:
+        examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if q in _SHORT_EXAMPLES]
+        msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM_QUESTIONS}]
+        for q, nodes in examples:
+            msgs += [
+                {"role": "user", "content": f"Question: {q}"},
+                {"role": "assistant", "content": _plan_questions_json(nodes)},
+            ]
+        return msgs + [{"role": "user", "content": f"Question: {question}"}]
     examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if not short or q in _SHORT_EXAMPLES]
     system = DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM
     if compact:
         shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in examples)
         system += f" In these examples, (after q1) means q1 is in depends_on:\n\n{shown}"
         return [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
-    msgs: list[dict] = [{"role": "system", "content": system}]
+    msgs = [{"role": "system", "content": system}]
     for q, nodes in examples:
         msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _plan_json(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
@@ -113,23 +140,38 @@ def decompose_messages(question: str, short: bool = False, compact: bool = False
 
 
 def decompose_retry_messages(
-    question: str, bad_reply: str, problems: list[str], short: bool = False, compact: bool = False
+    question: str,
+    bad_reply: str,
+    problems: list[str],
+    short: bool = False,
+    compact: bool = False,
+    questions: bool = False,
 ) -> list[dict]:
     """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
     model loses the question in a multi-turn correction (it re-plans the few-shot questions),
     so the same single-turn prompt is sent again with the earlier plan and its error stated."""
-    msgs = decompose_messages(question, short, compact)
+    msgs = decompose_messages(question, short, compact, questions)
+    rule = "may only use the answers of earlier ones" if questions else "may only depend on earlier ids"
     msgs[-1] = {
         "role": "user",
         "content": (
             f"Question: {question}\n(An earlier plan for this question was wrong: {'; '.join(problems)}. "
-            f"Each sub-question may only depend on earlier ids. Earlier plan: {bad_reply})"
+            f"Each sub-question {rule}. Earlier plan: {bad_reply})"
         ),
     }
     return msgs
 
 
-def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:
+def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS, questions: bool = False) -> dict:
+    if questions:
+        item = {"type": "string", "minLength": 3, "maxLength": 300}
+        plan = {"type": "array", "minItems": 1, "maxItems": max_items, "items": item}
+        return {
+            "type": "object",
+            "properties": {"subquestions": plan},
+            "required": ["subquestions"],
+            "additionalProperties": False,
+        }
     return {
         "type": "object",
         "properties": {

@@ -12,9 +12,10 @@ from dataclasses import replace
 import pytest
 
 from engine.base.types import RetrievedChunk
-from engine.prompts.logic import decompose_messages, step_messages
+from engine.prompts.logic import decompose_messages, decompose_schema, step_messages
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.evidence import compress_chunks, estimate_tokens
+from engine.routes.logic.plan import placeholders
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
@@ -176,6 +177,46 @@ def test_compact_examples_show_every_plan_as_lines_in_one_system_message_and_the
     llm = ScriptedLLM([plan(("q1", "Who directed the film Jaws?", [])), "Steven Spielberg"])
     answer_logic("Who directed the film Jaws?", lean_kb(), llm, replace(LEAN, compact_examples=True))
     assert llm.calls[0]["messages"] == decompose_messages("Who directed the film Jaws?", True, compact=True)
+
+
+def test_a_question_list_plan_loses_nothing_of_the_example_plans_and_is_shorter():
+    q = "Who is older, A or B?"
+    objects, questions = decompose_messages(q, True), decompose_messages(q, True, questions=True)
+    assert [m["content"] for m in questions if m["role"] == "user"] == [
+        m["content"] for m in objects if m["role"] == "user"
+    ]
+    for o, s in zip(objects[1:-1], questions[1:-1]):
+        if o["role"] == "assistant":  # the same plan: ids by position, dependencies = placeholders
+            nodes = json.loads(o["content"])["subquestions"]
+            strings = json.loads(s["content"])["subquestions"]
+            assert strings == [n["question"] for n in nodes]
+            assert [n["id"] for n in nodes] == [f"q{i}" for i in range(1, len(nodes) + 1)]
+            assert all(sorted(n["depends_on"]) == sorted(placeholders(n["question"])) for n in nodes)
+    size = lambda msgs: sum(len(m["content"]) for m in msgs)  # noqa: E731
+    assert size(questions) < 0.8 * size(objects)
+    assert decompose_schema(questions=True)["properties"]["subquestions"]["items"]["type"] == "string"
+
+
+def test_a_question_list_plan_is_solved_as_its_placeholders_say():
+    chain = {"subquestions": ["Who is the director of film Jaws?", "When was #q1 born?"]}
+    llm = ScriptedLLM([chain, step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT])
+    cfg = replace(LEAN, plan_questions=True, fold_final=True)
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, cfg)
+    assert llm.calls[0]["messages"] == decompose_messages(CHAIN_Q, True, questions=True)
+    assert llm.calls[0]["schema"] == decompose_schema(questions=True)
+    assert ans.trace["dag"]["edges"] == [["q1", "q2"]] and ans.text == "December 18, 1946"
+    assert "When was Steven Spielberg born?" in llm.calls[2]["messages"][-1]["content"]
+
+
+def test_a_question_list_plan_with_a_cycle_is_regenerated_with_its_problem_stated():
+    bad = {"subquestions": ["When was #q2 born?", "Who is the director of film #q1?"]}
+    good = {"subquestions": ["Who is the director of film Jaws?", "When was #q1 born?"]}
+    llm = ScriptedLLM([bad, good, step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT])
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, replace(LEAN, plan_questions=True))
+    assert purposes(ans)[:2] == ["decompose", "decompose-retry"]
+    retry = llm.calls[1]["messages"][-1]["content"]
+    assert "cycle" in retry and "may only use the answers of earlier ones" in retry
+    assert ans.trace["dag"]["edges"] == [["q1", "q2"]]
 
 
 def test_a_computed_same_country_check_is_not_folded_the_final_call_decides():

@@ -274,6 +274,7 @@ def test_config_documents_every_field():
         "evidence_tokens",
         "short_prompts",
         "compact_examples",
+        "plan_questions",
         "reflect_when_unsure",
         "fold_final",
         "max_llm_calls",

@@ -66,6 +66,14 @@ class LogicConfig(Settings):
             "on 2Wiki with the local 1.5B model: it copies the lines' content, F1 68.2 -> 54.0"
         },
     )
+    plan_questions: bool = field(
+        default=False,
+        metadata={
+            "help": "the plan as a JSON list of sub-question strings (ids by position, dependencies from their #qN "
+            "placeholders) instead of objects with an id and depends_on: a shorter prompt and reply; "
+            "the short prompt's rules and examples"
+        },
+    )
     reflect_when_unsure: bool = field(
         default=False,
         metadata={

@@ -221,13 +221,17 @@ def add_nodes(nodes: dict[str, SubQuestion], new: list[SubQuestion]) -> None:
 
 
 def _parse_plan(data: dict) -> list[SubQuestion]:
+    """Sub-questions of a reply: objects with id and depends_on, or (the question-list form)
+    strings whose ids are q1, q2, ... by position and whose dependencies are their placeholders."""
     return [
-        SubQuestion(
+        SubQuestion(id=f"q{i}", question=" ".join(s.split()), depends_on=placeholders(s))
+        if isinstance(s, str)
+        else SubQuestion(
             id=s["id"].strip(),
             question=" ".join(s["question"].split()),
             depends_on=[d.strip() for d in s.get("depends_on", [])],
         )
-        for s in data["subquestions"]
+        for i, s in enumerate(data["subquestions"], 1)
     ]
 
 
@@ -236,15 +240,21 @@ def _one_node(question: str) -> list[SubQuestion]:
 
 
 def decompose(
-    question: str, call: LLMCall, trace: dict, short_prompt: bool = False, compact: bool = False
+    question: str,
+    call: LLMCall,
+    trace: dict,
+    short_prompt: bool = False,
+    compact: bool = False,
+    questions: bool = False,
 ) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
     still invalid. A malformed decomposition gives a one-node plan (origin "fallback").
-    short_prompt and compact choose the prompt (engine.prompts.logic.decompose_messages)."""
-    schema = decompose_schema()
+    short_prompt, compact and questions choose the prompt and the reply's form
+    (engine.prompts.logic.decompose_messages)."""
+    schema = decompose_schema(questions=questions)
     try:
         c = call(
-            decompose_messages(question, short_prompt, compact),
+            decompose_messages(question, short_prompt, compact, questions),
             purpose="decompose",
             schema=schema,
             max_tokens=DECOMPOSE_MAX_TOKENS,
@@ -258,7 +268,7 @@ def decompose(
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                decompose_retry_messages(question, c.text, problems, short_prompt, compact),
+                decompose_retry_messages(question, c.text, problems, short_prompt, compact, questions),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,

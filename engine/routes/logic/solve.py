@@ -77,7 +77,14 @@ def answer_logic(
     }
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
-        plan = decompose(st.question, partial(budgeted_call, st), st.trace, cfg.short_prompts, cfg.compact_examples)
+        plan = decompose(
+            st.question,
+            partial(budgeted_call, st),
+            st.trace,
+            cfg.short_prompts,
+            cfg.compact_examples,
+            cfg.plan_questions,
+        )
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
