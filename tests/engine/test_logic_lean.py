@@ -105,6 +105,17 @@ def test_reflection_runs_when_an_answer_is_not_in_the_passages():
     assert purposes(ans) == ["decompose", "step q1", "step q2", "reflect 1", "answer"]
 
 
+def test_reflection_without_notes_sees_the_sub_answers_but_not_the_memory():
+    replies = [CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Jaws: Spielberg"), step({"q2": "1950"}, "MEMO")]
+    for notes in (True, False):
+        llm = ScriptedLLM([*replies, SUFFICIENT, "1950"])
+        ans = answer_logic(CHAIN_Q, lean_kb(), llm, LogicConfig(reflect_notes=notes))
+        assert purposes(ans)[3] == "reflect 1"
+        shown = llm.calls[3]["messages"][-1]["content"]
+        assert "q1: Who is the director of film Jaws? -> Steven Spielberg" in shown
+        assert ("MEMO" in shown) is notes
+
+
 # ---------------------------------------------------------------- the folded final answer
 
 

@@ -276,6 +276,7 @@ def test_config_documents_every_field():
         "compact_examples",
         "plan_questions",
         "reflect_when_unsure",
+        "reflect_notes",
         "fold_final",
         "max_llm_calls",
         "max_prompt_tokens",

@@ -81,6 +81,13 @@ class LogicConfig(Settings):
             "states (off: reflect after every solved DAG)"
         },
     )
+    reflect_notes: bool = field(
+        default=True,
+        metadata={
+            "help": "show the rolling memory to the reflection call beside the sub-questions' answers "
+            "(off: the answers alone, ~150 fewer prompt tokens a reflection at memory_words 150)"
+        },
+    )
     fold_final: bool = field(
         default=False,
         metadata={

@@ -249,7 +249,7 @@ def _reflect_loop(st: SolveState) -> None:
         try:
             c = budgeted_call(
                 st,
-                reflect_messages(st.question, facts, st.memory),
+                reflect_messages(st.question, facts, st.memory if st.cfg.reflect_notes else ""),
                 purpose=f"reflect {rnd}",
                 schema=reflect_schema(),
                 max_tokens=REFLECT_MAX_TOKENS,
