@@ -121,13 +121,15 @@ def index_table(report: dict) -> list[str]:
 
 
 def bar_checks(report: dict) -> list[str]:
-    """The issue's bar (retrieval p50 <= 5 ms at 100k on faiss) against each figure that speaks to it."""
+    """The issue's bar (retrieval p50 <= 5 ms at 100k on faiss) against each figure that speaks to it:
+    the largest KB on each faiss store (exact and HNSW, the default), and the index-only rows."""
     out = []
-    faiss = [r for r in report["kb"] if r["store"] == "faiss"]
-    if faiss:
-        r = max(faiss, key=lambda r: r["chunks"])
-        p = r["retrieval"]["p50_ms"]
-        out.append(f"KB of {r['chunks']:,} real chunks on `faiss`: retrieval p50 {p:.2f} ms ({_verdict(p)})")
+    for store in ("faiss", "faiss-hnsw"):
+        kbs = [r for r in report["kb"] if r["store"] == store]
+        if kbs:
+            r = max(kbs, key=lambda r: r["chunks"])
+            p = r["retrieval"]["p50_ms"]
+            out.append(f"KB of {r['chunks']:,} real chunks on `{store}`: retrieval p50 {p:.2f} ms ({_verdict(p)})")
     for r in report["index_only"]:
         if r["store"] in ("faiss", "faiss-hnsw"):
             p = r["p50_ms"]

@@ -14,6 +14,7 @@ from engine.cli import main
 from hierarchy.datasets import SHARED_FILES, load_dataset
 from tests.fakes import HashedBowEmbedder
 from training.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
+from training.bench_scale_report import bar_checks
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +121,24 @@ def test_bad_options_give_one_error_line_and_write_nothing(tmp_path, args, says)
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [res.output.strip()] and says in res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_the_bar_is_checked_on_the_largest_kb_of_each_faiss_store_and_on_the_index_only_rows():
+    kb = lambda store, n, p50: {"store": store, "chunks": n, "retrieval": {"p50_ms": p50}}  # noqa: E731
+    report = {
+        "kb": [
+            kb("faiss", 1_000, 0.1),
+            kb("faiss", 100_000, 12.5),
+            kb("faiss-hnsw", 100_000, 0.5),
+            kb("milvus", 100_000, 240),
+        ],
+        "index_only": [
+            {"store": "faiss-hnsw", "n": 1_000_000, "p50_ms": 1.0},
+            {"store": "milvus", "n": 1_000_000, "p50_ms": 400},
+        ],
+    }
+    assert bar_checks(report) == [
+        "KB of 100,000 real chunks on `faiss`: retrieval p50 12.50 ms (over the 5 ms bar)",
+        "KB of 100,000 real chunks on `faiss-hnsw`: retrieval p50 0.50 ms (within the 5 ms bar)",
+        "index only, 1,000,000 vectors on `faiss-hnsw`: search p50 1.00 ms (within the 5 ms bar)",
+    ]
