@@ -161,13 +161,13 @@ def _start_level(layers: "Layers", start_level: int | None, flags: list[str]) ->
 
 def _chunk_hits(kb: "KnowledgeBase", qv: np.ndarray, ids: list[str], k: int, flags: list[str]) -> list[RetrievedChunk]:
     """The top-k of the chunks `ids` by cosine to the question; ids no longer in the KB are flagged."""
-    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
-    live = [c for c in ids if c in rows]
+    # the KB's own id -> row map: building one here cost ~30 ms a question at 100k chunks
+    live = [c for c in ids if c in kb.chunks]
     if len(live) < len(ids):
         flags.append(f"{len(ids) - len(live)} chunk(s) in the summary layers are no longer in the KB")
     if not live:
         return []
-    s = kb.vectors[[rows[c] for c in live]] @ qv
+    s = kb.vectors[[kb.row_of(c) for c in live]] @ qv
     out = []
     for cid, sc in _top(live, s, k):
         c = kb.chunks[cid]
