@@ -295,6 +295,8 @@ def plot_curves(report: dict) -> bytes:
             if ylabel != "recall@10":
                 a.set_yscale("log")
             a.legend(fontsize=7, loc="best")
+        else:
+            a.text(0.5, 0.5, "not measured in this run", ha="center", va="center", transform=a.transAxes)
     c = report["corpus"]
     fig.suptitle(f"logicroute bench-scale: {c['distinct_chunks']:,} distinct real chunks ({c.get('name', 'shared')})")
     fig.tight_layout()
