@@ -64,7 +64,7 @@ SYSTEMS = (
     "logic-lean-compact",
     "logic-lean-compact-ev60",
     "logic-lean-questions",
-    "logic-lean-questions-no-reflect-notes",
+    "logic-lean-no-reflect-notes",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -88,13 +88,8 @@ _CHANGED = {
     "logic-lean-compact-ev60": {**LEAN, "memory_words": 150, "compact_examples": True, "evidence_tokens": 60},
     # the best lean row so far (memory 150) with the plan as a list of sub-question strings
     "logic-lean-questions": {**LEAN, "memory_words": 150, "plan_questions": True},
-    # and the reflection call shown the sub-answers without the rolling memory
-    "logic-lean-questions-no-reflect-notes": {
-        **LEAN,
-        "memory_words": 150,
-        "plan_questions": True,
-        "reflect_notes": False,
-    },
+    # the best lean row so far with the reflection call shown the sub-answers without the memory
+    "logic-lean-no-reflect-notes": {**LEAN, "memory_words": 150, "reflect_notes": False},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},
