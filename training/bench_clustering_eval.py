@@ -261,8 +261,14 @@ class _RowKB:
     def __len__(self) -> int:
         return len(self.vectors)
 
+    def row_of(self, chunk_id: str) -> int:
+        return int(chunk_id[1:])
+
 
 class _RowChunks:
+    def __contains__(self, cid: str) -> bool:
+        return True
+
     def __getitem__(self, cid: str):
         from hierarchy.documents import Chunk
 
