@@ -116,25 +116,21 @@ def decompose_messages(
 ) -> list[dict]:
     """The plan prompt: the examples as chat turns in JSON, or (compact) as text lines inside the
     system message; the reply's form is the schema's either way. `questions`: the short prompt's
-    examples as lists of sub-question strings (decompose_schema(questions=True))."""
+    examples as lists of sub-question strings (decompose_schema(questions=True)); compact does not
+    apply to them."""
     if questions:
-        examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if q in _SHORT_EXAMPLES]
-        msgs: list[dict] = [{"role": "system", "content": DECOMPOSE_SYSTEM_QUESTIONS}]
-        for q, nodes in examples:
-            msgs += [
-                {"role": "user", "content": f"Question: {q}"},
-                {"role": "assistant", "content": _plan_questions_json(nodes)},
-            ]
-        return msgs + [{"role": "user", "content": f"Question: {question}"}]
+        system, render = DECOMPOSE_SYSTEM_QUESTIONS, _plan_questions_json
+    else:
+        system, render = (DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM), _plan_json
+    short = short or questions
     examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if not short or q in _SHORT_EXAMPLES]
-    system = DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM
-    if compact:
+    if compact and not questions:
         shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in examples)
         system += f" In these examples, (after q1) means q1 is in depends_on:\n\n{shown}"
         return [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
-    msgs = [{"role": "system", "content": system}]
+    msgs: list[dict] = [{"role": "system", "content": system}]
     for q, nodes in examples:
-        msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": _plan_json(nodes)}]
+        msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": render(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
 

@@ -211,7 +211,7 @@ def test_a_question_list_plan_loses_nothing_of_the_example_plans_and_is_shorter(
 def test_a_question_list_plan_is_solved_as_its_placeholders_say():
     chain = {"subquestions": ["Who is the director of film Jaws?", "When was #q1 born?"]}
     llm = ScriptedLLM([chain, step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT])
-    cfg = replace(LEAN, plan_questions=True, fold_final=True)
+    cfg = replace(LEAN, plan_questions=True)
     ans = answer_logic(CHAIN_Q, lean_kb(), llm, cfg)
     assert llm.calls[0]["messages"] == decompose_messages(CHAIN_Q, True, questions=True)
     assert llm.calls[0]["schema"] == decompose_schema(questions=True)
