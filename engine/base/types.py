@@ -25,6 +25,9 @@ class Completion:
     # prompt tokens the backend computed: a KV-cache prefix hit skips the rest; None = not known
     # (a remote API), counted as every token sent
     prompt_tokens_evaluated: int | None = None
+    # natural-log probability of each generated token as the model drew it (the local backend);
+    # None = not known. The answer's confidence (engine.llm.base.answer_confidence) reads it.
+    token_logprobs: list[float] | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ Contract of `LLM.chat`:
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -247,9 +248,20 @@ def _log(purpose: str, c: Completion, error: str | None = None) -> dict[str, Any
     }
     if c.attempts > 1:
         d["attempts"] = c.attempts
+    confidence = answer_confidence(c)
+    if confidence is not None:
+        d["confidence"] = round(confidence, 4)
     if error:
         d["error"] = error
     return d
+
+
+def answer_confidence(c: Completion) -> float | None:
+    """How sure the model was of its reply: the geometric mean of its tokens' probabilities
+    (exp of their mean log-probability), in (0, 1]. None when the backend gave no log-probabilities."""
+    if not c.token_logprobs:
+        return None
+    return math.exp(sum(c.token_logprobs) / len(c.token_logprobs))
 
 
 def flag(trace: dict, message: str) -> None:

@@ -31,7 +31,8 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
     seconds REAL NOT NULL,   -- of the original call
     model TEXT NOT NULL,
     created REAL NOT NULL,
-    prompt_evaluated INTEGER -- of prompt_tokens, those the backend computed; NULL = not known
+    prompt_evaluated INTEGER, -- of prompt_tokens, those the backend computed; NULL = not known
+    token_logprobs TEXT       -- JSON list of the generated tokens' log-probabilities; NULL = not known
 )"""
 
 
@@ -52,13 +53,18 @@ def cache_key(llm_name: str, messages: list[dict], schema: dict | None, max_toke
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_ADDED_COLUMNS = {"prompt_evaluated": "INTEGER", "token_logprobs": "TEXT"}
+
+
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    """A cache file written before prompt_evaluated existed gets the column (NULL = not known),
-    so its entries stay valid."""
+    """A cache file written before a column existed gets it (NULL = not known), so its entries
+    stay valid."""
     have = {row[1] for row in conn.execute("PRAGMA table_info(completions)")}
-    if "prompt_evaluated" not in have:
+    for name, kind in _ADDED_COLUMNS.items():
+        if name in have:
+            continue
         try:
-            conn.execute("ALTER TABLE completions ADD COLUMN prompt_evaluated INTEGER")
+            conn.execute(f"ALTER TABLE completions ADD COLUMN {name} {kind}")
         except sqlite3.OperationalError as e:  # another process added it first
             if "duplicate column" not in str(e):
                 raise
@@ -95,7 +101,7 @@ class CachedLLM:
         key = cache_key(self.name, messages, schema, max_tokens, temperature)
         row = self._get(key)
         if row is not None and row[0].strip():
-            text, data, pt, ct, model, secs, evaluated = row
+            text, data, pt, ct, model, secs, evaluated, logprobs = row
             return Completion(
                 text=text,
                 prompt_tokens=pt,
@@ -106,6 +112,7 @@ class CachedLLM:
                 model=model,
                 original_seconds=secs,
                 prompt_tokens_evaluated=evaluated,
+                token_logprobs=None if logprobs is None else json.loads(logprobs),
             )
         # errors (StructuredOutputError, LLMError) propagate and are never stored
         c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
@@ -117,8 +124,8 @@ class CachedLLM:
             return (
                 self._db()
                 .execute(
-                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds, prompt_evaluated "
-                    "FROM completions "
+                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds, prompt_evaluated, "
+                    "token_logprobs FROM completions "
                     "WHERE key = ?",
                     (key,),
                 )
@@ -136,7 +143,7 @@ class CachedLLM:
         try:
             self._db().execute(
                 "INSERT OR REPLACE INTO completions (key, llm, text, data, prompt_tokens, completion_tokens, "
-                "seconds, model, created, prompt_evaluated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "seconds, model, created, prompt_evaluated, token_logprobs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     self.name,
@@ -148,6 +155,7 @@ class CachedLLM:
                     c.model,
                     time.time(),
                     c.prompt_tokens_evaluated,
+                    None if c.token_logprobs is None else json.dumps([round(x, 5) for x in c.token_logprobs]),
                 ),
             )
         except (sqlite3.Error, LogicRouteError) as e:

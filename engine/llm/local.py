@@ -57,21 +57,44 @@ def _prefix_cache(capacity_bytes: int) -> Any:
 
 class _EvalCounter:
     """Counts the prompt tokens llama.cpp evaluates in a call: the first eval() of a generation
-    gets the prompt's uncached suffix, every later one a single sampled token."""
+    gets the prompt's uncached suffix, every later one a single sampled token.
+
+    It also keeps the log-probability of each generated token: after every eval the last
+    position's logits are the distribution the next token is drawn from, and the next eval (of
+    one token) names the token drawn. The final token (end of text, or the max_tokens-th) is
+    never evaluated, so it has no entry."""
 
     def __init__(self, llama: Any) -> None:
         self.first: int | None = None
+        self.logprobs: list[float] = []
+        self._next: Any = None  # log-softmax of the last evaluated position
         inner = llama.eval
 
         def counting_eval(tokens) -> None:
             if self.first is None:
                 self.first = len(tokens)
+            elif self._next is not None and len(tokens) == 1:
+                self.logprobs.append(float(self._next[tokens[0]]))
             inner(tokens)
+            self._next = _last_log_softmax(llama)
 
         llama.eval = counting_eval
 
     def reset(self) -> None:
-        self.first = None
+        self.first, self.logprobs, self._next = None, [], None
+
+
+def _last_log_softmax(llama: Any) -> Any:
+    """log p(next token) from the logits of the last decoded position (a numpy vector); None if
+    unreadable (a confidence is a bonus: it never fails a call)."""
+    import numpy as np
+
+    try:
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+    except Exception:  # llama-cpp-python internals differ across versions
+        return None
+    top = logits.max()
+    return logits - (top + np.log(np.exp(logits - top).sum()))
 
 
 def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
@@ -145,6 +168,7 @@ class LocalLLM:
                 seconds = time.perf_counter() - t0
                 # no eval at all = the whole prompt was already in the context
                 evaluated = (counter.first or 0) if counter is not None else None
+                logprobs = list(counter.logprobs) if counter is not None else None
             usage = r.get("usage") or {}
             return Completion(
                 text=r["choices"][0]["message"].get("content") or "",
@@ -153,6 +177,7 @@ class LocalLLM:
                 seconds=seconds,
                 model=self.name,
                 prompt_tokens_evaluated=evaluated,
+                token_logprobs=logprobs,
             )
 
         if schema is None:

@@ -8,7 +8,7 @@ from engine.base.types import Answer, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
-from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
+from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -29,6 +29,7 @@ def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, st
         trace=trace,
         max_tokens=ANSWER_MAX_TOKENS[style],
     )
+    note_confidence(trace, c)
     usage.seconds = watch.elapsed()
     return Answer(
         text=clean_answer(c.text, style), route="chunk", usage=usage, trace=trace, sources=numbered_sources(chunks)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from engine.base.errors import BadQuestionError
+from engine.base.types import Completion
+from engine.llm.base import answer_confidence
 
 # The local model has a 4,096-token window; few-shots + 3 passages take ~700 tokens.
 # A question longer than this leaves no room for evidence.
@@ -30,6 +32,14 @@ def clean_answer(text: str, style: str = "short") -> str:
         return t
     line = t.splitlines()[0] if t else ""
     return line.rstrip(".").strip()
+
+
+def note_confidence(trace: dict, c: Completion) -> None:
+    """trace["confidence"]: how sure the model was of the route's answer (geometric mean of its
+    tokens' probabilities), where the backend reports log-probabilities (the local model does)."""
+    confidence = answer_confidence(c)
+    if confidence is not None:
+        trace["confidence"] = round(confidence, 4)
 
 
 def check_question(question: str) -> str:

@@ -26,7 +26,7 @@ from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.chunk import answer_chunk
-from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer
+from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
 from engine.routes.summary_config import SummaryConfig, summary_config
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -351,6 +351,7 @@ def answer_summary(
         trace=trace,
         max_tokens=ANSWER_MAX_TOKENS[style],
     )
+    note_confidence(trace, c)
     usage.seconds = watch.elapsed()
     return Answer(
         text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace, sources=numbered_sources(context)

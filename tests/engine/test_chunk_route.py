@@ -86,6 +86,7 @@ def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
     assert ans.usage.llm_calls == 1 and ans.usage.prompt_tokens > 100
     again = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm)  # served by the cache
     assert again.text == ans.text and again.usage.cached_calls == 1
+    assert 0.0 < ans.trace["confidence"] <= 1.0 and again.trace["confidence"] == ans.trace["confidence"]
     reader = answer_chunk("Who designed the Ardmere Lighthouse?", kb, llm, style="reader")
     cited = [int(n) for n in re.findall(r"\[(\d+)\]", reader.text)]
     assert "Farrant" in reader.text and cited, reader.text

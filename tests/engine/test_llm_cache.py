@@ -188,3 +188,25 @@ def test_a_cache_file_from_before_the_evaluated_count_gains_the_column_and_keeps
     inner = CountingLLM()
     hit = CachedLLM(inner, path).chat(MSGS)
     assert (hit.text, hit.cached, inner.calls, hit.prompt_tokens_evaluated) == ("old reply", True, 0, None)
+    assert hit.token_logprobs is None  # not known for an entry made before the column existed
+
+
+class SureLLM(CountingLLM):
+    """Reports its tokens' log-probabilities, as the local backend does."""
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        c = super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        c.token_logprobs = [-0.1, -2.0]
+        return c
+
+
+def test_a_hit_keeps_the_answers_token_log_probabilities(tmp_path):
+    import math
+
+    from engine.llm.base import answer_confidence
+
+    llm = CachedLLM(SureLLM(), tmp_path / "c.sqlite")
+    first, hit = llm.chat(MSGS), llm.chat(MSGS)
+    assert hit.cached and hit.token_logprobs == first.token_logprobs == [-0.1, -2.0]
+    assert answer_confidence(hit) == pytest.approx(math.exp(-1.05))  # the geometric mean of 0.905 and 0.135
+    assert answer_confidence(Completion(text="x", prompt_tokens=1, completion_tokens=1, seconds=0)) is None

@@ -14,6 +14,7 @@ import pytest
 
 from engine.base.errors import LLMError, ModelFilesError
 from engine.llm import model_files
+from engine.llm.base import answer_confidence
 from engine.llm.factory import make_llm
 from engine.llm.local import LocalLLM
 from tests.samples import MSGS, SCHEMA
@@ -176,6 +177,9 @@ def test_real_local_model_answers_plain_and_structured(monkeypatch):
 
     plain = llm.chat([{"role": "user", "content": "What is 2+3? Answer with the number only."}], max_tokens=8)
     assert "5" in plain.text and plain.prompt_tokens > 0 and plain.completion_tokens > 0
+    # one log-probability per generated token the model went on from (the last one never is)
+    assert len(plain.token_logprobs) in (plain.completion_tokens, plain.completion_tokens - 1)
+    assert all(lp <= 0.0 for lp in plain.token_logprobs) and 0.0 < answer_confidence(plain) <= 1.0
 
     schema = {
         "type": "object",

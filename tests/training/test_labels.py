@@ -125,13 +125,14 @@ def test_answer_scorer_books_cost_and_failures():
         if route == "logic":
             raise LogicRouteError("decomposition failed")
         u = Usage(llm_calls=1, prompt_tokens=100, completion_tokens=3, seconds=0.5)
-        return Answer(text="Paris", route=route, usage=u, trace={})
+        return Answer(text="Paris", route=route, usage=u, trace={"confidence": 0.42})
 
     cfg = LabelConfig(scorer="answer", routes=("chunk", "logic"), metric="f1", llm="fake:scripted")
     scores, costs, extra = score_answer(QUESTIONS[1], None, object(), cfg, runner)
     assert scores == {"chunk": 1.0, "logic": 0.0}
     assert costs["chunk"]["tokens"] == 103 and costs["chunk"]["llm_calls"] == 1
     assert "decomposition failed" in extra["errors"]["logic"]
+    assert extra["confidence"] == {"chunk": 0.42}  # how sure the model was of each answer it gave
 
 
 def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_oracle():
