@@ -42,6 +42,12 @@ log = logging.getLogger("logicroute.cli")
     help="thresholds.json from `logicroute calibrate`: P(logic) >= its threshold goes to logic (default: argmax)",
 )
 @click.option("--escalate", is_flag=True, help="retry unanswered chunk/summary answers on the logic route")
+@click.option(
+    "--escalate-below",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    help="with --escalate: a chunk/summary answer whose confidence (the local model's mean token probability) "
+    "is below this goes to logic, with no self-check call",
+)
 @click.option("--max-llm-calls", type=click.IntRange(min=1), help="LLM calls per answer, at most")
 @click.option("--max-prompt-tokens", type=click.IntRange(min=1), help="prompt tokens per answer, at most")
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="seconds per answer, at most")
@@ -87,6 +93,7 @@ def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
         ood_policy=options["ood_policy"],
         style=options["style"],
         escalate=options["escalate"],
+        escalate_below=options["escalate_below"],
         budget=budget,
     )
     if questions is not None:

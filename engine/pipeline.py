@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
+from engine.escalation import merge_escalated
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, call_llm, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
@@ -75,6 +76,14 @@ class RoutedRAG:
             "help": "when escalating, also ask the LLM whether the passages answer the question (one extra call)"
         },
     )
+    escalate_below: float | None = field(
+        default=None,
+        metadata={
+            "help": "when escalating, a chunk/summary answer whose confidence (the geometric mean probability "
+            "of its tokens; the local model reports it) is below this goes to logic, and no self-check call "
+            "is made for it; None, or an LLM without token probabilities: the self-check decides"
+        },
+    )
     budget: Budget | None = field(default=None, metadata={"help": "default Budget for answer(budget=None)"})
     router: object | None = field(
         default=None,
@@ -91,6 +100,8 @@ class RoutedRAG:
     )
 
     def __post_init__(self) -> None:
+        if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
+            raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         check_ood_policy(self.ood_policy)
         check_style(self.style)
         self._lock = threading.Lock()
@@ -314,7 +325,11 @@ class RoutedRAG:
     # ------------------------------------------------------------------ escalation
     def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None) -> Answer:
         reason = looks_unanswered(first.text)
-        if reason is None and self.self_check:
+        confidence = first.trace.get("confidence") if self.escalate_below is not None else None
+        if reason is None and confidence is not None:  # the model's own certainty: no extra call
+            if confidence < self.escalate_below:
+                reason = f"low confidence ({confidence:.2f} < {self.escalate_below:g})"
+        elif reason is None and self.self_check:
             if budget is not None and too_little_left(budget, first.usage):
                 flag(first.trace, "no self-check: too little budget left")
                 return first
@@ -374,24 +389,3 @@ class RoutedRAG:
             if ch is not None:
                 chunks.append(RetrievedChunk.of(ch, r.get("score", 0.0)))
         return format_passages(chunks)
-
-
-def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
-    """The logic answer, carrying the first attempt: trace["escalated_from"], every LLM call
-    of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed."""
-    usage = Usage()
-    usage.merge(first.usage)
-    usage.merge(second.usage)
-    trace = dict(second.trace)
-    first_calls = [{**c, "route": first.route} for c in first.trace.get("llm_calls", [])]
-    trace["llm_calls"] = first_calls + [{**c, "route": second.route} for c in second.trace.get("llm_calls", [])]
-    trace["flags"] = [f"{first.route}: {f}" for f in first.trace.get("flags", [])] + list(second.trace.get("flags", []))
-    flag(trace, f"escalated from {first.route} to {second.route}: {reason}")
-    trace["escalated_from"] = {
-        "route": first.route,
-        "text": first.text,
-        "reason": reason,
-        "usage": first.usage.to_dict(),
-        "trace": first.trace,
-    }
-    return Answer(text=second.text, route=second.route, usage=usage, trace=trace, sources=second.sources)

@@ -31,6 +31,7 @@ from training.label_arrays import (
     target_matrix,
 )
 from training.labels import route_cost
+from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold
 from training.train import fit_router, trained_on
 
 FIXED = "always {}"
@@ -39,9 +40,13 @@ FIXED = "always {}"
 LLM_ROUTER = "LLM router"
 
 
-def _systems(routes: Sequence[str], with_llm: bool = False) -> list[str]:
+ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
+
+
+def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: bool = False) -> list[str]:
     return [
         "router",
+        *([ROUTER_CASCADE, CHUNK_CASCADE] if with_confidence else []),
         "logreg",
         "majority",
         *([LLM_ROUTER] if with_llm else []),
@@ -146,8 +151,10 @@ def lodo_report(
         embedder = get_embedder()
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
-    systems = _systems(routes, with_llm=asked is not None)
+    with_confidence = "chunk" in routes and STRONG in routes and any(confidence_of(r, "chunk") for r in rows)
+    systems = _systems(routes, with_llm=asked is not None, with_confidence=with_confidence)
     pooled: dict[str, list] = {s: [] for s in systems}
+    paid: dict[str, list] = {s: [] for s in (ROUTER_CASCADE, CHUNK_CASCADE)}  # the cheap attempts escalated
     pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
@@ -160,13 +167,23 @@ def lodo_report(
         routed[d] = decided["router"]
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
+        fold_paid: dict[str, list] = {}
+        if with_confidence:
+            t = _confidence_systems(rows, test, decided, fold_paid)
+            report.setdefault("confidence_thresholds", {})[d] = t
         if 0 < specialist_n < len(test) - 1:
             report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n, cfg)
-        report["held_out"][d] = {s: _judge_system(s, rows, test, decided[s], routes, asked) for s in systems}
+        report["held_out"][d] = {
+            s: _judge_system(s, rows, test, decided[s], routes, asked, fold_paid.get(s)) for s in systems
+        }
         for s in systems:
             pooled[s].extend(decided[s])
+        for s, o in fold_paid.items():
+            paid[s].extend(o)
         pooled_index.extend(test)
-    report["pooled"] = {s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked) for s in systems}
+    report["pooled"] = {
+        s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked, paid.get(s) or None) for s in systems
+    }
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
@@ -210,9 +227,23 @@ def seed_spread(
     return out
 
 
-def _judge_system(system: str, rows, index, decisions, routes, asked) -> dict:
-    """`system`'s `decisions` on rows[index]; the LLM router also pays for its calls."""
-    overhead = [asked[i] for i in index] if system == LLM_ROUTER else None
+def _confidence_systems(rows: list[dict], test: list[int], decided: dict, paid: dict) -> float:
+    """Add the escalation systems to one fold's `decided` (and their cheap attempts to `paid`):
+    the chunk route, and the router's cheap routes, escalated to logic below the confidence
+    threshold fitted on the fold's training rows (the chunk cascade's). Returns the threshold."""
+    held = set(test)
+    train = [rows[i] for i in range(len(rows)) if i not in held]
+    t = fit_threshold(train, ["chunk"] * len(train))
+    test_rows = [rows[i] for i in test]
+    decided[CHUNK_CASCADE], paid[CHUNK_CASCADE] = escalate(test_rows, ["chunk"] * len(test), t)
+    decided[ROUTER_CASCADE], paid[ROUTER_CASCADE] = escalate(test_rows, decided["router"], t)
+    return t
+
+
+def _judge_system(system: str, rows, index, decisions, routes, asked, paid=None) -> dict:
+    """`system`'s `decisions` on rows[index]; the LLM router also pays for its calls, an
+    escalation system for its cheap attempts (`paid`)."""
+    overhead = [asked[i] for i in index] if system == LLM_ROUTER else paid
     return judge([rows[i] for i in index], decisions, routes, overhead)
 
 
@@ -232,7 +263,17 @@ def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: b
     return out
 
 
-CARD_SYSTEMS = ("router", "logreg", LLM_ROUTER, "always chunk", "always summary", "always logic", "oracle")
+CARD_SYSTEMS = (
+    "router",
+    ROUTER_CASCADE,
+    CHUNK_CASCADE,
+    "logreg",
+    LLM_ROUTER,
+    "always chunk",
+    "always summary",
+    "always logic",
+    "oracle",
+)
 
 
 def lodo_summary(report: dict) -> dict:
@@ -262,6 +303,13 @@ def format_lodo(report: dict) -> str:
                 f"| {s} | {m['score']} | {m['tokens']:,.0f} | {m['llm_calls']} | {m['agreement']} | {shares} |"
             )
         lines.append("")
+    if report.get("confidence_thresholds"):
+        fitted = ", ".join(f"{d} {t:.3f}" for d, t in report["confidence_thresholds"].items())
+        lines += [
+            f"{CHUNK_CASCADE} / {ROUTER_CASCADE}: the chunk route / the router, then logic for a cheap answer "
+            f"whose confidence is below the threshold fitted on the other sets (left out: threshold): {fitted}",
+            "",
+        ]
     spread = report.get("seed_spread")
     if spread:
         lines += [

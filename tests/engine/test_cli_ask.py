@@ -97,6 +97,12 @@ def test_escalate_retries_an_unanswered_chunk_answer_on_logic(opened, tmp_path):
     out = json.loads(res.output)
     assert out["route"] == "logic" and out["text"] == "30 July 1970"
     assert out["trace"]["escalated_from"]["route"] == "chunk"
+    assert opened.options[-1]["escalate_below"] is None
+    opened.llm = llm()
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--escalate", "--escalate-below", "0.6")
+    assert res.exit_code == 0 and opened.options[-1]["escalate_below"] == 0.6
+    res = ask("When was he born?", "--kb", tmp_path, "--escalate", "--escalate-below", "1.5")
+    assert res.exit_code == 2 and "1.5" in res.output
 
 
 def test_a_thresholds_file_that_is_not_a_threshold_policy_is_one_line(opened, tmp_path):

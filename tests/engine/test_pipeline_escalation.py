@@ -97,3 +97,47 @@ def test_failed_self_check_keeps_the_answer_visibly():
     assert ans.route == "chunk" and ans.text == "Warsaw"
     assert any("self-check failed" in f for f in ans.flags)
     assert ans.usage.llm_calls == 3  # the answer + both failed attempts are booked
+
+
+class SureLLM(ScriptedLLM):
+    """A scripted LLM that reports its tokens' log-probabilities, as the local backend does."""
+
+    def __init__(self, logprobs: list[float], **kw):
+        super().__init__(**kw)
+        self.logprobs = logprobs
+
+    def chat(self, messages, **kw):
+        c = super().chat(messages, **kw)
+        c.token_logprobs = list(self.logprobs)
+        return c
+
+
+def test_a_low_confidence_answer_goes_to_logic_without_a_self_check_call(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = SureLLM([-1.5], rules={"Decompose": "plan", "Final answer": "30 July 1970", "Question:": "2010"})
+    rag = make_rag(llm, escalate_below=0.5)
+    ans = rag.answer("When was the director of Inception born?", route="chunk", escalate=True)
+    assert ans.route == "logic" and ans.text == "30 July 1970"
+    assert ans.trace["escalated_from"]["reason"] == "low confidence (0.22 < 0.5)"  # exp(-1.5) = 0.22
+    assert [c["purpose"] for c in ans.trace["llm_calls"]] == ["answer", "decompose", "answer"]
+
+
+def test_a_confident_answer_is_kept_without_a_self_check_call():
+    llm = SureLLM([-0.05], rules={"Question:": "Warsaw"})
+    ans = make_rag(llm, escalate_below=0.5).answer("Where was Marie Curie born?", escalate=True)
+    assert ans.route == "chunk" and ans.text == "Warsaw" and ans.trace["confidence"] == pytest.approx(0.9512, abs=1e-4)
+    assert ans.usage.llm_calls == 1 and "self_check" not in ans.trace
+
+
+def test_without_token_probabilities_the_self_check_decides():
+    llm = ScriptedLLM(rules={"Proposed answer": {"answered": True}, "Question:": "Warsaw"})
+    ans = make_rag(llm, escalate_below=0.5).answer("Where was Marie Curie born?", escalate=True)
+    assert ans.route == "chunk" and ans.trace["self_check"] == {"answered": True} and ans.usage.llm_calls == 2
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5])
+def test_a_confidence_threshold_outside_0_1_is_refused(bad):
+    from engine.base.errors import LogicRouteError
+
+    with pytest.raises(LogicRouteError, match="escalate_below"):
+        make_rag(ScriptedLLM(), escalate_below=bad)

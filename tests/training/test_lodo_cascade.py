@@ -1,0 +1,72 @@
+"""Escalation by the model's certainty, judged leave-one-dataset-out: a chunk answer the model
+was unsure of goes on to logic and pays for both; the threshold comes from the other sets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hierarchy.datasets import Question
+from tests.fakes import HashedBowEmbedder
+from training.fit import TrainConfig
+from training.label_scorers import LabelConfig
+from training.labels import make_row
+from training.lodo import format_lodo, lodo_report
+from training.lodo_cascade import escalate, fit_threshold
+
+CHUNK, LOGIC = {"tokens": 700, "llm_calls": 1}, {"tokens": 3000, "llm_calls": 5}
+
+
+def _row(chunk: float, logic: float, confidence: float | None) -> dict:
+    row = {"scores": {"chunk": chunk, "logic": logic}, "costs": {"chunk": CHUNK, "logic": LOGIC}}
+    if confidence is not None:
+        row["confidence"] = {"chunk": confidence}
+    return row
+
+
+def test_an_unsure_cheap_answer_becomes_logic_and_pays_for_the_cheap_attempt():
+    rows = [_row(0, 1, 0.3), _row(1, 1, 0.9), _row(0, 1, None), _row(0, 1, 0.2)]
+    decisions, paid = escalate(rows, ["chunk", "chunk", "chunk", "logic"], threshold=0.5)
+    assert decisions == ["logic", "chunk", "chunk", "logic"]  # no confidence: kept; logic first: as it was
+    assert paid == [{"tokens": 700, "llm_calls": 1.0}, {}, {}, {}]
+
+
+def test_the_fitted_threshold_scores_best_within_half_of_always_logics_tokens():
+    # logic wins on the unsure answers only; escalating a sure one costs tokens and gains nothing
+    rows = [_row(0, 1, 0.2), _row(0, 1, 0.4), *(_row(1, 1, c) for c in (0.8, 0.85, 0.9, 0.9, 0.95, 0.99))]
+    t = fit_threshold(rows, ["chunk"] * 8)
+    assert 0.4 < t <= 0.8  # both unsure answers escalated: 1,450 tokens a question, within 1,500
+    assert escalate(rows, ["chunk"] * 8, t)[0] == ["logic", "logic", *["chunk"] * 6]
+    assert fit_threshold(rows, ["chunk"] * 8, share=0.2) == 0.0  # the chunk route alone spends 23%: never
+
+
+def _label_file(tmp_path, dataset: str, n: int) -> str:
+    """A quarter of the chunk answers are wrong and unsure, the rest right and sure, in every set."""
+    cfg = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake")
+    lines = []
+    for i in range(n):
+        wrong = i % 4 == 0
+        q = Question(f"q{i}", f"Question {i} of {dataset}?", ["x"], type="one", supporting=[], dataset=dataset)
+        costs = {"chunk": dict(CHUNK), "logic": dict(LOGIC)}
+        extra = {"confidence": {"chunk": 0.3 if wrong else 0.9}}
+        lines.append(json.dumps(make_row(q, {"chunk": 0.0 if wrong else 1.0, "logic": 1.0}, costs, cfg, i, extra)))
+    path = tmp_path / f"{dataset}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_lodo_judges_the_chunk_and_router_cascades_with_thresholds_from_the_other_sets(tmp_path):
+    files = [_label_file(tmp_path, d, 8) for d in ("a", "b", "c")]
+    cfg = TrainConfig(hidden=(8, 4), max_epochs=2, patience=2, val_frac=0.25)
+    rep = lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=16))
+
+    assert set(rep["confidence_thresholds"]) == {"a", "b", "c"}
+    assert all(0.3 < t <= 0.9 for t in rep["confidence_thresholds"].values())
+    for table in rep["held_out"].values():
+        cascade = table["chunk+confidence"]
+        assert cascade["score"] == 100.0 and cascade["shares"] == {"chunk": 0.75, "logic": 0.25}
+        assert cascade["tokens"] == pytest.approx((6 * 700 + 2 * (700 + 3000)) / 8)  # both answers paid
+        assert table["router+confidence"]["score"] >= table["router"]["score"]
+    assert rep["pooled"]["chunk+confidence"]["n"] == 24
+    assert "chunk+confidence / router+confidence" in format_lodo(rep)

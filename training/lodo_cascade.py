@@ -1,0 +1,62 @@
+"""Escalation by the model's own certainty, judged leave-one-dataset-out: a cheap answer whose
+confidence (engine.llm.base.answer_confidence, the chunk route's answer call) is below a
+threshold goes on to the logic route and pays for both answers.
+
+The threshold is fitted on the training sets of each fold, never on the left-out set: the one
+that scores best there while spending at most TOKEN_SHARE of always-logic's tokens (the router
+issue's bar). Label rows carry the confidence under "confidence" ({route: value}); a row
+without one is never escalated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from training.labels import route_cost
+
+STRONG = "logic"
+TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may spend on training rows
+
+
+def confidence_of(row: dict, route: str) -> float | None:
+    value = (row.get("confidence") or {}).get(route)
+    return None if value is None else float(value)
+
+
+def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tuple[list[str], list[dict]]:
+    """(decisions, overhead): a cheap first route whose confidence is below `threshold` becomes
+    the strong route, and the cheap attempt's tokens and calls are its overhead."""
+    decisions, overhead = [], []
+    for row, route in zip(rows, first):
+        conf = confidence_of(row, route)
+        if route != STRONG and conf is not None and conf < threshold:
+            cost = row["costs"][route]
+            decisions.append(STRONG)
+            overhead.append({"tokens": route_cost(cost), "llm_calls": float(cost.get("llm_calls", 1))})
+        else:
+            decisions.append(route)
+            overhead.append({})
+    return decisions, overhead
+
+
+def _mean_score_tokens(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict]) -> tuple[float, float]:
+    n = max(len(rows), 1)
+    score = sum(row["scores"][d] for row, d in zip(rows, decisions)) / n
+    tokens = sum(route_cost(row["costs"][d]) + o.get("tokens", 0.0) for row, d, o in zip(rows, decisions, overhead))
+    return score, tokens / n
+
+
+def fit_threshold(rows: Sequence[dict], first: Sequence[str], share: float = TOKEN_SHARE) -> float:
+    """The threshold with the best mean score on `rows` among those that spend at most `share`
+    of always-logic's mean tokens (ties: the lower threshold, fewer escalations); 0.0 = never
+    escalate, when even that spends too much."""
+    cap = share * sum(route_cost(row["costs"][STRONG]) for row in rows) / max(len(rows), 1)
+    seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
+    # escalating below each seen value, and below a value above them all (every answer)
+    candidates = [0.0, *seen, (seen[-1] + 1e-6) if seen else 1.0]
+    best = (float("-inf"), 0.0)
+    for t in candidates:
+        score, tokens = _mean_score_tokens(rows, *escalate(rows, first, t))
+        if tokens <= cap and score > best[0] + 1e-12:
+            best = (score, t)
+    return best[1]
