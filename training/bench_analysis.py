@@ -8,6 +8,8 @@ Systems
 - logreg: logistic regression on the router's own training labels and inputs (argmax);
 - router+escalate: escalation's text rule replayed on the fixed rows;
 - router+check: the text rule and the structured self-check, replayed (training/bench_cascade.py);
+- router+confidence: the text rule, and a cheap answer whose confidence (the model's own
+  certainty, recorded in its row) is below BenchConfig.escalate_below, answered again by logic;
 - oracle: per question the route with the best score (ties: fewer tokens, then the cheaper
   route);
 - random: routes drawn (seeded) with the router's route shares;
@@ -131,6 +133,29 @@ def _escalation_system(s: Systems, keys: list[str], routes: list[str], per_route
     s.overhead["router+escalate"] = s.overhead["router"]
 
 
+def _confidence_system(s: Systems, cfg: BenchConfig, keys: list[str], per_route: dict[str, dict]) -> None:
+    """Escalation by the model's certainty, replayed on the fixed rows like router+escalate; only
+    when the rows carry a confidence (the local model reports one)."""
+    from engine.pipeline import looks_unanswered
+
+    if "router+escalate" not in s.choices:
+        return
+    if not any(row.get("confidence") is not None for k in keys for r, row in per_route[k].items() if r != STRONG):
+        return
+    name = "router+confidence"
+    s.choices[name], first = {}, s.escalated.setdefault(name, {})
+    for k in keys:
+        r = s.choices["router"][k]
+        row = per_route[k][r]
+        conf = row.get("confidence")
+        unsure = conf is not None and conf < cfg.escalate_below
+        if r != STRONG and (unsure or looks_unanswered(str(row.get("pred") or ""))):
+            first[k] = r
+            r = STRONG
+        s.choices[name][k] = r
+    s.overhead[name] = s.overhead["router"]
+
+
 def _random_system(s: Systems, cfg: BenchConfig, keys: list[str], routes: list[str], notes: list[str]) -> None:
     """Random routing with the router's shares (uniform without a router), seeded."""
     if "router" in s.choices:
@@ -162,6 +187,7 @@ def build_systems(
     s = Systems(choices={r: {k: r for k in keys} for r in routes})
     _router_systems(s, cfg, keys, routes, probs, router_seconds, baseline_probs)
     _escalation_system(s, keys, routes, per_route)
+    _confidence_system(s, cfg, keys, per_route)
     if checks is not None and "router+escalate" in s.choices:
         check_system(s, keys, per_route, checks, cfg.metric, notes)
     s.choices["oracle"] = oracle

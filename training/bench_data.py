@@ -16,6 +16,7 @@ from engine.routes import ROUTES, check_routes
 from training.answer_scores import answer_scores, metric_name
 
 DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)
+ESCALATE_BELOW = 0.63  # the confidence threshold every leave-one-dataset-out fold fitted (0.60-0.63)
 
 
 @dataclass
@@ -77,6 +78,13 @@ class BenchConfig:
         default=True,
         metadata={"help": "replay the pipeline's self-check on the router's cheap answers (router+check)"},
     )
+    escalate_below: float = field(
+        default=ESCALATE_BELOW,
+        metadata={
+            "help": "router+confidence: a cheap answer whose confidence is below this goes to logic (fitted "
+            "leave-one-dataset-out on the short-answer labels: docs/results/lodo_confidence_escalation.md)"
+        },
+    )
     cache: bool = True
     retry_errors: bool = False
     show_progress: bool = True
@@ -87,6 +95,8 @@ class BenchConfig:
         self.metric = metric_name(self.metric)
         if self.style not in ("auto", "short", "reader"):
             raise LogicRouteError(f"style must be auto, short or reader, got {self.style!r}")
+        if not 0.0 < self.escalate_below <= 1.0:
+            raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         if any(not 0.0 <= t <= 1.0 for t in self.thresholds):
             raise LogicRouteError(f"thresholds must be in [0, 1], got {list(self.thresholds)}")
 
@@ -233,6 +243,7 @@ def import_labels(
                     "completion_tokens": cost.get("completion_tokens", 0),
                     "cached_calls": cost.get("cached_calls", 0),
                     "seconds": cost.get("seconds", 0.0),
+                    "confidence": (row.get("confidence") or {}).get(r),
                     "source": f"labels:{path}",
                 }
                 used += 1

@@ -13,6 +13,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import llm_option, style_option
 from training.answer_scores import ALIASES, METRICS
+from training.bench_data import ESCALATE_BELOW
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -100,6 +101,13 @@ def _floats(text: str) -> tuple[float, ...]:
     is_flag=True,
     help="leave out router+check (the self-check asked about the router's cheap answers, one LLM call each)",
 )
+@click.option(
+    "--escalate-below",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=ESCALATE_BELOW,
+    show_default=True,
+    help="router+confidence: a cheap answer whose confidence (the local model's) is below this goes to logic",
+)
 @click.option("--retry-errors", is_flag=True, help="answer again the questions that failed in an earlier run")
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @llm_option
@@ -123,6 +131,7 @@ def benchmark(
     logic_max_seconds,
     no_llm_router,
     no_self_check,
+    escalate_below,
     retry_errors,
     no_cache,
     llm_spec,
@@ -157,6 +166,7 @@ def benchmark(
         logic_max_seconds=logic_max_seconds or None,
         llm_router=not no_llm_router,
         self_check=not no_self_check,
+        escalate_below=escalate_below,
         cache=not no_cache,
         retry_errors=retry_errors,
     )

@@ -177,3 +177,47 @@ def test_the_cascade_is_left_out_when_self_check_is_off(tmp_path):
     report, llm = bench(tmp_path, self_check=False)
     assert "router+check" not in report["systems_order"] and checked(llm) == []
     assert check_rows(tmp_path) == {}
+
+
+class SureRAG(CascadeRAG):
+    """CascadeRAG whose cheap answers carry the model's certainty: sure of the right ones."""
+
+    def _run_route(self, q, route, budget=None):
+        ans = super()._run_route(q, route, budget)
+        if route != "logic":
+            ans.trace["confidence"] = 0.95 if ans.text == BY_QUESTION[q][0] else 0.3
+        return ans
+
+
+def test_router_confidence_sends_the_unsure_cheap_answer_to_logic_and_pays_for_both(tmp_path):
+    llm = ScriptedLLM(rules={"Proposed answer": self_check_reply})
+    router = FakeRouter()
+    cfg = BenchConfig(
+        data=write_data(tmp_path),
+        out=str(tmp_path / "out"),
+        n=None,
+        kb_per_dataset=True,
+        llm_spec="fake:scripted",
+        show_progress=False,
+        plots=False,
+        llm_router=False,
+        self_check=False,
+        escalate_below=0.63,
+    )
+    report = run_benchmark(
+        cfg,
+        llm=llm,
+        router=router,
+        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled({p.title: p.text for p in passages}),
+        rag_factory=lambda kb: SureRAG(kb=kb, llm=llm, router=router),
+        echo=lambda s: None,
+    )
+    t = report["systems"]
+    unsure = t["unsupported"]["router+confidence"]
+    assert unsure["routes"]["logic"] == 1.0 and unsure["em"] == 1.0  # Bergen at 0.3 -> Oslo
+    assert unsure["prompt_tokens"] == 500 + 1800 and unsure["llm_calls"] == 1 + 4  # no check call: both answers
+    sure = t["supported"]["router+confidence"]
+    assert sure["routes"]["chunk"] == 1.0 and sure["prompt_tokens"] == 500
+    assert t["says_unknown"]["router+confidence"]["routes"]["logic"] == 1.0  # the text rule still applies
+    assert "router+check" not in report["systems_order"] and "router+confidence" in report["systems_order"]
+    assert not checked(llm)  # the certainty costs no call
