@@ -22,6 +22,12 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 )
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--escalate", is_flag=True, help="by default, retry unanswered chunk/summary answers on the logic route")
+@click.option(
+    "--escalate-below",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    help="when escalating, a chunk/summary answer whose confidence (the local model's mean token probability) "
+    "is below this goes to logic, with no self-check call",
+)
 @click.option("--ood-policy", type=click.Choice(OOD_POLICIES), default=DEFAULT_OOD_POLICY, show_default=True)
 @click.option(
     "--concurrency",
@@ -76,6 +82,7 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         cache=not options["no_cache"],
         style=options["style"],
         escalate=escalate,
+        escalate_below=options["escalate_below"],
         ood_policy=ood_policy,
     )
     service.warm_up()

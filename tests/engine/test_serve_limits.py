@@ -174,3 +174,22 @@ def test_serve_refuses_another_host_without_a_key_before_loading_anything(tmp_pa
         main, ["serve", "--kb", str(tmp_path / "kb"), "--host", "0.0.0.0", "--llm", "openai:m@http://x/v1"]
     )
     assert r.exit_code == 2 and "LOGICROUTE_SERVER_KEY" in r.output
+
+
+def test_serve_passes_the_escalation_threshold_to_every_answer(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from engine.serve.service import AnswerService
+
+    seen = {}
+
+    def fake_open(cls, kb_dir, config=None, **options):
+        seen.update(options)
+        raise SystemExit(0)  # stop before anything loads or listens
+
+    monkeypatch.setattr(AnswerService, "open", classmethod(fake_open))
+    (tmp_path / "kb").mkdir()
+    r = CliRunner().invoke(main, ["serve", "--kb", str(tmp_path / "kb"), "--escalate", "--escalate-below", "0.6"])
+    assert r.exit_code == 0, r.output
+    assert seen["escalate"] is True and seen["escalate_below"] == 0.6
