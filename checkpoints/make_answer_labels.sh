@@ -11,6 +11,9 @@
 # 41st question on (the first 40 of each type are the benchmark's); reader-style (sentence)
 # answers scored with ROUGE-L, which never reaches 1.0, so every route runs.
 #
+# Each row also records how sure the model was of each cheap answer it gave ("confidence": the
+# geometric mean of the answer's token probabilities), which escalation by certainty is fitted on.
+#
 # Rounds grow every set (every Medical type) by ROUND questions in turn, so an interrupted run
 # still covers every set. Label files: checkpoints/labels/answer_<set>.jsonl.
 #
