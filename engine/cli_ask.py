@@ -147,6 +147,7 @@ def answer_record(question: str, ans, with_trace: bool = False) -> dict:
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
         "ood": ans.trace.get("ood"),
+        "confidence": ans.trace.get("confidence"),
     }
     sources = getattr(ans, "sources", None)  # Answer.sources, where this version has it
     if sources is not None:
@@ -228,6 +229,8 @@ def print_answer(ans, question: str | None = None) -> None:
         probs = "  (" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
     click.echo(f"route: {ans.route}{probs}")
     click.secho(f"answer: {ans.text}", fg="green")
+    if ans.trace.get("confidence") is not None:  # the model's certainty: low means likely wrong
+        click.echo(f"confidence: {ans.trace['confidence']:.2f}")
     lines = format_sources(ans)
     if lines:
         click.echo("sources:")

@@ -1,5 +1,6 @@
 """An Answer as JSON, the same for POST /query and the `logicroute` object of a chat completion:
-text, route, probabilities, numbered sources, cost, flags, and on the logic route the DAG with
+text, route, probabilities, numbered sources, cost, flags, the model's confidence in a cheap
+answer, and on the logic route the DAG with
 each sub-question's answer and the sources it used."""
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def answer_json(ans: "Answer", *, with_trace: bool = False) -> dict:
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
         "ood": ans.trace.get("ood"),
+        # how sure the model was of a chunk/summary answer (local model; None when not reported)
+        "confidence": ans.trace.get("confidence"),
         "dag": dag_of(ans),
     }
     escalated = ans.trace.get("escalated_from")

@@ -263,3 +263,23 @@ def test_mermaid_of_a_logic_answer_draws_its_dag(opened, monkeypatch, tmp_path):
     res = ask("When was the director born?", "--kb", tmp_path, "--route", "logic", "--trace-format", "mermaid")
     assert res.exit_code == 0, res.output
     assert "flowchart TD" in res.stdout and "Nolan" in res.stdout and "no DAG" not in res.stdout
+
+
+class SureLLM(ScriptedLLM):
+    """Reports a token probability of exp(-0.2) = 0.82 for every token, as the local model reports its own."""
+
+    def chat(self, messages, **kw):
+        c = super().chat(messages, **kw)
+        c.token_logprobs = [-0.2]
+        return c
+
+
+def test_the_models_confidence_is_shown_with_a_cheap_answer_and_kept_in_each_json_line(opened, tmp_path):
+    opened.llm = SureLLM(rules={"": by_question})
+    res = ask("Where is the Eiffel Tower?", "--kb", tmp_path, "--route", "chunk")
+    assert res.exit_code == 0, res.output
+    assert "answer: Paris" in res.output and "confidence: 0.82" in res.output
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("Where is the Eiffel Tower?\n")
+    res = ask("--questions", qfile, "--kb", tmp_path, "--route", "chunk")
+    assert json.loads(res.stdout.splitlines()[0])["confidence"] == 0.8187

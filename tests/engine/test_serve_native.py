@@ -35,6 +35,7 @@ def test_query_answers_with_route_probabilities_sources_and_cost(url):
     assert set(r.body["route_probs"]) == {"chunk", "summary", "logic"}
     assert r.body["sources"][0]["n"] == 1 and r.body["sources"][0]["doc_id"] == "hitchcock"
     assert r.body["usage"]["llm_calls"] == 1 and r.body["usage"]["seconds"] > 0
+    assert r.body["confidence"] is None  # this fake model reports no token probabilities
     assert "llm_calls" in r.body["trace"]  # trace on by default; {"trace": false} leaves it out
     assert "trace" not in call("POST", f"{url}/query", {"question": SIMPLE_QUESTION, "trace": False}).body
 
