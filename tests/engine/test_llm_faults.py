@@ -255,7 +255,9 @@ def test_a_blank_completion_that_gets_through_is_flagged_and_not_served_from_the
     assert cached._db().execute("SELECT COUNT(*) FROM completions").fetchone() == (0,)
     # a blank stored by an older version is asked again, not served
     cached._db().execute(
-        "INSERT INTO completions VALUES (?, ?, '', NULL, 1, 0, 0.1, 'm', 0, NULL)", (_key(cached), cached.name)
+        "INSERT INTO completions (key, llm, text, data, prompt_tokens, completion_tokens, seconds, model, created) "
+        "VALUES (?, ?, '', NULL, 1, 0, 0.1, 'm', 0)",
+        (_key(cached), cached.name),
     )
     assert cached.chat(MSGS).cached is False
 
