@@ -116,44 +116,41 @@ def _router_systems(
         s.overhead[name] = s.overhead.get("router", {k: {"seconds": 0.0} for k in keys})
 
 
-def _escalation_system(s: Systems, keys: list[str], routes: list[str], per_route: dict[str, dict]) -> None:
-    """Escalation's text rule (engine.pipeline), replayed on the fixed rows: a cheap answer that
-    says it does not know is answered again by logic, and pays for both."""
-    from engine.pipeline import looks_unanswered
-
-    if "router" not in s.choices or STRONG not in routes:
-        return
-    s.choices["router+escalate"], first = {}, s.escalated.setdefault("router+escalate", {})
-    for k in keys:
-        r = s.choices["router"][k]
-        if r != STRONG and looks_unanswered(str(per_route[k][r].get("pred") or "")):
-            first[k] = r
-            r = STRONG
-        s.choices["router+escalate"][k] = r
-    s.overhead["router+escalate"] = s.overhead["router"]
-
-
-def _confidence_system(s: Systems, cfg: BenchConfig, keys: list[str], per_route: dict[str, dict]) -> None:
-    """Escalation by the model's certainty, replayed on the fixed rows like router+escalate; only
-    when the rows carry a confidence (the local model reports one)."""
-    from engine.pipeline import looks_unanswered
-
-    if "router+escalate" not in s.choices:
-        return
-    if not any(row.get("confidence") is not None for k in keys for r, row in per_route[k].items() if r != STRONG):
-        return
-    name = "router+confidence"
+def _replay_escalation(s: Systems, name: str, keys: list[str], per_route: dict[str, dict], unsure) -> None:
+    """`name`: the router's route, except that a cheap answer whose row `unsure(row)` calls
+    unanswered is answered again by logic and pays for both."""
     s.choices[name], first = {}, s.escalated.setdefault(name, {})
     for k in keys:
         r = s.choices["router"][k]
-        row = per_route[k][r]
-        conf = row.get("confidence")
-        unsure = conf is not None and conf < cfg.escalate_below
-        if r != STRONG and (unsure or looks_unanswered(str(row.get("pred") or ""))):
+        if r != STRONG and unsure(per_route[k][r]):
             first[k] = r
             r = STRONG
         s.choices[name][k] = r
     s.overhead[name] = s.overhead["router"]
+
+
+def _escalation_systems(
+    s: Systems, cfg: BenchConfig, keys: list[str], routes: list[str], per_route: dict[str, dict]
+) -> None:
+    """Escalation replayed on the fixed rows. router+escalate: the text rule (engine.pipeline), a
+    cheap answer that says it does not know. router+confidence, when the rows carry the model's
+    certainty (the local model reports one): the text rule, or a confidence below
+    cfg.escalate_below."""
+    from engine.pipeline import looks_unanswered
+
+    if "router" not in s.choices or STRONG not in routes:
+        return
+
+    def says_unknown(row: dict) -> bool:
+        return looks_unanswered(str(row.get("pred") or "")) is not None
+
+    def unsure(row: dict) -> bool:
+        conf = row.get("confidence")
+        return (conf is not None and conf < cfg.escalate_below) or says_unknown(row)
+
+    _replay_escalation(s, "router+escalate", keys, per_route, says_unknown)
+    if any(row.get("confidence") is not None for k in keys for r, row in per_route[k].items() if r != STRONG):
+        _replay_escalation(s, "router+confidence", keys, per_route, unsure)
 
 
 def _random_system(s: Systems, cfg: BenchConfig, keys: list[str], routes: list[str], notes: list[str]) -> None:
@@ -186,8 +183,7 @@ def build_systems(
     key (training.bench_cascade); None = no router+check system."""
     s = Systems(choices={r: {k: r for k in keys} for r in routes})
     _router_systems(s, cfg, keys, routes, probs, router_seconds, baseline_probs)
-    _escalation_system(s, keys, routes, per_route)
-    _confidence_system(s, cfg, keys, per_route)
+    _escalation_systems(s, cfg, keys, routes, per_route)
     if checks is not None and "router+escalate" in s.choices:
         check_system(s, keys, per_route, checks, cfg.metric, notes)
     s.choices["oracle"] = oracle

@@ -67,8 +67,9 @@ def write_data(tmp_path) -> list[str]:
     return files
 
 
-def bench(tmp_path, llm=None, **kw):
+def bench(tmp_path, llm=None, rag_class=None, **kw):
     llm = llm or ScriptedLLM(rules={"Proposed answer": self_check_reply})
+    rag_class = rag_class or CascadeRAG
     router = FakeRouter()
     cfg = BenchConfig(
         data=write_data(tmp_path),
@@ -86,7 +87,7 @@ def bench(tmp_path, llm=None, **kw):
         llm=llm,
         router=router,
         make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled({p.title: p.text for p in passages}),
-        rag_factory=lambda kb: CascadeRAG(kb=kb, llm=llm, router=router),
+        rag_factory=lambda kb: rag_class(kb=kb, llm=llm, router=router),
         echo=lambda s: None,
     )
     return report, llm
@@ -190,28 +191,7 @@ class SureRAG(CascadeRAG):
 
 
 def test_router_confidence_sends_the_unsure_cheap_answer_to_logic_and_pays_for_both(tmp_path):
-    llm = ScriptedLLM(rules={"Proposed answer": self_check_reply})
-    router = FakeRouter()
-    cfg = BenchConfig(
-        data=write_data(tmp_path),
-        out=str(tmp_path / "out"),
-        n=None,
-        kb_per_dataset=True,
-        llm_spec="fake:scripted",
-        show_progress=False,
-        plots=False,
-        llm_router=False,
-        self_check=False,
-        escalate_below=0.63,
-    )
-    report = run_benchmark(
-        cfg,
-        llm=llm,
-        router=router,
-        make_kb=lambda path, passages, show_progress=True: WordOverlapKB.titled({p.title: p.text for p in passages}),
-        rag_factory=lambda kb: SureRAG(kb=kb, llm=llm, router=router),
-        echo=lambda s: None,
-    )
+    report, llm = bench(tmp_path, rag_class=SureRAG, self_check=False, escalate_below=0.63)
     t = report["systems"]
     unsure = t["unsupported"]["router+confidence"]
     assert unsure["routes"]["logic"] == 1.0 and unsure["em"] == 1.0  # Bergen at 0.3 -> Oslo
