@@ -59,34 +59,34 @@ class _EvalCounter:
     """Counts the prompt tokens llama.cpp evaluates in a call: the first eval() of a generation
     gets the prompt's uncached suffix, every later one a single sampled token.
 
-    It also keeps the log-probability of each generated token: after every eval the last
-    position's logits are the distribution the next token is drawn from, and the next eval (of
-    one token) names the token drawn. The final token (end of text, or the max_tokens-th) is
-    never evaluated, so it has no entry."""
+    It also keeps the log-probability of each generated token: when the eval of a sampled
+    token starts, the context still holds the logits it was drawn from (those of the position
+    before). The final token (end of text, or the max_tokens-th) is never evaluated, so it has
+    no entry."""
 
     def __init__(self, llama: Any) -> None:
         self.first: int | None = None
         self.logprobs: list[float] = []
-        self._next: Any = None  # log-softmax of the last evaluated position
         inner = llama.eval
 
         def counting_eval(tokens) -> None:
             if self.first is None:
                 self.first = len(tokens)
-            elif self._next is not None and len(tokens) == 1:
-                self.logprobs.append(float(self._next[tokens[0]]))
+            elif len(tokens) == 1:
+                drawn = _logprob_of(llama, tokens[0])
+                if drawn is not None:
+                    self.logprobs.append(drawn)
             inner(tokens)
-            self._next = _last_log_softmax(llama)
 
         llama.eval = counting_eval
 
     def reset(self) -> None:
-        self.first, self.logprobs, self._next = None, [], None
+        self.first, self.logprobs = None, []
 
 
-def _last_log_softmax(llama: Any) -> Any:
-    """log p(next token) from the logits of the last decoded position (a numpy vector); None if
-    unreadable (a confidence is a bonus: it never fails a call)."""
+def _logprob_of(llama: Any, token: int) -> float | None:
+    """log p(token) under the logits of the last decoded position; None if unreadable (a
+    confidence is a bonus: it never fails a call)."""
     import numpy as np
 
     try:
@@ -94,7 +94,7 @@ def _last_log_softmax(llama: Any) -> Any:
     except Exception:  # llama-cpp-python internals differ across versions
         return None
     top = logits.max()
-    return logits - (top + np.log(np.exp(logits - top).sum()))
+    return float(logits[token] - (top + np.log(np.exp(logits - top).sum())))
 
 
 def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
