@@ -143,11 +143,21 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
 )
 @click.option(
+    "--set-priors",
+    "set_priors",
+    type=int,
+    default=0,
+    show_default=True,
+    help="with --lodo: also train every fold's router on this many silver rows per shared training set, "
+    "labelled by the set's kind: single-hop (nq, squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic "
+    "(training/set_priors.py; needs ../shared/data)",
+)
+@click.option(
     "--recipe",
     default=None,
     type=click.Path(exists=True, dir_okay=False),
     help="with --lodo: train every fold with the settings recorded in this checkpoint's card "
-    "(e.g. the shipped generalist's) instead of the defaults and --features/--text-form",
+    "(e.g. the shipped generalist's) instead of the defaults and --features/--text-form/--set-priors",
 )
 @click.option(
     "--seeds",
@@ -170,6 +180,7 @@ def eval_router(
     features,
     specialist_n,
     text_form,
+    set_priors,
     recipe,
     seeds,
 ):
@@ -189,7 +200,16 @@ def eval_router(
             cfg = config_from_card(recipe)
         else:
             cfg = train_config_from_options(
-                TrainConfig(text_form=text_form), None, None, None, None, None, None, None, None, features
+                TrainConfig(text_form=text_form, prior_per_set=set_priors),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                features,
             )
         rep = lodo_report(
             expand_files(labels + more_labels),

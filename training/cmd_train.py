@@ -135,6 +135,15 @@ def _print_card(card: dict, out: str) -> None:
     help="text embedded: the question, or its masked form (entities and numbers replaced: form, not topic)",
 )
 @click.option(
+    "--set-priors",
+    "set_priors",
+    type=int,
+    default=0,
+    show_default=True,
+    help="also train on this many silver rows per shared set, labelled by the set's kind: single-hop (nq, "
+    "squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic (training/set_priors.py; needs ../shared/data)",
+)
+@click.option(
     "--lodo/--no-lodo",
     default=False,
     help="also judge the recipe leave-one-dataset-out on the same labels and keep the figures in the card",
@@ -148,6 +157,7 @@ def generalist(
     out,
     features,
     text_form,
+    set_priors,
     lodo,
     hidden,
     epochs,
@@ -167,7 +177,7 @@ def generalist(
     from training.train import train_generalist
 
     cfg = train_config_from_options(
-        TrainConfig(text_form=text_form),
+        TrainConfig(text_form=text_form, prior_per_set=set_priors),
         hidden,
         epochs,
         lr,

@@ -53,6 +53,14 @@ class TrainConfig:
     # out over seeds 0-2: 56.6 pooled vs 48.6 on 113 answer labels, 60.2 vs 58.7 on 92).
     all_zero: str = field(default="drop", metadata={"help": "rows where no route scored: drop | cheapest | pref"})
     monitor: str = field(default="quality", metadata={"help": "early-stopping metric: quality (pref mass) | accuracy"})
+    prior_per_set: int = field(
+        default=0,
+        metadata={
+            "help": "silver rows per shared set labelled by the set's kind, single-hop -> chunk, multi-hop -> "
+            "logic (training.set_priors); 0 = answer labels only"
+        },
+    )
+    prior_strength: float = field(default=0.8, metadata={"help": "preference of a silver row for its set's route"})
     seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})
 

@@ -32,6 +32,7 @@ from training.label_arrays import (
 )
 from training.labels import route_cost
 from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold
+from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
 
 FIXED = "always {}"
@@ -55,12 +56,16 @@ def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: boo
     ]
 
 
-def _fold_decisions(x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int):
-    """Each system's route for every test row, trained on the other rows."""
+def _fold_decisions(
+    x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int, priors: Priors | None
+):
+    """Each system's route for every test row, trained on the other rows (the router also on
+    the priors of the other sets)."""
     held = set(test)
     train = [i for i in range(len(rows)) if i not in held and trained_on(rows[i], cfg)]
     train_rows = [rows[i] for i in train]
-    model = fit_router(x[train], train_rows, routes, cfg, dim)[0]
+    fold_priors = priors.without(str(rows[test[0]]["dataset"])) if priors is not None else None
+    model = fit_router(x[train], train_rows, routes, cfg, dim, priors=fold_priors)[0]
     probs = model.predict_proba(x[test])
     lr = logreg_fit_proba(x[train], [r["oracle"] for r in train_rows], x[test], routes)
     maj = majority_route(train_rows, routes)
@@ -150,6 +155,7 @@ def lodo_report(
 
         embedder = get_embedder()
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
+    priors = build_priors(rows, routes, cfg, embedder)
     asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
     with_confidence = "chunk" in routes and STRONG in routes and any(confidence_of(r, "chunk") for r in rows)
     systems = _systems(routes, with_llm=asked is not None, with_confidence=with_confidence)
@@ -158,12 +164,14 @@ def lodo_report(
     pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
+    if priors is not None:
+        report["priors"] = priors.counts()  # per set; a fold trains on those of its training sets
     folds = {d: [i for i, r in enumerate(rows) if str(r["dataset"]) == d] for d in datasets}
     routed: dict[str, list[str]] = {}  # the router's decisions per fold at the recipe's own seed
     for d, test in folds.items():
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
-        decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim))
+        decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim), priors)
         routed[d] = decided["router"]
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
@@ -188,7 +196,8 @@ def lodo_report(
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
         dim = int(embedder.dim)
-        report["seed_spread"] = seed_spread(x, rows, folds, routes, cfg, dim, seeds, progress, {cfg.seed: routed})
+        known = {cfg.seed: routed}
+        report["seed_spread"] = seed_spread(x, rows, folds, routes, cfg, dim, seeds, progress, known, priors)
     return report
 
 
@@ -202,6 +211,7 @@ def seed_spread(
     seeds,
     progress,
     known: dict[int, dict[str, list[str]]] | None = None,
+    priors: Priors | None = None,
 ) -> dict:
     """The router's LODO judgement (pooled: every figure; per left-out set: the score) for each
     seed. known: per seed, per fold, router decisions already made (training is deterministic,
@@ -215,7 +225,7 @@ def seed_spread(
             if got is None:
                 if progress:
                     print(f"seed {seed}: leaving out {d}", flush=True)
-                got = _fold_decisions(x, rows, test, routes, replace(cfg, seed=seed), dim)[0]["router"]
+                got = _fold_decisions(x, rows, test, routes, replace(cfg, seed=seed), dim, priors)[0]["router"]
             out["held_out"][d].append(judge([rows[i] for i in test], got, routes)["score"])
             decided.extend(got)
             index.extend(test)

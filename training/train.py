@@ -35,6 +35,7 @@ from training.label_arrays import (
     target_matrix,
 )
 from training.route_metrics import routing_metrics
+from training.set_priors import SET_ROUTES, Priors, build_priors
 
 
 def _file_summary(rows: Sequence[dict]) -> list[dict]:
@@ -112,10 +113,12 @@ def fit_router(
     embed_dim: int,
     *,
     progress: bool = False,
+    priors: Priors | None = None,
 ):
     """A new RouterMLP trained on `rows` (inputs `x`) with a stratified validation split:
     (model, train indices, validation indices, fit history). The one recipe of the generalist
-    and of every leave-one-dataset-out fold."""
+    and of every leave-one-dataset-out fold. `priors` (training.set_priors) join the training
+    part only: validation, and so early stopping, stays on answers."""
     import torch
 
     from router.model import RouterConfig, RouterMLP
@@ -123,6 +126,10 @@ def fit_router(
     t = target_matrix(rows, routes, cfg.all_zero)
     o = oracle_indices(rows, routes)
     tr, va = stratified_split(split_keys(rows), cfg.val_frac, cfg.seed)
+    x_fit, t_fit = x[tr], t[tr]
+    if priors is not None and len(priors.rows):
+        x_fit = np.concatenate([x_fit, priors.x])
+        t_fit = np.concatenate([t_fit, target_matrix(priors.rows, routes, cfg.all_zero)])
     torch.manual_seed(cfg.seed)
     model = RouterMLP(
         RouterConfig(
@@ -135,8 +142,8 @@ def fit_router(
             text_form=cfg.text_form,
         )
     )
-    model.set_normalization(x[tr])
-    history = fit(model, x[tr], t[tr], x[va], t[va], o[va], cfg, progress=progress)
+    model.set_normalization(x_fit)
+    history = fit(model, x_fit, t_fit, x[va], t[va], o[va], cfg, progress=progress)
     return model, tr, va, history
 
 
@@ -162,7 +169,8 @@ def train_generalist(
     routes = routes_of(read)
     rows = [r for r in read if trained_on(r, cfg)]
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
-    model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress)
+    priors = build_priors(read, routes, cfg, embedder)
+    model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress, priors=priors)
 
     train_rows = [rows[i] for i in tr]
     val = routing_metrics(_argmax_routes(model, x[va], routes), [rows[i] for i in va], routes) if len(va) else {}
@@ -171,12 +179,16 @@ def train_generalist(
         "embedder": {"id": embedder.id, "dim": int(embedder.dim)},
         "features": list(cfg.features),
         "training": _training_record(read, len(tr), len(va), cfg, history, t0),
+        "priors": {"per_set": priors.counts(), "routes": SET_ROUTES, "strength": cfg.prior_strength} if priors else {},
         "validation": _summary(val),
         "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
         "notes": notes,
     }
     card.update(card_extras or {})
-    guard = build_guard(x[:, : int(embedder.dim)], sources=[str(p) for p in label_files], seed=cfg.seed)
+    # the guard's reference: every question the router learned from, the priors' included
+    seen = x[:, : int(embedder.dim)] if priors is None else np.concatenate([x, priors.x])[:, : int(embedder.dim)]
+    sources = [str(p) for p in label_files] + ([f"set priors {priors.counts()}"] if priors else [])
+    guard = build_guard(seen, sources=sources, seed=cfg.seed)
     return save_checkpoint(out, model, card, guard)
 
 

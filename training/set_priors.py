@@ -1,0 +1,103 @@
+"""Silver router labels from the kind of data set a question comes from: a question of a
+single-hop set (NQ, SQuAD) is labelled chunk, one of a multi-hop set (HotpotQA, 2Wiki, MuSiQue)
+logic. This is Adaptive-RAG's "inductive bias of datasets" (Jeong et al., NAACL 2024), which
+labels the questions no answer decided by the set they came from.
+
+Why the router needs them: answer labels are a few hundred rows. Only one set (2Wiki) shows on
+them that a multi-hop form gains from logic, so with that set left out a router trained on
+answers alone does not learn the form. The priors teach the form on hundreds of questions per set
+at no LLM cost, and the answer labels correct them. Leave-one-dataset-out, a fold's priors come
+from its training sets only (docs/results/lodo_set_priors.md).
+
+A prior row is a label row with a question, its set, a preference vector (`strength` on the
+set's route, the rest spread evenly) and "prior": True. It trains, never judges: the splits,
+validation and every evaluation use answer rows only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.base.errors import LogicRouteError
+
+SET_ROUTES: dict[str, str] = {
+    "nq": "chunk",
+    "squad": "chunk",
+    "hotpotqa": "logic",
+    "2wiki": "logic",
+    "musique": "logic",
+}
+BENCHMARK_QUESTIONS = 100  # every set's first questions are the benchmarks': never trained on
+
+
+def prior_rows(
+    routes: Sequence[str],
+    per_set: int,
+    strength: float = 0.8,
+    *,
+    exclude: Iterable[str] = (),
+    seed: int = 0,
+    sets: dict[str, str] | None = None,
+) -> list[dict]:
+    """Up to `per_set` prior rows from each set of `sets` (name -> route; default SET_ROUTES),
+    drawn with `seed` from its questions after the benchmarks' first BENCHMARK_QUESTIONS, leaving
+    out every question text in `exclude` (the answer-labelled ones). The seed is not the
+    training seed: every training seed then sees the same rows."""
+    from hierarchy.datasets import load_dataset, resolve_data
+
+    sets = SET_ROUTES if sets is None else sets
+    if not 1.0 / len(routes) < strength <= 1.0:
+        raise LogicRouteError(f"prior strength must be in (1/{len(routes)}, 1], got {strength}")
+    unknown = sorted({r for r in sets.values() if r not in routes})
+    if unknown:
+        raise LogicRouteError(f"set priors name route(s) {unknown} the labels lack ({list(routes)})")
+    skip = set(exclude)
+    other = round((1.0 - strength) / (len(routes) - 1), 6)
+    out: list[dict] = []
+    for name, route in sets.items():
+        questions = load_dataset(resolve_data(name)).questions[BENCHMARK_QUESTIONS:]
+        pool = [q.text for q in questions if q.text not in skip]
+        rng = np.random.default_rng(seed)
+        for i in sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False)):
+            pref = {r: (strength if r == route else other) for r in routes}
+            out.append({"question": pool[i], "dataset": name, "pref": pref, "oracle": route, "prior": True})
+    return out
+
+
+@dataclass
+class Priors:
+    """Prior rows and their router inputs, handed to the training of a router or of every
+    leave-one-dataset-out fold."""
+
+    rows: list[dict]
+    x: np.ndarray
+
+    def without(self, dataset: str) -> "Priors":
+        """The priors a fold that leaves `dataset` out may train on."""
+        keep = [i for i, r in enumerate(self.rows) if r["dataset"] != dataset]
+        return Priors([self.rows[i] for i in keep], self.x[keep])
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.rows:
+            out[r["dataset"]] = out.get(r["dataset"], 0) + 1
+        return out
+
+
+def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedder) -> Priors | None:
+    """The priors a TrainConfig asks for (cfg.prior_per_set, cfg.prior_strength; None for 0),
+    with inputs in the config's feature set and text form."""
+    from training.label_arrays import inputs_for
+
+    if not cfg.prior_per_set:
+        return None
+    rows = prior_rows(
+        routes,
+        cfg.prior_per_set,
+        cfg.prior_strength,
+        exclude={r["question"] for r in answer_rows},
+    )
+    return Priors(rows, inputs_for(rows, embedder, cfg.features, cfg.text_form))
