@@ -320,6 +320,9 @@ def format_lodo(report: dict) -> str:
             f"whose confidence is below the threshold fitted on the other sets (left out: threshold): {fitted}",
             "",
         ]
+    if report.get("priors"):
+        counts = ", ".join(f"{d} {n}" for d, n in report["priors"].items())
+        lines += [f"router trained with set priors ({counts}); a fold trains on those of its training sets only", ""]
     spread = report.get("seed_spread")
     if spread:
         lines += [
