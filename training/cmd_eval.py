@@ -199,18 +199,8 @@ def eval_router(
 
             cfg = config_from_card(recipe)
         else:
-            cfg = train_config_from_options(
-                TrainConfig(text_form=text_form, prior_per_set=set_priors),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                features,
-            )
+            default = TrainConfig(text_form=text_form, prior_per_set=set_priors)
+            cfg = train_config_from_options(default, *[None] * 8, features)  # only --features given
         rep = lodo_report(
             expand_files(labels + more_labels),
             cfg,

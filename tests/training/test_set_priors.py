@@ -110,3 +110,25 @@ def test_a_fold_never_trains_on_the_priors_of_the_set_it_leaves_out(tmp_path, sh
     assert left_out == ["2wiki", "musique", "nq"]
     for dataset, datasets_trained in zip(left_out, seen):
         assert dataset not in datasets_trained and len(datasets_trained) == len(SET_ROUTES) - 1
+
+
+def test_train_and_eval_router_take_set_priors_and_the_card_records_them(tmp_path, shared_data):
+    from click.testing import CliRunner
+
+    from training.cmd_eval import eval_router
+    from training.cmd_train import train
+    from training.fit import config_from_card
+
+    files = ",".join(_label_file(tmp_path, d) for d in ("nq", "2wiki"))
+    out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
+    args = ["generalist", "--labels", files, "--out", str(out), "--set-priors", "2", "--hidden", "8,4", "--epochs", "2"]
+    assert CliRunner().invoke(train, args, obj=obj, catch_exceptions=False).exit_code == 0
+    card = json.loads(out.with_suffix(".card.json").read_text())
+    assert card["priors"]["per_set"] == {name: 2 for name in SET_ROUTES} and card["priors"]["strength"] == 0.8
+    assert config_from_card(out).prior_per_set == 2  # --recipe retrains every fold with them
+
+    report = tmp_path / "lodo.json"
+    args = ["--lodo", "--labels", files, "--set-priors", "3", "--features", "none", "--json", str(report)]
+    res = CliRunner().invoke(eval_router, args, obj=obj, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert json.loads(report.read_text())["priors"] == {name: 3 for name in SET_ROUTES}
