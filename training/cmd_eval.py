@@ -15,6 +15,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
+from training.cmd_train import set_priors_option
 
 MIN_CALIBRATION_QUESTIONS = 20
 
@@ -142,16 +143,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 @click.option(
     "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
 )
-@click.option(
-    "--set-priors",
-    "set_priors",
-    type=int,
-    default=0,
-    show_default=True,
-    help="with --lodo: also train every fold's router on this many silver rows per shared training set, "
-    "labelled by the set's kind: single-hop (nq, squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic "
-    "(training/set_priors.py; needs ../shared/data)",
-)
+@set_priors_option("with --lodo: also train every fold's router (on its training sets' priors only)")
 @click.option(
     "--recipe",
     default=None,

@@ -114,6 +114,19 @@ def _print_card(card: dict, out: str) -> None:
             )
 
 
+def set_priors_option(who: str):
+    """--set-priors, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
+    return click.option(
+        "--set-priors",
+        "set_priors",
+        type=int,
+        default=0,
+        show_default=True,
+        help=f"{who} on this many silver rows per shared set, labelled by the set's kind: single-hop (nq, "
+        "squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic (training/set_priors.py; needs ../shared/data)",
+    )
+
+
 @train.command()
 @click.option(
     "--labels", "labels", multiple=True, required=True, help="label files: --labels A B C, repeated, commas or globs"
@@ -134,15 +147,7 @@ def _print_card(card: dict, out: str) -> None:
     show_default=True,
     help="text embedded: the question, or its masked form (entities and numbers replaced: form, not topic)",
 )
-@click.option(
-    "--set-priors",
-    "set_priors",
-    type=int,
-    default=0,
-    show_default=True,
-    help="also train on this many silver rows per shared set, labelled by the set's kind: single-hop (nq, "
-    "squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic (training/set_priors.py; needs ../shared/data)",
-)
+@set_priors_option("also train the router")
 @click.option(
     "--lodo/--no-lodo",
     default=False,

@@ -16,6 +16,7 @@ validation and every evaluation use answer rows only.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -81,10 +82,7 @@ class Priors:
         return Priors([self.rows[i] for i in keep], self.x[keep])
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for r in self.rows:
-            out[r["dataset"]] = out.get(r["dataset"], 0) + 1
-        return out
+        return dict(Counter(r["dataset"] for r in self.rows))
 
 
 def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedder) -> Priors | None:
