@@ -54,6 +54,7 @@ from router.structure import (
     normalize_question,
     question_word,
     tokens,
+    unpunctuated,
 )
 
 __all__ = [
@@ -100,14 +101,17 @@ COMPARISON_WORDS = {
 # A maximal run of capitalized tokens (allowing short connectors: "Lord of the Rings").
 SPAN = re.compile(r"(?:[A-Z0-9][\w'\-\.]*)(?:\s+(?:of|the|de|la|von|van|and|&)?\s*[A-Z0-9][\w'\-\.]*)*")
 
-TEXT_FORMS = ("question", "masked")
+TEXT_FORMS = ("question", "masked", "plain")
 
 
 def embedded_text(text: str, form: str = "question") -> str:
-    """The text the router embeds: the question as asked, or its masked form."""
+    """The text the router embeds: the question as asked, its masked form, or its plain form
+    (closing marks removed: router.structure.unpunctuated)."""
     if form not in TEXT_FORMS:
         raise ValueError(f"unknown text form {form!r}; choose {', '.join(TEXT_FORMS)}")
-    return mask_entities(text) if form == "masked" else normalize_question(text)
+    if form == "masked":
+        return mask_entities(text)
+    return unpunctuated(text) if form == "plain" else normalize_question(text)
 
 
 def _capped(n: int, cap: int) -> float:

@@ -41,7 +41,8 @@ class RouterConfig:
     text_form: str = field(
         default="question",
         metadata={
-            "help": "text embedded: question (as asked) | masked (entities and numbers replaced: form, not topic)"
+            "help": "text embedded: question (as asked) | masked (entities and numbers replaced: form, not topic) "
+            "| plain (closing ? ! . removed)"
         },
     )
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})

@@ -15,7 +15,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
-from training.cmd_train import set_priors_option
+from training.cmd_train import set_priors_option, text_form_option
 
 MIN_CALIBRATION_QUESTIONS = 20
 
@@ -140,9 +140,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     help="with --lodo: also fine-tune each fold's router on this many rows of the left-out set "
     "and judge it against the generalist on the rows after them",
 )
-@click.option(
-    "--text-form", type=click.Choice(["question", "masked"]), default="question", help="with --lodo: text embedded"
-)
+@text_form_option("with --lodo: text embedded")
 @set_priors_option("with --lodo: also train every fold's router (on its training sets' priors only)")
 @click.option(
     "--recipe",

@@ -127,6 +127,19 @@ def set_priors_option(who: str):
     )
 
 
+def text_form_option(who: str):
+    """--text-form, for `train generalist` and `eval-router --lodo` (`who` starts its help);
+    the choices are router.features.TEXT_FORMS, written out so that --help imports no numpy."""
+    return click.option(
+        "--text-form",
+        type=click.Choice(["question", "masked", "plain"]),
+        default="question",
+        show_default=True,
+        help=f"{who}: the question as asked, its masked form (entities and numbers replaced: form, not "
+        "topic), or its plain form (closing ? ! . removed: sets differ in them)",
+    )
+
+
 @train.command()
 @click.option(
     "--labels", "labels", multiple=True, required=True, help="label files: --labels A B C, repeated, commas or globs"
@@ -140,13 +153,7 @@ def set_priors_option(who: str):
     default=None,
     help="structural features of the question (router/features.py): all | none | comma list [default: all]",
 )
-@click.option(
-    "--text-form",
-    type=click.Choice(["question", "masked"]),
-    default="question",
-    show_default=True,
-    help="text embedded: the question, or its masked form (entities and numbers replaced: form, not topic)",
-)
+@text_form_option("text embedded")
 @set_priors_option("also train the router")
 @click.option(
     "--lodo/--no-lodo",

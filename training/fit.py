@@ -34,7 +34,10 @@ class TrainConfig:
         default=ALL_FEATURES, metadata={"help": "cheap features appended to the embedding; () = embedding only"}
     )
     text_form: str = field(
-        default="question", metadata={"help": "text embedded: question | masked (entities and numbers replaced)"}
+        default="question",
+        metadata={
+            "help": "text embedded: question | masked (entities and numbers replaced) | plain (no closing marks)"
+        },
     )
     lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate"})
     weight_decay: float = field(default=1e-2, metadata={"help": "AdamW weight decay"})

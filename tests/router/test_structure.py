@@ -167,6 +167,24 @@ def test_a_masked_checkpoint_embeds_the_masked_question(tmp_path):
     )
 
 
+@pytest.mark.parametrize("asked", ["Who wrote Dune?", "who wrote Dune", "Who wrote Dune ?!", "  Who wrote   Dune. "])
+def test_a_plain_checkpoint_embeds_the_question_without_its_closing_marks(tmp_path, asked):
+    """Sets differ in how a question ends (NQ: never with "?"); a plain router cannot tell them
+    apart by it. Case is kept: the embedder decides what case means."""
+    emb = tiny_embedder()
+    router = load_router(_checkpoint(tmp_path / "r.ckpt", "plain"), embedder=emb)
+    router.decide(asked)
+    assert [t.lower() for t in emb.calls[0]] == ["who wrote dune"]
+    assert features.embedded_text("What is 3.5?", "plain") == "What is 3.5"
+
+
+def test_the_text_form_option_offers_every_text_form():
+    from training.cmd_train import text_form_option
+
+    option = text_form_option("text embedded")(lambda: None).__click_params__[0]
+    assert tuple(option.type.choices) == features.TEXT_FORMS
+
+
 def test_a_checkpoint_with_features_computed_otherwise_is_refused(tmp_path, monkeypatch):
     path = _checkpoint(tmp_path / "r.ckpt")
     monkeypatch.setitem(FEATURES, "depth", FEATURES["depth"]._replace(version=2))
