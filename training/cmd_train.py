@@ -30,6 +30,12 @@ def _common_train_options(f):
         click.option("--dropout", type=float, default=None),
         click.option("--patience", type=int, default=None, help="early-stopping patience (epochs)"),
         click.option(
+            "--val-frac",
+            type=click.FloatRange(0.0, 0.9),
+            default=None,
+            help="share of the answer labels held for early stopping; 0 = train on all of them for --epochs",
+        ),
+        click.option(
             "--loss",
             type=click.Choice(["reward", "ce"]),
             default=None,
@@ -51,7 +57,7 @@ def _common_train_options(f):
 
 
 def train_config_from_options(
-    cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None, batch_size=None
+    cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None, batch_size=None, val_frac=None
 ):
     from dataclasses import replace
 
@@ -72,6 +78,7 @@ def train_config_from_options(
         ("all_zero", all_zero),
         ("seed", seed),
         ("batch_size", batch_size),
+        ("val_frac", val_frac),
     ):
         if v is not None:
             ch[k] = v
@@ -177,6 +184,7 @@ def generalist(
     batch_size,
     dropout,
     patience,
+    val_frac,
     loss,
     all_zero,
     seed,
@@ -200,6 +208,7 @@ def generalist(
         seed,
         features,
         batch_size,
+        val_frac,
     )
     files, embedder = expand_files(labels + more_labels), injected_embedder(ctx)
     extras = {}
@@ -252,6 +261,7 @@ def specialist(
     batch_size,
     dropout,
     patience,
+    val_frac,
     loss,
     all_zero,
     seed,
@@ -267,7 +277,17 @@ def specialist(
     if hidden or dropout is not None:
         raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
     cfg = train_config_from_options(
-        specialist_config(), None, epochs, lr, None, patience, loss, all_zero, seed, batch_size=batch_size
+        specialist_config(),
+        None,
+        epochs,
+        lr,
+        None,
+        patience,
+        loss,
+        all_zero,
+        seed,
+        batch_size=batch_size,
+        val_frac=val_frac,
     )
     card = train_specialist(
         from_ckpt,

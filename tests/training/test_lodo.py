@@ -108,6 +108,7 @@ def test_a_generalist_card_keeps_its_recipes_leave_one_dataset_out_figures(tmp_p
 def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe(tmp_path):
     from click.testing import CliRunner
 
+    from router.checkpoint import read_card
     from training.cmd_eval import eval_router
     from training.cmd_train import train
     from training.fit import config_from_card
@@ -116,10 +117,12 @@ def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe
     out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
     args = ["generalist", "--labels", ",".join(files), "--out", str(out), "--features", "comparison"]
     args += ["--hidden", "8,4", "--epochs", "3", "--batch-size", "8", "--all-zero", "drop"]
+    args += ["--val-frac", "0", "--text-form", "plain"]
     assert CliRunner().invoke(train, args, obj=obj, catch_exceptions=False).exit_code == 0
     recipe = config_from_card(out)
     assert recipe.hidden == (8, 4) and recipe.batch_size == 8 and recipe.all_zero == "drop"
-    assert recipe.features == ("comparison",)
+    assert recipe.features == ("comparison",) and recipe.val_frac == 0.0 and recipe.text_form == "plain"
+    assert read_card(out)["training"]["n_val"] == 0  # every answer row trained, for all 3 epochs
 
     report = tmp_path / "lodo.json"
     args = ["--lodo", "--labels", ",".join(files), "--recipe", str(out), "--json", str(report)]
