@@ -2,8 +2,10 @@
 
 - Loss: straight-through Gumbel-Softmax, temperature annealed tau_start -> tau_end
   (router.model.gumbel_routing_loss explains the choice of loss).
-- Validation: early stopping and the kept weights follow validation routing quality = mean
-  preference mass of the route chosen by the deterministic argmax (eval mode, no noise).
+- Validation (when a share is held, `val_frac` > 0, as for specialists): early stopping and the
+  kept weights follow validation routing quality = mean preference mass of the route chosen by
+  the deterministic argmax (eval mode, no noise). A generalist trains on every answer row for
+  max_epochs by default.
 - Seeds fixed, deterministic algorithms on: the same labels give the same checkpoint.
 
 torch / lightning load inside functions (the CLI imports this module lazily anyway).
