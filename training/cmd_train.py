@@ -28,7 +28,9 @@ def _common_train_options(f):
         click.option("--lr", type=float, default=None, help="learning rate"),
         click.option("--batch-size", type=int, default=None, help="questions per step"),
         click.option("--dropout", type=float, default=None),
-        click.option("--patience", type=int, default=None, help="early-stopping patience (epochs)"),
+        click.option(
+            "--patience", type=int, default=None, help="early-stopping patience (epochs; with --val-frac > 0)"
+        ),
         click.option(
             "--val-frac",
             type=click.FloatRange(0.0, 0.9),
