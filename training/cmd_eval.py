@@ -190,7 +190,7 @@ def eval_router(
             cfg = config_from_card(recipe)
         else:
             default = TrainConfig(text_form=text_form, prior_per_set=set_priors)
-            cfg = train_config_from_options(default, *[None] * 8, features)  # only --features given
+            cfg = train_config_from_options(default, features=features)
         rep = lodo_report(
             expand_files(labels + more_labels),
             cfg,

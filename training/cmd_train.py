@@ -59,8 +59,20 @@ def _common_train_options(f):
 
 
 def train_config_from_options(
-    cfg, hidden, epochs, lr, dropout, patience, loss, all_zero, seed, features=None, batch_size=None, val_frac=None
+    cfg,
+    hidden=None,
+    epochs=None,
+    lr=None,
+    dropout=None,
+    patience=None,
+    loss=None,
+    all_zero=None,
+    seed=None,
+    features=None,
+    batch_size=None,
+    val_frac=None,
 ):
+    """`cfg` with every option the user gave (not None) put in."""
     from dataclasses import replace
 
     from router.features import ALL_FEATURES, check_feature_set
@@ -280,14 +292,12 @@ def specialist(
         raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
     cfg = train_config_from_options(
         specialist_config(),
-        None,
-        epochs,
-        lr,
-        None,
-        patience,
-        loss,
-        all_zero,
-        seed,
+        epochs=epochs,
+        lr=lr,
+        patience=patience,
+        loss=loss,
+        all_zero=all_zero,
+        seed=seed,
         batch_size=batch_size,
         val_frac=val_frac,
     )

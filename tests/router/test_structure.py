@@ -167,14 +167,22 @@ def test_a_masked_checkpoint_embeds_the_masked_question(tmp_path):
     )
 
 
-@pytest.mark.parametrize("asked", ["Who wrote Dune?", "who wrote Dune", "Who wrote Dune ?!", "  Who wrote   Dune. "])
-def test_a_plain_checkpoint_embeds_the_question_without_its_closing_marks(tmp_path, asked):
+@pytest.mark.parametrize(
+    "asked, embedded",
+    [
+        ("Who wrote Dune?", "Who wrote Dune"),
+        ("who wrote Dune", "who wrote Dune"),
+        ("Who wrote Dune ?!", "Who wrote Dune"),
+        ("  Who wrote   Dune. ", "Who wrote Dune"),
+    ],
+)
+def test_a_plain_checkpoint_embeds_the_question_without_its_closing_marks(tmp_path, asked, embedded):
     """Sets differ in how a question ends (NQ: never with "?"); a plain router cannot tell them
     apart by it. Case is kept: the embedder decides what case means."""
     emb = tiny_embedder()
     router = load_router(_checkpoint(tmp_path / "r.ckpt", "plain"), embedder=emb)
     router.decide(asked)
-    assert [t.lower() for t in emb.calls[0]] == ["who wrote dune"]
+    assert emb.calls == [[embedded]]
     assert features.embedded_text("What is 3.5?", "plain") == "What is 3.5"
 
 
