@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
+from training.bench_global_routed import ABOUT, DERIVED, can_route, route_questions, route_shares, routed_rows
 from training.bench_global_systems import (
     DEFAULT_SYSTEMS,
     LAYERS,
@@ -66,6 +67,14 @@ class GlobalConfig:
         metadata={
             "help": "the answering LLM judges the answers of the first JUDGE questions of each type against the "
             "reference (correct or not; its calls booked apart, its agreement with ROUGE-L reported); 0 = no judge"
+        },
+    )
+    checkpoint: str | None = field(
+        default=None,
+        metadata={
+            "help": "router whose picks among chunk, summary and logic make the 'router' row, beside the 'oracle' "
+            "row; both come from the answers made (no new call), when those three systems run (default: the "
+            "shipped generalist)"
         },
     )
     bootstrap: int = field(default=10_000, metadata={"help": "paired bootstrap resamples of the vs-chunk spread"})
@@ -300,7 +309,9 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
     made = run_all(cfg, store, questions, kbs, llm, ds.answer_style, show_progress)
     fps = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[1] for s in cfg.systems}
     rows = [r for q in questions for s in cfg.systems if (r := store.get(_key(llm.name, s, q.id, fps[s])))]
-    report = build_report(rows, cfg.systems, cfg.types, bootstrap=cfg.bootstrap, seed=cfg.seed)
+    routed, routing = _routed(cfg, rows, questions, embedder)
+    report = build_report(rows + routed, (*cfg.systems, *DERIVED), cfg.types, bootstrap=cfg.bootstrap, seed=cfg.seed)
+    report["routing"] = routing
     if cfg.judge:
         from training.bench_global_judge import judge_answers, judge_key, judge_report
 
@@ -317,10 +328,24 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
         kb={"passages": len(ds.passages), "chunks": len(next(iter(kbs.values())))},
         index_cost=json.loads(index_file.read_text()),
         layer_costs=layer_costs,
-        systems_about={s: SYSTEMS[s].about for s in cfg.systems},
+        systems_about={s: SYSTEMS[s].about if s in SYSTEMS else ABOUT[s] for s in report["systems"]},
         config={**asdict(cfg), "types": list(cfg.types), "systems": list(cfg.systems)},
         answered_this_run=made,
     )
     atomic_write_json(out / "report.json", report)
     atomic_write_text(out / "report.md", report_markdown(report))
     return report
+
+
+def _routed(cfg: GlobalConfig, rows: list[dict], questions: list, embedder: Any) -> tuple[list[dict], dict]:
+    """(router and oracle rows, what the routing did): none unless chunk, summary and logic ran. A
+    router that cannot be loaded or run leaves the oracle row alone and says why in the report."""
+    if not can_route(cfg.systems):
+        return [], {"skipped": "the router and oracle rows need the systems chunk, summary and logic"}
+    try:
+        decisions = route_questions(questions, cfg.checkpoint, embedder)
+    except (LogicRouteError, OSError, ValueError) as e:
+        routed = routed_rows(rows, {})
+        return routed, {"error": f"router not run: {e}", "checkpoint": cfg.checkpoint or "shipped"}
+    routed = routed_rows(rows, decisions)
+    return routed, {"checkpoint": cfg.checkpoint or "shipped", "shares": route_shares(routed, cfg.types)}

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from training.bench_global_routed import DERIVED, shares_markdown
 from training.bench_report import markdown_table
 
 SCORES = ("rouge_l", "coverage")  # the sentence-answer scores; f1 rides along in the JSON
@@ -107,7 +108,11 @@ def verdict(vs: dict) -> str:
     on = vs.get(GLOBAL_TYPE)
     if not on:
         return f"no {GLOBAL_TYPE} questions were asked"
-    summary = {s: v["rouge_l"] for s, v in on.items() if not s.startswith(("chunk", "logic")) and v["rouge_l"]["n"]}
+    summary = {
+        s: v["rouge_l"]
+        for s, v in on.items()
+        if not s.startswith(("chunk", "logic")) and s not in DERIVED and v["rouge_l"]["n"]
+    }
     if not summary:
         return "no summary-route system was run"
     best, v = max(summary.items(), key=lambda kv: kv[1]["mean_diff"])
@@ -244,6 +249,18 @@ def report_markdown(report: dict) -> str:
                 ),
                 "",
             ]
+    routing = report.get("routing") or {}
+    if routing.get("shares"):
+        lines += [
+            f"## The router's picks (checkpoint: {routing['checkpoint']})",
+            "",
+            "Questions sent to each route; the `router` rows above score the answers of the routes it picked.",
+            "",
+            *shares_markdown(routing["shares"]),
+            "",
+        ]
+    elif routing:
+        lines += ["## The router's picks", "", routing.get("error") or routing.get("skipped", ""), ""]
     if report.get("judge"):
         from training.bench_global_judge import judge_markdown
 

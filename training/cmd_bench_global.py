@@ -41,6 +41,7 @@ def _split(text: str) -> tuple[str, ...]:
 @click.option("--out", "out_dir", default="runs/bench_global", show_default=True, type=click.Path(file_okay=False))
 @click.option("--retry-errors", is_flag=True, help=_help("retry_errors"))
 @click.option("--judge", type=int, default=0, show_default=True, help=_help("judge"))
+@click.option("--checkpoint", default=None, type=click.Path(dir_okay=False), help=_help("checkpoint"))
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.option("--dry-run", is_flag=True, help="print the LLM calls and hours still to make, and stop")
 @click.option(
@@ -64,6 +65,7 @@ def bench_global(
     out_dir,
     retry_errors,
     judge,
+    checkpoint,
     no_cache,
     dry_run,
     context_only,
@@ -92,6 +94,7 @@ def bench_global(
             cache=not no_cache,
             retry_errors=retry_errors,
             judge=judge,
+            checkpoint=checkpoint,
         )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
