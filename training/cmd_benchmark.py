@@ -349,17 +349,12 @@ def bench_reader(ctx, data, n, offset, route, k, out_dir, llm_spec):
         kb = index_sources(out / "kb", [corpus], summaries="extractive", embedder=emb).kb
     else:
         from hierarchy.datasets import resolve_data
-        from hierarchy.kb import KnowledgeBase
         from training.labels import select_questions
         from training.passage_kb import passages_kb
 
         questions, ds, _ = select_questions(resolve_data(data), n=n, offset=offset)
         items = [(q.id, q.text, q.answers) for q in questions]
-        kb_dir = out / "kb"
-        if KnowledgeBase.exists(kb_dir):
-            kb = KnowledgeBase.open(kb_dir, emb)
-        else:
-            kb = passages_kb(kb_dir, ds.passages, emb, layers=route == "summary")
+        kb = passages_kb(out / "kb", ds.passages, emb, layers=route == "summary")
     report = run_bench_reader(items, kb, make_llm(llm_spec), out, route=route, k=k)
     click.echo(json.dumps(report, indent=2))
 

@@ -102,9 +102,9 @@ def _routes(value: str) -> tuple[str, ...]:
 @click.option(
     "--build-kb",
     is_flag=True,
-    help="when --kb holds no KB, build it from the passages of the questions read "
-    "(with --stride: of every question in the span read), with extractive summary "
-    "layers when 'summary' is a route",
+    help="build the KB at --kb from the passages of the questions read (with --stride: of every question in the "
+    "span read), with extractive summary layers when 'summary' is a route; a KB already there is completed "
+    "(an interrupted build leaves one short)",
 )
 @click.option(
     "--kb-questions",
@@ -165,19 +165,24 @@ def label(
     if corpus and ds.corpus is None:
         raise LogicRouteError(f"--corpus: {data} reads no corpus (its questions carry their passages)")
     kb_path = Path(kb_dir)
-    if not KnowledgeBase.exists(kb_path):
-        if not build_kb:
-            raise LogicRouteError(
-                f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
-            )
+    if build_kb:
         if kb_questions is not None:
             ds = select_questions(
                 data, n=kb_questions, offset=offset, stride=stride, corpus=corpus, question_type=question_type
             )[1]
-        click.echo(f"building the KB at {kb_path} from {len(ds.passages)} passages", err=True)
+        verb = "resuming (adding what it lacks)" if KnowledgeBase.exists(kb_path) else "building"
+        click.echo(f"{verb} the KB at {kb_path} from {len(ds.passages)} passages", err=True)
         kb = passages_kb(kb_path, ds.passages, emb, layers="summary" in routes_t)
-    else:
+    elif KnowledgeBase.exists(kb_path):
         kb = KnowledgeBase.open(kb_path, emb)
+    else:
+        raise LogicRouteError(
+            f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
+        )
+    if not len(kb):  # a label answered from no passage would teach the router noise
+        raise LogicRouteError(
+            f"the knowledge base at {kb_path} holds no chunks (an interrupted build?): --build-kb completes it"
+        )
     llm = None
     if scorer == "answer":
         from engine.llm.factory import make_llm

@@ -16,14 +16,22 @@ def passages_kb(
     layers: bool = False,
     show_progress: bool = True,
 ):
-    """Create the KB at `path` from `passages` (objects with id, title, text), with extractive
-    summary layers when `layers` is set (no LLM)."""
+    """The KB at `path` holding `passages` (objects with id, title, text), with extractive summary
+    layers when `layers` is set (no LLM). A KB already there is resumed, not trusted: the passages
+    it lacks are added (an interrupted build left it committed but short, even empty) and its
+    layers brought up to date. overwrite: start from an empty KB instead."""
     from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.update import build_layers
 
-    kb = KnowledgeBase.create(path, embedder, overwrite=overwrite)
-    kb.add([Document(id=p.id, title=p.title, text=p.text) for p in passages], show_progress=show_progress)
+    if overwrite or not KnowledgeBase.exists(path):
+        kb = KnowledgeBase.create(path, embedder, overwrite=overwrite)
+    else:
+        kb = KnowledgeBase.open(path, embedder)
+    have = set(kb.doc_ids)
+    missing = [Document(id=p.id, title=p.title, text=p.text) for p in passages if p.id not in have]
+    if missing:
+        kb.add(missing, show_progress=show_progress)
     if layers:
         build_layers(kb, summarizer="extractive", show_progress=show_progress)
     return kb
