@@ -31,7 +31,7 @@ from training.label_arrays import (
     target_matrix,
 )
 from training.labels import route_cost
-from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold
+from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking
 from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
 
@@ -168,11 +168,14 @@ def lodo_report(
         report["priors"] = priors.counts()  # per set; a fold trains on those of its training sets
     folds = {d: [i for i, r in enumerate(rows) if str(r["dataset"]) == d] for d in datasets}
     routed: dict[str, list[str]] = {}  # the router's decisions per fold at the recipe's own seed
+    p_strong = np.zeros(len(rows))  # the router's left-out P(logic), for the ranking check
     for d, test in folds.items():
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
         decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim), priors)
         routed[d] = decided["router"]
+        if STRONG in routes and "chunk" in routes:
+            p_strong[test] = model.predict_proba(x[test])[:, routes.index(STRONG)]
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         fold_paid: dict[str, list] = {}
@@ -192,6 +195,9 @@ def lodo_report(
     report["pooled"] = {
         s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked, paid.get(s) or None) for s in systems
     }
+    if STRONG in routes and "chunk" in routes:
+        sets = [*((d, folds[d]) for d in folds), ("pooled", pooled_index)]
+        report["logic_gain_ranking"] = {d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix]) for d, ix in sets}
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
@@ -334,6 +340,23 @@ def format_lodo(report: dict) -> str:
         ]
         lines += [f"| {d} | " + " | ".join(map(str, v)) + " |" for d, v in spread["held_out"].items()]
         lines += ["| pooled | " + " | ".join(str(p["score"]) for p in spread["pooled"]) + " |", ""]
+    ranking = report.get("logic_gain_ranking")
+    if ranking:
+        lines += [
+            "### Does anything known before logic runs rank the questions it wins?",
+            "",
+            "ROC AUC over the left-out rows of the router's P(logic) and of the chunk answer's lack of confidence, "
+            "for 'logic scores above chunk' (0.5 = chance).",
+            "",
+            "| left out | n | logic better | chunk better | AUC P(logic) | AUC chunk unsure |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {d} | {m['n']} | {m['logic_better']} | {m['chunk_better']} | {m.get('auc_p_logic', '')} | "
+            f"{m.get('auc_chunk_unsure', '')} |"
+            for d, m in ranking.items()
+        ]
+        lines.append("")
     for d, sp in report.get("specialist", {}).items():
         n = sp["generalist"]["n"]
         lines += [

@@ -60,3 +60,19 @@ def fit_threshold(rows: Sequence[dict], first: Sequence[str], share: float = TOK
         if tokens <= cap and score > best[0] + 1e-12:
             best = (score, t)
     return best[1]
+
+
+def logic_gain_ranking(rows: Sequence[dict], p_logic: Sequence[float]) -> dict:
+    """Whether a signal known before the strong route runs ranks the rows where logic beats chunk
+    above the others: the ROC AUC of the router's P(logic) and of the chunk answer's lack of
+    confidence (0.5 = no better than chance). Routing within a set can only be as good as this."""
+    from sklearn.metrics import roc_auc_score
+
+    gain = [row["scores"][STRONG] - row["scores"]["chunk"] for row in rows]
+    better = [g > 1e-9 for g in gain]
+    out: dict = {"n": len(rows), "logic_better": sum(better), "chunk_better": sum(g < -1e-9 for g in gain)}
+    if 0 < sum(better) < len(rows):
+        out["auc_p_logic"] = round(float(roc_auc_score(better, p_logic)), 3)
+        unsure = [-(c if (c := confidence_of(row, "chunk")) is not None else 0.5) for row in rows]
+        out["auc_chunk_unsure"] = round(float(roc_auc_score(better, unsure)), 3)
+    return out

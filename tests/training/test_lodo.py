@@ -56,6 +56,11 @@ def test_each_set_is_judged_by_a_router_trained_on_the_others(tmp_path):
     assert spec["n_tune"] == 4 and spec["generalist"]["n"] == spec["specialist"]["n"] == 8
     assert spec["oracle"]["score"] == 100.0
     assert "### specialist on films: fine-tuned on 4, judged on the next 8" in format_lodo(rep)
+    # logic wins exactly the comparisons, which the router's P(logic) can rank by their form
+    ranking = rep["logic_gain_ranking"]
+    assert set(ranking) == {*TOPICS, "pooled"} and ranking["pooled"]["logic_better"] == 18
+    assert ranking["pooled"]["chunk_better"] == 0 and ranking["pooled"]["auc_p_logic"] > 0.5
+    assert "AUC P(logic)" in format_lodo(rep)
 
 
 def test_the_llm_as_router_is_judged_on_every_left_out_row_and_pays_for_its_call(tmp_path):

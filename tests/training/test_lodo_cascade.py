@@ -70,3 +70,15 @@ def test_lodo_judges_the_chunk_and_router_cascades_with_thresholds_from_the_othe
         assert table["router+confidence"]["score"] >= table["router"]["score"]
     assert rep["pooled"]["chunk+confidence"]["n"] == 24
     assert "chunk+confidence / router+confidence" in format_lodo(rep)
+
+
+def test_the_ranking_check_scores_each_signal_by_how_it_orders_the_rows_logic_wins():
+    from training.lodo_cascade import logic_gain_ranking
+
+    rows = [
+        {"scores": {"chunk": c, "logic": g}, "confidence": {"chunk": conf}}
+        for c, g, conf in ((0.0, 1.0, 0.2), (0.0, 1.0, 0.3), (1.0, 1.0, 0.9), (1.0, 0.0, 0.8))
+    ]
+    got = logic_gain_ranking(rows, [0.9, 0.1, 0.5, 0.5])
+    assert got == {"n": 4, "logic_better": 2, "chunk_better": 1, "auc_p_logic": 0.5, "auc_chunk_unsure": 1.0}
+    assert "auc_p_logic" not in logic_gain_ranking(rows[2:], [0.5, 0.5])  # no row that logic wins: no AUC
