@@ -75,6 +75,56 @@ def context_report(rows: list[dict], systems: list[str], types, *, resamples: in
     return out
 
 
+def _best_mean(pool: list[str], typed: list) -> float:
+    """Mean over the questions of the best coverage of the gold answer by one text of `pool`
+    (engine.base.metrics.coverage, with every text normalized and counted once, not per question)."""
+    from collections import Counter
+
+    from engine.base.metrics import normalize_answer
+
+    counts = [Counter(normalize_answer(x).split()) for x in pool]
+    best = []
+    for q in typed:
+        golds = [Counter(g.split()) for a in q.answers if (g := normalize_answer(a))]
+        best.append(
+            max((sum(min(c[w], n) for w, n in g.items()) / g.total() for c in counts for g in golds), default=0.0)
+        )
+    return round(100 * sum(best) / len(typed), 1)
+
+
+def answer_locality(questions: list, passages: list, kbs: dict) -> dict:
+    """{type: ceilings}: the mean coverage of the gold answer by the one passage of the whole
+    corpus that holds the most of it, by the best run of 3 adjacent passages (corpus order), and by
+    the best single summary node of each layer kind built. No retrieval: what the best possible
+    pick could show. Where one passage already holds more than any summary node, the answers
+    are local, and a summary cannot add answer words that the chunks lack."""
+    from hierarchy.layers.persist import load_layers
+
+    texts = [p.text for p in passages]
+    runs = [" ".join(texts[i : i + 3]) for i in range(max(len(texts) - 2, 1))]
+    nodes = {kind: [n.text for n in layers.nodes.values()] for kind, kb in kbs.items() if (layers := load_layers(kb))}
+    out: dict = {}
+    for t in dict.fromkeys(q.type for q in questions):
+        typed = [q for q in questions if q.type == t]
+        out[t] = {"n": len(typed), "best_passage": _best_mean(texts, typed)}
+        out[t]["best_3_adjacent_passages"] = _best_mean(runs, typed)
+        out[t].update({f"best_{kind}_summary_node": _best_mean(v, typed) for kind, v in nodes.items()})
+    return out
+
+
+def locality_markdown(locality: dict) -> list[str]:
+    keys = list(dict.fromkeys(k for v in locality.values() for k in v if k != "n"))
+    lines = [
+        "## How local are the answers? (the best possible pick, no retrieval)",
+        "",
+        "Mean coverage of the gold answer by the single passage of the corpus that holds the most of it, by the best "
+        "3 adjacent passages, and by the best single summary node of each layer kind.",
+        "",
+    ]
+    rows = [[t, v["n"], *(v.get(k, "") for k in keys)] for t, v in locality.items()]
+    return lines + markdown_table(["question type", "n", *(k.replace("_", " ") for k in keys)], rows) + [""]
+
+
 def context_markdown(report: dict, about: dict[str, str]) -> str:
     lines = [
         "# What each system shows: coverage of the gold answer by its context (no LLM call)",
@@ -96,6 +146,8 @@ def context_markdown(report: dict, about: dict[str, str]) -> str:
         lines += [f"## {t}", ""]
         lines += markdown_table(["system", "n", "coverage %", "words shown", "vs chunk", "what it shows"], table)
         lines.append("")
+    if report.get("locality"):
+        lines += locality_markdown(report["locality"])
     return "\n".join(lines)
 
 
@@ -127,6 +179,7 @@ def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> di
         "systems": systems,
         "left_out": left_out,
         "per_type": context_report(rows, systems, cfg.types, resamples=cfg.bootstrap, seed=cfg.seed),
+        "locality": answer_locality(questions, ds.passages, kbs),
     }
     atomic_write_json(out / "context_report.json", report)
     md = context_markdown(report, {s: SYSTEMS[s].about for s in systems})

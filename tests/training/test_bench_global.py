@@ -330,6 +330,27 @@ def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, e
     want = sum(coverage(s, q["answer"]) for s, q in zip(shown, cs)) / 2
     assert report["per_type"]["Contextual Summarize"]["chunk"]["coverage"] == round(100 * want, 1)
     assert "| summary-l1 | 2 |" in (out / "context_report.md").read_text()
+    # the ceilings: the best passage anywhere holds at least what the chunk route's top k show
+    local = report["locality"]["Contextual Summarize"]
+    assert local["n"] == 2 and set(local) == {
+        "n",
+        "best_passage",
+        "best_3_adjacent_passages",
+        "best_extractive_summary_node",
+    }
+    assert local["best_3_adjacent_passages"] >= local["best_passage"]
+    assert "How local are the answers?" in (out / "context_report.md").read_text()
+
+
+def test_the_locality_ceiling_is_the_best_coverage_of_the_answer_by_one_text_of_the_pool():
+    from types import SimpleNamespace
+
+    from training.bench_global_context import _best_mean
+
+    pool = ["The river Rhine flows north.", "A river is water.", "Nothing here."]
+    qs = [SimpleNamespace(answers=["The Rhine flows north into the sea."]), SimpleNamespace(answers=["Water, water."])]
+    want = [max(coverage(x, q.answers) for x in pool) for q in qs]
+    assert _best_mean(pool, qs) == round(100 * sum(want) / 2, 1) and want == [0.6, 0.5]
 
 
 def test_the_judge_grades_a_sample_books_its_own_cost_resumes_and_reports_its_agreement(tmp_path, emb):
