@@ -150,39 +150,19 @@ def label(
     from hierarchy.datasets import resolve_data
 
     data = resolve_data(data)
-    from hierarchy.kb import KnowledgeBase
     from training.label_scorers import LabelConfig
     from training.labels import label_questions, select_questions
-    from training.passage_kb import passages_kb
 
     routes_t = _routes(routes)
     if stop_score is not None and scorer != "answer":
         raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
     emb = injected_embedder(ctx)
-    questions, ds, indices = select_questions(
-        data, n=n, offset=offset, stride=stride, corpus=corpus, question_type=question_type
-    )
+    span = {"offset": offset, "stride": stride, "corpus": corpus, "question_type": question_type}
+    questions, ds, indices = select_questions(data, n=n, **span)
     if corpus and ds.corpus is None:
         raise LogicRouteError(f"--corpus: {data} reads no corpus (its questions carry their passages)")
-    kb_path = Path(kb_dir)
-    if build_kb:
-        if kb_questions is not None:
-            ds = select_questions(
-                data, n=kb_questions, offset=offset, stride=stride, corpus=corpus, question_type=question_type
-            )[1]
-        verb = "resuming (adding what it lacks)" if KnowledgeBase.exists(kb_path) else "building"
-        click.echo(f"{verb} the KB at {kb_path} from {len(ds.passages)} passages", err=True)
-        kb = passages_kb(kb_path, ds.passages, emb, layers="summary" in routes_t)
-    elif KnowledgeBase.exists(kb_path):
-        kb = KnowledgeBase.open(kb_path, emb)
-    else:
-        raise LogicRouteError(
-            f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
-        )
-    if not len(kb):  # a label answered from no passage would teach the router noise
-        raise LogicRouteError(
-            f"the knowledge base at {kb_path} holds no chunks (an interrupted build?): --build-kb completes it"
-        )
+    kb_ds = select_questions(data, n=kb_questions, **span)[1] if build_kb and kb_questions is not None else ds
+    kb = _label_kb(Path(kb_dir), data, kb_ds, build_kb, emb, layers="summary" in routes_t)
     llm = None
     if scorer == "answer":
         from engine.llm.factory import make_llm
@@ -207,3 +187,26 @@ def label(
 
 
 COMMANDS = [label]
+
+
+def _label_kb(kb_path: Path, data: str, ds, build_kb: bool, emb, *, layers: bool):
+    """The KB the labels are answered from: with --build-kb built, or completed, from ds's
+    passages; else opened. Never an empty one."""
+    from hierarchy.kb import KnowledgeBase
+    from training.passage_kb import passages_kb
+
+    if build_kb:
+        verb = "resuming (adding what it lacks)" if KnowledgeBase.exists(kb_path) else "building"
+        click.echo(f"{verb} the KB at {kb_path} from {len(ds.passages)} passages", err=True)
+        kb = passages_kb(kb_path, ds.passages, emb, layers=layers)
+    elif KnowledgeBase.exists(kb_path):
+        kb = KnowledgeBase.open(kb_path, emb)
+    else:
+        raise LogicRouteError(
+            f"no knowledge base at {kb_path}: pass --build-kb or run `logicroute index {data} --kb {kb_path}`"
+        )
+    if not len(kb):  # a label answered from no passage would teach the router noise
+        raise LogicRouteError(
+            f"the knowledge base at {kb_path} holds no chunks (an interrupted build?): --build-kb completes it"
+        )
+    return kb
