@@ -342,10 +342,13 @@ def _routed(cfg: GlobalConfig, rows: list[dict], questions: list, embedder: Any)
     router that cannot be loaded or run leaves the oracle row alone and says why in the report."""
     if not can_route(cfg.systems):
         return [], {"skipped": "the router and oracle rows need the systems chunk, summary and logic"}
+    decisions: dict = {}
+    routing: dict = {"checkpoint": cfg.checkpoint or "shipped"}
     try:
         decisions = route_questions(questions, cfg.checkpoint, embedder)
     except (LogicRouteError, OSError, ValueError) as e:
-        routed = routed_rows(rows, {})
-        return routed, {"error": f"router not run: {e}", "checkpoint": cfg.checkpoint or "shipped"}
+        routing["error"] = f"router not run: {e}"
     routed = routed_rows(rows, decisions)
-    return routed, {"checkpoint": cfg.checkpoint or "shipped", "shares": route_shares(routed, cfg.types)}
+    if "error" not in routing:
+        routing["shares"] = route_shares(routed, cfg.types)
+    return routed, routing

@@ -80,15 +80,13 @@ def _best_mean(pool: list[str], typed: list) -> float:
     (engine.base.metrics.coverage, with every text normalized and counted once, not per question)."""
     from collections import Counter
 
-    from engine.base.metrics import normalize_answer
+    from engine.base.metrics import normalize_answer, token_recall
 
     counts = [Counter(normalize_answer(x).split()) for x in pool]
     best = []
     for q in typed:
-        golds = [Counter(g.split()) for a in q.answers if (g := normalize_answer(a))]
-        best.append(
-            max((sum(min(c[w], n) for w, n in g.items()) / g.total() for c in counts for g in golds), default=0.0)
-        )
+        golds = [Counter(normalize_answer(a).split()) for a in q.answers]
+        best.append(max((token_recall(c, g) for c in counts for g in golds), default=0.0))
     return round(100 * sum(best) / len(typed), 1)
 
 

@@ -59,8 +59,8 @@ def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: boo
 def _fold_decisions(
     x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int, priors: Priors | None
 ):
-    """Each system's route for every test row, trained on the other rows (the router also on
-    the priors of the other sets)."""
+    """(each system's route for every test row, the router, its probabilities on the test rows),
+    trained on the other rows (the router also on the priors of the other sets)."""
     held = set(test)
     train = [i for i in range(len(rows)) if i not in held and trained_on(rows[i], cfg)]
     train_rows = [rows[i] for i in train]
@@ -77,7 +77,7 @@ def _fold_decisions(
     }
     for r in routes:
         out[FIXED.format(r)] = [r] * len(test)
-    return out, model
+    return out, model, probs
 
 
 def _specialist(
@@ -168,14 +168,15 @@ def lodo_report(
         report["priors"] = priors.counts()  # per set; a fold trains on those of its training sets
     folds = {d: [i for i, r in enumerate(rows) if str(r["dataset"]) == d] for d in datasets}
     routed: dict[str, list[str]] = {}  # the router's decisions per fold at the recipe's own seed
+    rank_logic = STRONG in routes and "chunk" in routes
     p_strong = np.zeros(len(rows))  # the router's left-out P(logic), for the ranking check
     for d, test in folds.items():
         if progress:
             print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
-        decided, model = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim), priors)
+        decided, model, probs = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim), priors)
         routed[d] = decided["router"]
-        if STRONG in routes and "chunk" in routes:
-            p_strong[test] = model.predict_proba(x[test])[:, routes.index(STRONG)]
+        if rank_logic:
+            p_strong[test] = probs[:, routes.index(STRONG)]
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         fold_paid: dict[str, list] = {}
@@ -195,7 +196,7 @@ def lodo_report(
     report["pooled"] = {
         s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked, paid.get(s) or None) for s in systems
     }
-    if STRONG in routes and "chunk" in routes:
+    if rank_logic:
         sets = [*((d, folds[d]) for d in folds), ("pooled", pooled_index)]
         report["logic_gain_ranking"] = {d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix]) for d, ix in sets}
     if asked is not None:

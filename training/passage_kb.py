@@ -24,10 +24,10 @@ def passages_kb(
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.update import build_layers
 
-    if overwrite or not KnowledgeBase.exists(path):
-        kb = KnowledgeBase.create(path, embedder, overwrite=overwrite)
+    if overwrite:
+        kb = KnowledgeBase.create(path, embedder, overwrite=True)
     else:
-        kb = KnowledgeBase.open(path, embedder)
+        kb = KnowledgeBase.open_or_create(path, embedder)
     have = set(kb.doc_ids)
     missing = [Document(id=p.id, title=p.title, text=p.text) for p in passages if p.id not in have]
     if missing:

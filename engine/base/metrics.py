@@ -97,11 +97,15 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
+def token_recall(pred: Counter, gold: Counter) -> float:
+    """Share of the gold tokens (counted with repeats) that the prediction holds, on token counts
+    of normalized text: coverage's formula, for callers that count one text against many golds."""
+    total = gold.total()
+    return sum(min(pred[w], n) for w, n in gold.items()) / total if total else 0.0
+
+
 def _coverage_one(pred: str, gold: str) -> float:
-    g = gold.split()
-    if not g:
-        return 0.0
-    return sum((Counter(pred.split()) & Counter(g)).values()) / len(g)
+    return token_recall(Counter(pred.split()), Counter(gold.split()))
 
 
 def coverage(pred: str, golds: str | list[str]) -> float:
