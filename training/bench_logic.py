@@ -65,6 +65,8 @@ SYSTEMS = (
     "logic-lean-compact-ev60",
     "logic-lean-questions",
     "logic-lean-no-reflect-notes",
+    "logic-lean-examples1",
+    "logic-lean-examples2",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -90,6 +92,10 @@ _CHANGED = {
     "logic-lean-questions": {**LEAN, "memory_words": 150, "plan_questions": True},
     # the best lean row so far with the reflection call shown the sub-answers without the memory
     "logic-lean-no-reflect-notes": {**LEAN, "memory_words": 150, "reflect_notes": False},
+    # the best lean row so far with the decomposition showing only the 1 or 2 example plans
+    # closest in form to the question, out of all seven
+    "logic-lean-examples1": {**LEAN, "memory_words": 150, "plan_examples": 1},
+    "logic-lean-examples2": {**LEAN, "memory_words": 150, "plan_examples": 2},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

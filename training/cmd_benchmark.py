@@ -207,7 +207,8 @@ def benchmark(
     "logic-no-reflection (each switches one mechanism off), logic-last-hop-chunks, logic-dag-single-hop, "
     "logic-lean (every cost cut on) and its rows logic-lean-whole-chunks, logic-lean-long-prompts, "
     "logic-lean-always-reflect, logic-lean-final-call (each turns one cut back off), logic-lean-memory150, "
-    "logic-lean-compact, logic-lean-compact-ev60, logic-lean-questions, logic-lean-no-reflect-notes",
+    "logic-lean-compact, logic-lean-compact-ev60, logic-lean-questions, logic-lean-no-reflect-notes, "
+    "logic-lean-examples1, logic-lean-examples2",
 )
 @click.option(
     "--datasets",

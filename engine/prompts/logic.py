@@ -5,6 +5,7 @@ constrained by a schema, answers as short phrases."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from engine.prompts.passages import passages_section, with_data_rule
 
@@ -111,25 +112,35 @@ def _plan_lines(nodes: list[tuple[str, str, list[str]]]) -> str:
     return "\n".join(lines)
 
 
+# Every example plan's question, in the prompt's order: the pool LogicConfig.plan_examples picks from.
+DECOMPOSE_EXAMPLE_QUESTIONS = tuple(q for q, _ in _DECOMPOSE_EXAMPLES)
+
+
 def decompose_messages(
-    question: str, short: bool = False, compact: bool = False, questions: bool = False
+    question: str,
+    short: bool = False,
+    compact: bool = False,
+    questions: bool = False,
+    examples: Sequence[str] | None = None,
 ) -> list[dict]:
     """The plan prompt: the examples as chat turns in JSON, or (compact) as text lines inside the
     system message; the reply's form is the schema's either way. `questions`: the short prompt's
     examples as lists of sub-question strings (decompose_schema(questions=True)); compact does not
-    apply to them."""
+    apply to them. `examples`: show only the example plans of these questions (of
+    DECOMPOSE_EXAMPLE_QUESTIONS, kept in the prompt's order) instead of the prompt's own set."""
     if questions:
         system, render = DECOMPOSE_SYSTEM_QUESTIONS, _plan_questions_json
     else:
         system, render = (DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM), _plan_json
     short = short or questions
-    examples = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if not short or q in _SHORT_EXAMPLES]
+    wanted = set(examples) if examples is not None else set(_SHORT_EXAMPLES if short else DECOMPOSE_EXAMPLE_QUESTIONS)
+    chosen = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if q in wanted]
     if compact and not questions:
-        shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in examples)
+        shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in chosen)
         system += f" In these examples, (after q1) means q1 is in depends_on:\n\n{shown}"
         return [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
     msgs: list[dict] = [{"role": "system", "content": system}]
-    for q, nodes in examples:
+    for q, nodes in chosen:
         msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": render(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
@@ -142,11 +153,12 @@ def decompose_retry_messages(
     short: bool = False,
     compact: bool = False,
     questions: bool = False,
+    examples: Sequence[str] | None = None,
 ) -> list[dict]:
     """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
     model loses the question in a multi-turn correction (it re-plans the few-shot questions),
     so the same single-turn prompt is sent again with the earlier plan and its error stated."""
-    msgs = decompose_messages(question, short, compact, questions)
+    msgs = decompose_messages(question, short, compact, questions, examples)
     rule = "may only use the answers of earlier ones" if questions else "may only depend on earlier ids"
     msgs[-1] = {
         "role": "user",

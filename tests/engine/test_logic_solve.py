@@ -275,6 +275,7 @@ def test_config_documents_every_field():
         "short_prompts",
         "compact_examples",
         "plan_questions",
+        "plan_examples",
         "reflect_when_unsure",
         "reflect_notes",
         "fold_final",

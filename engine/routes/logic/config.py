@@ -74,6 +74,13 @@ class LogicConfig(Settings):
             "the short prompt's rules and examples"
         },
     )
+    plan_examples: int = field(
+        default=0,
+        metadata={
+            "help": "the decomposition shows only this many example plans, those closest in form to the question "
+            "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set"
+        },
+    )
     reflect_when_unsure: bool = field(
         default=False,
         metadata={
@@ -107,10 +114,11 @@ class LogicConfig(Settings):
             or self.max_llm_calls < 1
             or self.final_chunks < 0
             or self.evidence_tokens < 0
+            or self.plan_examples < 0
         ):
             raise ValueError(
                 f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
-                f"max_llm_calls >= 1, final_chunks >= 0 and evidence_tokens >= 0 are required (got {self})"
+                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, plan_examples >= 0 are required (got {self})"
             )
 
 

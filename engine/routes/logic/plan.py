@@ -18,7 +18,12 @@ import networkx as nx
 
 from engine.base.errors import StructuredOutputError
 from engine.llm.base import flag
-from engine.prompts.logic import decompose_messages, decompose_retry_messages, decompose_schema
+from engine.prompts.logic import (
+    DECOMPOSE_EXAMPLE_QUESTIONS,
+    decompose_messages,
+    decompose_retry_messages,
+    decompose_schema,
+)
 from engine.routes.logic.config import BudgetExhausted
 
 if TYPE_CHECKING:
@@ -239,6 +244,21 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
+def nearest_examples(question: str, embedder, n: int) -> list[str]:
+    """The n example plans' questions closest in form to `question`: cosine of their MiniLM
+    vectors with names, titles and numbers masked (router.structure.mask_entities), so that
+    "When was the director of film X born?" meets the examples that chain through a director,
+    whatever the film. Why: the examples are most of the decomposition's prompt, and a question
+    follows the one or two of its own shape (dynamic few-shot selection)."""
+    from router.structure import mask_entities
+
+    pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
+    vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
+    sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows
+    best = sorted(range(len(pool)), key=lambda i: (-float(sims[i]), i))[: max(0, n)]
+    return [pool[i] for i in sorted(best)]
+
+
 def decompose(
     question: str,
     call: LLMCall,
@@ -246,15 +266,16 @@ def decompose(
     short_prompt: bool = False,
     compact: bool = False,
     questions: bool = False,
+    examples: list[str] | None = None,
 ) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
     still invalid. A malformed decomposition gives a one-node plan (origin "fallback").
-    short_prompt, compact and questions choose the prompt and the reply's form
-    (engine.prompts.logic.decompose_messages)."""
+    short_prompt, compact and questions choose the prompt and the reply's form, `examples` the
+    example plans shown (engine.prompts.logic.decompose_messages)."""
     schema = decompose_schema(questions=questions)
     try:
         c = call(
-            decompose_messages(question, short_prompt, compact, questions),
+            decompose_messages(question, short_prompt, compact, questions, examples),
             purpose="decompose",
             schema=schema,
             max_tokens=DECOMPOSE_MAX_TOKENS,
@@ -268,7 +289,7 @@ def decompose(
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                decompose_retry_messages(question, c.text, problems, short_prompt, compact, questions),
+                decompose_retry_messages(question, c.text, problems, short_prompt, compact, questions, examples),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,

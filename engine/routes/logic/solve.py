@@ -27,6 +27,7 @@ from engine.routes.logic.plan import (
     decompose,
     id_order_key,
     is_copy,
+    nearest_examples,
     next_ids,
     normalize,
     placeholders,
@@ -77,6 +78,9 @@ def answer_logic(
     }
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
+        examples = nearest_examples(st.question, kb.embedder, cfg.plan_examples) if cfg.plan_examples else None
+        if examples is not None:
+            trace["plan_examples"] = examples
         plan = decompose(
             st.question,
             partial(budgeted_call, st),
@@ -84,6 +88,7 @@ def answer_logic(
             cfg.short_prompts,
             cfg.compact_examples,
             cfg.plan_questions,
+            examples,
         )
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
