@@ -67,6 +67,7 @@ SYSTEMS = (
     "logic-lean-no-reflect-notes",
     "logic-lean-examples1",
     "logic-lean-examples2",
+    "logic-lean-reflect-unknown",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -96,6 +97,8 @@ _CHANGED = {
     # closest in form to the question, out of all seven
     "logic-lean-examples1": {**LEAN, "memory_words": 150, "plan_examples": 1},
     "logic-lean-examples2": {**LEAN, "memory_words": 150, "plan_examples": 2},
+    # the best lean row so far, reflecting only while a sub-question is unanswered
+    "logic-lean-reflect-unknown": {**LEAN, "memory_words": 150, "reflect_unknown_only": True},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

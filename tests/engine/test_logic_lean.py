@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 
 from engine.base.types import RetrievedChunk
-from engine.prompts.logic import decompose_messages, decompose_schema, step_messages
+from engine.prompts.logic import DECOMPOSE_EXAMPLE_QUESTIONS, decompose_messages, decompose_schema, step_messages
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.evidence import compress_chunks, estimate_tokens
-from engine.routes.logic.plan import placeholders
+from engine.routes.logic.plan import nearest_examples, placeholders
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
@@ -102,6 +102,17 @@ def test_reflection_runs_when_an_answer_is_not_in_the_passages():
         [CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1950"}), SUFFICIENT, "1950"]  # 1950: guessed
     )
     ans = answer_logic(CHAIN_Q, lean_kb(), llm, LogicConfig(reflect_when_unsure=True))
+    assert purposes(ans) == ["decompose", "step q1", "step q2", "reflect 1", "answer"]
+
+
+def test_reflection_only_for_unknowns_skips_a_guessed_answer_and_runs_for_a_missing_one():
+    only = LogicConfig(reflect_when_unsure=True, reflect_unknown_only=True)
+    llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1950"}), "1950"])
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, only)
+    assert purposes(ans) == ["decompose", "step q1", "step q2", "answer"]
+    assert ans.trace["reflection"] == [{"round": 1, "skipped": "every sub-question answered"}]
+    llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "unknown"}), SUFFICIENT, "1946"])
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, only)
     assert purposes(ans) == ["decompose", "step q1", "step q2", "reflect 1", "answer"]
 
 
@@ -237,3 +248,39 @@ def test_a_computed_same_country_check_is_not_folded_the_final_call_decides():
     ans = answer_logic(question, lean_kb(), llm, LEAN)
     assert purposes(ans)[-1] == "answer" and ans.text == "no"
     assert "so the answer is no" in llm.calls[-1]["messages"][-1]["content"]  # the check is still shown to it
+
+
+# ---------------------------------------------------------------- example plans chosen by form
+
+
+def test_the_decomposition_shows_only_the_chosen_example_plans_in_the_prompts_order():
+    pool = DECOMPOSE_EXAMPLE_QUESTIONS
+    msgs = decompose_messages("Q?", True, examples=[pool[4], pool[1]])
+    shown = [m["content"] for m in msgs[1:-1] if m["role"] == "user"]
+    assert shown == [f"Question: {pool[1]}", f"Question: {pool[4]}"]
+    assert [m["role"] for m in decompose_messages("Q?", True, examples=[])] == ["system", "user"]
+    # the pool is all seven plans, the short prompt's fixed five among them
+    assert len(pool) == 7 and len(decompose_messages("Q?", True)) == 2 + 2 * 5
+
+
+@pytest.mark.embedder
+def test_the_nearest_example_plans_are_those_of_the_questions_form(real_embedder):
+    older = nearest_examples("Who was born first, Jane Austen or Mark Twain?", real_embedder, 1)
+    assert older == ["Who is older, Ann Lee or Tom Ford?"]
+    grandfather = nearest_examples("Who is the paternal grandfather of Henry Tudor?", real_embedder, 1)
+    assert grandfather == ["Who is the paternal grandfather of Anne Boleyn?"]
+    two = nearest_examples("Who is the paternal grandfather of Henry Tudor?", real_embedder, 2)
+    assert len(two) == 2 and grandfather[0] in two
+    assert two == [q for q in DECOMPOSE_EXAMPLE_QUESTIONS if q in two]  # in the prompt's order
+    assert len(nearest_examples("Q?", real_embedder, 99)) == 7
+
+
+def test_the_route_sends_the_chosen_examples_and_the_trace_names_them():
+    llm = ScriptedLLM([plan(("q1", "Who directed the film Jaws?", [])), "Steven Spielberg"])
+    kb = lean_kb()
+    ans = answer_logic("Who directed the film Jaws?", kb, llm, replace(LEAN, plan_examples=2))
+    chosen = ans.trace["plan_examples"]
+    assert len(chosen) == 2 and chosen == nearest_examples("Who directed the film Jaws?", kb.embedder, 2)
+    assert llm.calls[0]["messages"] == decompose_messages("Who directed the film Jaws?", True, examples=chosen)
+    with pytest.raises(ValueError, match="plan_examples"):
+        LogicConfig(plan_examples=-1)

@@ -88,6 +88,14 @@ class LogicConfig(Settings):
             "states (off: reflect after every solved DAG)"
         },
     )
+    reflect_unknown_only: bool = field(
+        default=False,
+        metadata={
+            "help": "with reflect_when_unsure: reflect only while a sub-question has no answer (unknown), not when "
+            "an answer is merely not found word for word in its passages (2Wiki, 30 questions: 13 of 14 such "
+            "reflections found the facts sufficient or proposed sub-questions already asked)"
+        },
+    )
     reflect_notes: bool = field(
         default=True,
         metadata={

@@ -247,8 +247,9 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
 
 def _reflect_loop(st: SolveState) -> None:
     for rnd in range(1, st.cfg.max_rounds + 1):
-        if st.cfg.reflect_when_unsure and all(grounded(st, n) for n in st.nodes.values()):
-            st.trace["reflection"].append({"round": rnd, "skipped": "every sub-question answered from a passage"})
+        if st.cfg.reflect_when_unsure and all(_settled(st, n) for n in st.nodes.values()):
+            why = "answered" if st.cfg.reflect_unknown_only else "answered from a passage"
+            st.trace["reflection"].append({"round": rnd, "skipped": f"every sub-question {why}"})
             return
         facts = [(n.id, n.rewritten or n.question, n.answer or "unknown") for n in nodes_in_order(st)]
         try:
@@ -274,6 +275,12 @@ def _reflect_loop(st: SolveState) -> None:
         add_nodes(st.nodes, new)
         _solve_pending(st)
     flag(st.trace, f"reflection still insufficient after {st.cfg.max_rounds} rounds")
+
+
+def _settled(st: SolveState, n: SubQuestion) -> bool:
+    """Nothing for reflection to find about this node (LogicConfig.reflect_when_unsure): it has
+    an answer that a retrieved passage states, or with reflect_unknown_only any answer at all."""
+    return bool(known_answer(n)) if st.cfg.reflect_unknown_only else grounded(st, n)
 
 
 def _new_nodes(st: SolveState, missing: list[dict]) -> list[SubQuestion]:
