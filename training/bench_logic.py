@@ -68,6 +68,8 @@ SYSTEMS = (
     "logic-lean-examples1",
     "logic-lean-examples2",
     "logic-lean-reflect-unknown",
+    "logic-lean-reflect-unknown-long-prompts",
+    "logic-lean-reflect-unknown-whole-chunks",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -99,6 +101,19 @@ _CHANGED = {
     "logic-lean-examples2": {**LEAN, "memory_words": 150, "plan_examples": 2},
     # the best lean row so far, reflecting only while a sub-question is unanswered
     "logic-lean-reflect-unknown": {**LEAN, "memory_words": 150, "reflect_unknown_only": True},
+    # and each of its two cuts that change what the model reads turned back off (MuSiQue lost F1)
+    "logic-lean-reflect-unknown-long-prompts": {
+        **LEAN,
+        "memory_words": 150,
+        "reflect_unknown_only": True,
+        "short_prompts": False,
+    },
+    "logic-lean-reflect-unknown-whole-chunks": {
+        **LEAN,
+        "memory_words": 150,
+        "reflect_unknown_only": True,
+        "evidence_tokens": 0,
+    },
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

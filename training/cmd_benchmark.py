@@ -208,7 +208,8 @@ def benchmark(
     "logic-lean (every cost cut on) and its rows logic-lean-whole-chunks, logic-lean-long-prompts, "
     "logic-lean-always-reflect, logic-lean-final-call (each turns one cut back off), logic-lean-memory150, "
     "logic-lean-compact, logic-lean-compact-ev60, logic-lean-questions, logic-lean-no-reflect-notes, "
-    "logic-lean-examples1, logic-lean-examples2, logic-lean-reflect-unknown",
+    "logic-lean-examples1, logic-lean-examples2, logic-lean-reflect-unknown and its rows "
+    "logic-lean-reflect-unknown-long-prompts, logic-lean-reflect-unknown-whole-chunks",
 )
 @click.option(
     "--datasets",
