@@ -70,6 +70,7 @@ SYSTEMS = (
     "logic-lean-reflect-unknown",
     "logic-lean-reflect-unknown-long-prompts",
     "logic-lean-reflect-unknown-whole-chunks",
+    "logic-lean-reflect-unknown-ev200",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -113,6 +114,13 @@ _CHANGED = {
         "memory_words": 150,
         "reflect_unknown_only": True,
         "evidence_tokens": 0,
+    },
+    # between the two: twice the evidence budget a sub-question
+    "logic-lean-reflect-unknown-ev200": {
+        **LEAN,
+        "memory_words": 150,
+        "reflect_unknown_only": True,
+        "evidence_tokens": 200,
     },
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},

@@ -209,7 +209,8 @@ def benchmark(
     "logic-lean-always-reflect, logic-lean-final-call (each turns one cut back off), logic-lean-memory150, "
     "logic-lean-compact, logic-lean-compact-ev60, logic-lean-questions, logic-lean-no-reflect-notes, "
     "logic-lean-examples1, logic-lean-examples2, logic-lean-reflect-unknown and its rows "
-    "logic-lean-reflect-unknown-long-prompts, logic-lean-reflect-unknown-whole-chunks",
+    "logic-lean-reflect-unknown-long-prompts, logic-lean-reflect-unknown-whole-chunks, "
+    "logic-lean-reflect-unknown-ev200",
 )
 @click.option(
     "--datasets",
