@@ -78,7 +78,9 @@ class LogicConfig(Settings):
         default=0,
         metadata={
             "help": "the decomposition shows only this many example plans, those closest in form to the question "
-            "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set"
+            "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
+            "on 2Wiki with the local 1.5B model: it copies the plans shown, F1 -20 (2 shown) and -35 (1), and "
+            "the question costs more tokens"
         },
     )
     reflect_when_unsure: bool = field(

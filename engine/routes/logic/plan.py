@@ -25,6 +25,7 @@ from engine.prompts.logic import (
     decompose_schema,
 )
 from engine.routes.logic.config import BudgetExhausted
+from router.structure import mask_entities
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -250,8 +251,6 @@ def nearest_examples(question: str, embedder, n: int) -> list[str]:
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. Why: the examples are most of the decomposition's prompt, and a question
     follows the one or two of its own shape (dynamic few-shot selection)."""
-    from router.structure import mask_entities
-
     pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
     vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
     sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows
