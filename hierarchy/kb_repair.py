@@ -43,7 +43,7 @@ from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_files import CHUNKS, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
 from hierarchy.kb_segments import Segment, plan_commit, prune
-from hierarchy.kb_stores import settle_journal
+from hierarchy.kb_stores import JOURNAL, settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
 from hierarchy.vector_store.base import default_store
@@ -105,9 +105,18 @@ def _chunk_level(path: Path, embedder: Any, report: RepairReport, show_progress:
 
 
 def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
-    """A Milvus store holds exactly the committed chunks again."""
-    settle_journal(kb)
-    rows = kb.store.all_ids()
+    """A Milvus store holds exactly the committed chunks again. A collection that cannot be
+    loaded (a writer killed while Milvus Lite wrote a segment) is dropped and refilled from the
+    committed vectors."""
+    try:
+        settle_journal(kb)
+        rows = kb.store.all_ids()
+    except KBCorruptError as e:
+        kb.store.drop()
+        kb.store.add(kb.chunk_ids, kb.vectors)
+        (kb.path / JOURNAL).unlink(missing_ok=True)
+        report.notes.append(f"{str(e).split(';')[0]}: refilled with the {len(kb)} committed chunks")
+        return
     missing = [c for c in kb.chunk_ids if c not in rows]
     extra = rows - set(kb.chunk_ids)
     if missing:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import KBError
+from engine.base.errors import KBCorruptError, KBError
 from hierarchy.vector_store.base import Hits, StoreSpec
 
 TOKEN_ENV = "LOGICROUTE_MILVUS_TOKEN"
@@ -99,7 +99,14 @@ class MilvusStore:
         if not c.has_collection(self.spec.collection):
             return False
         if not self._loaded:
-            c.load_collection(self.spec.collection)  # a no-op when it is loaded already
+            try:
+                c.load_collection(self.spec.collection)  # a no-op when it is loaded already
+            except Exception as e:  # pymilvus' MilvusException; pymilvus is imported only where used
+                # a writer killed mid-flush can leave Milvus Lite a segment file it cannot read
+                raise KBCorruptError(
+                    f"{self.spec.label()} cannot load the collection {self.spec.collection} ({_first_line(e)}); "
+                    "`logicroute repair --kb KB` refills it from the KB's committed vectors"
+                ) from e
             self._loaded = True
         return True
 
