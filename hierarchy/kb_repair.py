@@ -111,11 +111,12 @@ def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
     try:
         settle_journal(kb)
         rows = kb.store.all_ids()
-    except KBCorruptError as e:
+    except KBCorruptError:
         kb.store.drop()
         kb.store.add(kb.chunk_ids, kb.vectors)
         (kb.path / JOURNAL).unlink(missing_ok=True)
-        report.notes.append(f"{str(e).split(';')[0]}: refilled with the {len(kb)} committed chunks")
+        label = kb.store.spec.label()
+        report.notes.append(f"{label} could not load its collection: refilled with the {len(kb)} committed chunks")
         return
     missing = [c for c in kb.chunk_ids if c not in rows]
     extra = rows - set(kb.chunk_ids)

@@ -81,47 +81,34 @@ LEAN = {
     "fold_final": True,
     "memory_words": 80,
 }
+LEAN_150 = {**LEAN, "memory_words": 150}  # the best lean row on 2Wiki, the base of the later rows
+LEAN_UNKNOWN = {**LEAN_150, "reflect_unknown_only": True}
 _CHANGED = {
     "logic-lean": LEAN,
     "logic-lean-whole-chunks": {**LEAN, "evidence_tokens": 0},
     "logic-lean-long-prompts": {**LEAN, "short_prompts": False},
     "logic-lean-always-reflect": {**LEAN, "reflect_when_unsure": False},
     "logic-lean-final-call": {**LEAN, "fold_final": False},
-    "logic-lean-memory150": {**LEAN, "memory_words": 150},
+    "logic-lean-memory150": LEAN_150,
     # the best lean row so far (memory 150) with the decomposition's examples as text lines
-    "logic-lean-compact": {**LEAN, "memory_words": 150, "compact_examples": True},
+    "logic-lean-compact": {**LEAN_150, "compact_examples": True},
     # and 60 evidence tokens a sub-question instead of 100 (~2 sentences instead of ~3-4)
-    "logic-lean-compact-ev60": {**LEAN, "memory_words": 150, "compact_examples": True, "evidence_tokens": 60},
-    # the best lean row so far (memory 150) with the plan as a list of sub-question strings
-    "logic-lean-questions": {**LEAN, "memory_words": 150, "plan_questions": True},
+    "logic-lean-compact-ev60": {**LEAN_150, "compact_examples": True, "evidence_tokens": 60},
+    # the best lean row so far with the plan as a list of sub-question strings
+    "logic-lean-questions": {**LEAN_150, "plan_questions": True},
     # the best lean row so far with the reflection call shown the sub-answers without the memory
-    "logic-lean-no-reflect-notes": {**LEAN, "memory_words": 150, "reflect_notes": False},
+    "logic-lean-no-reflect-notes": {**LEAN_150, "reflect_notes": False},
     # the best lean row so far with the decomposition showing only the 1 or 2 example plans
     # closest in form to the question, out of all seven
-    "logic-lean-examples1": {**LEAN, "memory_words": 150, "plan_examples": 1},
-    "logic-lean-examples2": {**LEAN, "memory_words": 150, "plan_examples": 2},
+    "logic-lean-examples1": {**LEAN_150, "plan_examples": 1},
+    "logic-lean-examples2": {**LEAN_150, "plan_examples": 2},
     # the best lean row so far, reflecting only while a sub-question is unanswered
-    "logic-lean-reflect-unknown": {**LEAN, "memory_words": 150, "reflect_unknown_only": True},
+    "logic-lean-reflect-unknown": LEAN_UNKNOWN,
     # and each of its two cuts that change what the model reads turned back off (MuSiQue lost F1)
-    "logic-lean-reflect-unknown-long-prompts": {
-        **LEAN,
-        "memory_words": 150,
-        "reflect_unknown_only": True,
-        "short_prompts": False,
-    },
-    "logic-lean-reflect-unknown-whole-chunks": {
-        **LEAN,
-        "memory_words": 150,
-        "reflect_unknown_only": True,
-        "evidence_tokens": 0,
-    },
+    "logic-lean-reflect-unknown-long-prompts": {**LEAN_UNKNOWN, "short_prompts": False},
+    "logic-lean-reflect-unknown-whole-chunks": {**LEAN_UNKNOWN, "evidence_tokens": 0},
     # between the two: twice the evidence budget a sub-question
-    "logic-lean-reflect-unknown-ev200": {
-        **LEAN,
-        "memory_words": 150,
-        "reflect_unknown_only": True,
-        "evidence_tokens": 200,
-    },
+    "logic-lean-reflect-unknown-ev200": {**LEAN_UNKNOWN, "evidence_tokens": 200},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

@@ -78,9 +78,9 @@ def answer_logic(
     }
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
-        examples = nearest_examples(st.question, kb.embedder, cfg.plan_examples) if cfg.plan_examples else None
-        if examples is not None:
-            trace["plan_examples"] = examples
+        examples = None
+        if cfg.plan_examples:
+            examples = trace["plan_examples"] = nearest_examples(st.question, kb.embedder, cfg.plan_examples)
         plan = decompose(
             st.question,
             partial(budgeted_call, st),
