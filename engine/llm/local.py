@@ -97,6 +97,15 @@ def _logprob_of(llama: Any, token: int) -> float | None:
     return float(logits[token] - (top + np.log(np.exp(logits - top).sum())))
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: `taskset -c 0 logicroute ...` gives the model one thread,
+    so two jobs can share a machine's cores instead of oversubscribing them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
     key = (str(path), n_ctx)
     with _REGISTRY_LOCK:
@@ -126,7 +135,7 @@ class LocalLLM:
     def __init__(self, model: str = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None) -> None:
         self.model = model
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or usable_cpus()
         self.name = f"local:{model}"
 
     def _path(self) -> Path:

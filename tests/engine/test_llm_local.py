@@ -57,6 +57,12 @@ def test_local_backend_uses_grammar_shared_validation_and_clear_context_error(mo
         llm.chat(MSGS)
 
 
+def test_the_model_takes_one_thread_per_cpu_the_process_may_use(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)  # as under `taskset -c 1`
+    assert LocalLLM().n_threads == 1
+    assert LocalLLM(n_threads=3).n_threads == 3
+
+
 def test_local_unknown_model_names_the_known_ones():
     with pytest.raises(ModelFilesError, match="qwen2.5-coder-1.5b"):
         LocalLLM("llama-70b").chat(MSGS)
