@@ -155,6 +155,14 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     help="with --lodo: also retrain every fold's router with each of these seeds (comma list, e.g. 0,1,2) "
     "and report the spread of its score",
 )
+@click.option(
+    "--kb-root",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="with --lodo: the folder holding the KB each label set was answered from (DIR/<set>, e.g. "
+    "runs/labels_kb); the ranking check then also scores the chunk route's retrieval signals "
+    "(training/retrieval_signals.py)",
+)
 @click.pass_context
 def eval_router(
     ctx,
@@ -173,6 +181,7 @@ def eval_router(
     set_priors,
     recipe,
     seeds,
+    kb_root,
 ):
     """Judge a router on held-out labels: accuracy vs oracle, macro-F1, confusion, per-dataset
     routes, baselines (majority, logistic regression, fixed routes, optional LLM), speed."""
@@ -198,6 +207,7 @@ def eval_router(
             specialist_n=specialist_n,
             llm=make_llm(llm_spec) if llm_spec else None,  # cached: no latency is timed here
             seeds=parse_seeds(seeds),
+            kb_root=kb_root,
             progress=True,
         )
         click.echo(format_lodo(rep))

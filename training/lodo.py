@@ -32,6 +32,7 @@ from training.label_arrays import (
 )
 from training.labels import route_cost
 from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking
+from training.retrieval_signals import SIGNALS, row_signals
 from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
 
@@ -136,6 +137,7 @@ def lodo_report(
     specialist_n: int = 0,
     llm=None,
     seeds: Sequence[int] = (),
+    kb_root: str | Path | None = None,
     progress: bool = False,
 ) -> dict:
     """Per left-out data set and pooled over all of them: every system's score, tokens and route
@@ -143,7 +145,8 @@ def lodo_report(
     of the left-out set's rows and judge generalist and specialist on the rows after them.
     llm: also judge that LLM as router (one call per row). seeds: also retrain the router of
     every fold with each of these seeds ("seed_spread"): with ~100 labels one seed's figure can
-    sit far from the recipe's typical one."""
+    sit far from the recipe's typical one. kb_root: the folder of the KBs the labels were
+    answered from; the ranking check then also scores the chunk route's retrieval signals."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
     routes = list(routes_of(rows))
@@ -198,7 +201,11 @@ def lodo_report(
     }
     if rank_logic:
         sets = [*((d, folds[d]) for d in folds), ("pooled", pooled_index)]
-        report["logic_gain_ranking"] = {d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix]) for d, ix in sets}
+        found = row_signals(rows, kb_root, embedder) if kb_root is not None else {}
+        report["logic_gain_ranking"] = {
+            d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix], {s: v[ix] for s, v in found.items()})
+            for d, ix in sets
+        }
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
@@ -343,18 +350,21 @@ def format_lodo(report: dict) -> str:
         lines += ["| pooled | " + " | ".join(str(p["score"]) for p in spread["pooled"]) + " |", ""]
     ranking = report.get("logic_gain_ranking")
     if ranking:
+        extra = [s for s in SIGNALS if any(f"auc_{s}" in m for m in ranking.values())]
         lines += [
             "### Does anything known before logic runs rank the questions it wins?",
             "",
-            "ROC AUC over the left-out rows of the router's P(logic) and of the chunk answer's lack of confidence, "
-            "for 'logic scores above chunk' (0.5 = chance).",
+            "ROC AUC over the left-out rows of the router's P(logic), of the chunk answer's lack of confidence"
+            + (" and of the chunk route's retrieval signals" if extra else "")
+            + ", for 'logic scores above chunk' (0.5 = chance; below 0.5: the signal's low end ranks them).",
             "",
-            "| left out | n | logic better | chunk better | AUC P(logic) | AUC chunk unsure |",
-            "|---|---|---|---|---|---|",
+            "| left out | n | logic better | chunk better | AUC P(logic) | AUC chunk unsure |"
+            + "".join(f" AUC {s} |" for s in extra),
+            "|---|---|---|---|---|---|" + "---|" * len(extra),
         ]
         lines += [
             f"| {d} | {m['n']} | {m['logic_better']} | {m['chunk_better']} | {m.get('auc_p_logic', '')} | "
-            f"{m.get('auc_chunk_unsure', '')} |"
+            f"{m.get('auc_chunk_unsure', '')} |" + "".join(f" {m.get(f'auc_{s}', '')} |" for s in extra)
             for d, m in ranking.items()
         ]
         lines.append("")

@@ -62,10 +62,13 @@ def fit_threshold(rows: Sequence[dict], first: Sequence[str], share: float = TOK
     return best[1]
 
 
-def logic_gain_ranking(rows: Sequence[dict], p_logic: Sequence[float]) -> dict:
+def logic_gain_ranking(
+    rows: Sequence[dict], p_logic: Sequence[float], signals: dict[str, Sequence[float]] | None = None
+) -> dict:
     """Whether a signal known before the strong route runs ranks the rows where logic beats chunk
-    above the others: the ROC AUC of the router's P(logic) and of the chunk answer's lack of
-    confidence (0.5 = no better than chance). Routing within a set can only be as good as this."""
+    above the others: the ROC AUC of the router's P(logic), of the chunk answer's lack of
+    confidence and of each of `signals` (training.retrieval_signals; 0.5 = no better than chance,
+    below 0.5 = its low end ranks them). Routing within a set can only be as good as this."""
     from sklearn.metrics import roc_auc_score
 
     gain = [row["scores"][STRONG] - row["scores"]["chunk"] for row in rows]
@@ -75,4 +78,6 @@ def logic_gain_ranking(rows: Sequence[dict], p_logic: Sequence[float]) -> dict:
         out["auc_p_logic"] = round(float(roc_auc_score(better, p_logic)), 3)
         unsure = [-(c if (c := confidence_of(row, "chunk")) is not None else 0.5) for row in rows]
         out["auc_chunk_unsure"] = round(float(roc_auc_score(better, unsure)), 3)
+        for name, values in (signals or {}).items():
+            out[f"auc_{name}"] = round(float(roc_auc_score(better, values)), 3)
     return out
