@@ -148,6 +148,19 @@ def set_priors_option(who: str):
     )
 
 
+def hop_priors_option(who: str):
+    """--hop-priors, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
+    return click.option(
+        "--hop-priors",
+        "hop_priors",
+        type=int,
+        default=0,
+        show_default=True,
+        help=f"{who} on this many one-hop sub-questions of a multi-hop set (2Wiki's), labelled chunk: lookups "
+        "on multi-hop topics, so that topic alone does not decide logic (training/set_priors.py)",
+    )
+
+
 def text_form_option(who: str):
     """--text-form, for `train generalist` and `eval-router --lodo` (`who` starts its help);
     the choices are router.features.TEXT_FORMS, written out so that --help imports no numpy."""
@@ -176,6 +189,7 @@ def text_form_option(who: str):
 )
 @text_form_option("text embedded")
 @set_priors_option("also train the router")
+@hop_priors_option("also train the router")
 @click.option(
     "--lodo/--no-lodo",
     default=False,
@@ -191,6 +205,7 @@ def generalist(
     features,
     text_form,
     set_priors,
+    hop_priors,
     lodo,
     hidden,
     epochs,
@@ -211,7 +226,7 @@ def generalist(
     from training.train import train_generalist
 
     cfg = train_config_from_options(
-        TrainConfig(text_form=text_form, prior_per_set=set_priors),
+        TrainConfig(text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors),
         hidden,
         epochs,
         lr,

@@ -73,6 +73,13 @@ class TrainConfig:
             "logic (training.set_priors); 0 = answer labels only"
         },
     )
+    hop_priors: int = field(
+        default=0,
+        metadata={
+            "help": "silver rows per multi-hop set that writes out its sub-questions (2Wiki): those one-hop "
+            "lookups labelled chunk, so that topic alone does not decide logic (training.set_priors.hop_rows)"
+        },
+    )
     prior_strength: float = field(default=0.8, metadata={"help": "preference of a silver row for its set's route"})
     seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})

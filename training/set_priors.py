@@ -9,6 +9,13 @@ answers alone does not learn the form. The priors teach the form on hundreds of 
 at no LLM cost, and the answer labels correct them. Leave-one-dataset-out, a fold's priors come
 from its training sets only (docs/results/lodo_set_priors.md).
 
+A set's kind says nothing about a question's form within the set, so the router can still learn
+topic instead of form: with every HotpotQA-, 2Wiki- and MuSiQue-like topic labelled logic, "Who
+wrote the novel Wuthering Heights?" went to logic with P = 0.97. Hop priors (`hop_rows`) answer
+that with one-hop lookups on a multi-hop set's own topics: 2Wiki writes out the sub-questions of
+each of its questions ("Who is the director of The Prairie King?"), labelled chunk, where one
+retrieval finds the entity's own passage and the logic route would plan a single lookup anyway.
+
 A prior row is a label row with a question, its set, a preference vector (`strength` on the
 set's route, the rest spread evenly) and "prior": True. It trains, never judges: the splits,
 validation and every evaluation use answer rows only.
@@ -68,6 +75,44 @@ def prior_rows(
     return out
 
 
+# Multi-hop sets whose raw records spell out their one-hop sub-questions: name -> the records' field.
+HOP_SETS = {"2wiki": "qa_pairs"}
+HOP_ROUTE = "chunk"
+
+
+def hop_rows(
+    routes: Sequence[str], per_set: int, strength: float = 0.8, *, exclude: Iterable[str] = (), seed: int = 0
+) -> list[dict]:
+    """Up to `per_set` one-hop sub-questions from each set of HOP_SETS, taken from its questions
+    after the benchmarks' first BENCHMARK_QUESTIONS, labelled HOP_ROUTE with `strength`. They keep
+    the set's name: a leave-one-dataset-out fold that leaves the set out never sees them."""
+    import json
+
+    from hierarchy.datasets import resolve_data
+
+    if HOP_ROUTE not in routes:
+        raise LogicRouteError(f"hop priors name route {HOP_ROUTE!r}, which the labels lack ({list(routes)})")
+    skip = set(exclude)
+    other = round((1.0 - strength) / (len(routes) - 1), 6)
+    out: list[dict] = []
+    for name, key in HOP_SETS.items():
+        path = resolve_data(name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                records = json.load(f)[BENCHMARK_QUESTIONS:]
+        except (OSError, ValueError) as e:
+            raise LogicRouteError(f"cannot read the hop priors of {name} from {path}: {e}") from None
+        hops = [p["question"].strip() for r in records for p in (r.get(key) or []) if p.get("question")]
+        pool = [q for q in dict.fromkeys(hops) if q and q not in skip]
+        rng = np.random.default_rng(seed)
+        for i in sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False)):
+            pref = {r: (strength if r == HOP_ROUTE else other) for r in routes}
+            out.append(
+                {"question": pool[i], "dataset": name, "pref": pref, "oracle": HOP_ROUTE, "prior": True, "hop": True}
+            )
+    return out
+
+
 @dataclass
 class Priors:
     """Prior rows and their router inputs, handed to the training of a router or of every
@@ -82,20 +127,20 @@ class Priors:
         return Priors([self.rows[i] for i in keep], self.x[keep])
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(r["dataset"] for r in self.rows))
+        """Rows per set; a set's hop priors apart, as '<set> hops'."""
+        return dict(Counter(r["dataset"] + (" hops" if r.get("hop") else "") for r in self.rows))
 
 
 def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedder) -> Priors | None:
-    """The priors a TrainConfig asks for (cfg.prior_per_set, cfg.prior_strength; None for 0),
-    with inputs in the config's feature set and text form."""
+    """The priors a TrainConfig asks for (cfg.prior_per_set set priors, cfg.hop_priors hop priors,
+    both at cfg.prior_strength; None for neither), with inputs in the config's feature set and
+    text form."""
     from training.label_arrays import inputs_for
 
-    if not cfg.prior_per_set:
+    if not cfg.prior_per_set and not cfg.hop_priors:
         return None
-    rows = prior_rows(
-        routes,
-        cfg.prior_per_set,
-        cfg.prior_strength,
-        exclude={r["question"] for r in answer_rows},
-    )
+    asked = {r["question"] for r in answer_rows}
+    rows = prior_rows(routes, cfg.prior_per_set, cfg.prior_strength, exclude=asked) if cfg.prior_per_set else []
+    if cfg.hop_priors:
+        rows += hop_rows(routes, cfg.hop_priors, cfg.prior_strength, exclude=asked)
     return Priors(rows, inputs_for(rows, embedder, cfg.features, cfg.text_form))
