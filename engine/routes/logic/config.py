@@ -77,10 +77,11 @@ class LogicConfig(Settings):
     plan_examples: int = field(
         default=0,
         metadata={
+            "neutral": 0,
             "help": "the decomposition shows only this many example plans, those closest in form to the question "
             "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
             "on 2Wiki with the local 1.5B model: it copies the plans shown, F1 -20 (2 shown) and -35 (1), and "
-            "the question costs more tokens"
+            "the question costs more tokens",
         },
     )
     reflect_when_unsure: bool = field(
@@ -93,9 +94,10 @@ class LogicConfig(Settings):
     reflect_unknown_only: bool = field(
         default=False,
         metadata={
+            "neutral": False,
             "help": "with reflect_when_unsure: reflect only while a sub-question has no answer (unknown), not when "
             "an answer is merely not found word for word in its passages (2Wiki, 30 questions: 13 of 14 such "
-            "reflections found the facts sufficient or proposed sub-questions already asked)"
+            "reflections found the facts sufficient or proposed sub-questions already asked)",
         },
     )
     reflect_notes: bool = field(
