@@ -55,7 +55,12 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
         assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
         assert abs(sum(d["probs"].values()) - 1.0) < 1e-5
         assert d["ood"] is None or set(d["ood"]) == {"similarity", "threshold", "far"}
-    assert router.decide_many(MULTI_HOP[:5]) == multi_hop[:5]  # deterministic: no noise, no dropout
+    # deterministic, no noise and no dropout: the same decisions again, in a batch of another size
+    # (whose float sums may differ in the last digits)
+    again = router.decide_many(MULTI_HOP[:5])
+    assert [d["route"] for d in again] == [d["route"] for d in multi_hop[:5]]
+    for a, b in zip(again, multi_hop[:5]):
+        assert all(abs(a["probs"][r] - b["probs"][r]) < 1e-5 for r in router.routes)
     p_logic = {
         name: np.mean([d["probs"]["logic"] for d in ds]) for name, ds in (("one", one_hop), ("multi", multi_hop))
     }
@@ -66,9 +71,10 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
 @pytest.mark.xfail(
     strict=True,  # the day the shipped router passes, this says so: remove the mark then
     raises=AssertionError,  # a missing or broken checkpoint is an error, not this expected failure
-    reason="trained on 262 answer labels and the set priors, the generalist sends 83% of multi-hop questions "
-    "to logic but keeps only 61% of lookups off it: on the answer labels logic also wins one-hop NQ questions "
-    "(issue 11)",
+    reason="trained on 390 answer labels, the set priors and 300 of 2Wiki's one-hop sub-questions labelled chunk, "
+    "the generalist keeps every lookup off logic but sends 69% of multi-hop questions to it: the bridge forms it "
+    "keeps on chunk ('the country whose capital is ...') are MuSiQue's and HotpotQA's, where logic rarely beats "
+    "chunk on the answer labels (issue 11)",
 )
 def test_the_shipped_router_keeps_lookups_off_logic_and_sends_multi_hop_to_it(shipped):
     _, one_hop, multi_hop = shipped
