@@ -135,29 +135,27 @@ def _print_card(card: dict, out: str) -> None:
             )
 
 
+def _silver_rows_option(flag: str, what: str):
+    return click.option(
+        flag, flag[2:].replace("-", "_"), type=click.IntRange(min=0), default=0, show_default=True, help=what
+    )
+
+
 def set_priors_option(who: str):
     """--set-priors, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
-    return click.option(
+    return _silver_rows_option(
         "--set-priors",
-        "set_priors",
-        type=int,
-        default=0,
-        show_default=True,
-        help=f"{who} on this many silver rows per shared set, labelled by the set's kind: single-hop (nq, "
-        "squad) chunk, multi-hop (hotpotqa, 2wiki, musique) logic (training/set_priors.py; needs ../shared/data)",
+        f"{who} on this many silver rows per shared set, labelled by the set's kind: single-hop (nq, squad) "
+        "chunk, multi-hop (hotpotqa, 2wiki, musique) logic (training/set_priors.py; needs ../shared/data)",
     )
 
 
 def hop_priors_option(who: str):
     """--hop-priors, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
-    return click.option(
+    return _silver_rows_option(
         "--hop-priors",
-        "hop_priors",
-        type=int,
-        default=0,
-        show_default=True,
-        help=f"{who} on this many one-hop sub-questions of a multi-hop set (2Wiki's), labelled chunk: lookups "
-        "on multi-hop topics, so that topic alone does not decide logic (training/set_priors.py)",
+        f"{who} on this many one-hop sub-questions of a multi-hop set (2Wiki's), labelled chunk: lookups on "
+        "multi-hop topics, so that topic alone does not decide logic (training/set_priors.py)",
     )
 
 
