@@ -144,9 +144,8 @@ def lodo_report(
     shares on the left-out rows. specialist_n > 0: also fine-tune each fold's router on that many
     of the left-out set's rows and judge generalist and specialist on the rows after them.
     llm: also judge that LLM as router (one call per row). seeds: also retrain the router of
-    every fold with each of these seeds ("seed_spread"): with ~100 labels one seed's figure can
-    sit far from the recipe's typical one. kb_root: the folder of the KBs the labels were
-    answered from; the ranking check then also scores the chunk route's retrieval signals."""
+    every fold with each of these seeds ("seed_spread"): one seed's figure can sit far from the
+    recipe's typical one. kb_root: the labels' KBs, for the retrieval signals' ranking check."""
     cfg = cfg or TrainConfig()
     rows = load_label_files(label_files)
     routes = list(routes_of(rows))
@@ -157,6 +156,7 @@ def lodo_report(
         from engine.embedder import get_embedder
 
         embedder = get_embedder()
+    signals = row_signals(rows, kb_root, embedder) if kb_root is not None else {}  # a missing KB fails first
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     priors = build_priors(rows, routes, cfg, embedder)
     asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
@@ -201,11 +201,7 @@ def lodo_report(
     }
     if rank_logic:
         sets = [*((d, folds[d]) for d in folds), ("pooled", pooled_index)]
-        found = row_signals(rows, kb_root, embedder) if kb_root is not None else {}
-        report["logic_gain_ranking"] = {
-            d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix], {s: v[ix] for s, v in found.items()})
-            for d, ix in sets
-        }
+        report["logic_gain_ranking"] = _ranking(rows, sets, p_strong, signals)
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
@@ -262,6 +258,14 @@ def _confidence_systems(rows: list[dict], test: list[int], decided: dict, paid: 
     decided[CHUNK_CASCADE], paid[CHUNK_CASCADE] = escalate(test_rows, ["chunk"] * len(test), t)
     decided[ROUTER_CASCADE], paid[ROUTER_CASCADE] = escalate(test_rows, decided["router"], t)
     return t
+
+
+def _ranking(rows, sets, p_strong: np.ndarray, signals: dict) -> dict:
+    """The ranking check per left-out set and pooled, of P(logic) and of every signal given."""
+    return {
+        d: logic_gain_ranking([rows[i] for i in ix], p_strong[ix], {s: v[ix] for s, v in signals.items()})
+        for d, ix in sets
+    }
 
 
 def _judge_system(system: str, rows, index, decisions, routes, asked, paid=None) -> dict:

@@ -54,3 +54,25 @@ def test_the_ranking_check_scores_every_signal_given_it():
     rows = [{"scores": {"chunk": c, "logic": g}} for c, g in ((0, 1), (0, 1), (1, 1), (1, 0))]
     got = logic_gain_ranking(rows, [0.5] * 4, {"word_coverage": [0.1, 0.2, 0.9, 0.8]})
     assert got["auc_word_coverage"] == 0.0  # low coverage ranks exactly the rows logic wins
+
+
+def test_eval_router_lodo_with_a_kb_root_ranks_by_the_retrieval_signals_too(tmp_path):
+    from click.testing import CliRunner
+
+    from tests.training.test_set_priors import _label_file
+    from training.cmd_eval import eval_router
+
+    emb = HashedBowEmbedder(dim=16)
+    files = [_label_file(tmp_path, d) for d in ("nq", "2wiki")]  # "Who wrote book i of <set>?"
+    for name in ("nq", "2wiki"):
+        kb = KnowledgeBase.create(tmp_path / "kbs" / name, emb, chunk_words=50, overlap_words=0)
+        kb.add([Document(f"b{i}", f"Book {i}", f"Book {i} of {name} was written by X{i}.") for i in range(4)],
+               show_progress=False)  # fmt: skip
+    args = ["--lodo", "--labels", ",".join(files), "--features", "none", "--kb-root", str(tmp_path / "kbs")]
+    res = CliRunner().invoke(eval_router, args, obj={"embedder": emb}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    header = next(line for line in res.output.splitlines() if line.startswith("| left out | n | logic better"))
+    assert header.endswith("| AUC top_score | AUC score_gap | AUC word_coverage | AUC entity_coverage |")
+    missing = CliRunner().invoke(eval_router, [*args[:-1], str(tmp_path)], obj={"embedder": emb})
+    assert isinstance(missing.exception, LogicRouteError) and "no knowledge base for" in str(missing.exception)
+    assert "leaving out" not in missing.output  # refused before any fold trains
