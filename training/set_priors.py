@@ -57,22 +57,37 @@ def prior_rows(
     from hierarchy.datasets import load_dataset, resolve_data
 
     sets = SET_ROUTES if sets is None else sets
-    if not 1.0 / len(routes) < strength <= 1.0:
-        raise LogicRouteError(f"prior strength must be in (1/{len(routes)}, 1], got {strength}")
+    _check_strength(routes, strength)
     unknown = sorted({r for r in sets.values() if r not in routes})
     if unknown:
         raise LogicRouteError(f"set priors name route(s) {unknown} the labels lack ({list(routes)})")
     skip = set(exclude)
-    other = round((1.0 - strength) / (len(routes) - 1), 6)
     out: list[dict] = []
     for name, route in sets.items():
         questions = load_dataset(resolve_data(name)).questions[BENCHMARK_QUESTIONS:]
         pool = [q.text for q in questions if q.text not in skip]
-        rng = np.random.default_rng(seed)
-        for i in sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False)):
-            pref = {r: (strength if r == route else other) for r in routes}
-            out.append({"question": pool[i], "dataset": name, "pref": pref, "oracle": route, "prior": True})
+        out += _drawn_rows(pool, name, route, routes, per_set, strength, seed)
     return out
+
+
+def _check_strength(routes: Sequence[str], strength: float) -> None:
+    if not 1.0 / len(routes) < strength <= 1.0:
+        raise LogicRouteError(f"prior strength must be in (1/{len(routes)}, 1], got {strength}")
+
+
+def _drawn_rows(
+    pool: Sequence[str], name: str, route: str, routes: Sequence[str], per_set: int, strength: float, seed: int, **marks
+) -> list[dict]:
+    """Up to `per_set` of `pool`, drawn with `seed` and kept in pool order, as prior rows of set
+    `name` preferring `route` with `strength` (the rest spread evenly); `marks` join each row."""
+    other = round((1.0 - strength) / (len(routes) - 1), 6)
+    pref = {r: (strength if r == route else other) for r in routes}
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False))
+    return [
+        {"question": pool[i], "dataset": name, "pref": dict(pref), "oracle": route, "prior": True, **marks}
+        for i in picked
+    ]
 
 
 # Multi-hop sets whose raw records spell out their one-hop sub-questions: name -> the records' field.
@@ -90,10 +105,10 @@ def hop_rows(
 
     from hierarchy.datasets import resolve_data
 
+    _check_strength(routes, strength)
     if HOP_ROUTE not in routes:
         raise LogicRouteError(f"hop priors name route {HOP_ROUTE!r}, which the labels lack ({list(routes)})")
     skip = set(exclude)
-    other = round((1.0 - strength) / (len(routes) - 1), 6)
     out: list[dict] = []
     for name, key in HOP_SETS.items():
         path = resolve_data(name)
@@ -104,12 +119,7 @@ def hop_rows(
             raise LogicRouteError(f"cannot read the hop priors of {name} from {path}: {e}") from None
         hops = [p["question"].strip() for r in records for p in (r.get(key) or []) if p.get("question")]
         pool = [q for q in dict.fromkeys(hops) if q and q not in skip]
-        rng = np.random.default_rng(seed)
-        for i in sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False)):
-            pref = {r: (strength if r == HOP_ROUTE else other) for r in routes}
-            out.append(
-                {"question": pool[i], "dataset": name, "pref": pref, "oracle": HOP_ROUTE, "prior": True, "hop": True}
-            )
+        out += _drawn_rows(pool, name, HOP_ROUTE, routes, per_set, strength, seed, hop=True)
     return out
 
 
