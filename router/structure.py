@@ -83,6 +83,15 @@ def mask_entities(text: str) -> str:
     return _NUMBER.sub("N", head + sep + body)
 
 
+def entity_spans(text: str) -> list[str]:
+    """The names mask_entities would replace, as written: quoted titles (without their quotes)
+    and capitalized spans after the first word, numbers left out."""
+    q = normalize_question(text)
+    quoted = [m.group(0)[1:-1] for m in QUOTED.finditer(q)]
+    body = QUOTED.sub(" ", q).partition(" ")[2]
+    return quoted + [m.group(0) for m in _MASK_SPAN.finditer(body) if not m.group(0)[0].isdigit()]
+
+
 # ---------------------------------------------------------------- dates and numbers
 
 _MONTH = (

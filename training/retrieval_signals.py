@@ -11,7 +11,7 @@ builds), the question as asked, k as the row's own.
 | top_score | cosine of the best chunk |
 | score_gap | best minus k-th cosine (a flat top-k: no passage stands out) |
 | word_coverage | share of the question's content words found in the top-k text |
-| entity_coverage | share of the question's capitalised names found in the top-k text (1 without names) |
+| entity_coverage | share of the question's names (router.structure.entity_spans) in the top-k text (1 if none) |
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from router.structure import entity_spans
 
 SIGNALS = ("top_score", "score_gap", "word_coverage", "entity_coverage")
 # Function words of 3+ letters (shorter words are dropped anyway): what remains names the topic.
@@ -30,16 +31,10 @@ _STOP = frozenset(
     ("the", "and", "for", "was", "were", "are", "with", "from", "that", "this", "which", "who", "whom", "whose")
     + ("what", "when", "where", "why", "how", "did", "does", "its", "his", "her", "their", "has", "have", "had", "than")
 )
-_NAME = re.compile(r"[A-Z][\w'-]*(?:\s+(?:of|the|de|von|van)?\s*[A-Z][\w'-]*)*")
 
 
 def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in _STOP}
-
-
-def names(question: str) -> list[str]:
-    """Capitalised spans after the first character (the first word is capitalised anyway)."""
-    return _NAME.findall(question[1:])
 
 
 def signals_of(question: str, hits: Sequence) -> dict[str, float]:
@@ -49,7 +44,7 @@ def signals_of(question: str, hits: Sequence) -> dict[str, float]:
     text = " ".join(f"{h.title or ''} {h.text}" for h in hits).lower()
     found = content_words(text)
     words = content_words(question)
-    spans = names(question)
+    spans = entity_spans(question)
     return {
         "top_score": float(hits[0].score),
         "score_gap": float(hits[0].score - hits[-1].score),

@@ -210,3 +210,14 @@ def test_a_checkpoint_with_an_unknown_feature_or_text_form_is_refused(tmp_path, 
     monkeypatch.setattr(features, "TEXT_FORMS", ("question",))
     with pytest.raises(CheckpointError, match="text form 'masked'"):
         load_checkpoint(path)
+
+
+def test_entity_spans_are_the_names_masking_replaces_as_written():
+    from router.structure import entity_spans
+
+    assert entity_spans("Who was born first, Ann Lee or Tom Ford?") == ["Ann Lee", "Tom Ford"]
+    assert entity_spans('Who directed "Vertigo" and The Lord of the Rings in 2001?') == [
+        "Vertigo",
+        "The Lord of the Rings",
+    ]
+    assert entity_spans("when was catch me if you can made") == []
