@@ -120,6 +120,12 @@ def _routes(value: str) -> tuple[str, ...]:
     help="answer scorer's cascade: when the cheapest route scores >= this, the others are not run (1.0 keeps "
     "the oracle label exact); default: run every route",
 )
+@click.option(
+    "--complete",
+    is_flag=True,
+    help="label nothing new: run the routes a --stop-score cascade skipped on the rows of --out for the questions "
+    "selected, and replace those rows with full labels (a skipped route's score is only an upper bound until then)",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
 def label(
@@ -143,6 +149,7 @@ def label(
     build_kb,
     kb_questions,
     stop_score,
+    complete,
     no_cache,
 ):
     """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
@@ -156,6 +163,8 @@ def label(
     routes_t = _routes(routes)
     if stop_score is not None and scorer != "answer":
         raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
+    if complete and stop_score is not None:
+        raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
     emb = injected_embedder(ctx)
     span = {"offset": offset, "stride": stride, "corpus": corpus, "question_type": question_type}
     questions, ds, indices = select_questions(data, n=n, **span)
@@ -179,9 +188,11 @@ def label(
         stop_score=stop_score,
         style=(ds.answer_style if style == "auto" else style),
     )
-    res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices)
+    res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices, complete=complete)
+    done = "rows completed" if complete else "rows written"
+    rest = "left as they are" if complete else "already there"
     click.echo(
-        f"{res['written']} rows written, {res['skipped']} already there, {res['all_zero']} all-zero -> {res['out']}",
+        f"{res['written']} {done}, {res['skipped']} {rest}, {res['all_zero']} all-zero -> {res['out']}",
         err=True,
     )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.base.errors import DataFormatError
+from engine.base.files import atomic_write_bytes
 
 # An append is flushed at once; every FSYNC_EVERY-th (the first included) also reaches the disk.
 FSYNC_EVERY = 50
@@ -102,3 +103,18 @@ class JsonlStore:
             self.rows.append(row)
             if self._key is not None:
                 self.by_key[self._key(row)] = row
+
+    def replace(self, row: dict) -> None:
+        """Put `row` in place of the row with its key and rewrite the whole file atomically (a
+        temp file renamed over it): an interruption leaves the old file or the new one, never a
+        mix. For files small enough to rewrite, such as label files; needs a keyed store."""
+        if self._key is None:
+            raise TypeError("replace needs a keyed store")
+        key = self._key(row)
+        with self._lock:
+            if key not in self.by_key:
+                raise KeyError(key)
+            self.rows = [row if self._key(r) == key else r for r in self.rows]
+            self.by_key[key] = row
+            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows)
+            atomic_write_bytes(self.path, text.encode("utf-8"), mode=0o644)

@@ -17,6 +17,7 @@ import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -208,8 +209,11 @@ def label_questions(
     runner: Callable = answer_route,
     progress: bool = True,
     indices: Sequence[int] | None = None,
+    complete: bool = False,
 ) -> dict:
-    """Label questions into `out` (JSONL), skipping rows already there. Returns counts."""
+    """Label questions into `out` (JSONL), skipping rows already there. Returns counts. With
+    `complete`, label nothing new: run the routes a cascade skipped on the rows already there
+    (complete_row) and put the full rows in their place."""
     if cfg.scorer not in SCORERS:
         raise LogicRouteError(f"unknown scorer {cfg.scorer!r}: choose {', '.join(SCORERS)}")
     if cfg.scorer == "answer" and llm is None:
@@ -218,7 +222,10 @@ def label_questions(
         check_route(r, allow_auto=False)
     out = Path(out)
     store = _open_label_file(out, cfg)
-    todo = [(i, q) for i, q in zip(indices or range(len(questions)), questions) if f"{q.dataset}:{q.id}" not in store]
+    pairs = list(zip(indices or range(len(questions)), questions))
+    if complete:
+        return _complete_rows(store, pairs, kb, llm, cfg, runner, progress)
+    todo = [(i, q) for i, q in pairs if f"{q.dataset}:{q.id}" not in store]
     if cfg.scorer == "retrieval":
         check_kb_matches(questions, kb)
     from tqdm import tqdm
@@ -241,3 +248,36 @@ def label_questions(
         bar.update(1)
     bar.close()
     return {"written": written, "skipped": len(questions) - len(todo), "all_zero": zero, "out": str(out)}
+
+
+def complete_row(row: dict, q: "Question", kb, llm, cfg: LabelConfig, runner: Callable = answer_route) -> dict:
+    """A cascade row (label --stop-score) with the routes it skipped run and measured: the full
+    label a run without the cascade makes, the measured routes kept as they are. Under the
+    cascade a skipped route carries the upper bound of its score (the cheap route's perfect
+    one); "always <that route>" is only measured once it has run. The row lists them under
+    "completed"."""
+    skipped = [r for r in cfg.routes if r in row.get("skipped", ())]
+    full = replace(cfg, stop_score=None)
+    new_scores, new_costs, new_extra = score_answer(q, kb, llm, replace(full, routes=tuple(skipped)), runner)
+    scores = {r: new_scores[r] if r in skipped else row["scores"][r] for r in cfg.routes}
+    costs = {r: new_costs[r] if r in skipped else row["costs"][r] for r in cfg.routes}
+    extra = {}
+    for name in ("answers_pred", "confidence", "flags", "errors"):
+        merged = {**(row.get(name) or {}), **(new_extra.get(name) or {})}
+        if merged:
+            extra[name] = merged
+    extra["completed"] = skipped
+    return make_row(q, scores, costs, full, index=row.get("index"), extra=extra)
+
+
+def _complete_rows(store: JsonlStore, pairs, kb, llm, cfg: LabelConfig, runner: Callable, progress: bool) -> dict:
+    from tqdm import tqdm
+
+    todo = [(q, row) for _, q in pairs if (row := store.get(f"{q.dataset}:{q.id}")) and row.get("skipped")]
+    done = zero = 0
+    for q, row in tqdm(todo, desc="labels complete", unit="q", file=sys.stderr, disable=not progress):
+        new = complete_row(row, q, kb, llm, cfg, runner)
+        store.replace(new)
+        done += 1
+        zero += new["all_zero"]
+    return {"written": done, "skipped": len(pairs) - len(todo), "all_zero": zero, "out": str(store.path)}

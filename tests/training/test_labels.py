@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -159,6 +160,40 @@ def test_cascade_skips_costlier_routes_once_a_route_is_perfect_and_keeps_the_ora
     ran.clear()  # an imperfect cheap answer runs every route
     score_answer(QUESTIONS[0], None, object(), cascade, runner)
     assert ran == ["chunk", "summary", "logic"]
+
+
+def test_completing_a_cascade_row_measures_the_skipped_routes_in_place(tmp_path):
+    """The cascade credits a skipped route with the cheap route's perfect score; --complete runs
+    it and rewrites the row where it was, the measured cheap route untouched."""
+    ran = []
+
+    def runner(route, question, kb, llm, k, style="short"):
+        ran.append((route, question))
+        text = {"chunk": "Paris", "summary": "Paris", "logic": "Lyon"}[route]
+        return Answer(text=text, route=route, usage=Usage(llm_calls=2, prompt_tokens=3000), trace={})
+
+    out = tmp_path / "labels.jsonl"
+    cascade = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", stop_score=1.0)
+    label_questions(QUESTIONS[:2], None, out, cascade, llm=object(), runner=runner, progress=False)
+    before = read_labels(out)
+    assert before[1]["skipped"] == ["summary", "logic"] and before[1]["scores"]["logic"] == 1.0
+    ran.clear()
+    full = replace(cascade, stop_score=None)
+    res = label_questions(QUESTIONS[:2], None, out, full, llm=object(), runner=runner, progress=False, complete=True)
+    assert res["written"] == 1 and res["skipped"] == 1  # q0's chunk was not perfect: it ran every route
+    assert ran == [("summary", QUESTIONS[1].text), ("logic", QUESTIONS[1].text)]
+    after = read_labels(out)
+    assert [r["id"] for r in after] == ["q0", "q1"] and after[0] == before[0]
+    row = after[1]
+    assert row["scores"] == {"chunk": 1.0, "summary": 1.0, "logic": 0.0}  # measured: logic said Lyon
+    assert row["costs"]["chunk"] == before[1]["costs"]["chunk"] and row["costs"]["logic"]["tokens"] == 3000
+    assert "skipped" not in row and "stop_score" not in row and row["completed"] == ["summary", "logic"]
+    assert row["answers_pred"] == {"chunk": "Paris", "summary": "Paris", "logic": "Lyon"}
+    assert row["oracle"] == "chunk"
+    ran.clear()  # a second pass finds nothing left to complete
+    again = label_questions(QUESTIONS[:2], None, out, full, llm=object(), runner=runner, progress=False, complete=True)
+    assert again["written"] == 0
+    assert ran == []
 
 
 # ---------------------------------------------------------------- the label file
