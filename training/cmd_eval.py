@@ -15,7 +15,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
-from training.cmd_train import hop_priors_option, set_priors_option, text_form_option
+from training.cmd_train import hop_pairs_option, hop_priors_option, set_priors_option, text_form_option
 
 MIN_CALIBRATION_QUESTIONS = 20
 
@@ -143,6 +143,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 @text_form_option("with --lodo: text embedded")
 @set_priors_option("with --lodo: also train every fold's router (on its training sets' priors only)")
 @hop_priors_option("with --lodo: also train every fold's router (on its training sets' hop priors only)")
+@hop_pairs_option("with --lodo: also train every fold's router (on its training sets' pairs only)")
 @click.option(
     "--recipe",
     default=None,
@@ -181,6 +182,7 @@ def eval_router(
     text_form,
     set_priors,
     hop_priors,
+    hop_pairs,
     recipe,
     seeds,
     kb_root,
@@ -200,7 +202,9 @@ def eval_router(
 
             cfg = config_from_card(recipe)
         else:
-            default = TrainConfig(text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors)
+            default = TrainConfig(
+                text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors, hop_pairs=hop_pairs
+            )
             cfg = train_config_from_options(default, features=features)
         rep = lodo_report(
             expand_files(labels + more_labels),

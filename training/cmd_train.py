@@ -159,6 +159,15 @@ def hop_priors_option(who: str):
     )
 
 
+def hop_pairs_option(who: str):
+    """--hop-pairs, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
+    return _silver_rows_option(
+        "--hop-pairs",
+        f"{who} on this many multi-hop questions (2Wiki's) labelled logic, each with its own one-hop "
+        "sub-questions labelled chunk: the same topic in both forms (training/set_priors.py)",
+    )
+
+
 def text_form_option(who: str):
     """--text-form, for `train generalist` and `eval-router --lodo` (`who` starts its help);
     the choices are router.features.TEXT_FORMS, written out so that --help imports no numpy."""
@@ -188,6 +197,7 @@ def text_form_option(who: str):
 @text_form_option("text embedded")
 @set_priors_option("also train the router")
 @hop_priors_option("also train the router")
+@hop_pairs_option("also train the router")
 @click.option(
     "--lodo/--no-lodo",
     default=False,
@@ -204,6 +214,7 @@ def generalist(
     text_form,
     set_priors,
     hop_priors,
+    hop_pairs,
     lodo,
     hidden,
     epochs,
@@ -224,7 +235,7 @@ def generalist(
     from training.train import train_generalist
 
     cfg = train_config_from_options(
-        TrainConfig(text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors),
+        TrainConfig(text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors, hop_pairs=hop_pairs),
         hidden,
         epochs,
         lr,

@@ -80,6 +80,14 @@ class TrainConfig:
             "lookups labelled chunk, so that topic alone does not decide logic (training.set_priors.hop_rows)"
         },
     )
+    hop_pairs: int = field(
+        default=0,
+        metadata={
+            "help": "multi-hop questions (2Wiki's) taken with their own one-hop sub-questions, the question "
+            "labelled logic and each sub-question chunk: same topic, only the form differs "
+            "(training.set_priors.pair_rows)"
+        },
+    )
     prior_strength: float = field(default=0.8, metadata={"help": "preference of a silver row for its set's route"})
     seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})

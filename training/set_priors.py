@@ -93,6 +93,33 @@ def _drawn_rows(
 # Multi-hop sets whose raw records spell out their one-hop sub-questions: name -> the records' field.
 HOP_SETS = {"2wiki": "qa_pairs"}
 HOP_ROUTE = "chunk"
+STRONG_ROUTE = "logic"  # the route of a question whose sub-questions are written out
+
+
+def _hop_records(name: str, key: str) -> list[dict]:
+    """The raw records of a HOP_SETS set after the benchmarks' first BENCHMARK_QUESTIONS."""
+    import json
+
+    from hierarchy.datasets import resolve_data
+
+    path = resolve_data(name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)[BENCHMARK_QUESTIONS:]
+    except (OSError, ValueError) as e:
+        raise LogicRouteError(f"cannot read the hop priors of {name} from {path}: {e}") from None
+
+
+def _sub_questions(record: dict, key: str) -> list[str]:
+    return [p["question"].strip() for p in (record.get(key) or []) if (p.get("question") or "").strip()]
+
+
+def _check_hop_routes(routes: Sequence[str], strength: float, *needed: str) -> None:
+    _check_strength(routes, strength)
+    missing = [r for r in needed if r not in routes]
+    if missing:
+        names = " and ".join(repr(r) for r in missing)
+        raise LogicRouteError(f"hop priors name route {names}, which the labels lack ({list(routes)})")
 
 
 def hop_rows(
@@ -101,25 +128,36 @@ def hop_rows(
     """Up to `per_set` one-hop sub-questions from each set of HOP_SETS, taken from its questions
     after the benchmarks' first BENCHMARK_QUESTIONS, labelled HOP_ROUTE with `strength`. They keep
     the set's name: a leave-one-dataset-out fold that leaves the set out never sees them."""
-    import json
-
-    from hierarchy.datasets import resolve_data
-
-    _check_strength(routes, strength)
-    if HOP_ROUTE not in routes:
-        raise LogicRouteError(f"hop priors name route {HOP_ROUTE!r}, which the labels lack ({list(routes)})")
+    _check_hop_routes(routes, strength, HOP_ROUTE)
     skip = set(exclude)
     out: list[dict] = []
     for name, key in HOP_SETS.items():
-        path = resolve_data(name)
-        try:
-            with open(path, encoding="utf-8") as f:
-                records = json.load(f)[BENCHMARK_QUESTIONS:]
-        except (OSError, ValueError) as e:
-            raise LogicRouteError(f"cannot read the hop priors of {name} from {path}: {e}") from None
-        hops = [p["question"].strip() for r in records for p in (r.get(key) or []) if p.get("question")]
-        pool = [q for q in dict.fromkeys(hops) if q and q not in skip]
+        hops = [h for r in _hop_records(name, key) for h in _sub_questions(r, key)]
+        pool = [q for q in dict.fromkeys(hops) if q not in skip]
         out += _drawn_rows(pool, name, HOP_ROUTE, routes, per_set, strength, seed, hop=True)
+    return out
+
+
+def pair_rows(
+    routes: Sequence[str], per_set: int, strength: float = 0.8, *, exclude: Iterable[str] = (), seed: int = 0
+) -> list[dict]:
+    """Up to `per_set` questions of each set of HOP_SETS together with their own one-hop
+    sub-questions: the question labelled STRONG_ROUTE, each sub-question HOP_ROUTE. Within a pair
+    topic and names are the same and only the form differs ("Where was the director of The
+    Prairie King born?" against "Who is the director of The Prairie King?"), which is what the
+    router should learn. Marked "pair" (the sub-questions also "hop"); the seed draws questions."""
+    _check_hop_routes(routes, strength, HOP_ROUTE, STRONG_ROUTE)
+    skip = set(exclude)
+    out: list[dict] = []
+    for name, key in HOP_SETS.items():
+        records = [r for r in _hop_records(name, key) if r.get("question") and r["question"] not in skip]
+        records = [r for r in records if _sub_questions(r, key)]
+        picked = _drawn_rows([r["question"] for r in records], name, STRONG_ROUTE, routes, per_set, strength, seed)
+        subs = {r["question"]: _sub_questions(r, key) for r in records}
+        for row in picked:
+            out.append({**row, "pair": True})
+            hops = [h for h in dict.fromkeys(subs[row["question"]]) if h not in skip]
+            out += _drawn_rows(hops, name, HOP_ROUTE, routes, len(hops), strength, seed, hop=True, pair=True)
     return out
 
 
@@ -137,20 +175,24 @@ class Priors:
         return Priors([self.rows[i] for i in keep], self.x[keep])
 
     def counts(self) -> dict[str, int]:
-        """Rows per set; a set's hop priors apart, as '<set> hops'."""
-        return dict(Counter(r["dataset"] + (" hops" if r.get("hop") else "") for r in self.rows))
+        """Rows per set; a set's hop priors apart, as '<set> hops', and its pairs as '<set> pairs'."""
+        return dict(
+            Counter(r["dataset"] + (" pairs" if r.get("pair") else " hops" if r.get("hop") else "") for r in self.rows)
+        )
 
 
 def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedder) -> Priors | None:
     """The priors a TrainConfig asks for (cfg.prior_per_set set priors, cfg.hop_priors hop priors,
-    both at cfg.prior_strength; None for neither), with inputs in the config's feature set and
+    cfg.hop_pairs pairs, all at cfg.prior_strength; None for none), with inputs in the config's feature set and
     text form."""
     from training.label_arrays import inputs_for
 
-    if not cfg.prior_per_set and not cfg.hop_priors:
+    if not cfg.prior_per_set and not cfg.hop_priors and not cfg.hop_pairs:
         return None
     asked = {r["question"] for r in answer_rows}
     rows = prior_rows(routes, cfg.prior_per_set, cfg.prior_strength, exclude=asked) if cfg.prior_per_set else []
     if cfg.hop_priors:
         rows += hop_rows(routes, cfg.hop_priors, cfg.prior_strength, exclude=asked)
+    if cfg.hop_pairs:
+        rows += pair_rows(routes, cfg.hop_pairs, cfg.prior_strength, exclude=asked)
     return Priors(rows, inputs_for(rows, embedder, cfg.features, cfg.text_form))

@@ -13,7 +13,7 @@ from hierarchy.datasets import resolve_data
 from tests.fakes import HashedBowEmbedder
 from training import lodo, train
 from training.fit import TrainConfig
-from training.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows
+from training.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows, pair_rows
 
 ROUTES = ("chunk", "summary", "logic")
 
@@ -86,3 +86,24 @@ def test_train_generalist_takes_hop_priors_and_its_card_records_them(tmp_path, s
     assert res.exit_code == 0, res.output
     assert config_from_card(out).hop_priors == 3  # --recipe retrains every fold with them
     assert json.loads(out.with_suffix(".card.json").read_text())["priors"]["per_set"] == {"2wiki hops": 3}
+
+
+def test_pairs_are_2wiki_questions_labelled_logic_beside_their_own_sub_questions_labelled_chunk(shared_data):
+    rows = pair_rows(ROUTES, per_set=6, strength=0.8)
+    later = {r["question"]: [p["question"].strip() for p in r["qa_pairs"]] for r in _raw_2wiki()[BENCHMARK_QUESTIONS:]}
+    questions = [r for r in rows if not r.get("hop")]
+    assert len(questions) == 6
+    for q in questions:  # each question is followed by its own sub-questions
+        i = rows.index(q)
+        subs = later[q["question"]]
+        assert q["oracle"] == "logic" and q["pair"] and q["pref"] == {"chunk": 0.1, "summary": 0.1, "logic": 0.8}
+        assert [r["question"] for r in rows[i + 1 : i + 1 + len(subs)]] == sorted(set(subs), key=subs.index)
+        assert all(r["oracle"] == "chunk" and r["hop"] and r["pair"] for r in rows[i + 1 : i + 1 + len(subs)])
+    assert pair_rows(ROUTES, per_set=6, strength=0.8) == rows  # the same every time
+    asked = {questions[0]["question"]}
+    assert questions[0]["question"] not in {r["question"] for r in pair_rows(ROUTES, per_set=6, exclude=asked)}
+    with pytest.raises(LogicRouteError, match="'logic'"):
+        pair_rows(("chunk", "summary"), per_set=2)
+    priors = build_priors([], ROUTES, TrainConfig(features=(), hop_pairs=3), HashedBowEmbedder(dim=16))
+    assert set(priors.counts()) == {"2wiki pairs"} and priors.counts()["2wiki pairs"] == len(priors.rows) > 3
+    assert priors.without("2wiki").rows == []  # a 2Wiki fold never sees them
