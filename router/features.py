@@ -29,6 +29,8 @@ The features (columns scaled to [0, 1]; counts are capped):
 | depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
 | operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
 |  |  | superlative operators (-est words, first, last, most, least) / 2 |
+| lookups | 1 | retrievals the form asks for (router.structure.count_lookups: "Where was the director of X |
+|  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
@@ -43,11 +45,13 @@ from typing import NamedTuple
 import numpy as np
 
 from router.structure import (
+    MAX_LOOKUPS,
     QUOTED,
     QWORDS,
     chain_depth,
     count_comparatives,
     count_dates,
+    count_lookups,
     count_numbers,
     count_superlatives,
     mask_entities,
@@ -195,6 +199,11 @@ def f_operators(q: str) -> list[float]:
     return [_capped(count_comparatives(q), 2), _capped(count_superlatives(q), 2)]
 
 
+def f_lookups(q: str) -> list[float]:
+    """Retrievals the question's form asks for (router.structure.count_lookups), (n - 1) / 3."""
+    return [(count_lookups(q) - 1) / (MAX_LOOKUPS - 1)]
+
+
 class Feature(NamedTuple):
     compute: Callable[[str], list[float]]  # normalized question -> `width` floats
     width: int
@@ -215,6 +224,7 @@ FEATURES: dict[str, Feature] = {
     "numbers": Feature(f_numbers, 1, 1),
     "depth": Feature(f_depth, 1, 1),
     "operators": Feature(f_operators, 2, 1),
+    "lookups": Feature(f_lookups, 1, 1),
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)

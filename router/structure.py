@@ -200,6 +200,36 @@ def chain_depth(q: str) -> int:
     return depth
 
 
+# ---------------------------------------------------------------- lookups
+
+# "Who is <the relation chain>?": the question asks who or what the chain's end is, so the chain's
+# links are all the lookups ("Who is the director of X?" = 1, "What is the nationality of the
+# director of X?" = 2); any other question asks one fact more of what it names ("Where was the
+# director of X born?" = 2, "When was X born?" = 1).
+_IDENTITY = re.compile(r"^(?:who|what)\s+(?:is|was|are|were)\s+\S", re.IGNORECASE)
+# A relative clause describing an entity ("the mayor who opened X", "the country where X is"):
+# finding that entity is a lookup of its own. After the question's first two words.
+_RELATIVE_CLAUSE = re.compile(r"\b[\w']+\s+(?:that|who|whom|whose|which|where)\s+\w+", re.IGNORECASE)
+_CHOICE = re.compile(r"\bX\b[^?]{0,40}?\b(?:or|and)\b[^?]{0,40}?\bX\b")
+MAX_LOOKUPS = 4
+
+
+def count_lookups(text: str) -> int:
+    """Retrievals the question needs, read from its form alone (1 to MAX_LOOKUPS): one per link of
+    its relation chain and one per relative clause describing an entity ("Who succeeded the mayor
+    who opened X?" = 2), one more for the fact asked unless the question asks who or what the
+    chain's end is, and one per named entity compared ("Who was born first, X or Y?" = 2). A
+    lookup such as "When was X born?" or "Who is the director of X?" is 1."""
+    q = normalize_question(text)
+    depth = chain_depth(q)
+    relatives = len(_RELATIVE_CLAUSE.findall(" ".join(q.split()[2:])))
+    n = depth + relatives + (0 if depth and _IDENTITY.match(q) else 1)
+    masked = mask_entities(q)
+    if (count_comparatives(q) or count_superlatives(q)) and _CHOICE.search(masked):
+        n = max(n, count_entities(q))
+    return max(1, min(n, MAX_LOOKUPS))
+
+
 # ---------------------------------------------------------------- the whole analysis
 
 
@@ -222,6 +252,7 @@ class Structure:
     chain_depth: int
     comparatives: int
     superlatives: int
+    lookups: int = 1  # count_lookups
 
 
 def analyze(text: str) -> Structure:
@@ -238,4 +269,5 @@ def analyze(text: str) -> Structure:
         chain_depth=chain_depth(q),
         comparatives=count_comparatives(q),
         superlatives=count_superlatives(q),
+        lookups=count_lookups(q),
     )

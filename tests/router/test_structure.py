@@ -20,6 +20,7 @@ from router.structure import (
     count_comparatives,
     count_dates,
     count_entities,
+    count_lookups,
     count_numbers,
     count_superlatives,
 )
@@ -79,6 +80,26 @@ def test_dates_and_numbers(question, dates, numbers):
 )
 def test_chain_depth_counts_nested_relations_within_one_clause(question, depth):
     assert chain_depth(question) == depth
+
+
+@pytest.mark.parametrize(
+    "question, lookups",
+    [
+        ("When was Mirela Haskin born?", 1),
+        ("Who is the director of Quiet Harbour?", 1),  # asks who the chain's end is: the chain is the lookup
+        ("Who is Mirela Haskin's mother?", 1),
+        ("When was the director of Quiet Harbour born?", 2),  # a fact of the chain's end: one more
+        ("When did Mirela Haskin's mother die?", 2),
+        ("What is the nationality of the director of the film Amélie?", 2),
+        ("Who founded the company that builds the Varro engine?", 2),  # a relative clause finds an entity
+        ("What is the capital of the country where the Osk river rises?", 2),
+        ("Which was founded earlier, Harlowby Abbey or Kellmouth Priory?", 2),  # one per entity compared
+        ("Where was the mother of the director of Quiet Harbour born?", 3),
+    ],
+)
+def test_lookups_count_the_retrievals_the_form_asks_for(question, lookups):
+    assert count_lookups(question) == lookups
+    assert analyze(question).lookups == lookups
 
 
 @pytest.mark.parametrize(
