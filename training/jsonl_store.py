@@ -10,6 +10,8 @@ to training: a damaged one must not train a router silently).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import threading
@@ -92,8 +94,7 @@ class JsonlStore:
     def append(self, row: dict) -> None:
         """Write one row as a line and flush it: an interruption loses at most this row."""
         line = json.dumps(row, ensure_ascii=False) + "\n"
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, _file_lock(self.path):
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(line)
                 f.flush()
@@ -107,14 +108,30 @@ class JsonlStore:
     def replace(self, row: dict) -> None:
         """Put `row` in place of the row with its key and rewrite the whole file atomically (a
         temp file renamed over it): an interruption leaves the old file or the new one, never a
-        mix. For files small enough to rewrite, such as label files; needs a keyed store."""
+        mix. The file is read again first, under the lock appends take too, so rows another
+        process wrote meanwhile are kept. For files small enough to rewrite, such as label
+        files; needs a keyed store."""
         if self._key is None:
             raise TypeError("replace needs a keyed store")
         key = self._key(row)
-        with self._lock:
-            if key not in self.by_key:
+        with self._lock, _file_lock(self.path):
+            current = _scan(self.path, strict=True).rows
+            if not any(self._key(r) == key for r in current):
                 raise KeyError(key)
-            self.rows = [row if self._key(r) == key else r for r in self.rows]
-            self.by_key[key] = row
+            self.rows = [row if self._key(r) == key else r for r in current]
+            self.by_key = {self._key(r): r for r in self.rows}
             text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows)
             atomic_write_bytes(self.path, text.encode("utf-8"), mode=0o644)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """An exclusive lock between processes writing the files of one folder (flock on the folder:
+    a lock on the file itself would not survive replace's rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

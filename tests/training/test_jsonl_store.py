@@ -46,3 +46,24 @@ def test_keys_find_the_last_row_and_appends_are_kept_in_order(tmp_path):
     again = JsonlStore(p, key=lambda r: (r["system"], r["q"]))
     assert again.get(("a", 1))["v"] == 2 and [r["v"] for r in again.rows] == [1, 2]
     assert json.loads(p.read_text().splitlines()[0]) == {"system": "a", "q": 1, "v": 1}
+
+
+def test_replace_rewrites_one_row_in_place_and_keeps_rows_another_writer_added(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    mine = JsonlStore(path, key=lambda r: r["id"])
+    for i in range(3):
+        mine.append({"id": i, "v": "old"})
+    theirs = JsonlStore(path, key=lambda r: r["id"])  # another process with the same file
+    theirs.append({"id": 3, "v": "theirs"})
+    theirs.replace({"id": 0, "v": "theirs"})
+    mine.replace({"id": 1, "v": "new"})  # read again first: their row 3 and their new row 0 stay
+    assert read_jsonl(path) == [
+        {"id": 0, "v": "theirs"},
+        {"id": 1, "v": "new"},
+        {"id": 2, "v": "old"},
+        {"id": 3, "v": "theirs"},
+    ]
+    assert mine.get(3) == {"id": 3, "v": "theirs"} and len(mine.rows) == 4
+    assert not list(tmp_path.glob(".*"))  # no temp file left behind
+    with pytest.raises(KeyError):
+        mine.replace({"id": 9, "v": "never written"})
