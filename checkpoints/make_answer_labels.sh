@@ -20,15 +20,19 @@
 # Rounds grow every set (every Medical type) by ROUND questions in turn, so an interrupted run
 # still covers every set. Label files: checkpoints/labels/answer_<set>.jsonl.
 #
-#   checkpoints/make_answer_labels.sh [MAX_PER_SET] [ROUND]
+#   checkpoints/make_answer_labels.sh [MAX_PER_SET] [ROUND] [FIRST]
+#
+# FIRST (default ROUND): questions per set in the first round; a resumed run that already holds
+# 70 a set starts at 80 without reopening every KB for the rounds it has done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAX=${1:-100}
 ROUND=${2:-10}
+FIRST=${3:-$ROUND}
 BIN=${BIN:-.venv/bin}
 SETS=("nq 1" "squad 26" "hotpotqa 1" "2wiki 1" "musique 1")
 TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
-for ((n = ROUND; n <= MAX; n += ROUND)); do
+for ((n = FIRST; n <= MAX; n += ROUND)); do
   for entry in "${SETS[@]}"; do
     read -r name stride <<<"$entry"
     for mode in --complete ""; do
