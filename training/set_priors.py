@@ -15,6 +15,8 @@ wrote the novel Wuthering Heights?" went to logic with P = 0.97. Hop priors (`ho
 that with one-hop lookups on a multi-hop set's own topics: 2Wiki writes out the sub-questions of
 each of its questions ("Who is the director of The Prairie King?"), labelled chunk, where one
 retrieval finds the entity's own passage and the logic route would plan a single lookup anyway.
+Hop pairs (`pair_rows`) take a 2Wiki question (logic) together with its own sub-questions
+(chunk): the same topic and names in both forms.
 
 A prior row is a label row with a question, its set, a preference vector (`strength` on the
 set's route, the rest spread evenly) and "prior": True. It trains, never judges: the splits,
