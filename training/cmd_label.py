@@ -156,15 +156,15 @@ def label(
     nq, squad, medical) with each route's score, cost and preference vector."""
     from hierarchy.datasets import resolve_data
 
+    if stop_score is not None and scorer != "answer":
+        raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
+    if complete and stop_score is not None:
+        raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
     data = resolve_data(data)
     from training.label_scorers import LabelConfig
     from training.labels import label_questions, select_questions
 
     routes_t = _routes(routes)
-    if stop_score is not None and scorer != "answer":
-        raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
-    if complete and stop_score is not None:
-        raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
     emb = injected_embedder(ctx)
     span = {"offset": offset, "stride": stride, "corpus": corpus, "question_type": question_type}
     questions, ds, indices = select_questions(data, n=n, **span)

@@ -323,3 +323,14 @@ def test_decision_metrics_confusion_rows_are_decisions_and_columns_oracle_routes
     assert cm["agreement"] == pytest.approx(m["accuracy"], abs=1e-4)
     text = format_report({"checkpoint": "c", "routes": ["chunk", "logic"], "splits": {"overall": {"router": m}}})
     assert "confusion (rows decision, cols oracle) ['chunk', 'logic']: [[1, 0], [1, 1]]" in text
+
+
+def test_label_refuses_complete_beside_a_cascade_before_reading_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from training.cmd_label import label
+
+    args = ["no-such-data", "--kb", str(tmp_path / "kb"), "--out", str(tmp_path / "l.jsonl"), "--complete"]
+    res = CliRunner().invoke(label, [*args, "--stop-score", "1.0"])
+    assert res.exit_code == 2 and "give one or the other" in res.output
+    assert not (tmp_path / "l.jsonl").exists() and not (tmp_path / "kb").exists()
