@@ -6,7 +6,7 @@
 # labelled questions (SQuAD: every 26th question, spread over its articles), extractive summary
 # layers; short answers scored with F1. Every route runs on every question. The first rows were
 # made with a cascade (--stop-score 1.0: the costlier routes skipped once chunk was perfect, and
-# credited with its perfect score); each round first completes those (--complete), since the
+# credited with its perfect score); the run first completes those (--complete), since the
 # credit overstates them: on the README benchmark's questions where chunk was perfect, logic
 # scored 0.74 F1.
 #
@@ -32,13 +32,18 @@ FIRST=${3:-$ROUND}
 BIN=${BIN:-.venv/bin}
 SETS=("nq 1" "squad 26" "hotpotqa 1" "2wiki 1" "musique 1")
 TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
+factoid() {  # SET STRIDE N [--complete]
+  "$BIN/logicroute" label "$1" --kb "runs/labels_kb/$1" --build-kb --kb-questions 100 \
+    --offset 100 --stride "$2" --n "$3" ${4:-} --out "checkpoints/labels/answer_$1.jsonl"
+}
+for entry in "${SETS[@]}"; do  # once: rows a cascade made, wherever they are
+  read -r name stride <<<"$entry"
+  factoid "$name" "$stride" "$MAX" --complete
+done
 for ((n = FIRST; n <= MAX; n += ROUND)); do
   for entry in "${SETS[@]}"; do
     read -r name stride <<<"$entry"
-    for mode in --complete ""; do
-      "$BIN/logicroute" label "$name" --kb "runs/labels_kb/$name" --build-kb --kb-questions 100 \
-        --offset 100 --stride "$stride" --n "$n" $mode --out "checkpoints/labels/answer_$name.jsonl"
-    done
+    factoid "$name" "$stride" "$n"
   done
   for type in "${TYPES[@]}"; do
     "$BIN/logicroute" label medical --kb runs/labels_kb/medical --build-kb --question-type "$type" \

@@ -80,15 +80,20 @@ def _check_strength(routes: Sequence[str], strength: float) -> None:
 def _drawn_rows(
     pool: Sequence[str], name: str, route: str, routes: Sequence[str], per_set: int, strength: float, seed: int, **marks
 ) -> list[dict]:
-    """Up to `per_set` of `pool`, drawn with `seed` and kept in pool order, as prior rows of set
-    `name` preferring `route` with `strength` (the rest spread evenly); `marks` join each row."""
-    other = round((1.0 - strength) / (len(routes) - 1), 6)
-    pref = {r: (strength if r == route else other) for r in routes}
+    """Up to `per_set` of `pool`, drawn with `seed` and kept in pool order, as prior rows
+    (_rows_of)."""
     rng = np.random.default_rng(seed)
     picked = sorted(rng.choice(len(pool), size=min(per_set, len(pool)), replace=False))
+    return _rows_of([pool[i] for i in picked], name, route, routes, strength, **marks)
+
+
+def _rows_of(questions: Sequence[str], name: str, route: str, routes: Sequence[str], strength: float, **marks):
+    """Prior rows of set `name` preferring `route` with `strength` (the rest spread evenly);
+    `marks` join each row."""
+    other = round((1.0 - strength) / (len(routes) - 1), 6)
+    pref = {r: (strength if r == route else other) for r in routes}
     return [
-        {"question": pool[i], "dataset": name, "pref": dict(pref), "oracle": route, "prior": True, **marks}
-        for i in picked
+        {"question": q, "dataset": name, "pref": dict(pref), "oracle": route, "prior": True, **marks} for q in questions
     ]
 
 
@@ -152,14 +157,12 @@ def pair_rows(
     skip = set(exclude)
     out: list[dict] = []
     for name, key in HOP_SETS.items():
-        records = [r for r in _hop_records(name, key) if r.get("question") and r["question"] not in skip]
-        records = [r for r in records if _sub_questions(r, key)]
-        picked = _drawn_rows([r["question"] for r in records], name, STRONG_ROUTE, routes, per_set, strength, seed)
-        subs = {r["question"]: _sub_questions(r, key) for r in records}
-        for row in picked:
+        subs = {r["question"]: _sub_questions(r, key) for r in _hop_records(name, key) if r.get("question")}
+        pool = [q for q, hops in subs.items() if hops and q not in skip]
+        for row in _drawn_rows(pool, name, STRONG_ROUTE, routes, per_set, strength, seed):
             out.append({**row, "pair": True})
             hops = [h for h in dict.fromkeys(subs[row["question"]]) if h not in skip]
-            out += _drawn_rows(hops, name, HOP_ROUTE, routes, len(hops), strength, seed, hop=True, pair=True)
+            out += _rows_of(hops, name, HOP_ROUTE, routes, strength, hop=True, pair=True)
     return out
 
 
