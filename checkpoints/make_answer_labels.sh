@@ -22,6 +22,10 @@
 #
 #   checkpoints/make_answer_labels.sh [MAX_PER_SET] [ROUND] [FIRST]
 #
+# ONLY (environment, default every set): the sets this run labels, e.g. ONLY="nq squad medical";
+# two runs over disjoint sets, each pinned to one core (taskset -c 0 / -c 1), keep both cores busy
+# while each set's KB build and retrieval overlap the other run's LLM calls.
+#
 # FIRST (default ROUND): questions per set in the first round; a resumed run that already holds
 # 70 a set starts at 80 without reopening every KB for the rounds it has done.
 set -euo pipefail
@@ -30,7 +34,11 @@ MAX=${1:-100}
 ROUND=${2:-10}
 FIRST=${3:-$ROUND}
 BIN=${BIN:-.venv/bin}
-SETS=("nq 1" "squad 26" "hotpotqa 1" "2wiki 1" "musique 1")
+ONLY=${ONLY:-nq squad hotpotqa 2wiki musique medical}
+SETS=()
+for entry in "nq 1" "squad 26" "hotpotqa 1" "2wiki 1" "musique 1"; do
+  [[ " $ONLY " == *" ${entry%% *} "* ]] && SETS+=("$entry")
+done
 TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
 factoid() {  # SET STRIDE N [--complete]
   "$BIN/logicroute" label "$1" --kb "runs/labels_kb/$1" --build-kb --kb-questions 100 \
@@ -46,6 +54,7 @@ for ((n = FIRST; n <= MAX; n += ROUND)); do
     factoid "$name" "$stride" "$n"
   done
   for type in "${TYPES[@]}"; do
+    [[ " $ONLY " == *" medical "* ]] || break
     "$BIN/logicroute" label medical --kb runs/labels_kb/medical --build-kb --question-type "$type" \
       --offset 40 --n $(((n + 3) / 4)) --metric rouge_l --style reader \
       --out checkpoints/labels/answer_medical.jsonl
