@@ -15,7 +15,13 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder
 from training.cmd_label import expand_files
-from training.cmd_train import hop_pairs_option, hop_priors_option, set_priors_option, text_form_option
+from training.cmd_train import (
+    cost_weight_option,
+    hop_pairs_option,
+    hop_priors_option,
+    set_priors_option,
+    text_form_option,
+)
 
 MIN_CALIBRATION_QUESTIONS = 20
 
@@ -144,6 +150,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
 @set_priors_option("with --lodo: also train every fold's router (on its training sets' priors only)")
 @hop_priors_option("with --lodo: also train every fold's router (on its training sets' hop priors only)")
 @hop_pairs_option("with --lodo: also train every fold's router (on its training sets' pairs only)")
+@cost_weight_option("with --lodo: train every fold's router")
 @click.option(
     "--recipe",
     default=None,
@@ -183,6 +190,7 @@ def eval_router(
     set_priors,
     hop_priors,
     hop_pairs,
+    cost_weight,
     recipe,
     seeds,
     kb_root,
@@ -203,7 +211,11 @@ def eval_router(
             cfg = config_from_card(recipe)
         else:
             default = TrainConfig(
-                text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors, hop_pairs=hop_pairs
+                text_form=text_form,
+                prior_per_set=set_priors,
+                hop_priors=hop_priors,
+                hop_pairs=hop_pairs,
+                cost_weight=cost_weight,
             )
             cfg = train_config_from_options(default, features=features)
         rep = lodo_report(

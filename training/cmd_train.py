@@ -168,6 +168,18 @@ def hop_pairs_option(who: str):
     )
 
 
+def cost_weight_option(who: str):
+    """--cost-weight, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
+    return click.option(
+        "--cost-weight",
+        type=click.FloatRange(min=0),
+        default=None,
+        help=f"{who} on preferences recomputed at this cost weight (lam in softmax((score - lam * tokens / "
+        "max tokens) / tau)) from each label row's scores and tokens: higher spends fewer tokens "
+        "[default: the rows' own, 0.1]",
+    )
+
+
 def text_form_option(who: str):
     """--text-form, for `train generalist` and `eval-router --lodo` (`who` starts its help);
     the choices are router.features.TEXT_FORMS, written out so that --help imports no numpy."""
@@ -198,6 +210,7 @@ def text_form_option(who: str):
 @set_priors_option("also train the router")
 @hop_priors_option("also train the router")
 @hop_pairs_option("also train the router")
+@cost_weight_option("train the router")
 @click.option(
     "--lodo/--no-lodo",
     default=False,
@@ -215,6 +228,7 @@ def generalist(
     set_priors,
     hop_priors,
     hop_pairs,
+    cost_weight,
     lodo,
     hidden,
     epochs,
@@ -235,7 +249,13 @@ def generalist(
     from training.train import train_generalist
 
     cfg = train_config_from_options(
-        TrainConfig(text_form=text_form, prior_per_set=set_priors, hop_priors=hop_priors, hop_pairs=hop_pairs),
+        TrainConfig(
+            text_form=text_form,
+            prior_per_set=set_priors,
+            hop_priors=hop_priors,
+            hop_pairs=hop_pairs,
+            cost_weight=cost_weight,
+        ),
         hidden,
         epochs,
         lr,

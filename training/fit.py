@@ -88,6 +88,13 @@ class TrainConfig:
             "(training.set_priors.pair_rows)"
         },
     )
+    cost_weight: float | None = field(
+        default=None,
+        metadata={
+            "help": "lam of each answer row's preference, recomputed from its scores and costs "
+            "(training.labels.with_cost_weight): higher spends fewer tokens; None = the rows' own (0.1)"
+        },
+    )
     prior_strength: float = field(default=0.8, metadata={"help": "preference of a silver row for its set's route"})
     seed: int = field(default=0, metadata={"help": "seed for splits, init, Gumbel noise and shuffling"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})

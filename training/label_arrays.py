@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from router.features import build_inputs, embedded_text
-from training.labels import read_labels, route_cost
+from training.labels import read_labels, route_cost, with_cost_weight
 
 
 def load_label_files(paths: Sequence[str | Path]) -> list[dict]:
@@ -70,6 +70,16 @@ def target_matrix(rows: Sequence[dict], routes: Sequence[str], all_zero: str = "
     elif all_zero not in ("pref", "drop"):
         raise LogicRouteError(f"all_zero must be cheapest, pref or drop, got {all_zero!r}")
     return t
+
+
+def training_targets(
+    rows: Sequence[dict], routes: Sequence[str], all_zero: str, cost_weight: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(targets, oracle indices) of answer rows, their preferences first recomputed at
+    `cost_weight` when one is given (TrainConfig.cost_weight)."""
+    if cost_weight is not None:
+        rows = [with_cost_weight(r, cost_weight) for r in rows]
+    return target_matrix(rows, routes, all_zero), oracle_indices(rows, routes)
 
 
 def oracle_indices(rows: Sequence[dict], routes: Sequence[str]) -> np.ndarray:

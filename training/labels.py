@@ -60,6 +60,15 @@ def oracle_route(pref: dict[str, float], costs: dict[str, float], eps: float = 1
     return min(tied, key=lambda r: (costs.get(r, 0.0), list(pref).index(r)))
 
 
+def with_cost_weight(row: dict, lam: float) -> dict:
+    """The row with its preference and oracle recomputed at cost weight `lam` (its own tau), from
+    its measured scores and costs: how much quality a token is worth is the user's trade, made at
+    training time, not fixed when the labels were made."""
+    scal = {r: route_cost(row["costs"][r]) for r in row["scores"]}
+    pref = preference(row["scores"], scal, lam, float(row.get("tau", 0.1)))
+    return {**row, "pref": {r: round(p, 6) for r, p in pref.items()}, "oracle": oracle_route(pref, scal), "lam": lam}
+
+
 def cheapest_route(costs: dict[str, float]) -> str:
     return min(costs, key=lambda r: (costs[r], list(costs).index(r)))
 

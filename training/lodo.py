@@ -24,11 +24,10 @@ from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (
     inputs_for,
     load_label_files,
-    oracle_indices,
     routes_of,
     split_keys,
     stratified_split,
-    target_matrix,
+    training_targets,
 )
 from training.labels import route_cost
 from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking
@@ -90,7 +89,7 @@ def _specialist(
     cfg = specialist_config()
     tune = [i for i in tune if trained_on(rows[i], recipe)]  # the generalist recipe's all-zero rule
     tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
-    t, o = target_matrix(tune_rows, routes, cfg.all_zero), oracle_indices(tune_rows, routes)
+    t, o = training_targets(tune_rows, routes, cfg.all_zero, recipe.cost_weight)
     tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)
     spec = copy.deepcopy(model)  # the generalist's input normalization: same input space
     xt = x[tune]

@@ -33,6 +33,7 @@ from training.label_arrays import (
     split_keys,
     stratified_split,
     target_matrix,
+    training_targets,
 )
 from training.route_metrics import routing_metrics
 from training.set_priors import SET_ROUTES, Priors, build_priors
@@ -123,8 +124,7 @@ def fit_router(
 
     from router.model import RouterConfig, RouterMLP
 
-    t = target_matrix(rows, routes, cfg.all_zero)
-    o = oracle_indices(rows, routes)
+    t, o = training_targets(rows, routes, cfg.all_zero, cfg.cost_weight)
     tr, va = stratified_split(split_keys(rows), cfg.val_frac, cfg.seed)
     x_fit, t_fit = x[tr], t[tr]
     if priors is not None and len(priors.rows):

@@ -14,9 +14,9 @@ from engine.base.types import Answer, RetrievedChunk, Usage
 from hierarchy.datasets import Question
 from hierarchy.documents import Chunk
 from tests.fakes import WordOverlapKB
-from training.label_arrays import oracle_indices, stratified_split, target_matrix
+from training.label_arrays import oracle_indices, stratified_split, target_matrix, training_targets
 from training.label_scorers import LabelConfig, context_of, logic_proxy_context, score_answer, support_score
-from training.labels import label_questions, make_row, oracle_route, preference, read_labels
+from training.labels import label_questions, make_row, oracle_route, preference, read_labels, with_cost_weight
 
 DOCS = {
     "inception": ("Inception", "Inception is a 2010 film directed by Christopher Nolan."),
@@ -59,6 +59,25 @@ def test_preference_ties_go_to_the_cheaper_route():
     # a real gain beats the cost term
     p1 = preference({"chunk": 0.5, "logic": 1.0}, {"chunk": 540, "logic": 1780}, lam=0.1, tau=0.1)
     assert oracle_route(p1, {"chunk": 540, "logic": 1780}) == "logic" and p1["logic"] > 0.9
+
+
+def test_a_training_cost_weight_recomputes_preferences_from_measured_scores_and_tokens():
+    cfg = LabelConfig(scorer="answer", routes=("chunk", "logic"))
+    costs = {"chunk": {"tokens": 600}, "logic": {"tokens": 3000}}
+    small_gain = make_row(QUESTIONS[0], {"chunk": 0.6, "logic": 0.7}, costs, cfg, index=0)
+    assert small_gain["lam"] == 0.1 and small_gain["oracle"] == "logic"  # +0.1 F1 beats 0.1 * (1 - 0.2)
+    same = with_cost_weight(small_gain, 0.1)
+    assert same["pref"] == small_gain["pref"] and same["oracle"] == "logic"
+    dearer = with_cost_weight(small_gain, 0.3)  # now 0.1 F1 is not worth 2,400 tokens
+    assert dearer["oracle"] == "chunk" and dearer["pref"]["chunk"] > 0.5 and dearer["lam"] == 0.3
+    assert small_gain["oracle"] == "logic" and small_gain["lam"] == 0.1  # the row read is not changed
+    free = with_cost_weight(small_gain, 0.0)
+    assert free["oracle"] == "logic" and free["pref"]["logic"] > small_gain["pref"]["logic"]
+    # what training reads: the rows' own preferences unless a cost weight is given
+    t, o = training_targets([small_gain], ("chunk", "logic"), "drop")
+    assert o.tolist() == [1] and t[0, 1] == pytest.approx(small_gain["pref"]["logic"], rel=1e-5)
+    t, o = training_targets([small_gain], ("chunk", "logic"), "drop", cost_weight=0.3)
+    assert o.tolist() == [0] and t[0, 0] == pytest.approx(dearer["pref"]["chunk"], rel=1e-5)
 
 
 def test_all_zero_rows_are_marked_and_target_the_cheapest():
