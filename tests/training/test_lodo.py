@@ -122,9 +122,10 @@ def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe
     out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
     args = ["generalist", "--labels", ",".join(files), "--out", str(out), "--features", "comparison"]
     args += ["--hidden", "8,4", "--epochs", "3", "--batch-size", "8", "--all-zero", "drop"]
-    args += ["--val-frac", "0", "--text-form", "plain"]
+    args += ["--val-frac", "0", "--text-form", "plain", "--cost-weight", "0.3"]
     assert CliRunner().invoke(train, args, obj=obj, catch_exceptions=False).exit_code == 0
     recipe = config_from_card(out)
+    assert recipe.cost_weight == 0.3
     assert recipe.hidden == (8, 4) and recipe.batch_size == 8 and recipe.all_zero == "drop"
     assert recipe.features == ("comparison",) and recipe.val_frac == 0.0 and recipe.text_form == "plain"
     assert read_card(out)["training"]["n_val"] == 0  # every answer row trained, for all 3 epochs
@@ -134,6 +135,7 @@ def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe
     res = CliRunner().invoke(eval_router, args, obj=obj, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert json.loads(report.read_text())["config"]["batch_size"] == 8
+    assert json.loads(report.read_text())["config"]["cost_weight"] == 0.3
     assert "### left out: films (12 questions)" in res.output
 
 
