@@ -210,13 +210,8 @@ def eval_router(
 
             cfg = config_from_card(recipe)
         else:
-            default = TrainConfig(
-                text_form=text_form,
-                prior_per_set=set_priors,
-                hop_priors=hop_priors,
-                hop_pairs=hop_pairs,
-                cost_weight=cost_weight,
-            )
+            priors = dict(prior_per_set=set_priors, hop_priors=hop_priors, hop_pairs=hop_pairs)
+            default = TrainConfig(text_form=text_form, cost_weight=cost_weight, **priors)
             cfg = train_config_from_options(default, features=features)
         rep = lodo_report(
             expand_files(labels + more_labels),
