@@ -60,13 +60,18 @@ def oracle_route(pref: dict[str, float], costs: dict[str, float], eps: float = 1
     return min(tied, key=lambda r: (costs.get(r, 0.0), list(pref).index(r)))
 
 
+def _preferred(scores: dict[str, float], scal: dict[str, float], lam: float, tau: float) -> dict:
+    """A row's "pref" (rounded) and "oracle" fields at cost weight `lam`."""
+    pref = preference(scores, scal, lam, tau)
+    return {"pref": {r: round(p, 6) for r, p in pref.items()}, "oracle": oracle_route(pref, scal)}
+
+
 def with_cost_weight(row: dict, lam: float) -> dict:
     """The row with its preference and oracle recomputed at cost weight `lam` (its own tau), from
     its measured scores and costs: how much quality a token is worth is the user's trade, made at
     training time, not fixed when the labels were made."""
     scal = {r: route_cost(row["costs"][r]) for r in row["scores"]}
-    pref = preference(row["scores"], scal, lam, float(row.get("tau", 0.1)))
-    return {**row, "pref": {r: round(p, 6) for r, p in pref.items()}, "oracle": oracle_route(pref, scal), "lam": lam}
+    return {**row, **_preferred(row["scores"], scal, lam, float(row.get("tau", 0.1))), "lam": lam}
 
 
 def cheapest_route(costs: dict[str, float]) -> str:
@@ -100,7 +105,6 @@ def make_row(
     extra: dict | None = None,
 ) -> dict:
     scal = {r: route_cost(costs[r]) for r in scores}
-    pref = preference(scores, scal, cfg.lam, cfg.tau)
     row = {
         "id": q.id,
         "dataset": q.dataset,
@@ -110,8 +114,7 @@ def make_row(
         "answers": q.answers,
         "scores": {r: round(float(s), 4) for r, s in scores.items()},
         "costs": costs,
-        "pref": {r: round(p, 6) for r, p in pref.items()},
-        "oracle": oracle_route(pref, scal),
+        **_preferred(scores, scal, cfg.lam, cfg.tau),
         "all_zero": max(scores.values()) <= 1e-9,
         "scorer": cfg.scorer,
         "metric": cfg.metric if cfg.scorer == "answer" else "support_recall",

@@ -28,7 +28,6 @@ from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (
     inputs_for,
     load_label_files,
-    oracle_indices,
     routes_of,
     split_keys,
     stratified_split,
@@ -231,7 +230,9 @@ def train_specialist(
     if not test_rows:
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
     x = inputs_for(pool, embedder, features, base.config.text_form)
-    t, o = target_matrix(pool, routes, cfg.all_zero), oracle_indices(pool, routes)
+    # the generalist's trade of quality for tokens, so that fine-tuning does not undo it
+    base_weight = ((base_card.get("training") or {}).get("config") or {}).get("cost_weight")
+    t, o = training_targets(pool, routes, cfg.all_zero, base_weight)
     tr, va = stratified_split(split_keys(pool), cfg.val_frac, cfg.seed)
     x_test = inputs_for(test_rows, embedder, features, base.config.text_form)
 
