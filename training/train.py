@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -230,9 +230,9 @@ def train_specialist(
     if not test_rows:
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
     x = inputs_for(pool, embedder, features, base.config.text_form)
-    # the generalist's trade of quality for tokens, so that fine-tuning does not undo it
-    base_weight = ((base_card.get("training") or {}).get("config") or {}).get("cost_weight")
-    t, o = training_targets(pool, routes, cfg.all_zero, base_weight)
+    if cfg.cost_weight is None:  # the generalist's trade of quality for tokens: fine-tuning keeps it
+        cfg = replace(cfg, cost_weight=((base_card.get("training") or {}).get("config") or {}).get("cost_weight"))
+    t, o = training_targets(pool, routes, cfg.all_zero, cfg.cost_weight)
     tr, va = stratified_split(split_keys(pool), cfg.val_frac, cfg.seed)
     x_test = inputs_for(test_rows, embedder, features, base.config.text_form)
 

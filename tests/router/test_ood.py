@@ -153,6 +153,22 @@ def test_the_reference_set_round_trips_through_safetensors(generalist, tmp_path)
     assert back.threshold == guard.threshold
 
 
+def test_a_specialist_fine_tunes_at_its_generalists_cost_weight_unless_given_its_own(tmp_path):
+    from training.fit import TrainConfig, specialist_config
+    from training.train import train_generalist, train_specialist
+
+    labels = label_file(tmp_path / "labels.jsonl", training_questions())
+    parent = tmp_path / "g.ckpt"
+    small = {"hidden": (8, 4), "max_epochs": 1}
+    train_generalist([labels], parent, TrainConfig(batch_size=8, cost_weight=0.3, **small), embedder=embedder())
+    target = label_file(tmp_path / "target.jsonl", [f"Which river flows through town {i}?" for i in range(20)])
+    inherited, own = tmp_path / "inherited.ckpt", tmp_path / "own.ckpt"
+    train_specialist(parent, [target], inherited, specialist_config(**small), embedder=embedder())
+    train_specialist(parent, [target], own, specialist_config(cost_weight=0.0, **small), embedder=embedder())
+    assert read_card(inherited)["training"]["config"]["cost_weight"] == 0.3
+    assert read_card(own)["training"]["config"]["cost_weight"] == 0.0
+
+
 def test_a_specialist_keeps_its_parents_reference_set(generalist, tmp_path):
     from training.fit import specialist_config
     from training.train import train_specialist
