@@ -100,12 +100,18 @@ class TrainConfig:
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})
 
 
+def recorded_config(card: dict) -> dict | None:
+    """The training settings a checkpoint's card records (train.py writes them), or None."""
+    recorded = (card.get("training") or {}).get("config")
+    return recorded if isinstance(recorded, dict) else None
+
+
 def config_from_card(checkpoint: str | Path) -> TrainConfig:
     """The TrainConfig a checkpoint's card records (its recipe); CheckpointError when it has none."""
     from router.checkpoint import read_card
 
-    recorded = (read_card(checkpoint).get("training") or {}).get("config")
-    if not isinstance(recorded, dict):
+    recorded = recorded_config(read_card(checkpoint))
+    if recorded is None:
         raise CheckpointError(f"{checkpoint}: its card records no training settings")
     known = {f.name for f in fields(TrainConfig)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items() if k in known}

@@ -24,7 +24,7 @@ import numpy as np
 from engine.base.errors import CheckpointError, LogicRouteError
 from router.ood import build_guard
 from training.eval_router import evaluate_predictions
-from training.fit import TrainConfig, fit, specialist_config
+from training.fit import TrainConfig, fit, recorded_config, specialist_config
 from training.label_arrays import (
     inputs_for,
     load_label_files,
@@ -231,7 +231,7 @@ def train_specialist(
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
     x = inputs_for(pool, embedder, features, base.config.text_form)
     if cfg.cost_weight is None:  # the generalist's trade of quality for tokens: fine-tuning keeps it
-        cfg = replace(cfg, cost_weight=((base_card.get("training") or {}).get("config") or {}).get("cost_weight"))
+        cfg = replace(cfg, cost_weight=(recorded_config(base_card) or {}).get("cost_weight"))
     t, o = training_targets(pool, routes, cfg.all_zero, cfg.cost_weight)
     tr, va = stratified_split(split_keys(pool), cfg.val_frac, cfg.seed)
     x_test = inputs_for(test_rows, embedder, features, base.config.text_form)
