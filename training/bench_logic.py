@@ -71,6 +71,9 @@ SYSTEMS = (
     "logic-lean-reflect-unknown-long-prompts",
     "logic-lean-reflect-unknown-whole-chunks",
     "logic-lean-reflect-unknown-ev200",
+    "logic-forms",
+    "logic-lean-forms",
+    "logic-lean-forms-ev100",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -109,6 +112,10 @@ _CHANGED = {
     "logic-lean-reflect-unknown-whole-chunks": {**LEAN_UNKNOWN, "evidence_tokens": 0},
     # between the two: twice the evidence budget a sub-question
     "logic-lean-reflect-unknown-ev200": {**LEAN_UNKNOWN, "evidence_tokens": 200},
+    # plans read off the question's form where it has one of a few fixed shapes: no decomposition call
+    "logic-forms": {"plan_forms": True},
+    "logic-lean-forms": {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True},
+    "logic-lean-forms-ev100": {**LEAN_UNKNOWN, "plan_forms": True},
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

@@ -276,6 +276,7 @@ def test_config_documents_every_field():
         "compact_examples",
         "plan_questions",
         "plan_examples",
+        "plan_forms",
         "reflect_when_unsure",
         "reflect_unknown_only",
         "reflect_notes",

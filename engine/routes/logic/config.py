@@ -84,6 +84,16 @@ class LogicConfig(Settings):
             "the question costs more tokens",
         },
     )
+    plan_forms: bool = field(
+        default=False,
+        metadata={
+            "neutral": False,
+            "help": "questions of a few fixed forms (two options compared by a date, a same-country or "
+            "same-nationality check, a relation chain such as 'When was the director of film X born?') get "
+            "their plan from the form, without the decomposition call (engine/routes/logic/forms.py); any "
+            "other question is decomposed by the LLM",
+        },
+    )
     reflect_when_unsure: bool = field(
         default=False,
         metadata={

@@ -20,6 +20,7 @@ from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
+from engine.routes.logic.forms import plan_from_form
 from engine.routes.logic.plan import (
     SubQuestion,
     add_nodes,
@@ -78,18 +79,7 @@ def answer_logic(
     }
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
     try:
-        examples = None
-        if cfg.plan_examples:
-            examples = trace["plan_examples"] = nearest_examples(st.question, kb.embedder, cfg.plan_examples)
-        plan = decompose(
-            st.question,
-            partial(budgeted_call, st),
-            st.trace,
-            cfg.short_prompts,
-            cfg.compact_examples,
-            cfg.plan_questions,
-            examples,
-        )
+        plan = _plan(st)
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
@@ -122,6 +112,27 @@ def answer_logic(
     trace["retrieval_rounds"] = st.rounds
     usage.seconds = watch.elapsed()
     return Answer(text=text, route="logic", usage=usage, trace=trace, sources=answer_sources(st))
+
+
+def _plan(st: SolveState) -> list[SubQuestion]:
+    """The question's plan: read off its form (plan_forms), else decomposed by the LLM."""
+    cfg = st.cfg
+    form = plan_from_form(st.question) if cfg.plan_forms else None
+    if form is not None:
+        st.trace["plan_form"] = form[0]
+        return form[1]
+    examples = None
+    if cfg.plan_examples:
+        examples = st.trace["plan_examples"] = nearest_examples(st.question, st.kb.embedder, cfg.plan_examples)
+    return decompose(
+        st.question,
+        partial(budgeted_call, st),
+        st.trace,
+        cfg.short_prompts,
+        cfg.compact_examples,
+        cfg.plan_questions,
+        examples,
+    )
 
 
 def run(
