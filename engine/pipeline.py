@@ -172,19 +172,21 @@ class RoutedRAG:
         p = [pr.get("logic", 0.0) for pr in self.route_probs_many(qs)]
         return Budget(threshold=calibrate_share(p, logic_share), logic_share=logic_share, **limits)
 
-    def _decide(self, probs: dict[str, float], budget: Budget | None) -> tuple[str, dict]:
-        from router.policy import Policy, decide
+    def _decide(self, probs: dict[str, float], budget: Budget | None, question: str) -> tuple[str, dict]:
+        from router.policy import Policy, decide_with_form
 
         if budget is not None and budget.threshold is not None:
             policy = Policy(
                 kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
             )
-            return decide(probs, policy), {
-                "policy": "threshold",
-                "threshold": budget.threshold,
-                "logic_share": budget.logic_share,
-            }
-        return decide(probs), {"policy": "argmax"}
+            route, form = decide_with_form(probs, policy, question)
+            decision = {"policy": "threshold", "threshold": budget.threshold, "logic_share": budget.logic_share}
+        else:
+            route, form = decide_with_form(probs, None, question)
+            decision = {"policy": "argmax"}
+        if form:
+            decision["form"] = form  # the form policy sent it to logic (router.policy.decide_with_form)
+        return route, decision
 
     # ------------------------------------------------------------------ answering
     def answer(
@@ -205,7 +207,7 @@ class RoutedRAG:
                     "use rag.calibrate(sample_questions, logic_share) or answer_many"
                 )
             (probs,), (measured,) = self._route_signals([q])
-            route, decision = self._decide(probs, budget)
+            route, decision = self._decide(probs, budget, q)
             ood = apply_ood_policy(route, measured, self.ood_policy)
         return self._answer_decided(q, route, probs, decision, budget, escalate, t0, ood)
 
@@ -237,7 +239,7 @@ class RoutedRAG:
 
                 t = calibrate_share([p.get("logic", 0.0) for p in probs_list], budget.logic_share)
                 budget = replace(budget, threshold=t)
-            decided = [self._decide(p, budget) for p in probs_list]
+            decided = [self._decide(p, budget, q) for p, q in zip(probs_list, qs)]
             oods: list[OodOutcome | None] = [
                 apply_ood_policy(r, o, self.ood_policy) for (r, _), o in zip(decided, measured)
             ]

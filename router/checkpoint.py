@@ -174,7 +174,7 @@ def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
 class Decision:
     route: str
     probs: dict[str, float]
-    policy: str  # "argmax" or "threshold P(logic)>=0.42"
+    policy: str  # "argmax" or "threshold P(logic)>=0.42", "+form" when the form policy sent it to logic
     seconds: float  # embed + MLP + decision
     ood: dict | None = None  # {similarity, threshold, far}; None when the checkpoint has no guard
 
@@ -251,11 +251,15 @@ class Router:
 
     def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
         """Decision fields per question; the probabilities and the guard share one embedding batch."""
-        from router.policy import decide
+        from router.policy import decide_with_form
 
         probs, oods = self.probs_and_ood(questions)
         label = _policy_label(policy)
-        return [{"route": decide(p, policy), "probs": p, "policy": label, "ood": o} for p, o in zip(probs, oods)]
+        out = []
+        for q, p, o in zip(questions, probs, oods):
+            route, form = decide_with_form(p, policy, q)
+            out.append({"route": route, "probs": p, "policy": f"{label}+form" if form else label, "ood": o})
+        return out
 
     def _probs_of(self, p) -> list[dict[str, float]]:
         return [{r: float(v) for r, v in zip(self.routes, row)} for row in p]

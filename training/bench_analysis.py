@@ -81,11 +81,15 @@ class Systems:
     escalated: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> key -> cheap route tried first
 
 
-def router_choices(probs: dict[str, dict[str, float]], routes: Sequence[str]) -> dict[str, str]:
-    """The router's argmax route per item key, among the routes that were run."""
+def router_choices(
+    probs: dict[str, dict[str, float]], routes: Sequence[str], texts: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The router's argmax route per item key, among the routes that were run; with the
+    questions' `texts`, the form policy applies as in the product (router.policy.decide)."""
     from router.policy import decide
 
-    return {k: decide(_restricted(p, routes)) for k, p in probs.items()}
+    texts = texts or {}
+    return {k: decide(_restricted(p, routes), None, texts.get(k)) for k, p in probs.items()}
 
 
 def _router_systems(
@@ -96,19 +100,23 @@ def _router_systems(
     probs: dict[str, dict[str, float]],
     router_seconds: float | None,
     baseline_probs: dict[str, dict[str, dict[str, float]]],
+    texts: dict[str, str],
 ) -> None:
     from router.policy import Policy, decide
 
     if probs:
-        s.choices["router"] = router_choices({k: probs[k] for k in keys}, routes)
+        s.choices["router"] = router_choices({k: probs[k] for k in keys}, routes, texts)
+        s.choices["router, no form policy"] = router_choices({k: probs[k] for k in keys}, routes)
         s.overhead["router"] = {k: {"seconds": router_seconds or 0.0} for k in keys}
+        s.overhead["router, no form policy"] = s.overhead["router"]
         if "logic" in routes and len(routes) > 1:
             for t in cfg.thresholds:
                 pol = Policy(kind="threshold", route="logic", threshold=t)
                 name = f"router@{t:.2f}"
                 # the threshold is on the router's own P(logic); the rest by argmax
                 s.choices[name] = {
-                    k: decide({**_restricted(probs[k], routes), "logic": probs[k].get("logic", 0.0)}, pol) for k in keys
+                    k: decide({**_restricted(probs[k], routes), "logic": probs[k].get("logic", 0.0)}, pol, texts.get(k))
+                    for k in keys
                 }
                 s.overhead[name] = s.overhead["router"]
     for name, bp in baseline_probs.items():  # other scoring routers (logreg), argmax
@@ -178,11 +186,12 @@ def build_systems(
     baseline_probs: dict[str, dict[str, dict[str, float]]],
     notes: list[str],
     checks: dict[str, dict] | None = None,
+    texts: dict[str, str] | None = None,
 ) -> Systems:
     """Every system's choices, in report order. `checks`: the replayed self-checks per item
     key (training.bench_cascade); None = no router+check system."""
     s = Systems(choices={r: {k: r for k in keys} for r in routes})
-    _router_systems(s, cfg, keys, routes, probs, router_seconds, baseline_probs)
+    _router_systems(s, cfg, keys, routes, probs, router_seconds, baseline_probs, texts or {})
     _escalation_systems(s, cfg, keys, routes, per_route)
     if checks is not None and "router+escalate" in s.choices:
         check_system(s, keys, per_route, checks, cfg.metric, notes)
@@ -338,8 +347,20 @@ def build_report(
     keys = list(items)
     per_route = {k: {r: fixed[(r, k)] for r in routes} for k in keys}
     oracle = {k: oracle_choice(per_route[k], cfg.metric, routes) for k in keys}
+    texts = {k: items[k].text for k in keys}
     s = build_systems(
-        cfg, keys, routes, per_route, oracle, probs, router_seconds, llm_routes, baseline_probs or {}, notes, checks
+        cfg,
+        keys,
+        routes,
+        per_route,
+        oracle,
+        probs,
+        router_seconds,
+        llm_routes,
+        baseline_probs or {},
+        notes,
+        checks,
+        texts,
     )
     scopes = _scopes(items, keys)
     systems = {

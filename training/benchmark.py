@@ -340,7 +340,8 @@ def _run_benchmark(cfg: BenchConfig, out: Path, llm, router, make_kb, rag_factor
     probs, baseline_probs, router_seconds = score_with_router(run, router)
     checks = None
     if probs and cfg.self_check and "logic" in cfg.routes:  # the cascade: router, self-check, logic
-        checks = replay_self_checks(run, fixed, router_choices(probs, cfg.routes))
+        texts = {k: it.text for k, it in run.items.items()}
+        checks = replay_self_checks(run, fixed, router_choices(probs, cfg.routes, texts))
     llm_routes = ask_llm_router(run) if cfg.llm_router and len(cfg.routes) > 1 else {}
     report = build_report(cfg, run.items, fixed, probs, router_seconds, llm_routes, run.notes, baseline_probs, checks)
     report["datasets"] = {

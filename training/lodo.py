@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from router.forms import form_plan
 from training.eval_router import logreg_fit_proba, majority_route
 from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (
@@ -42,11 +43,13 @@ LLM_ROUTER = "LLM router"
 
 
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
+ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
 
 
 def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: bool = False) -> list[str]:
     return [
         "router",
+        *([ROUTER_FORMS] if STRONG in routes else []),
         *([ROUTER_CASCADE, CHUNK_CASCADE] if with_confidence else []),
         "logreg",
         "majority",
@@ -75,6 +78,8 @@ def _fold_decisions(
         "majority": [maj] * len(test),
         "oracle": [rows[i]["oracle"] for i in test],
     }
+    if STRONG in routes:
+        out[ROUTER_FORMS] = [STRONG if form_plan(rows[i]["question"]) else r for i, r in zip(test, out["router"])]
     for r in routes:
         out[FIXED.format(r)] = [r] * len(test)
     return out, model, probs

@@ -128,7 +128,7 @@ class AnswerService:
         """The route decision only: probabilities, the route the policy picks, and what the
         out-of-distribution guard does with it. No LLM call."""
         from engine.ood_policy import apply_ood_policy
-        from router.policy import Policy, decide
+        from router.policy import Policy, decide_with_form
 
         t0 = time.perf_counter()
         q = check_question(question)
@@ -140,7 +140,7 @@ class AnswerService:
             policy = Policy(
                 kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
             )
-        router_route = decide(probs, policy)
+        router_route, form = decide_with_form(probs, policy, q)
         outcome = apply_ood_policy(router_route, ood, self.base.ood_policy)
         self.metrics.decided()
         return {
@@ -148,7 +148,7 @@ class AnswerService:
             "route": outcome.route,
             "router_route": router_route,
             "probs": probs,
-            "policy": "threshold" if policy else "argmax",
+            "policy": ("threshold" if policy else "argmax") + ("+form" if form else ""),
             "threshold": budget.threshold,
             "ood": outcome.trace if outcome.trace is not None else ood,
             "escalate": outcome.escalate,

@@ -1,6 +1,6 @@
 """The shipped router on questions written for the test (tests/router/routing_questions.py):
 it loads and routes them (a missing or unreadable checkpoint fails here, it is never skipped),
-and, once its answer labels suffice (issue 11), keeps lookups off the logic route and sends
+and keeps lookups off the logic route and sends
 comparison and compositional questions to it."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import pytest
 
 from engine.routes.common import check_question
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
+from router.forms import form_plan
+from router.policy import Policy
 from tests.router.routing_questions import (
     MULTI_HOP,
     MULTI_HOP_INVENTED,
@@ -18,6 +20,7 @@ from tests.router.routing_questions import (
     ONE_HOP_INVENTED,
     ONE_HOP_KNOWN,
 )
+from tests.router.routing_questions_fresh import MULTI_HOP_FRESH, ONE_HOP_FRESH
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -52,7 +55,10 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
     assert "logic" in router.routes
     for d in one_hop + multi_hop:
         assert d["route"] in router.routes and list(d["probs"]) == list(router.routes)
-        assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
+        if d["policy"] == "argmax+form":  # the form policy: a form that names its sub-questions goes to logic
+            assert d["route"] == "logic" and form_plan(d["question"]) is not None
+        else:
+            assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
         assert abs(sum(d["probs"].values()) - 1.0) < 1e-5
         assert d["ood"] is None or set(d["ood"]) == {"similarity", "threshold", "far"}
     # deterministic, no noise and no dropout: the same decisions again, in a batch of another size
@@ -68,14 +74,6 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
 
 
 @pytest.mark.embedder
-@pytest.mark.xfail(
-    strict=True,  # the day the shipped router passes, this says so: remove the mark then
-    raises=AssertionError,  # a missing or broken checkpoint is an error, not this expected failure
-    reason="trained on 505 measured answer labels at cost weight 0.3, the set priors, 2Wiki's hop priors and hop "
-    "pairs, with the lookups feature, the generalist keeps 71 of 72 lookups off logic and sends 67% (48 of 72) of "
-    "multi-hop questions to it: bridge forms ('the country whose capital is ...') stay on chunk, the forms of "
-    "HotpotQA and MuSiQue, where logic loses to chunk on the answer labels (issue 11)",
-)
 def test_the_shipped_router_keeps_lookups_off_logic_and_sends_multi_hop_to_it(shipped):
     _, one_hop, multi_hop = shipped
     kept_off, sent = 1 - _share(one_hop, "logic"), _share(multi_hop, "logic")
@@ -83,3 +81,20 @@ def test_the_shipped_router_keeps_lookups_off_logic_and_sends_multi_hop_to_it(sh
         f"one-hop kept off logic {kept_off:.0%} (of {len(one_hop)}), multi-hop sent to logic {sent:.0%} "
         f"(of {len(multi_hop)}); both must be >= {SHARE:.0%}"
     )
+
+
+@pytest.mark.embedder
+def test_on_questions_written_after_the_form_reader_it_keeps_lookups_off_logic_and_sends_multi_hop_to_it(shipped):
+    router = shipped[0]
+    one_hop, multi_hop = router.decide_many(ONE_HOP_FRESH), router.decide_many(MULTI_HOP_FRESH)
+    kept_off, sent = 1 - _share(one_hop, "logic"), _share(multi_hop, "logic")
+    assert kept_off >= SHARE and sent >= SHARE, (
+        f"fresh: lookups kept off logic {kept_off:.0%}, multi-hop sent {sent:.0%}"
+    )
+
+
+@pytest.mark.embedder
+def test_without_the_form_policy_every_route_is_the_argmax(shipped):
+    router = shipped[0]
+    for d in router.decide_many(MULTI_HOP, Policy(forms=False)):
+        assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"

@@ -148,6 +148,7 @@ def test_run_builds_every_system_from_fixed_route_rows(tmp_path):
         "summary",
         "logic",
         "router",
+        "router, no form policy",
         "router@0.25",
         "router@0.50",
         "router@0.75",

@@ -25,6 +25,7 @@ from engine.prompts.logic import (
     decompose_schema,
 )
 from engine.routes.logic.config import BudgetExhausted
+from router.forms import form_plan
 from router.structure import mask_entities
 
 if TYPE_CHECKING:
@@ -243,6 +244,19 @@ def _parse_plan(data: dict) -> list[SubQuestion]:
 
 def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
+
+
+def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
+    """(the form's name, its plan) when router.forms reads one off the question and it is a valid
+    DAG, else None: the LLM decomposes."""
+    got = form_plan(question)
+    if got is None:
+        return None
+    nodes = [
+        SubQuestion(id=f"q{i}", question=t, depends_on=sorted(set(placeholders(t))), origin="form")
+        for i, t in enumerate(got[1], 1)
+    ]
+    return (got[0], nodes) if not plan_problems(nodes) else None
 
 
 def nearest_examples(question: str, embedder, n: int) -> list[str]:

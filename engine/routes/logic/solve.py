@@ -20,7 +20,6 @@ from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
-from engine.routes.logic.forms import plan_from_form
 from engine.routes.logic.plan import (
     SubQuestion,
     add_nodes,
@@ -32,6 +31,7 @@ from engine.routes.logic.plan import (
     next_ids,
     normalize,
     placeholders,
+    plan_from_form,
     plan_problems,
     rank_groups,
     repair,

@@ -1,4 +1,6 @@
-"""Plans read off the question's form, without an LLM call (LogicConfig.plan_forms).
+"""Plans read off the question's form, without any model: the sub-questions a few fixed forms
+ask for (the logic route's LogicConfig.plan_forms, and the router's form policy). Only the
+standard library: importing this is free.
 
 Why: the decomposition call is about a quarter of the logic route's prompt tokens (~500 of
 ~2,100 a 2Wiki question with the lean settings), and for a few common English forms the plan it
@@ -12,15 +14,14 @@ should write is fixed by the form alone:
   "Who is the paternal grandfather of X?".
 
 These are the shapes of the decomposition prompt's own examples, and their comparisons are the
-ones compare.py concludes in code. Any other form, or any doubt (two "or"s, two "and"s, an
-object that is not a name), returns None, and the LLM decomposes as before.
+ones the logic route concludes in code (engine/routes/logic/compare.py). Any other form, or any
+doubt (two "or"s, two "and"s, an object that is not a name), returns None, and the LLM
+decomposes as before.
 """
 
 from __future__ import annotations
 
 import re
-
-from engine.routes.logic.plan import SubQuestion, plan_problems
 
 _RELATIONS = (
     "director|performer|composer|producer|writer|author|screenwriter|creator|founder|lyricist|"
@@ -31,7 +32,7 @@ _KINDS = "film|movie|song|album|novel|book|play|poem|opera|painting|series|show|
 # "the director of film X", "director of X": the relation, its kind word, then the object
 # (without "the" only after "of": "the cause of death of director of film X", not "This singer of X")
 _CHAIN = re.compile(
-    rf"(?:\bthe\s+|(?<=\bof\s))(?P<rel>{_RELATIONS})\s+of\s+(?:(?P<kind>{_KINDS})\s+)?(?=[A-Z0-9]|#q\d)"
+    rf"(?:\bthe\s+|(?<=\bof\s))(?P<rel>{_RELATIONS})\s+of\s+(?:(?P<kind>{_KINDS})\s+)?(?=[A-Z0-9]|#q\d|the\s+[A-Z])"
 )
 _POSSESSIVE = re.compile(rf"\s*'s\s+(?P<rel>{_RELATIONS})\b")
 _GRAND = re.compile(r"\b(?:the\s+)?(?P<side>paternal|maternal)\s+grand(?P<who>father|mother)\s+of\s+(?=[A-Z])")
@@ -46,24 +47,15 @@ _SAME = re.compile(
 _CONNECTORS = {"of", "de", "von", "van", "der", "the", "and", "la", "le", "du", "da", "di"}
 
 
-def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when the question has one of the forms above, else None."""
+def form_plan(question: str) -> tuple[str, list[str]] | None:
+    """(the form's name, its sub-questions: #qN names the N-th one's answer) when the question
+    has one of the forms above, else None."""
     q = " ".join(question.split())
     for name, reader in (("date comparison", _date_comparison), ("same check", _same_check), ("chain", _chain)):
         texts = reader(q)
-        if texts:
-            nodes = _nodes(texts)
-            if len(nodes) >= 2 and not plan_problems(nodes):
-                return name, nodes
+        if texts and len(texts) >= 2:
+            return name, texts
     return None
-
-
-def _nodes(texts: list[str]) -> list[SubQuestion]:
-    """Sub-questions q1..qN from their texts; each depends on the #qK its text names."""
-    return [
-        SubQuestion(id=f"q{i}", question=t, depends_on=sorted(set(re.findall(r"#(q\d+)\b", t))), origin="form")
-        for i, t in enumerate(texts, 1)
-    ]
 
 
 def _date_asked(head: str) -> str | None:
@@ -182,6 +174,7 @@ def _bare(rest: str) -> bool:
     return set(re.findall(r"[a-z]+", re.sub(r"#q\d+", "", rest).lower())) <= {"who", "what", "is", "was", "are", "were"}
 
 
+_PREPOSITIONS = {"in", "on", "at", "for", "from", "by", "to", "with", "of", "during"}
 _UNRESOLVED = re.compile(rf"\bthe\s+(?:{_RELATIONS})\s+of\s+(?!#q)|\bthan\b")  # lower case: titles are capitalised
 _CLAUSE = {"where", "that", "which", "who", "whose", "whom", "when", "while", "along", "after", "before"}
 
@@ -190,7 +183,8 @@ def _short(rest: str) -> bool:
     """One question about one thing: at most 8 words beside the reference, no comma, no
     clause word after the first word."""
     words = re.sub(r"#q\d+('s)?", " ", rest).replace("?", " ").split()
-    return "," not in rest and len(words) <= 8 and not {w.lower() for w in words[1:]} & _CLAUSE
+    lead = 2 if words and words[0].lower() in _PREPOSITIONS else 1  # "In which country was #q1 born?"
+    return "," not in rest and len(words) <= 8 and not {w.lower() for w in words[lead:]} & _CLAUSE
 
 
 _NAME_WORDS = _CONNECTORS | {"a", "an", "in", "on", "at", "to", "for", "from", "with", "del", "y", "is", "it"}
@@ -202,6 +196,8 @@ def _is_name(obj: str) -> bool:
     words = obj.split()
     if not words or "#" in obj or re.search(r"['’]s$", obj):  # "Prince William's (children)"
         return False
+    if words[0] == "the" and len(words) > 1:  # "the Fennick Observatory"
+        words = words[1:]
     return not words[0][:1].islower() and all(
         w[:1].isupper() or w[:1].isdigit() or not w[:1].isalpha() or "(" in w or ")" in w or w.lower() in _NAME_WORDS
         for w in words
@@ -225,7 +221,7 @@ def _one_hop(q: str, ref: str) -> tuple[str, str] | None:
         obj_end = c.end() + earlier.end() if earlier else _object_end(q, c.end())
         obj = q[c.end() : obj_end]
         kind = f"{c['kind']} " if c["kind"] else ""
-        if not (earlier or _is_name(obj)):
+        if not (earlier or (_is_name(obj) and _verb_follows(q[obj_end:]))):
             return None
         return f"Who is the {c['rel']} of {kind}{obj}?", q[: c.start()] + ref + q[obj_end:]
     if poss:
@@ -234,6 +230,51 @@ def _one_hop(q: str, ref: str) -> tuple[str, str] | None:
             (f"Who is the {poss['rel']} of {obj}?", q[:poss_start] + ref + q[poss.end() :]) if _is_name(obj) else None
         )
     return None
+
+
+_TAIL_VERBS = set(
+    [
+        "born",
+        "die",
+        "died",
+        "live",
+        "lived",
+        "study",
+        "studied",
+        "attend",
+        "attended",
+        "graduate",
+        "graduated",
+        "work",
+        "worked",
+        "play",
+        "played",
+        "is",
+        "was",
+        "are",
+        "were",
+        "located",
+        "based",
+        "buried",
+        "marry",
+        "married",
+        "coach",
+        "coached",
+        "teach",
+        "taught",
+        "win",
+        "won",
+        "hold",
+        "held",
+    ]
+)
+
+
+def _verb_follows(tail: str) -> bool:
+    """After a name, the question ends or goes on with its verb ("... King Of The Sierras born?");
+    a noun there ("the Harry Potter books") means the name's end was misread."""
+    words = tail.strip(" ?").split()
+    return not words or words[0] in _TAIL_VERBS or words[0].startswith("'")
 
 
 def _object_end(q: str, start: int) -> int:
