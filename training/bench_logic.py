@@ -74,6 +74,7 @@ SYSTEMS = (
     "logic-forms",
     "logic-lean-forms",
     "logic-lean-forms-ev100",
+    "logic-lean-forms-compressed",
 )
 # The lean logic route (issue: the logic route at half its cost): every cost cut on; each
 # logic-lean-* row turns one of them back off, so each cut is its own ablation in the same run.
@@ -116,6 +117,13 @@ _CHANGED = {
     "logic-forms": {"plan_forms": True},
     "logic-lean-forms": {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True},
     "logic-lean-forms-ev100": {**LEAN_UNKNOWN, "plan_forms": True},
+    # whole chunks, except the evidence of form-plan sub-questions (100 tokens each)
+    "logic-lean-forms-compressed": {
+        **LEAN_UNKNOWN,
+        "evidence_tokens": 0,
+        "plan_forms": True,
+        "form_evidence_tokens": 100,
+    },
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

@@ -210,8 +210,8 @@ def benchmark(
     "logic-lean-compact, logic-lean-compact-ev60, logic-lean-questions, logic-lean-no-reflect-notes, "
     "logic-lean-examples1, logic-lean-examples2, logic-lean-reflect-unknown and its rows "
     "logic-lean-reflect-unknown-long-prompts, logic-lean-reflect-unknown-whole-chunks, "
-    "logic-lean-reflect-unknown-ev200, logic-forms, logic-lean-forms, logic-lean-forms-ev100 (plans read off "
-    "the question's form)",
+    "logic-lean-reflect-unknown-ev200, logic-forms, logic-lean-forms, logic-lean-forms-ev100, "
+    "logic-lean-forms-compressed (plans read off the question's form)",
 )
 @click.option(
     "--datasets",

@@ -13,6 +13,7 @@ from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.plan import plan_from_form
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, COMPARE_Q, SUFFICIENT, corpus_kb, purposes, step
+from tests.engine.test_logic_lean import lean_kb
 from tests.fakes import ScriptedLLM
 from tests.router.routing_questions import ONE_HOP
 
@@ -172,3 +173,15 @@ def test_a_date_comparison_from_its_form_is_concluded_in_code():
     ans = answer_logic(COMPARE_Q, corpus_kb(), llm, LogicConfig(plan_forms=True))
     assert ans.trace["plan_form"] == "date comparison" and "decompose" not in purposes(ans)
     assert ans.text == "Ann Lee"
+
+
+def test_form_evidence_tokens_compress_only_the_steps_of_a_form_plan():
+    cfg = LogicConfig(plan_forms=True, form_evidence_tokens=12)
+    llm = ScriptedLLM([step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT, "1946"])
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, cfg)
+    assert all("evidence" in s for s in ans.trace["steps"])
+    llm = ScriptedLLM(
+        [CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT, "1946"]
+    )
+    ans = answer_logic(CHAIN_Q, lean_kb(), llm, LogicConfig(form_evidence_tokens=12))  # an LLM plan: whole chunks
+    assert not any("evidence" in s for s in ans.trace["steps"])

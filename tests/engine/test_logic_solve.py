@@ -277,6 +277,7 @@ def test_config_documents_every_field():
         "plan_questions",
         "plan_examples",
         "plan_forms",
+        "form_evidence_tokens",
         "reflect_when_unsure",
         "reflect_unknown_only",
         "reflect_notes",

@@ -54,6 +54,15 @@ class LogicConfig(Settings):
             "sub-question, their sentences closest to it by embedding (0 = the whole chunks)"
         },
     )
+    form_evidence_tokens: int = field(
+        default=0,
+        metadata={
+            "neutral": 0,
+            "help": "context compression for the sub-questions of a form plan only (plan_forms: attribute lookups "
+            "such as 'When was #q1 born?', answered by one sentence); 0 = evidence_tokens applies to them too. Why: "
+            "compression lost MuSiQue's bridge facts, which sit in long paragraphs of LLM-planned sub-questions",
+        },
+    )
     short_prompts: bool = field(
         default=False,
         metadata={"help": "the shorter decomposition and step prompts (fewer few-shot examples, shorter rules)"},
@@ -136,11 +145,13 @@ class LogicConfig(Settings):
             or self.max_llm_calls < 1
             or self.final_chunks < 0
             or self.evidence_tokens < 0
+            or self.form_evidence_tokens < 0
             or self.plan_examples < 0
         ):
             raise ValueError(
                 f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
-                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, plan_examples >= 0 are required (got {self})"
+                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, form_evidence_tokens, plan_examples >= 0 "
+                f"are required (got {self})"
             )
 
 

@@ -225,8 +225,9 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     ids = [n.id for n in group]
     if cfg.rolling_memory:
         shown = chunks
-        if cfg.evidence_tokens:
-            shown, step["evidence"] = compress_chunks(chunks, texts, st.kb.embedder, cfg.evidence_tokens * len(group))
+        budget = _evidence_budget(cfg, group)
+        if budget:
+            shown, step["evidence"] = compress_chunks(chunks, texts, st.kb.embedder, budget * len(group))
         passages = format_passages(shown)
         notes = st.memory
     else:  # raw chunks concatenated: everything retrieved so far is the context
@@ -251,6 +252,14 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
         st.memory = _cap(c.data.get("memory", ""), cfg.memory_words)
         step["memory"] = st.memory
         st.trace["memory"].append(st.memory)
+
+
+def _evidence_budget(cfg: LogicConfig, group: list[SubQuestion]) -> int:
+    """Evidence tokens a sub-question of this rank may see (0 = the whole chunks):
+    form_evidence_tokens when every node comes from a form plan, else evidence_tokens."""
+    if cfg.form_evidence_tokens and all(n.origin == "form" for n in group):
+        return cfg.form_evidence_tokens
+    return cfg.evidence_tokens
 
 
 # ---------------------------------------------------------------- reflection
