@@ -37,8 +37,10 @@ _CHAIN = re.compile(
 _POSSESSIVE = re.compile(rf"\s*'s\s+(?P<rel>{_RELATIONS})\b")
 _GRAND = re.compile(r"\b(?:the\s+)?(?P<side>paternal|maternal)\s+grand(?P<who>father|mother)\s+of\s+(?=[A-Z])")
 _TWO_OPTIONS = re.compile(r"^(?P<head>[^,]+),\s*(?P<a>.+?)\s+or\s+(?P<b>.+?)\s*\?$")
-_EARLY = re.compile(r"\b(older|oldest|first|earlier|earliest|before)\b", re.I)
-_LATE = re.compile(r"\b(younger|youngest|later|latest|last|recently|recent|newer|after)\b", re.I)
+# the words that make a two-option question ask for the earlier or the later date (also read by
+# the logic route's computed comparison, engine/routes/logic/compare.py)
+EARLY = re.compile(r"\b(older|oldest|first|earlier|earliest|before)\b", re.I)
+LATE = re.compile(r"\b(younger|youngest|later|latest|last|recently|recent|newer|after)\b", re.I)
 _SAME = re.compile(
     r"\s+(?:have the (?:\w+) that\s+)?(?:were\s+|are\s+)?"
     r"(?P<how>from|of|located in|based in|share|have)(?: the)? same (?P<attr>country|nationality)\s*\?$",
@@ -75,7 +77,7 @@ def _date_asked(head: str) -> str | None:
 
 def _date_comparison(q: str) -> list[str] | None:
     m = _TWO_OPTIONS.match(q)
-    if not m or " or " in f"{m['a']} {m['b']}" or bool(_EARLY.search(m["head"])) == bool(_LATE.search(m["head"])):
+    if not m or " or " in f"{m['a']} {m['b']}" or bool(EARLY.search(m["head"])) == bool(LATE.search(m["head"])):
         return None
     asked = _date_asked(m["head"])
     if asked is None or re.search(r"\b(their|its|his|her)\b", m["head"], re.I):  # "released their first album"
@@ -232,8 +234,8 @@ def _one_hop(q: str, ref: str) -> tuple[str, str] | None:
     return None
 
 
-_TAIL_VERBS = set(
-    [
+_TAIL_VERBS = {
+    *[
         "born",
         "die",
         "died",
@@ -249,6 +251,8 @@ _TAIL_VERBS = set(
         "worked",
         "play",
         "played",
+    ],
+    *[
         "is",
         "was",
         "are",
@@ -266,8 +270,8 @@ _TAIL_VERBS = set(
         "won",
         "hold",
         "held",
-    ]
-)
+    ],
+}
 
 
 def _verb_follows(tail: str) -> bool:

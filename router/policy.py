@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from router.forms import form_plan
 
 # Tokens per question of each route, used when no measured costs are given: the anchor
 # measurements in ARCHITECTURE.md (vanilla top-3 RAG ~540-640 tokens; LogicRAG ~1,180 on the
@@ -90,8 +91,6 @@ def decide_with_form(
     the test it sent 11 of 20 comparisons and chains to logic), while a form that names its
     sub-questions is a multi-hop question for certain, and the logic route plans it without
     an LLM call (LogicConfig.plan_forms)."""
-    from router.forms import form_plan
-
     policy = policy or ARGMAX
     route = _decided(probs, policy)
     if question is None or not policy.forms or route == FORM_ROUTE or FORM_ROUTE not in probs:

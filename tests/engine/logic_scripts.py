@@ -5,7 +5,7 @@ canonical chain and comparison questions, and readers of the answer's trace."""
 from __future__ import annotations
 
 from hierarchy.documents import Chunk
-from tests.fakes import WordOverlapKB
+from tests.fakes import HashedBowEmbedder, WordOverlapKB
 
 CORPUS = {
     "c1": "Jaws (film): Jaws is a 1975 thriller film directed by Steven Spielberg.",
@@ -21,6 +21,13 @@ CORPUS = {
 def corpus_kb() -> WordOverlapKB:
     """CORPUS ("Title: text" by chunk id), each chunk its own document."""
     return WordOverlapKB(Chunk(cid, cid, *p.split(": ", 1), 0) for cid, p in CORPUS.items())
+
+
+def lean_kb() -> WordOverlapKB:
+    """corpus_kb with a bag-of-words embedder, for the evidence compression of the lean settings."""
+    kb = corpus_kb()
+    kb.embedder = HashedBowEmbedder()
+    return kb
 
 
 def plan(*nodes):

@@ -23,7 +23,7 @@ from tests.engine.logic_scripts import (
     COMPARE_PLAN,
     COMPARE_Q,
     SUFFICIENT,
-    corpus_kb,
+    lean_kb,
     plan,
     purposes,
     step,
@@ -42,12 +42,6 @@ LONG = RetrievedChunk(
     0.9,
 )
 OTHER = RetrievedChunk("c8", "d8", "Metropolis", "Metropolis is a 1927 silent film. It is set in a city.", 0.8)
-
-
-def lean_kb():
-    kb = corpus_kb()
-    kb.embedder = HashedBowEmbedder()
-    return kb
 
 
 # ---------------------------------------------------------------- evidence compression

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from engine.routes.logic.plan import SubQuestion, normalize
+from router.forms import EARLY, LATE
 
 
 def comparison_hint(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> str:
@@ -25,14 +26,10 @@ def computed_comparison(question: str, nodes: dict[str, SubQuestion], known: lis
     return _date_choice(question, nodes, known) or _same_check(question, known) or ("", "")
 
 
-_EARLY = re.compile(r"\b(older|oldest|first|earlier|earliest|before)\b", re.I)
-_LATE = re.compile(r"\b(younger|youngest|later|latest|last|recently|recent|newer|after)\b", re.I)
-
-
 def _date_choice(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> tuple[str, str] | None:
     """ "Who died first, A or B?" with a date found for each of A and B -> which one it is."""
     m = re.search(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$", question)
-    early, late = bool(_EARLY.search(question)), bool(_LATE.search(question))
+    early, late = bool(EARLY.search(question)), bool(LATE.search(question))
     if not m or early == late:
         return None
     options = [m.group(1).strip(), m.group(2).strip()]
