@@ -41,7 +41,17 @@ log = logging.getLogger("logicroute.cli")
     type=click.Path(exists=True, dir_okay=False),
     help="thresholds.json from `logicroute calibrate`: P(logic) >= its threshold goes to logic (default: argmax)",
 )
-@click.option("--escalate", is_flag=True, help="retry unanswered chunk/summary answers on the logic route")
+@click.option(
+    "--escalate",
+    is_flag=True,
+    help="also check the chunk/summary answers that give an answer (a self-check call, or --escalate-below) "
+    "and retry the failing ones on the logic route",
+)
+@click.option(
+    "--no-retry",
+    is_flag=True,
+    help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
+)
 @click.option(
     "--escalate-below",
     type=click.FloatRange(min=0, max=1, min_open=True),
@@ -93,6 +103,7 @@ def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
         ood_policy=options["ood_policy"],
         style=options["style"],
         escalate=options["escalate"],
+        retry_unanswered=not options["no_retry"],
         escalate_below=options["escalate_below"],
         budget=budget,
     )

@@ -21,7 +21,17 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
     help="thresholds.json from `logicroute calibrate`: every request's default routing policy (default: argmax)",
 )
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
-@click.option("--escalate", is_flag=True, help="by default, retry unanswered chunk/summary answers on the logic route")
+@click.option(
+    "--escalate",
+    is_flag=True,
+    help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
+    "--escalate-below) and retry the failing ones on the logic route",
+)
+@click.option(
+    "--no-retry",
+    is_flag=True,
+    help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
+)
 @click.option(
     "--escalate-below",
     type=click.FloatRange(min=0, max=1, min_open=True),
@@ -82,6 +92,7 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         cache=not options["no_cache"],
         style=options["style"],
         escalate=escalate,
+        retry_unanswered=not options["no_retry"],
         escalate_below=options["escalate_below"],
         ood_policy=ood_policy,
     )

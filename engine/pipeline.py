@@ -25,22 +25,18 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.errors import LogicRouteError, StructuredOutputError
+from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
-from engine.escalation import merge_escalated
-from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, call_llm, flag
+from engine.escalation import merge_escalated, self_check_reason
+from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
-from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import CHEAP_ROUTES, check_route, run_route
 from engine.routes.common import check_question, looks_unanswered
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
-
-
-SELF_CHECK_MAX_TOKENS = 12
 
 
 @dataclass
@@ -67,7 +63,16 @@ class RoutedRAG:
     escalate: bool = field(
         default=False,
         metadata={
-            "help": "default for answer(escalate=None): retry unanswered chunk/summary answers on the logic route"
+            "help": "default for answer(escalate=None): also check the chunk/summary answers that give an answer "
+            "(confidence below escalate_below, else a self-check call) and retry the failing ones on logic"
+        },
+    )
+    retry_unanswered: bool = field(
+        default=True,
+        metadata={
+            "help": "a chunk/summary answer that says it has no answer ('unknown', the reader style's 'Not in the "
+            "indexed documents.') is answered again by the logic route, escalate or not; free unless it fires "
+            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/lodo600_retry_unanswered.md)"
         },
     )
     self_check: bool = field(
@@ -289,8 +294,8 @@ class RoutedRAG:
         # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
         with answer_scope(budget.max_seconds if budget is not None else None, start=t0):
             ans = self._run_route(q, route, budget)
-            if escalate and route in CHEAP_ROUTES:
-                ans = self._maybe_escalate(q, ans, budget)
+            if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
+                ans = self._maybe_escalate(q, ans, budget, checks=escalate)
         ans.route_probs = probs
         ans.trace.setdefault("llm_calls", [])
         ans.trace.setdefault("flags", [])
@@ -325,8 +330,12 @@ class RoutedRAG:
         return LogicConfig(**wanted)
 
     # ------------------------------------------------------------------ escalation
-    def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None) -> Answer:
+    def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
+        """Logic after `first` when its text says it has no answer, or (checks: escalation on) when
+        its confidence is below escalate_below or the self-check says its passages do not answer."""
         reason = looks_unanswered(first.text)
+        if reason is None and not checks:
+            return first
         confidence = first.trace.get("confidence") if self.escalate_below is not None else None
         if reason is None and confidence is not None:  # the model's own certainty: no extra call
             if confidence < self.escalate_below:
@@ -356,38 +365,5 @@ class RoutedRAG:
         )
 
     def self_check_reason(self, question: str, answer: Answer) -> str | None:
-        """One structured call: do the passages the route used answer the question? None when
-        they do (or there are none); else the reason to escalate. Booked in `answer`'s usage and
-        trace. A failed check keeps the answer (visibly). The benchmark replays it on stored rows."""
-        passages = self._passages_of(answer)
-        if not passages:
-            return None
-        try:
-            c = call_llm(
-                self.get_llm(),
-                self_check_messages(question, answer.text, passages),
-                purpose="self_check",
-                usage=answer.usage,
-                trace=answer.trace,
-                schema=SELF_CHECK_SCHEMA,
-                max_tokens=SELF_CHECK_MAX_TOKENS,
-            )
-        except StructuredOutputError as e:
-            flag(answer.trace, f"self-check failed ({e}); answer kept")
-            return None
-        answered = bool((c.data or {}).get("answered", True))
-        answer.trace["self_check"] = {"answered": answered}
-        return None if answered else "self-check: the passages do not answer the question"
-
-    def _passages_of(self, ans: Answer) -> str:
-        """The text the route answered from, rebuilt from the chunk ids in its trace."""
-        from engine.base.types import RetrievedChunk
-        from engine.prompts.passages import format_passages
-
-        chunks = []
-        for r in ans.trace.get("retrieved", []) or []:
-            cid = r.get("chunk_id") if isinstance(r, dict) else None
-            ch = self.kb.chunks.get(cid) if cid else None
-            if ch is not None:
-                chunks.append(RetrievedChunk.of(ch, r.get("score", 0.0)))
-        return format_passages(chunks)
+        """engine.escalation.self_check_reason on this instance's KB and LLM (the benchmark replays it)."""
+        return self_check_reason(self.kb, self.get_llm(), question, answer)

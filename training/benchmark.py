@@ -308,6 +308,8 @@ def _start(
             return RoutedRAG(kb=kb, llm=llm, k=cfg.k, checkpoint=cfg.checkpoint, style=style)
 
     rags = {name: rag_factory(kb) for name, kb in kbs.items()}
+    for rag in rags.values():
+        rag.retry_unanswered = False  # each route as it answers: the escalation systems are replayed on its rows
     store = JsonlStore(out / RESULTS_FILE, key=result_key)
     if store.bad_lines:
         notes.append(f"{store.bad_lines} unreadable line(s) in {RESULTS_FILE} ignored")

@@ -31,7 +31,7 @@ from training.label_arrays import (
     training_targets,
 )
 from training.labels import route_cost
-from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking
+from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking, retry_unanswered
 from training.retrieval_signals import SIGNALS, row_signals
 from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
@@ -44,12 +44,13 @@ LLM_ROUTER = "LLM router"
 
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
 ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
+ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
 
 
 def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: bool = False) -> list[str]:
     return [
         "router",
-        *([ROUTER_FORMS] if STRONG in routes else []),
+        *([ROUTER_FORMS, ROUTER_RETRY] if STRONG in routes else []),
         *([ROUTER_CASCADE, CHUNK_CASCADE] if with_confidence else []),
         "logreg",
         "majority",
@@ -167,7 +168,7 @@ def lodo_report(
     with_confidence = "chunk" in routes and STRONG in routes and any(confidence_of(r, "chunk") for r in rows)
     systems = _systems(routes, with_llm=asked is not None, with_confidence=with_confidence)
     pooled: dict[str, list] = {s: [] for s in systems}
-    paid: dict[str, list] = {s: [] for s in (ROUTER_CASCADE, CHUNK_CASCADE)}  # the cheap attempts escalated
+    paid: dict[str, list] = {s: [] for s in (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY)}  # cheap attempts redone
     pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
@@ -187,6 +188,9 @@ def lodo_report(
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         fold_paid: dict[str, list] = {}
+        if ROUTER_RETRY in systems:
+            test_rows = [rows[i] for i in test]
+            decided[ROUTER_RETRY], fold_paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
         if with_confidence:
             t = _confidence_systems(rows, test, decided, fold_paid)
             report.setdefault("confidence_thresholds", {})[d] = t
@@ -297,6 +301,8 @@ def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: b
 
 CARD_SYSTEMS = (
     "router",
+    ROUTER_FORMS,
+    ROUTER_RETRY,
     ROUTER_CASCADE,
     CHUNK_CASCADE,
     "logreg",

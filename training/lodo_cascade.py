@@ -39,6 +39,25 @@ def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tu
     return decisions, overhead
 
 
+def retry_unanswered(rows: Sequence[dict], first: Sequence[str]) -> tuple[list[str], list[dict]]:
+    """RoutedRAG.retry_unanswered replayed: a cheap route whose stored answer says it has no
+    answer (engine.routes.common.looks_unanswered) becomes the strong route and pays for both.
+    A row without that route's answer text is kept as it is."""
+    from engine.routes.common import looks_unanswered
+
+    decisions, overhead = [], []
+    for row, route in zip(rows, first):
+        text = (row.get("answers_pred") or {}).get(route)
+        if route != STRONG and text is not None and looks_unanswered(text):
+            cost = row["costs"][route]
+            decisions.append(STRONG)
+            overhead.append({"tokens": route_cost(cost), "llm_calls": float(cost.get("llm_calls", 1))})
+        else:
+            decisions.append(route)
+            overhead.append({})
+    return decisions, overhead
+
+
 def _mean_score_tokens(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict]) -> tuple[float, float]:
     n = max(len(rows), 1)
     score = sum(row["scores"][d] for row, d in zip(rows, decisions)) / n

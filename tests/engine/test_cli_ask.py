@@ -84,21 +84,29 @@ def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
     assert opened.logic_calls[-1]["config"].max_llm_calls == 4
 
 
-def test_escalate_retries_an_unanswered_chunk_answer_on_logic(opened, tmp_path):
+def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, tmp_path):
     def llm():
         return ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
 
     opened.llm = llm()
     res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json")
-    assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["escalate"] is False
-    opened.llm = llm()
-    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["route"] == "logic" and out["text"] == "30 July 1970"
     assert out["trace"]["escalated_from"]["route"] == "chunk"
-    assert opened.options[-1]["escalate_below"] is None
+    assert opened.options[-1]["escalate"] is False and opened.options[-1]["retry_unanswered"] is True
     opened.llm = llm()
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--no-retry")
+    assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["retry_unanswered"] is False
+
+
+def test_escalate_turns_the_checks_on(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["route"] == "logic"
+    assert opened.options[-1]["escalate"] is True and opened.options[-1]["escalate_below"] is None
+    opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
     res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--escalate", "--escalate-below", "0.6")
     assert res.exit_code == 0 and opened.options[-1]["escalate_below"] == 0.6
     res = ask("When was he born?", "--kb", tmp_path, "--escalate", "--escalate-below", "1.5")

@@ -72,9 +72,25 @@ def test_self_check_true_keeps_the_cheap_answer():
     assert ans.usage.llm_calls == 2 and ans.trace["self_check"] == {"answered": True}
 
 
-def test_escalation_is_off_by_default():
+def test_by_default_an_unanswered_cheap_answer_is_retried_on_logic(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = ScriptedLLM(replies=["Not in the indexed documents.", "plan", "Warsaw"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    assert ans.route == "logic" and ans.text == "Warsaw"
+    assert "passages do not answer" in ans.trace["escalated_from"]["reason"]
+    assert ans.usage.llm_calls == 3 == len(llm.calls)  # the retry needs no self-check call
+
+
+def test_by_default_an_answer_that_gives_one_gets_no_check_call():
+    llm = ScriptedLLM(replies=["Warsaw"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    assert ans.route == "chunk" and ans.text == "Warsaw" and len(llm.calls) == 1
+    assert "self_check" not in ans.trace and "escalated_from" not in ans.trace
+
+
+def test_retry_unanswered_off_keeps_the_unanswered_answer():
     llm = ScriptedLLM(replies=["unknown"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?")
+    ans = make_rag(llm, retry_unanswered=False).answer("Where was Marie Curie born?")
     assert ans.route == "chunk" and ans.text == "unknown" and len(llm.calls) == 1
 
 

@@ -13,7 +13,7 @@ from training.fit import TrainConfig
 from training.label_scorers import LabelConfig
 from training.labels import make_row
 from training.lodo import format_lodo, lodo_report
-from training.lodo_cascade import escalate, fit_threshold
+from training.lodo_cascade import escalate, fit_threshold, retry_unanswered
 
 CHUNK, LOGIC = {"tokens": 700, "llm_calls": 1}, {"tokens": 3000, "llm_calls": 5}
 
@@ -30,6 +30,17 @@ def test_an_unsure_cheap_answer_becomes_logic_and_pays_for_the_cheap_attempt():
     decisions, paid = escalate(rows, ["chunk", "chunk", "chunk", "logic"], threshold=0.5)
     assert decisions == ["logic", "chunk", "chunk", "logic"]  # no confidence: kept; logic first: as it was
     assert paid == [{"tokens": 700, "llm_calls": 1.0}, {}, {}, {}]
+
+
+def test_a_cheap_answer_that_says_it_has_none_is_retried_on_logic_and_pays_for_both():
+    rows = [_row(0, 1, None) for _ in range(4)]
+    texts = ["Not in the indexed documents.", "Warsaw", "unknown", "unknown"]
+    for row, text in zip(rows, texts):
+        row["answers_pred"] = {"chunk": text, "logic": "Warsaw"}
+    rows.append(_row(0, 1, None))  # no stored answer text: kept
+    decisions, paid = retry_unanswered(rows, ["chunk", "chunk", "chunk", "logic", "chunk"])
+    assert decisions == ["logic", "chunk", "logic", "logic", "chunk"]
+    assert paid == [{"tokens": 700, "llm_calls": 1.0}, {}, {"tokens": 700, "llm_calls": 1.0}, {}, {}]
 
 
 def test_the_fitted_threshold_scores_best_within_half_of_always_logics_tokens():
