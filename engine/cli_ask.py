@@ -17,6 +17,7 @@ import click
 
 from engine.cli_options import ROUTE_CHOICES, check_llm_spec, llm_option, style_option
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
+from engine.routes.logic.config import PRESETS
 from engine.sources_text import format_sources
 
 NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
@@ -46,6 +47,13 @@ log = logging.getLogger("logicroute.cli")
     is_flag=True,
     help="also check the chunk/summary answers that give an answer (a self-check call, or --escalate-below) "
     "and retry the failing ones on the logic route",
+)
+@click.option(
+    "--logic-preset",
+    type=click.Choice(list(PRESETS)),
+    default="paper",
+    show_default=True,
+    help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
 )
 @click.option(
     "--no-retry",
@@ -104,6 +112,7 @@ def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
         style=options["style"],
         escalate=options["escalate"],
         retry_unanswered=not options["no_retry"],
+        logic_preset=options["logic_preset"],
         escalate_below=options["escalate_below"],
         budget=budget,
     )

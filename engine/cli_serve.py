@@ -8,6 +8,7 @@ import click
 
 from engine.cli_options import check_llm_spec, info, injected_embedder, llm_option, style_option
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
+from engine.routes.logic.config import PRESETS
 
 
 @click.command()
@@ -26,6 +27,13 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
     is_flag=True,
     help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
     "--escalate-below) and retry the failing ones on the logic route",
+)
+@click.option(
+    "--logic-preset",
+    type=click.Choice(list(PRESETS)),
+    default="paper",
+    show_default=True,
+    help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
 )
 @click.option(
     "--no-retry",
@@ -93,6 +101,7 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         style=options["style"],
         escalate=escalate,
         retry_unanswered=not options["no_retry"],
+        logic_preset=options["logic_preset"],
         escalate_below=options["escalate_below"],
         ood_policy=ood_policy,
     )

@@ -117,7 +117,7 @@ _CHANGED = {
     "logic-forms": {"plan_forms": True},
     "logic-lean-forms": {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True},
     "logic-lean-forms-ev100": {**LEAN_UNKNOWN, "plan_forms": True},
-    # whole chunks, except the evidence of form-plan sub-questions (100 tokens each)
+    # whole chunks, except the evidence of form-plan sub-questions (100 tokens each): the "lean" preset
     "logic-lean-forms-compressed": {
         **LEAN_UNKNOWN,
         "evidence_tokens": 0,

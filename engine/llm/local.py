@@ -8,6 +8,9 @@ the same system text and few-shot examples. A prefix cache keeps the model state
 calls and restores the one sharing the longest prefix with the next prompt, so only the new
 suffix is evaluated (a 729-token decomposition prompt: 19 tokens evaluated, 24 s -> 8 s).
 `Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only.
+Grammar-constrained (JSON) greedy calls decode through engine.llm.grammar_first, which shows the
+grammar the top candidates instead of the whole vocabulary: same tokens, ~28% faster decoding
+($LOGICROUTE_GRAMMAR_FIRST=0: the stock sampler, for comparisons).
 """
 
 from __future__ import annotations
@@ -97,6 +100,11 @@ def _logprob_of(llama: Any, token: int) -> float | None:
     return float(logits[token] - (top + np.log(np.exp(logits - top).sum())))
 
 
+def _env_off(name: str) -> bool:
+    """An on-by-default switch turned off (0, false, no, off): for A/B runs against the stock path."""
+    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
+
+
 def usable_cpus() -> int:
     """The CPUs this process may run on: `taskset -c 0 logicroute ...` gives the model one thread,
     so two jobs can share a machine's cores instead of oversubscribing them."""
@@ -121,6 +129,10 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=0, verbose=False)
             except Exception as e:  # llama.cpp reports load failures as ValueError/RuntimeError
                 raise LLMError(f"cannot load local model {path}: {e}") from e
+            if not _env_off("LOGICROUTE_GRAMMAR_FIRST"):
+                from engine.llm.grammar_first import install
+
+                install(llama)
             mb = prefix_cache_mb()
             if mb:
                 llama.set_cache(_prefix_cache(mb << 20))

@@ -291,3 +291,11 @@ def test_the_models_confidence_is_shown_with_a_cheap_answer_and_kept_in_each_jso
     qfile.write_text("Where is the Eiffel Tower?\n")
     res = ask("--questions", qfile, "--kb", tmp_path, "--route", "chunk")
     assert json.loads(res.stdout.splitlines()[0])["confidence"] == 0.8187
+
+
+def test_ask_passes_the_logic_preset(opened, tmp_path):
+    opened.llm = ScriptedLLM(replies=["Warsaw"])
+    res = ask("Where was Marie Curie born?", "--kb", tmp_path, "--route", "chunk", "--json", "--logic-preset", "lean")
+    assert res.exit_code == 0 and json.loads(res.output)["text"] == "Warsaw"
+    assert opened.options[-1]["logic_preset"] == "lean"
+    assert ask("Where?", "--kb", tmp_path, "--logic-preset", "fast").exit_code == 2

@@ -155,6 +155,32 @@ class LogicConfig(Settings):
             )
 
 
+# Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it (the
+# router's answer labels were measured with it); "lean" is the cost-cut route of
+# docs/results/bench_logic_forms.md (2Wiki first 30, short answers: F1 71.6 at 1,251 prompt tokens
+# a question against 69.2 at 3,228; MuSiQue 29.7 at 2,459 against 27.5 at 3,573).
+PRESETS: dict[str, dict] = {
+    "paper": {},
+    "lean": {
+        "evidence_tokens": 0,
+        "form_evidence_tokens": 100,
+        "short_prompts": True,
+        "reflect_when_unsure": True,
+        "reflect_unknown_only": True,
+        "fold_final": True,
+        "memory_words": 150,
+        "plan_forms": True,
+    },
+}
+
+
+def preset_config(name: str, **settings) -> LogicConfig:
+    """The LogicConfig of preset `name`, with `settings` (k, budgets, ...) on top."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown logic preset {name!r}: one of {', '.join(PRESETS)}")
+    return LogicConfig(**{**PRESETS[name], **settings})
+
+
 class BudgetExhausted(Exception):
     """A budgeted LLM call would pass the LogicConfig's limits: stop solving and answer from
     what was found (the final answer has a call in reserve)."""

@@ -1,0 +1,33 @@
+"""The logic route's named settings: "paper" is LogicConfig's defaults, "lean" is the cost-cut
+row that bench-logic measured; RoutedRAG picks one for every logic answer (`ask --logic-preset`:
+tests/engine/test_cli_ask.py)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from engine.base.errors import LogicRouteError
+from engine.routes.logic.config import LogicConfig, preset_config
+from tests.fakes import ScriptedLLM, make_rag
+from training.bench_logic import BENCH_MAX_SECONDS, system_config
+
+
+def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():
+    assert preset_config("paper", k=3) == LogicConfig(k=3)
+    assert preset_config("lean", k=3, max_seconds=BENCH_MAX_SECONDS) == system_config("logic-lean-forms-compressed")
+
+
+def test_an_unknown_preset_is_refused():
+    with pytest.raises(ValueError, match="unknown logic preset 'fast'"):
+        preset_config("fast")
+    with pytest.raises(LogicRouteError, match="unknown logic preset"):
+        make_rag(ScriptedLLM(), logic_preset="fast")
+
+
+@pytest.mark.parametrize("preset", ["paper", "lean"])
+def test_every_logic_answer_of_a_rag_uses_its_preset_under_the_budget(preset):
+    cfg = make_rag(ScriptedLLM(), logic_preset=preset, k=4).logic_config()
+    expected = preset_config(preset, k=4)
+    assert all(getattr(cfg, f.name) == getattr(expected, f.name) for f in fields(LogicConfig))
