@@ -89,9 +89,9 @@ def test_the_real_model_writes_the_same_json_with_either_chain(monkeypatch):
         )
         return r["choices"][0]["message"]["content"]
 
-    stock = [reply(STEP, SCHEMA, 72), reply(FORCED, FORCED_SCHEMA, 12)]
+    stock = [reply(STEP, SCHEMA, 40), reply(FORCED, FORCED_SCHEMA, 12)]
     grammar_first.install(llama)
-    assert [reply(STEP, SCHEMA, 72), reply(FORCED, FORCED_SCHEMA, 12)] == stock
+    assert [reply(STEP, SCHEMA, 40), reply(FORCED, FORCED_SCHEMA, 12)] == stock
     monkeypatch.setattr(grammar_first, "TOP_K", 1)  # the full-vocabulary pass after every rejected pick
-    assert [reply(STEP, SCHEMA, 72), reply(FORCED, FORCED_SCHEMA, 12)] == stock
-    assert '"answers"' in stock[0] and stock[1].replace(" ", "") in ('{"ok":"yes"}', '{"ok":"no"}')
+    assert [reply(STEP, SCHEMA, 40), reply(FORCED, FORCED_SCHEMA, 12)] == stock
+    assert '"memory"' in stock[0] and stock[1].replace(" ", "") in ('{"ok":"yes"}', '{"ok":"no"}')
