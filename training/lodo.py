@@ -37,11 +37,7 @@ from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
 
 FIXED = "always {}"
-
-
 LLM_ROUTER = "LLM router"
-
-
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
 ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
 ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
@@ -188,11 +184,8 @@ def lodo_report(
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         fold_paid: dict[str, list] = {}
-        if ROUTER_RETRY in systems:
-            test_rows = [rows[i] for i in test]
-            decided[ROUTER_RETRY], fold_paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
-        if with_confidence:
-            t = _confidence_systems(rows, test, decided, fold_paid)
+        t = _escalation_systems(rows, test, decided, fold_paid, systems)
+        if t is not None:
             report.setdefault("confidence_thresholds", {})[d] = t
         if 0 < specialist_n < len(test) - 1:
             report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n, cfg)
@@ -255,10 +248,16 @@ def seed_spread(
     return out
 
 
-def _confidence_systems(rows: list[dict], test: list[int], decided: dict, paid: dict) -> float:
+def _escalation_systems(rows: list[dict], test: list[int], decided: dict, paid: dict, systems) -> float | None:
     """Add the escalation systems to one fold's `decided` (and their cheap attempts to `paid`):
-    the chunk route, and the router's cheap routes, escalated to logic below the confidence
-    threshold fitted on the fold's training rows (the chunk cascade's). Returns the threshold."""
+    the router's unanswered cheap answers retried on logic; the chunk route, and the router's
+    cheap routes, escalated to logic below the confidence threshold fitted on the fold's
+    training rows (the chunk cascade's). Returns that threshold (None: no confidence systems)."""
+    if ROUTER_RETRY in systems:
+        test_rows = [rows[i] for i in test]
+        decided[ROUTER_RETRY], paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
+    if ROUTER_CASCADE not in systems:
+        return None
     held = set(test)
     train = [rows[i] for i in range(len(rows)) if i not in held]
     t = fit_threshold(train, ["chunk"] * len(train))

@@ -79,6 +79,7 @@ def test_lodo_judges_the_chunk_and_router_cascades_with_thresholds_from_the_othe
         assert cascade["score"] == 100.0 and cascade["shares"] == {"chunk": 0.75, "logic": 0.25}
         assert cascade["tokens"] == pytest.approx((6 * 700 + 2 * (700 + 3000)) / 8)  # both answers paid
         assert table["router+confidence"]["score"] >= table["router"]["score"]
+        assert table["router+forms+retry"] == table["router+forms"]  # no stored answer says it has none
     assert rep["pooled"]["chunk+confidence"]["n"] == 24
     assert "chunk+confidence / router+confidence" in format_lodo(rep)
 
