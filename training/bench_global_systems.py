@@ -70,6 +70,9 @@ def _systems() -> dict[str, System]:
         out[f"{name}-llm"] = System(f"{name}-llm", "summary", "llm", cfg, f"{about}; LLM-written layers")
     out["logic"] = System("logic", "logic", "extractive", about="LogicRAG DAG (bench-logic's 'logic' settings)")
     out["logic-lean"] = System("logic-lean", "logic", "extractive", about="the lean logic route (bench-logic's)")
+    out["logic-lean-forms-compressed"] = System(
+        "logic-lean-forms-compressed", "logic", "extractive", about="the lean logic preset (bench-logic's row)"
+    )
     return out
 
 
