@@ -15,9 +15,8 @@ import logging
 
 import click
 
-from engine.cli_options import ROUTE_CHOICES, check_llm_spec, llm_option, style_option
+from engine.cli_options import ROUTE_CHOICES, answering_options, check_llm_spec, llm_option, style_option
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
-from engine.routes.logic.config import PRESETS
 from engine.sources_text import format_sources
 
 NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
@@ -48,18 +47,7 @@ log = logging.getLogger("logicroute.cli")
     help="also check the chunk/summary answers that give an answer (a self-check call, or --escalate-below) "
     "and retry the failing ones on the logic route",
 )
-@click.option(
-    "--logic-preset",
-    type=click.Choice(list(PRESETS)),
-    default="paper",
-    show_default=True,
-    help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
-)
-@click.option(
-    "--no-retry",
-    is_flag=True,
-    help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
-)
+@answering_options
 @click.option(
     "--escalate-below",
     type=click.FloatRange(min=0, max=1, min_open=True),

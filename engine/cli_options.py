@@ -72,6 +72,24 @@ def style_option(default: str):
     )
 
 
+def answering_options(f):
+    """--logic-preset and --no-retry, for `ask` and `serve`: the RoutedRAG fields of the same names."""
+    from engine.routes.logic.config import PRESETS
+
+    f = click.option(
+        "--no-retry",
+        is_flag=True,
+        help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
+    )(f)
+    return click.option(
+        "--logic-preset",
+        type=click.Choice(list(PRESETS)),
+        default="paper",
+        show_default=True,
+        help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
+    )(f)
+
+
 def check_llm_spec(spec: str) -> None:
     """Fail at once on an LLM spec that cannot work, before any model loads: the spec parsed by
     engine.llm.factory's parser, a local model name or .gguf file that does not exist, an

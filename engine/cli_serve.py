@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import click
 
-from engine.cli_options import check_llm_spec, info, injected_embedder, llm_option, style_option
+from engine.cli_options import answering_options, check_llm_spec, info, injected_embedder, llm_option, style_option
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
-from engine.routes.logic.config import PRESETS
 
 
 @click.command()
@@ -28,18 +27,7 @@ from engine.routes.logic.config import PRESETS
     help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
     "--escalate-below) and retry the failing ones on the logic route",
 )
-@click.option(
-    "--logic-preset",
-    type=click.Choice(list(PRESETS)),
-    default="paper",
-    show_default=True,
-    help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
-)
-@click.option(
-    "--no-retry",
-    is_flag=True,
-    help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
-)
+@answering_options
 @click.option(
     "--escalate-below",
     type=click.FloatRange(min=0, max=1, min_open=True),

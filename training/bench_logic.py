@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.llm.base import DEFAULT_LLM
 from engine.routes import run_route
-from engine.routes.logic.config import LogicConfig
+from engine.routes.logic.config import PRESETS, LogicConfig
 from hierarchy.datasets import SHARED_FILES, shared_data_dir
 from training.answer_scores import answer_scores
 from training.bench_logic_report import build_report, report_markdown
@@ -117,13 +117,9 @@ _CHANGED = {
     "logic-forms": {"plan_forms": True},
     "logic-lean-forms": {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True},
     "logic-lean-forms-ev100": {**LEAN_UNKNOWN, "plan_forms": True},
-    # whole chunks, except the evidence of form-plan sub-questions (100 tokens each): the "lean" preset
-    "logic-lean-forms-compressed": {
-        **LEAN_UNKNOWN,
-        "evidence_tokens": 0,
-        "plan_forms": True,
-        "form_evidence_tokens": 100,
-    },
+    # LEAN_UNKNOWN with whole chunks, except the evidence of form-plan sub-questions (100 tokens
+    # each), plans read off forms: the logic route's "lean" preset, whose one home is PRESETS
+    "logic-lean-forms-compressed": PRESETS["lean"],
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},

@@ -23,13 +23,12 @@ def confidence_of(row: dict, route: str) -> float | None:
     return None if value is None else float(value)
 
 
-def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tuple[list[str], list[dict]]:
-    """(decisions, overhead): a cheap first route whose confidence is below `threshold` becomes
-    the strong route, and the cheap attempt's tokens and calls are its overhead."""
+def _escalated(rows: Sequence[dict], first: Sequence[str], fires) -> tuple[list[str], list[dict]]:
+    """(decisions, overhead): a cheap first route for which `fires(row, route)` becomes the
+    strong route, and the cheap attempt's tokens and calls are its overhead."""
     decisions, overhead = [], []
     for row, route in zip(rows, first):
-        conf = confidence_of(row, route)
-        if route != STRONG and conf is not None and conf < threshold:
+        if route != STRONG and fires(row, route):
             cost = row["costs"][route]
             decisions.append(STRONG)
             overhead.append({"tokens": route_cost(cost), "llm_calls": float(cost.get("llm_calls", 1))})
@@ -37,6 +36,16 @@ def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tu
             decisions.append(route)
             overhead.append({})
     return decisions, overhead
+
+
+def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tuple[list[str], list[dict]]:
+    """A cheap first route whose confidence is below `threshold` goes on to the strong route."""
+
+    def unsure(row: dict, route: str) -> bool:
+        conf = confidence_of(row, route)
+        return conf is not None and conf < threshold
+
+    return _escalated(rows, first, unsure)
 
 
 def retry_unanswered(rows: Sequence[dict], first: Sequence[str]) -> tuple[list[str], list[dict]]:
@@ -45,17 +54,11 @@ def retry_unanswered(rows: Sequence[dict], first: Sequence[str]) -> tuple[list[s
     A row without that route's answer text is kept as it is."""
     from engine.routes.common import looks_unanswered
 
-    decisions, overhead = [], []
-    for row, route in zip(rows, first):
+    def unanswered(row: dict, route: str) -> bool:
         text = (row.get("answers_pred") or {}).get(route)
-        if route != STRONG and text is not None and looks_unanswered(text):
-            cost = row["costs"][route]
-            decisions.append(STRONG)
-            overhead.append({"tokens": route_cost(cost), "llm_calls": float(cost.get("llm_calls", 1))})
-        else:
-            decisions.append(route)
-            overhead.append({})
-    return decisions, overhead
+        return text is not None and looks_unanswered(text) is not None
+
+    return _escalated(rows, first, unanswered)
 
 
 def _mean_score_tokens(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict]) -> tuple[float, float]:

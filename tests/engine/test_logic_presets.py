@@ -11,12 +11,15 @@ import pytest
 from engine.base.errors import LogicRouteError
 from engine.routes.logic.config import LogicConfig, preset_config
 from tests.fakes import ScriptedLLM, make_rag
-from training.bench_logic import BENCH_MAX_SECONDS, system_config
+from training.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
 
 
 def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():
     assert preset_config("paper", k=3) == LogicConfig(k=3)
     assert preset_config("lean", k=3, max_seconds=BENCH_MAX_SECONDS) == system_config("logic-lean-forms-compressed")
+    # what that row is: the reflect-unknown lean row with whole chunks, form plans, form evidence 100
+    measured = {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True, "form_evidence_tokens": 100}
+    assert preset_config("lean") == LogicConfig(**measured)
 
 
 def test_an_unknown_preset_is_refused():
