@@ -23,9 +23,14 @@ from tests.samples import PASSAGES, make_docs
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
 
 
+class Cut(str):
+    """A scripted reply the backend cut off at max_tokens (finish_reason "length")."""
+
+
 class ScriptedLLM:
     """Returns scripted replies in order, or by the first rule whose substring occurs in the
-    last user message. dict/list replies are JSON-encoded; an Exception reply is raised.
+    last user message. dict/list replies are JSON-encoded; an Exception reply is raised; a Cut
+    reply comes back as cut off at the token limit.
     Schema calls go through engine.llm.base.chat_structured, as every real backend does.
 
     Each call sleeps `delay` seconds yet reports 0 seconds, so a test can tell a wall-clock
@@ -69,6 +74,7 @@ class ScriptedLLM:
         def send(msgs: list[dict]) -> Completion:
             self.calls.append({"messages": msgs, "schema": schema, "max_tokens": max_tokens})
             text = self._next(msgs)
+            cut = isinstance(text, Cut)
             if self.delay:
                 time.sleep(self.delay)
             c = Completion(
@@ -77,6 +83,7 @@ class ScriptedLLM:
                 completion_tokens=len(text.split()),
                 seconds=0.0,
                 model=self.name,
+                finish_reason="length" if cut else "stop",
             )
             self.completions.append(replace(c))  # a copy: chat_structured sums attempts into the last one
             return c

@@ -126,6 +126,27 @@ def _routes(value: str) -> tuple[str, ...]:
     help="label nothing new: run the routes a --stop-score cascade skipped on the rows of --out for the questions "
     "selected, and replace those rows with full labels (a skipped route's score is only an upper bound until then)",
 )
+@click.option(
+    "--logic-preset",
+    type=click.Choice(["paper", "lean"]),
+    default="paper",
+    show_default=True,
+    help="settings of the logic route (engine.routes.logic.config.PRESETS); a row says which when not paper",
+)
+@click.option(
+    "--rerun",
+    "rerun_routes",
+    default=None,
+    help="with --from: label from FILE's rows, these routes run again under this run's settings (e.g. logic "
+    "with --logic-preset lean), the others copied",
+)
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="label file the --rerun rows come from (its questions among those selected)",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
 def label(
@@ -150,6 +171,9 @@ def label(
     kb_questions,
     stop_score,
     complete,
+    logic_preset,
+    rerun_routes,
+    from_file,
     no_cache,
 ):
     """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
@@ -160,11 +184,21 @@ def label(
         raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
     if complete and stop_score is not None:
         raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
+    if (rerun_routes is None) != (from_file is None):
+        raise click.UsageError("--rerun and --from go together: the routes to run again, the rows to take")
+    if rerun_routes is not None and (complete or stop_score is not None or scorer != "answer"):
+        raise click.UsageError("--rerun runs routes of full answer-scorer rows: not with --complete or --stop-score")
     data = resolve_data(data)
     from training.label_scorers import LabelConfig
-    from training.labels import label_questions, select_questions
+    from training.labels import label_questions, read_labels, select_questions
 
     routes_t = _routes(routes)
+    rerun = None
+    if rerun_routes is not None:
+        again = tuple(r.strip() for r in rerun_routes.split(",") if r.strip())
+        if not again or not set(again) <= set(routes_t):
+            raise click.BadParameter(f"give routes among {','.join(routes_t)}", param_hint="--rerun")
+        rerun = (read_labels(from_file), again)
     emb = injected_embedder(ctx)
     span = {"offset": offset, "stride": stride, "corpus": corpus, "question_type": question_type}
     questions, ds, indices = select_questions(data, n=n, **span)
@@ -187,8 +221,9 @@ def label(
         llm=llm_spec if scorer == "answer" else None,
         stop_score=stop_score,
         style=(ds.answer_style if style == "auto" else style),
+        logic_preset=logic_preset,
     )
-    res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices, complete=complete)
+    res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices, complete=complete, rerun=rerun)
     done = "rows completed" if complete else "rows written"
     rest = "left as they are" if complete else "already there"
     click.echo(

@@ -72,6 +72,10 @@ class LabelConfig:
         default="short",
         metadata={"help": "answer style of the routes: short (phrases) | reader (sentences, for sentence answers)"},
     )
+    logic_preset: str = field(
+        default="paper",
+        metadata={"help": "settings of the logic route: a name of engine.routes.logic.config.PRESETS"},
+    )
     stop_score: float | None = field(
         default=None,
         metadata={
@@ -239,11 +243,11 @@ def score_retrieval(
 LOGIC_MAX_SECONDS = 1800.0
 
 
-def answer_route(route: str, question: str, kb, llm, k: int = 3, style: str = "short"):
+def answer_route(route: str, question: str, kb, llm, k: int = 3, style: str = "short", logic_preset: str = "paper"):
     """The answer scorer's default runner: the route as the registry runs it."""
-    from engine.routes.logic.config import LogicConfig
+    from engine.routes.logic.config import preset_config
 
-    logic_config = LogicConfig(k=k, max_seconds=LOGIC_MAX_SECONDS) if route == "logic" else None
+    logic_config = preset_config(logic_preset, k=k, max_seconds=LOGIC_MAX_SECONDS) if route == "logic" else None
     return run_route(route, question, kb, llm, k=k, logic_config=logic_config, style=style)
 
 

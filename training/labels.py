@@ -86,7 +86,8 @@ def prompts_fingerprint(style: str = "short") -> str:
 
     from engine.base.files import content_hash
     from engine.prompts.answer import answer_messages
-    from engine.prompts.logic import decompose_messages, step_messages
+    from engine.prompts.logic import decompose_messages
+    from engine.prompts.logic_step import step_messages
 
     probe = [
         answer_messages("q", "[1] c", "n", style=style),
@@ -128,6 +129,8 @@ def make_row(
         row["prompts"] = prompts_fingerprint(cfg.style)
     if cfg.stop_score is not None:
         row["stop_score"] = cfg.stop_score
+    if cfg.scorer == "answer" and cfg.logic_preset != "paper":
+        row["logic_preset"] = cfg.logic_preset
     if extra:
         row.update(extra)
     return row
@@ -222,10 +225,13 @@ def label_questions(
     progress: bool = True,
     indices: Sequence[int] | None = None,
     complete: bool = False,
+    rerun: tuple[Sequence[dict], Sequence[str]] | None = None,
 ) -> dict:
     """Label questions into `out` (JSONL), skipping rows already there. Returns counts. With
     `complete`, label nothing new: run the routes a cascade skipped on the rows already there
-    (complete_row) and put the full rows in their place."""
+    (complete_row) and put the full rows in their place. With `rerun` = (rows, routes), label
+    from those rows: each selected question's row with `routes` run again under `cfg` (another
+    logic preset, say) and the other routes copied."""
     if cfg.scorer not in SCORERS:
         raise LogicRouteError(f"unknown scorer {cfg.scorer!r}: choose {', '.join(SCORERS)}")
     if cfg.scorer == "answer" and llm is None:
@@ -235,8 +241,12 @@ def label_questions(
     out = Path(out)
     store = _open_label_file(out, cfg)
     pairs = list(zip(indices or range(len(questions)), questions))
+    if runner is answer_route and cfg.logic_preset != "paper":
+        runner = functools.partial(answer_route, logic_preset=cfg.logic_preset)
     if complete:
         return _complete_rows(store, pairs, kb, llm, cfg, runner, progress)
+    if rerun is not None:
+        return _rerun_rows(store, pairs, kb, llm, cfg, runner, progress, *rerun)
     todo = [(i, q) for i, q in pairs if f"{q.dataset}:{q.id}" not in store]
     if cfg.scorer == "retrieval":
         check_kb_matches(questions, kb)
@@ -262,13 +272,15 @@ def label_questions(
     return {"written": written, "skipped": len(questions) - len(todo), "all_zero": zero, "out": str(out)}
 
 
-def complete_row(row: dict, q: "Question", kb, llm, cfg: LabelConfig, runner: Callable = answer_route) -> dict:
+def complete_row(
+    row: dict, q: "Question", kb, llm, cfg: LabelConfig, runner: Callable = answer_route, routes=None
+) -> dict:
     """A cascade row (label --stop-score) with the routes it skipped run and measured: the full
     label a run without the cascade makes, the measured routes kept as they are. Under the
     cascade a skipped route carries the upper bound of its score (the cheap route's perfect
     one); "always <that route>" is only measured once it has run. The row lists them under
-    "completed"."""
-    skipped = [r for r in cfg.routes if r in row.get("skipped", ())]
+    "completed". With `routes`, those routes are run again instead, listed under "rerun"."""
+    skipped = [r for r in cfg.routes if r in (routes if routes is not None else row.get("skipped", ()))]
     full = replace(cfg, stop_score=None)
     new_scores, new_costs, new_extra = score_answer(q, kb, llm, replace(full, routes=tuple(skipped)), runner)
     scores = {r: new_scores[r] if r in skipped else row["scores"][r] for r in cfg.routes}
@@ -278,8 +290,33 @@ def complete_row(row: dict, q: "Question", kb, llm, cfg: LabelConfig, runner: Ca
         merged = {**(row.get(name) or {}), **(new_extra.get(name) or {})}
         if merged:
             extra[name] = merged
-    extra["completed"] = skipped
+    extra["completed" if routes is None else "rerun"] = skipped
     return make_row(q, scores, costs, full, index=row.get("index"), extra=extra)
+
+
+RERUN_MATCH = ("scorer", "metric", "llm", "k", "style", "prompts")  # what a copied route's score depends on
+
+
+def _rerun_rows(store: JsonlStore, pairs, kb, llm, cfg: LabelConfig, runner: Callable, progress: bool, src, routes):
+    from tqdm import tqdm
+
+    by_key = {row_key(r): r for r in src}
+    todo = [(i, q, by_key[k]) for i, q in pairs if (k := f"{q.dataset}:{q.id}") in by_key and k not in store]
+    written = zero = 0
+    want = {"scorer": cfg.scorer, "metric": cfg.metric, "llm": cfg.llm, "k": cfg.k, "style": cfg.style}
+    want["prompts"] = prompts_fingerprint(cfg.style)
+    for i, q, row in tqdm(todo, desc="labels rerun", unit="q", file=sys.stderr, disable=not progress):
+        differ = [f for f in RERUN_MATCH if f in row and row[f] != want[f]]
+        if differ or tuple(row["scores"]) != tuple(cfg.routes):
+            raise LogicRouteError(
+                f"the row of {row_key(row)} was labelled with other settings ({', '.join(differ) or 'routes'}): "
+                "its copied routes would not match this run's; give the same --style, --k, --metric and LLM"
+            )
+        new = complete_row({**row, "index": row.get("index", i)}, q, kb, llm, cfg, runner, routes=routes)
+        store.append(new)
+        written += 1
+        zero += new["all_zero"]
+    return {"written": written, "skipped": len(pairs) - len(todo), "all_zero": zero, "out": str(store.path)}
 
 
 def _complete_rows(store: JsonlStore, pairs, kb, llm, cfg: LabelConfig, runner: Callable, progress: bool) -> dict:

@@ -28,6 +28,9 @@ class Completion:
     # natural-log probability of each generated token as the model drew it (the local backend);
     # None = not known. The answer's confidence (engine.llm.base.answer_confidence) reads it.
     token_logprobs: list[float] | None = None
+    # why generation stopped: "stop" (the model ended it), "length" (cut off at max_tokens);
+    # None = not known (a cache hit, or a backend that does not say)
+    finish_reason: str | None = None
 
 
 @dataclass

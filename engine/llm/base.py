@@ -283,6 +283,9 @@ class Stopwatch:
 def chat_structured(send: Callable[[list[dict]], Completion], messages: list[dict], schema: dict) -> Completion:
     """Call `send(messages)`, parse and validate the text against `schema`; on failure retry
     once with the error appended to the conversation, then raise StructuredOutputError.
+    A reply cut off at the token limit is not retried: the retry has the same limit, and a
+    runaway field (a 1.5B model repeating itself) ran into it again every time it was measured;
+    the caller decides (keep what came back, ask for less).
 
     The one place this logic lives: every backend calls it with its own raw `send`.
     A success after a retry returns the last completion with the tokens and seconds of both
@@ -311,6 +314,8 @@ def chat_structured(send: Callable[[list[dict]], Completion], messages: list[dic
                 if all(a.prompt_tokens_evaluated is not None for a in attempts):
                     c.prompt_tokens_evaluated = sum(a.prompt_tokens_evaluated or 0 for a in attempts)
             return c
+        if c.finish_reason == "length":
+            raise StructuredOutputError(f"LLM output cut off at the token limit: {error}", attempts)
         messages = messages + [
             {"role": "assistant", "content": c.text},
             {

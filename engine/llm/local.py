@@ -199,6 +199,7 @@ class LocalLLM:
                 model=self.name,
                 prompt_tokens_evaluated=evaluated,
                 token_logprobs=logprobs,
+                finish_reason=r["choices"][0].get("finish_reason"),
             )
 
         if schema is None:

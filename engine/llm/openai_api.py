@@ -103,13 +103,14 @@ class OpenAILLM:
 
         def send(msgs: list[dict]) -> Completion:
             t0 = time.perf_counter()
-            text, usage = self._create(window, messages=msgs, **kwargs)
+            text, usage, finish_reason = self._create(window, messages=msgs, **kwargs)
             return Completion(
                 text=text,
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
                 seconds=time.perf_counter() - t0,
                 model=self.name,
+                finish_reason=finish_reason,
             )
 
         if schema is None:
@@ -125,8 +126,8 @@ class OpenAILLM:
             if left > 0:
                 raise LLMError(f"{down[1]}; not tried again for another {left:.0f}s")
 
-    def _create(self, window: CallWindow, **kwargs: Any) -> tuple[str, Any]:
-        """One completion's text and usage, with retries on transient failures; LLMError otherwise."""
+    def _create(self, window: CallWindow, **kwargs: Any) -> tuple[str, Any, str | None]:
+        """One completion's text, usage and finish reason, with retries on transient failures; LLMError otherwise."""
         import openai
 
         client = self._get_client()
@@ -200,8 +201,8 @@ def _tries(n: int) -> str:
     return "1 try" if n == 1 else f"{n} tries"
 
 
-def _reply(r: Any) -> tuple[str, Any]:
-    """The completion's text and usage; _BadReply when the body is not a chat completion
+def _reply(r: Any) -> tuple[str, Any, str | None]:
+    """The completion's text, usage and finish reason; _BadReply when the body is not a chat completion
     (the client returns a str for a non-JSON content type) or its text is blank."""
     choices = getattr(r, "choices", None)
     message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
@@ -211,7 +212,8 @@ def _reply(r: Any) -> tuple[str, Any]:
         raise _BadReply(f"malformed response body ({got})")
     if not text.strip():
         raise _BadReply("empty completion")
-    return text, getattr(r, "usage", None)
+    reason = getattr(choices[0], "finish_reason", None)
+    return text, getattr(r, "usage", None), reason if isinstance(reason, str) else None
 
 
 def _retry_after(e: Exception) -> float | None:

@@ -15,7 +15,7 @@ import openai  # noqa: F401  # imported once at collection, not inside the first
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import BadQuestionError, LLMError
+from engine.base.errors import BadQuestionError, LLMError, StructuredOutputError
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
 from engine.cli_options import llm_option
@@ -30,6 +30,12 @@ from tests.samples import MSGS
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
 
 HANG = object()  # a reply: the server reads the request and never answers
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -39,14 +45,16 @@ def no_wait_settings_from_the_user(monkeypatch):
         monkeypatch.delenv(var)
 
 
-def completion_body(text: str) -> bytes:
+def completion_body(text: str, finish_reason: str = "stop") -> bytes:
     return json.dumps(
         {
             "id": "x",
             "object": "chat.completion",
             "created": 0,
             "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "choices": [
+                {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": text}}
+            ],
             "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
         }
     ).encode()
@@ -221,6 +229,19 @@ def test_a_malformed_response_body_is_retried_then_fails_in_one_line(body):
     message = str(err.value)
     assert message.startswith(f"{server.url} (m): malformed response body (") and message.endswith(") after 3 tries")
     assert "\n" not in message and server.requests == 3
+
+
+def test_a_structured_reply_cut_off_at_the_token_limit_is_not_retried():
+    cut = ("application/json", completion_body('{"answer": "Paris is the capital and its', "length"))
+    with FakeEndpoint(cut, '{"answer": "Paris"}') as server:
+        with pytest.raises(StructuredOutputError, match="cut off at the token limit") as err:
+            server.llm().chat(MSGS, schema=ANSWER_SCHEMA, max_tokens=8)
+        assert server.requests == 1 and len(err.value.completions) == 1
+        assert err.value.completions[0].finish_reason == "length"
+    malformed = ("application/json", completion_body('{"answer": 3}'))
+    with FakeEndpoint(malformed, '{"answer": "Paris"}') as server:  # not cut off: retried once
+        c = server.llm().chat(MSGS, schema=ANSWER_SCHEMA)
+        assert (c.data, c.attempts, server.requests) == ({"answer": "Paris"}, 2, 2)
 
 
 # ---------------------------------------------------------------- 3. an empty completion

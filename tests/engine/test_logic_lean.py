@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 
 from engine.base.types import RetrievedChunk
-from engine.prompts.logic import DECOMPOSE_EXAMPLE_QUESTIONS, decompose_messages, decompose_schema, step_messages
+from engine.prompts.logic import DECOMPOSE_EXAMPLE_QUESTIONS, decompose_messages, decompose_schema
+from engine.prompts.logic_step import step_messages
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.evidence import compress_chunks, estimate_tokens
 from engine.routes.logic.plan import nearest_examples, placeholders

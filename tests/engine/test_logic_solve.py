@@ -27,7 +27,7 @@ from tests.engine.logic_scripts import (
     purposes,
     step,
 )
-from tests.fakes import ScriptedLLM
+from tests.fakes import Cut, ScriptedLLM
 
 # ---------------------------------------------------------------- dependent nodes
 
@@ -314,3 +314,39 @@ def test_mermaid_shows_nodes_edges_and_answer():
     assert "q1 --> q2" in mm and "When was Steven Spielberg born?" in mm and "→ December 18, 1946" in mm
     assert 'A(["answer: December 18, 1946"])' in mm and "q2 --> A" in mm
     assert '"' not in mm.split('A(["answer: ')[1].split('"])')[0]
+
+
+# ---------------------------------------------------------------- a step cut off at the token limit
+
+RUNAWAY = Cut('{"memory":"Jaws was directed by Steven Spielberg. Jaws was directed by Steven Spielberg. Jaws was dir')
+
+
+def test_a_step_cut_off_inside_its_memory_keeps_the_memory_and_asks_for_the_answers_alone():
+    llm = ScriptedLLM(
+        [
+            CHAIN_PLAN,
+            RUNAWAY,
+            {"answers": {"q1": "Steven Spielberg"}},
+            step({"q2": "December 18, 1946"}),
+            SUFFICIENT,
+            "December 18, 1946",
+        ]
+    )
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
+    # the cut reply is not retried: the same prompt asks for the answers alone
+    assert purposes(ans) == ["decompose", "step q1", "step-answers q1", "step q2", "reflect 1", "answer"]
+    assert llm.calls[2]["messages"] == llm.calls[1]["messages"]
+    assert list(llm.calls[2]["schema"]["properties"]) == ["answers"]
+    assert node(ans, "q1")["answer"] == "Steven Spielberg"
+    assert ans.trace["memory"][0] == "Jaws was directed by Steven Spielberg."
+    assert any("memory cut off at the token limit" in f for f in ans.flags)
+    assert ans.usage.llm_calls == 6 and ans.text == "December 18, 1946"
+
+
+def test_a_step_cut_off_in_its_answers_falls_back_to_unknown_answers_without_a_retry():
+    cut_late = Cut('{"memory":"Jaws was directed by Steven Spielberg.","answers":{"q1":"Steven Spiel')
+    llm = ScriptedLLM([CHAIN_PLAN, cut_late, step({"q2": "1946"}), SUFFICIENT, "1946"])
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm)
+    assert purposes(ans)[:3] == ["decompose", "step q1", "step q2"]
+    assert any("step q1 output malformed" in f and "cut off at the token limit" in f for f in ans.flags)
+    assert node(ans, "q1")["answer"] == ""

@@ -4,7 +4,7 @@ says not to take instructions from, and a document cannot close that block itsel
 from __future__ import annotations
 
 from engine.prompts.answer import answer_messages
-from engine.prompts.logic import step_messages
+from engine.prompts.logic_step import step_messages
 from engine.prompts.passages import DATA_RULE, passages_section
 from engine.prompts.self_check import self_check_messages
 from engine.prompts.summary import summary_messages

@@ -215,6 +215,60 @@ def test_completing_a_cascade_row_measures_the_skipped_routes_in_place(tmp_path)
     assert ran == []
 
 
+def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(tmp_path, monkeypatch):
+    """`label --rerun logic --from FILE --logic-preset lean`: FILE's rows with logic answered again
+    under the lean settings, chunk and summary copied; the row says which preset it holds."""
+    ran = []
+
+    def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
+        ran.append((route, logic_config))
+        lean = logic_config is not None and logic_config.short_prompts
+        text = {"chunk": "Paris", "summary": "Lyon", "logic": "Paris" if lean else "Nice"}[route]
+        return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=100 + 50 * lean), trace={})
+
+    monkeypatch.setattr("training.label_scorers.run_route", run_route)
+    paper_file, lean_file = tmp_path / "paper.jsonl", tmp_path / "lean.jsonl"
+    paper = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted")
+    label_questions(QUESTIONS[:2], None, paper_file, paper, llm=object(), progress=False)
+    source = read_labels(paper_file)
+    assert source[1]["scores"] == {"chunk": 1.0, "summary": 0.0, "logic": 0.0} and "logic_preset" not in source[1]
+    ran.clear()
+    lean = replace(paper, logic_preset="lean")
+    res = label_questions(
+        QUESTIONS[:2], None, lean_file, lean, llm=object(), progress=False, rerun=(source[1:], ["logic"])
+    )
+    assert res["written"] == 1 and [r for r, _ in ran] == ["logic"]  # q0 is not among the rows given
+    assert ran[0][1].short_prompts and ran[0][1].memory_words == 150
+    row = read_labels(lean_file)[0]
+    assert row["id"] == "q1" and row["scores"] == {"chunk": 1.0, "summary": 0.0, "logic": 1.0}
+    assert row["costs"]["chunk"] == source[1]["costs"]["chunk"] and row["costs"]["logic"]["tokens"] == 150
+    assert row["logic_preset"] == "lean" and row["rerun"] == ["logic"]
+    ran.clear()  # resumed: a row already there is not answered again
+    assert (
+        label_questions(QUESTIONS[:2], None, lean_file, lean, llm=object(), progress=False, rerun=(source, ["logic"]))[
+            "written"
+        ]
+        == 1
+    )
+    assert len(ran) == 1 and len(read_labels(lean_file)) == 2
+
+
+def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        "training.label_scorers.run_route",
+        lambda route, *a, **kw: Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={}),
+    )
+    reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
+    label_questions(QUESTIONS[1:2], None, tmp_path / "r.jsonl", reader, llm=object(), progress=False)
+    short = replace(reader, style="short", logic_preset="lean")
+    with pytest.raises(LogicRouteError, match="other settings \\(style, prompts\\)"):
+        label_questions(
+            QUESTIONS[1:2], None, tmp_path / "s.jsonl", short, llm=object(), progress=False,
+            rerun=(read_labels(tmp_path / "r.jsonl"), ["logic"]),
+        )  # fmt: skip
+    assert not (tmp_path / "s.jsonl").exists() or read_labels(tmp_path / "s.jsonl") == []
+
+
 # ---------------------------------------------------------------- the label file
 
 

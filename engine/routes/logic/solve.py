@@ -14,7 +14,8 @@ from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.answer import check_style
-from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages, step_messages, step_schema
+from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
+from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
 from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
@@ -240,18 +241,45 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if cfg.rolling_memory else 10)
     try:
         c = budgeted_call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
+        data = c.data
     except StructuredOutputError as e:
-        # keep the evidence: a step without "memory" has its chunks passed raw to the final answer
-        flag(st.trace, f"step {','.join(ids)} output malformed ({e}): its chunks kept raw, answers unknown")
-        for n in group:
-            n.answer = ""
-        return
+        data = _after_cut_memory(st, e, msgs, ids) if cfg.rolling_memory else None
+        if data is None:
+            # keep the evidence: a step without "memory" has its chunks passed raw to the final answer
+            flag(st.trace, f"step {','.join(ids)} output malformed ({e}): its chunks kept raw, answers unknown")
+            for n in group:
+                n.answer = ""
+            return
     for n in group:
-        n.answer = _first_line(str(c.data["answers"].get(n.id, "")))
+        n.answer = _first_line(str(data["answers"].get(n.id, "")))
     if cfg.rolling_memory:
-        st.memory = _cap(c.data.get("memory", ""), cfg.memory_words)
+        st.memory = _cap(data.get("memory", ""), cfg.memory_words)
         step["memory"] = st.memory
         st.trace["memory"].append(st.memory)
+
+
+def _after_cut_memory(st: SolveState, e: StructuredOutputError, msgs: list[dict], ids: list[str]) -> dict | None:
+    """A step reply cut off at the token limit inside its memory (the 1.5B model sometimes
+    repeats itself there): keep the memory written so far, and ask the same prompt again for
+    the answers alone (the prefix cache holds the prompt: a few tokens to evaluate). None when
+    the reply was not cut inside the memory or the second call fails too."""
+    last = e.completions[-1] if e.completions else None
+    memory = salvage_memory(last.text) if last is not None and last.finish_reason == "length" else None
+    if memory is None:
+        return None
+    memory = _cap(memory, st.cfg.memory_words)
+    schema = step_schema(ids, st.cfg.memory_words, with_memory=False)
+    try:
+        c = budgeted_call(st, msgs, purpose="step-answers " + ",".join(ids), schema=schema, max_tokens=40 * len(ids))
+    except StructuredOutputError as e2:
+        flag(st.trace, f"step {','.join(ids)}: memory cut off at the token limit, answers asked again failed ({e2})")
+        return None
+    flag(
+        st.trace,
+        f"step {','.join(ids)}: memory cut off at the token limit; its first "
+        f"{len(memory.split())} words kept, the answers asked again without it",
+    )
+    return {"memory": memory, "answers": c.data["answers"]}
 
 
 def _evidence_budget(cfg: LogicConfig, group: list[SubQuestion]) -> int:
