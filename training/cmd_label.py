@@ -180,25 +180,13 @@ def label(
     nq, squad, medical) with each route's score, cost and preference vector."""
     from hierarchy.datasets import resolve_data
 
-    if stop_score is not None and scorer != "answer":
-        raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
-    if complete and stop_score is not None:
-        raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
-    if (rerun_routes is None) != (from_file is None):
-        raise click.UsageError("--rerun and --from go together: the routes to run again, the rows to take")
-    if rerun_routes is not None and (complete or stop_score is not None or scorer != "answer"):
-        raise click.UsageError("--rerun runs routes of full answer-scorer rows: not with --complete or --stop-score")
+    _check_modes(scorer, stop_score, complete, rerun_routes, from_file)
     data = resolve_data(data)
     from training.label_scorers import LabelConfig
-    from training.labels import label_questions, read_labels, select_questions
+    from training.labels import label_questions, select_questions
 
     routes_t = _routes(routes)
-    rerun = None
-    if rerun_routes is not None:
-        again = tuple(r.strip() for r in rerun_routes.split(",") if r.strip())
-        if not again or not set(again) <= set(routes_t):
-            raise click.BadParameter(f"give routes among {','.join(routes_t)}", param_hint="--rerun")
-        rerun = (read_labels(from_file), again)
+    rerun = _rerun(rerun_routes, from_file, routes_t)
     emb = injected_embedder(ctx)
     span = {"offset": offset, "stride": stride, "corpus": corpus, "question_type": question_type}
     questions, ds, indices = select_questions(data, n=n, **span)
@@ -233,6 +221,30 @@ def label(
 
 
 COMMANDS = [label]
+
+
+def _check_modes(scorer, stop_score, complete, rerun_routes, from_file) -> None:
+    """Refuses the combinations of the cascade, completion and rerun modes that mean nothing."""
+    if stop_score is not None and scorer != "answer":
+        raise click.UsageError("--stop-score is the answer scorer's cascade: use it with --scorer answer")
+    if complete and stop_score is not None:
+        raise click.UsageError("--complete runs what a --stop-score cascade skipped: give one or the other")
+    if (rerun_routes is None) != (from_file is None):
+        raise click.UsageError("--rerun and --from go together: the routes to run again, the rows to take")
+    if rerun_routes is not None and (complete or stop_score is not None or scorer != "answer"):
+        raise click.UsageError("--rerun runs routes of full answer-scorer rows: not with --complete or --stop-score")
+
+
+def _rerun(rerun_routes, from_file, routes_t: tuple[str, ...]):
+    """--rerun's (rows of --from, routes to answer again), or None without it."""
+    if rerun_routes is None:
+        return None
+    from training.labels import read_labels
+
+    again = tuple(r.strip() for r in rerun_routes.split(",") if r.strip())
+    if not again or not set(again) <= set(routes_t):
+        raise click.BadParameter(f"give routes among {','.join(routes_t)}", param_hint="--rerun")
+    return read_labels(from_file), again
 
 
 def _label_kb(kb_path: Path, data: str, ds, build_kb: bool, emb, *, layers: bool):

@@ -7,7 +7,9 @@ Prompt evaluation dominates on CPU (~50 tokens/s here), and every prompt of one 
 the same system text and few-shot examples. A prefix cache keeps the model state after recent
 calls and restores the one sharing the longest prefix with the next prompt, so only the new
 suffix is evaluated (a 729-token decomposition prompt: 19 tokens evaluated, 24 s -> 8 s).
-`Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only.
+`Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only;
+engine.llm.llama_state saves and restores its states without llama-cpp-python's 311 MB logits
+copy ($LOGICROUTE_LEAN_STATE=0: the stock pair, for comparisons).
 Grammar-constrained (JSON) greedy calls decode through engine.llm.grammar_first, which shows the
 grammar the top candidates instead of the whole vocabulary: same tokens, ~28% faster decoding
 ($LOGICROUTE_GRAMMAR_FIRST=0: the stock sampler, for comparisons).
@@ -39,23 +41,6 @@ def prefix_cache_mb() -> int:
         return max(0, int(raw))
     except ValueError:
         raise LLMError(f"LOGICROUTE_PREFIX_CACHE_MB must be a whole number of megabytes, got {raw!r}") from None
-
-
-def _prefix_cache(capacity_bytes: int) -> Any:
-    from llama_cpp import LlamaRAMCache
-
-    class PrefixCache(LlamaRAMCache):
-        """llama-cpp-python's RAM cache of model states, keyed by the tokens they hold, with the
-        saved logits cut to the last row. Why: a state copies n_batch x vocabulary floats
-        (512 x 151,936 x 4 B = 311 MB for Qwen) beside a ~12 MB KV cache, and the capacity counts
-        only the KV part. One row is enough: a restored state is always evaluated again from at
-        least its last prompt token (load_state sets _requires_eval), which rewrites the logits."""
-
-        def __setitem__(self, key, value) -> None:
-            value.scores = value.scores[-1:].copy()
-            super().__setitem__(key, value)
-
-    return PrefixCache(capacity_bytes=capacity_bytes)
 
 
 class _EvalCounter:
@@ -135,7 +120,11 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
                 install(llama)
             mb = prefix_cache_mb()
             if mb:
-                llama.set_cache(_prefix_cache(mb << 20))
+                from engine.llm import llama_state
+
+                if not _env_off("LOGICROUTE_LEAN_STATE"):
+                    llama_state.install(llama)
+                llama.set_cache(llama_state.prefix_cache(mb << 20))
             llama._logicroute_evals = _EvalCounter(llama)
             _REGISTRY[key] = (llama, threading.Lock())
         return _REGISTRY[key]
