@@ -42,7 +42,7 @@ done
 TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
 factoid() {  # SET STRIDE N [--complete]
   "$BIN/logicroute" label "$1" --kb "runs/labels_kb/$1" --build-kb --kb-questions 100 \
-    --offset 100 --stride "$2" --n "$3" ${4:-} --out "checkpoints/labels/answer_$1.jsonl"
+    --offset 100 --stride "$2" --n "$3" ${4:-} --logic-preset paper --out "checkpoints/labels/answer_$1.jsonl"
 }
 for entry in "${SETS[@]}"; do  # once: rows a cascade made, wherever they are
   read -r name stride <<<"$entry"
@@ -57,6 +57,6 @@ for ((n = FIRST; n <= MAX; n += ROUND)); do
     [[ " $ONLY " == *" medical "* ]] || break
     "$BIN/logicroute" label medical --kb runs/labels_kb/medical --build-kb --question-type "$type" \
       --offset 40 --n $(((n + 3) / 4)) --metric rouge_l --style reader \
-      --out checkpoints/labels/answer_medical.jsonl
+      --logic-preset paper --out checkpoints/labels/answer_medical.jsonl
   done
 done

@@ -74,7 +74,7 @@ def style_option(default: str):
 
 def answering_options(f):
     """--logic-preset and --no-retry, for `ask` and `serve`: the RoutedRAG fields of the same names."""
-    from engine.routes.logic.config import PRESETS
+    from engine.routes.logic.config import PRESET_CHOICES
 
     f = click.option(
         "--no-retry",
@@ -83,10 +83,11 @@ def answering_options(f):
     )(f)
     return click.option(
         "--logic-preset",
-        type=click.Choice(list(PRESETS)),
-        default="paper",
+        type=click.Choice(PRESET_CHOICES),
+        default="auto",
         show_default=True,
-        help="the logic route's settings: every mechanism of the paper, or the cost cuts (about half the tokens)",
+        help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
+        "auto (lean for --style short, paper for reader: what each measured best in)",
     )(f)
 
 

@@ -34,7 +34,7 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, 
 from engine.prompts.answer import check_style
 from engine.routes import CHEAP_ROUTES, check_route, run_route
 from engine.routes.common import check_question, looks_unanswered
-from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
+from engine.routes.logic.config import PRESET_CHOICES, LogicConfig, preset_config, resolve_preset
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -62,11 +62,11 @@ class RoutedRAG:
         metadata={"help": "timeout (s per try) and retries of a remote LLM; the spec's ?timeout=&retries= win"},
     )
     logic_preset: str = field(
-        default="paper",
+        default="auto",
         metadata={
-            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): paper (every mechanism of "
-            "the paper; the router's labels were measured with it) | lean (the cost cuts: about 40-70% of the "
-            "prompt tokens at equal or better short-answer F1 on 2Wiki and MuSiQue)"
+            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
+            "answers, paper for the reader style: what each measured best in) | paper (every mechanism of the "
+            "paper) | lean (the cost cuts: about 40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
         },
     )
     escalate: bool = field(
@@ -117,8 +117,8 @@ class RoutedRAG:
         if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
             raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         check_ood_policy(self.ood_policy)
-        if self.logic_preset not in PRESETS:
-            raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESETS)}")
+        if self.logic_preset not in PRESET_CHOICES:
+            raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
         check_style(self.style)
         self._lock = threading.Lock()
 
@@ -336,7 +336,7 @@ class RoutedRAG:
         missing = sorted(set(wanted) - names)
         if missing:
             raise LogicRouteError(f"the logic route does not support the budget option(s) {', '.join(missing)}")
-        return preset_config(self.logic_preset, **wanted)
+        return preset_config(resolve_preset(self.logic_preset, self.style), **wanted)
 
     # ------------------------------------------------------------------ escalation
     def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:

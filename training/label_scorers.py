@@ -73,8 +73,11 @@ class LabelConfig:
         metadata={"help": "answer style of the routes: short (phrases) | reader (sentences, for sentence answers)"},
     )
     logic_preset: str = field(
-        default="paper",
-        metadata={"help": "settings of the logic route: a name of engine.routes.logic.config.PRESETS"},
+        default="auto",
+        metadata={
+            "help": "settings of the logic route: auto (by style, as RoutedRAG picks them) or a name of "
+            "engine.routes.logic.config.PRESETS; held resolved (a row says lean when not paper)"
+        },
     )
     stop_score: float | None = field(
         default=None,
@@ -86,7 +89,13 @@ class LabelConfig:
     )
 
     def __post_init__(self) -> None:
+        from engine.routes.logic.config import resolve_preset
+
         self.metric = metric_name(self.metric)
+        try:
+            self.logic_preset = resolve_preset(self.logic_preset, self.style)
+        except (KeyError, ValueError) as e:
+            raise LogicRouteError(f"logic preset {self.logic_preset!r} for style {self.style!r}: {e}") from None
 
 
 # ---------------------------------------------------------------- retrieval scorer

@@ -211,6 +211,12 @@ def _open_label_file(out: Path, cfg: LabelConfig) -> JsonlStore:
                 f"{out} holds {r.get('scorer')} labels for routes {list(r.get('scores', {}))}; "
                 f"this run makes {cfg.scorer} labels for {list(cfg.routes)}: use another --out"
             )
+        held = r.get("logic_preset", "paper")
+        if cfg.scorer == "answer" and "logic" in cfg.routes and held != cfg.logic_preset:
+            raise LogicRouteError(
+                f"{out} holds labels of the {held} logic preset; this run answers with {cfg.logic_preset}: "
+                f"give --logic-preset {held} or another --out"
+            )
     return store
 
 

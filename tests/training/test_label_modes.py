@@ -98,7 +98,9 @@ def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(
 
     monkeypatch.setattr("training.label_scorers.run_route", run_route)
     paper_file, lean_file = tmp_path / "paper.jsonl", tmp_path / "lean.jsonl"
-    paper = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted")
+    paper = LabelConfig(
+        scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", logic_preset="paper"
+    )
     label_questions(QUESTIONS[:2], None, paper_file, paper, llm=object(), progress=False)
     source = read_labels(paper_file)
     assert source[1]["scores"] == {"chunk": 1.0, "summary": 0.0, "logic": 0.0} and "logic_preset" not in source[1]
@@ -129,6 +131,7 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
         lambda route, *a, **kw: Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={}),
     )
     reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
+    assert reader.logic_preset == "paper"  # auto: the reader style's preset
     label_questions(QUESTIONS[1:2], None, tmp_path / "r.jsonl", reader, llm=object(), progress=False)
     short = replace(reader, style="short", logic_preset="lean")
     with pytest.raises(LogicRouteError, match="other settings \\(style, prompts\\)"):
@@ -140,3 +143,24 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
 
 
 # ---------------------------------------------------------------- the label file
+
+
+def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_keeps_one(tmp_path, monkeypatch):
+    """auto labels short answers with the lean logic route, reader answers with paper, as RoutedRAG
+    answers them; a label file of one preset refuses rows of another."""
+    presets = []
+
+    def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
+        presets.append(logic_config is not None and logic_config.short_prompts)
+        return Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={})
+
+    monkeypatch.setattr("training.label_scorers.run_route", run_route)
+    short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted")
+    assert short.logic_preset == "lean"
+    out = tmp_path / "short.jsonl"
+    label_questions(QUESTIONS[1:], None, out, short, llm=object(), progress=False)
+    assert presets == [False, True] and read_labels(out)[0]["logic_preset"] == "lean"
+    with pytest.raises(LogicRouteError, match="holds labels of the lean logic preset"):
+        label_questions(QUESTIONS, None, out, replace(short, logic_preset="paper"), llm=object(), progress=False)
+    with pytest.raises(LogicRouteError, match="unknown logic preset"):
+        LabelConfig(scorer="answer", logic_preset="fast")

@@ -174,6 +174,23 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# "auto" picks a preset by answer style. Lean for short answers: on the answer-label rows (questions
+# 100-199, untuned) it scored MuSiQue 24.1 F1 against paper's 19.4 at 74% of its tokens, and 2Wiki
+# 66.1 against 59.1 at 39%. Paper for the reader style: on 59 GraphRAG-Bench Medical rows lean scored
+# ROUGE-L 23.9 against 27.0 at the same tokens (docs/results/lean_logic_labels.md).
+PRESET_FOR_STYLE = {"short": "lean", "reader": "paper"}
+PRESET_CHOICES = ("auto", *PRESETS)
+
+
+def resolve_preset(name: str, style: str) -> str:
+    """The preset `name` means for answers in `style`: "auto" by PRESET_FOR_STYLE, else itself."""
+    if name == "auto":
+        return PRESET_FOR_STYLE[style]
+    if name not in PRESETS:
+        raise ValueError(f"unknown logic preset {name!r}: one of {', '.join(PRESET_CHOICES)}")
+    return name
+
+
 def preset_config(name: str, **settings) -> LogicConfig:
     """The LogicConfig of preset `name`, with `settings` (k, budgets, ...) on top."""
     if name not in PRESETS:
