@@ -84,7 +84,7 @@ def answering_options(f):
     return click.option(
         "--logic-preset",
         type=click.Choice(PRESET_CHOICES),
-        default="auto",
+        default="paper",
         show_default=True,
         help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
         "auto (lean for --style short, paper for reader: what each measured best in)",

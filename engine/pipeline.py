@@ -62,11 +62,11 @@ class RoutedRAG:
         metadata={"help": "timeout (s per try) and retries of a remote LLM; the spec's ?timeout=&retries= win"},
     )
     logic_preset: str = field(
-        default="auto",
+        default="paper",
         metadata={
-            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
-            "answers, paper for the reader style: what each measured best in) | paper (every mechanism of the "
-            "paper) | lean (the cost cuts: about 40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
+            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): paper (every mechanism of "
+            "the paper) | auto (lean for short answers, paper for the reader style) | lean (the cost cuts: about "
+            "40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
         },
     )
     escalate: bool = field(

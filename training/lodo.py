@@ -31,23 +31,31 @@ from training.label_arrays import (
     training_targets,
 )
 from training.labels import route_cost
-from training.lodo_cascade import STRONG, confidence_of, escalate, fit_threshold, logic_gain_ranking, retry_unanswered
+from training.lodo_cascade import (
+    CHUNK_CASCADE,
+    ESCALATING,
+    RETRY_CASCADE,
+    ROUTER_CASCADE,
+    ROUTER_FORMS,
+    ROUTER_RETRY,
+    STRONG,
+    confidence_of,
+    escalation_systems,
+    logic_gain_ranking,
+)
 from training.retrieval_signals import SIGNALS, row_signals
 from training.set_priors import Priors, build_priors
 from training.train import fit_router, trained_on
 
 FIXED = "always {}"
 LLM_ROUTER = "LLM router"
-ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
-ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
-ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
 
 
 def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: bool = False) -> list[str]:
     return [
         "router",
         *([ROUTER_FORMS, ROUTER_RETRY] if STRONG in routes else []),
-        *([ROUTER_CASCADE, CHUNK_CASCADE] if with_confidence else []),
+        *([ROUTER_CASCADE, CHUNK_CASCADE, RETRY_CASCADE] if with_confidence else []),
         "logreg",
         "majority",
         *([LLM_ROUTER] if with_llm else []),
@@ -164,7 +172,7 @@ def lodo_report(
     with_confidence = "chunk" in routes and STRONG in routes and any(confidence_of(r, "chunk") for r in rows)
     systems = _systems(routes, with_llm=asked is not None, with_confidence=with_confidence)
     pooled: dict[str, list] = {s: [] for s in systems}
-    paid: dict[str, list] = {s: [] for s in (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY)}  # cheap attempts redone
+    paid: dict[str, list] = {s: [] for s in ESCALATING}  # cheap attempts redone
     pooled_index: list[int] = []  # the left-out rows, fold after fold
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
@@ -184,7 +192,7 @@ def lodo_report(
         if asked is not None:
             decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
         fold_paid: dict[str, list] = {}
-        t = _escalation_systems(rows, test, decided, fold_paid, systems)
+        t = escalation_systems(rows, test, decided, fold_paid, systems)
         if t is not None:
             report.setdefault("confidence_thresholds", {})[d] = t
         if 0 < specialist_n < len(test) - 1:
@@ -248,25 +256,6 @@ def seed_spread(
     return out
 
 
-def _escalation_systems(rows: list[dict], test: list[int], decided: dict, paid: dict, systems) -> float | None:
-    """Add the escalation systems to one fold's `decided` (and their cheap attempts to `paid`):
-    the router's unanswered cheap answers retried on logic; the chunk route, and the router's
-    cheap routes, escalated to logic below the confidence threshold fitted on the fold's
-    training rows (the chunk cascade's). Returns that threshold (None: no confidence systems)."""
-    if ROUTER_RETRY in systems:
-        test_rows = [rows[i] for i in test]
-        decided[ROUTER_RETRY], paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
-    if ROUTER_CASCADE not in systems:
-        return None
-    held = set(test)
-    train = [rows[i] for i in range(len(rows)) if i not in held]
-    t = fit_threshold(train, ["chunk"] * len(train))
-    test_rows = [rows[i] for i in test]
-    decided[CHUNK_CASCADE], paid[CHUNK_CASCADE] = escalate(test_rows, ["chunk"] * len(test), t)
-    decided[ROUTER_CASCADE], paid[ROUTER_CASCADE] = escalate(test_rows, decided["router"], t)
-    return t
-
-
 def _ranking(rows, sets, p_strong: np.ndarray, signals: dict) -> dict:
     """The ranking check per left-out set and pooled, of P(logic) and of every signal given."""
     return {
@@ -304,6 +293,7 @@ CARD_SYSTEMS = (
     ROUTER_RETRY,
     ROUTER_CASCADE,
     CHUNK_CASCADE,
+    RETRY_CASCADE,
     "logreg",
     LLM_ROUTER,
     "always chunk",
@@ -343,8 +333,9 @@ def format_lodo(report: dict) -> str:
     if report.get("confidence_thresholds"):
         fitted = ", ".join(f"{d} {t:.3f}" for d, t in report["confidence_thresholds"].items())
         lines += [
-            f"{CHUNK_CASCADE} / {ROUTER_CASCADE}: the chunk route / the router, then logic for a cheap answer "
-            f"whose confidence is below the threshold fitted on the other sets (left out: threshold): {fitted}",
+            f"{CHUNK_CASCADE} / {ROUTER_CASCADE} / {RETRY_CASCADE}: the chunk route / the router / the shipped "
+            "default, then logic for a cheap answer whose confidence is below the threshold fitted on the other "
+            f"sets (left out: threshold): {fitted}",
             "",
         ]
     if report.get("priors"):

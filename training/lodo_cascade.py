@@ -16,6 +16,11 @@ from training.labels import route_cost
 
 STRONG = "logic"
 TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may spend on training rows
+ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
+ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
+ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
+RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: --escalate-below
+ESCALATING = (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY, RETRY_CASCADE)  # systems that pay for cheap attempts
 
 
 def confidence_of(row: dict, route: str) -> float | None:
@@ -103,3 +108,26 @@ def logic_gain_ranking(
         for name, values in (signals or {}).items():
             out[f"auc_{name}"] = round(float(roc_auc_score(better, values)), 3)
     return out
+
+
+def escalation_systems(rows: list[dict], test: list[int], decided: dict, paid: dict, systems) -> float | None:
+    """Add the escalation systems to one fold's `decided` (and their cheap attempts to `paid`):
+    the router's unanswered cheap answers retried on logic; the chunk route, the router's cheap
+    routes, and those the retry kept, escalated to logic below the confidence threshold fitted on
+    the fold's training rows (the chunk cascade's). Returns that threshold (None: no confidence
+    systems)."""
+    test_rows = [rows[i] for i in test]
+    if ROUTER_RETRY in systems:
+        decided[ROUTER_RETRY], paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
+    if ROUTER_CASCADE not in systems:
+        return None
+    held = set(test)
+    train = [rows[i] for i in range(len(rows)) if i not in held]
+    t = fit_threshold(train, ["chunk"] * len(train))
+    decided[CHUNK_CASCADE], paid[CHUNK_CASCADE] = escalate(test_rows, ["chunk"] * len(test), t)
+    decided[ROUTER_CASCADE], paid[ROUTER_CASCADE] = escalate(test_rows, decided["router"], t)
+    if RETRY_CASCADE in systems and ROUTER_RETRY in decided:
+        after, more = escalate(test_rows, decided[ROUTER_RETRY], t)  # a retried row is logic already: no overhead
+        decided[RETRY_CASCADE] = after
+        paid[RETRY_CASCADE] = [first or extra for first, extra in zip(paid[ROUTER_RETRY], more)]
+    return t

@@ -80,8 +80,27 @@ def test_lodo_judges_the_chunk_and_router_cascades_with_thresholds_from_the_othe
         assert cascade["tokens"] == pytest.approx((6 * 700 + 2 * (700 + 3000)) / 8)  # both answers paid
         assert table["router+confidence"]["score"] >= table["router"]["score"]
         assert table["router+forms+retry"] == table["router+forms"]  # no stored answer says it has none
+        # the shipped default with --escalate-below: every unsure cheap answer it kept goes on to logic
+        assert table["router+forms+retry+confidence"]["score"] == 100.0
+        assert table["router+forms+retry+confidence"]["score"] >= table["router+forms+retry"]["score"]
     assert rep["pooled"]["chunk+confidence"]["n"] == 24
-    assert "chunk+confidence / router+confidence" in format_lodo(rep)
+    assert "chunk+confidence / router+confidence / router+forms+retry+confidence" in format_lodo(rep)
+
+
+def test_the_retry_cascade_pays_once_for_a_retried_answer_and_once_for_an_unsure_one():
+    from training.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, escalation_systems
+
+    rows = [_row(0, 1, 0.9), _row(0, 1, 0.2), _row(1, 1, 0.9)]
+    rows[0]["answers_pred"] = {"chunk": "Not in the indexed documents."}
+    decided, paid = {"router": ["chunk"] * 3, ROUTER_FORMS: ["chunk"] * 3}, {}
+    train = [_row(0, 1, 0.2), *(_row(1, 1, 0.9) for _ in range(7))]
+    escalation_systems([*rows, *train], [0, 1, 2], decided, paid, [ROUTER_RETRY, "router+confidence"])
+    assert "router+forms+retry+confidence" not in decided  # not asked for
+    escalation_systems(
+        [*rows, *train], [0, 1, 2], decided, paid, [ROUTER_RETRY, "router+confidence", "router+forms+retry+confidence"]
+    )
+    assert decided["router+forms+retry+confidence"] == ["logic", "logic", "chunk"]
+    assert paid["router+forms+retry+confidence"] == [{"tokens": 700, "llm_calls": 1.0}] * 2 + [{}]
 
 
 def test_the_ranking_check_scores_each_signal_by_how_it_orders_the_rows_logic_wins():

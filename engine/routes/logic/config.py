@@ -174,10 +174,11 @@ PRESETS: dict[str, dict] = {
 }
 
 
-# "auto" picks a preset by answer style. Lean for short answers: on the answer-label rows (questions
-# 100-199, untuned) it scored MuSiQue 24.1 F1 against paper's 19.4 at 74% of its tokens, and 2Wiki
-# 66.1 against 59.1 at 39%. Paper for the reader style: on 59 GraphRAG-Bench Medical rows lean scored
-# ROUGE-L 23.9 against 27.0 at the same tokens (docs/results/lean_logic_labels.md).
+# "auto" picks a preset by answer style: lean for short answers, where it wins on the multi-hop sets'
+# answer-label rows (questions 100-199, untuned: MuSiQue F1 24.1 against paper's 19.4, 2Wiki 66.5
+# against 58.3, HotpotQA 37.6 against 36.0) but loses on one-hop NQ (56.2 against 66.0); paper for
+# the reader style (59 Medical rows: ROUGE-L 23.9 against 27.0). Not the default while NQ's loss
+# stands (docs/results/lean_logic_labels.md).
 PRESET_FOR_STYLE = {"short": "lean", "reader": "paper"}
 PRESET_CHOICES = ("auto", *PRESETS)
 
