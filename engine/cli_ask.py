@@ -100,6 +100,7 @@ def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
         style=options["style"],
         escalate=options["escalate"],
         retry_unanswered=not options["no_retry"],
+        retry_routes=options["retry_routes"],
         logic_preset=options["logic_preset"],
         escalate_below=options["escalate_below"],
         budget=budget,

@@ -72,23 +72,46 @@ def style_option(default: str):
     )
 
 
-def answering_options(f):
-    """--logic-preset and --no-retry, for `ask` and `serve`: the RoutedRAG fields of the same names."""
+def logic_preset_option(f):
+    """--logic-preset: the logic route's settings (engine.routes.logic.config.PRESETS, or auto)."""
     from engine.routes.logic.config import PRESET_CHOICES
 
-    f = click.option(
-        "--no-retry",
-        is_flag=True,
-        help="keep a chunk/summary answer that says it has no answer (default: answer it again on the logic route)",
-    )(f)
     return click.option(
         "--logic-preset",
         type=click.Choice(PRESET_CHOICES),
-        default="paper",
+        default="auto",
         show_default=True,
         help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
         "auto (lean for --style short, paper for reader: what each measured best in)",
     )(f)
+
+
+def answering_options(f):
+    """--logic-preset, --no-retry and --retry-routes, for `ask` and `serve`: the RoutedRAG fields
+    logic_preset, retry_unanswered and retry_routes."""
+    f = click.option(
+        "--no-retry",
+        is_flag=True,
+        help="keep a chunk/summary answer that says it has no answer (default: answer it again up --retry-routes)",
+    )(f)
+    f = click.option(
+        "--retry-routes",
+        default="summary,logic",
+        show_default=True,
+        callback=_retry_routes,
+        help="where an answer that says it has none is answered again: these routes in turn, each costlier "
+        "than the last answer's, until one answers (logic alone: --retry-routes logic)",
+    )(f)
+    return logic_preset_option(f)
+
+
+def _retry_routes(ctx, param, value: str) -> tuple[str, ...]:
+    from engine.escalation import check_retry_routes
+
+    try:
+        return check_retry_routes([r.strip() for r in value.split(",") if r.strip()])
+    except LogicRouteError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def check_llm_spec(spec: str) -> None:

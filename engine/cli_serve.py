@@ -89,6 +89,7 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         style=options["style"],
         escalate=escalate,
         retry_unanswered=not options["no_retry"],
+        retry_routes=options["retry_routes"],
         logic_preset=options["logic_preset"],
         escalate_below=options["escalate_below"],
         ood_policy=ood_policy,

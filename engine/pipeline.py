@@ -22,13 +22,14 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
-from engine.escalation import merge_escalated, self_check_reason
+from engine.escalation import RETRY_ROUTES, check_retry_routes, merge_escalated, retry_up_the_ladder, self_check_reason
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
@@ -62,11 +63,11 @@ class RoutedRAG:
         metadata={"help": "timeout (s per try) and retries of a remote LLM; the spec's ?timeout=&retries= win"},
     )
     logic_preset: str = field(
-        default="paper",
+        default="auto",
         metadata={
-            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): paper (every mechanism of "
-            "the paper) | auto (lean for short answers, paper for the reader style) | lean (the cost cuts: about "
-            "40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
+            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
+            "answers, paper for the reader style: what each measured best in) | paper (every mechanism of the "
+            "paper) | lean (the cost cuts: about 40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
         },
     )
     escalate: bool = field(
@@ -80,8 +81,15 @@ class RoutedRAG:
         default=True,
         metadata={
             "help": "a chunk/summary answer that says it has no answer ('unknown', the reader style's 'Not in the "
-            "indexed documents.') is answered again by the logic route, escalate or not; free unless it fires "
-            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/lodo600_retry_unanswered.md)"
+            "indexed documents.') is answered again up retry_routes, escalate or not; free unless it fires "
+            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/retry_ladder.md)"
+        },
+    )
+    retry_routes: tuple[str, ...] = field(
+        default=RETRY_ROUTES,
+        metadata={
+            "help": "the retry's ladder: the routes costlier than the first answer's are tried in this order "
+            "until one answers (summary, logic: the cheap summary first; logic alone: ('logic',))"
         },
     )
     self_check: bool = field(
@@ -117,6 +125,7 @@ class RoutedRAG:
         if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
             raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         check_ood_policy(self.ood_policy)
+        self.retry_routes = check_retry_routes(self.retry_routes)
         if self.logic_preset not in PRESET_CHOICES:
             raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
         check_style(self.style)
@@ -340,10 +349,13 @@ class RoutedRAG:
 
     # ------------------------------------------------------------------ escalation
     def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
-        """Logic after `first` when its text says it has no answer, or (checks: escalation on) when
-        its confidence is below escalate_below or the self-check says its passages do not answer."""
+        """Up the retry ladder after `first` when its text says it has no answer; logic when
+        (checks: escalation on) its confidence is below escalate_below or the self-check says
+        its passages do not answer."""
         reason = looks_unanswered(first.text)
-        if reason is None and not checks:
+        if reason is not None and self.retry_unanswered:
+            return retry_up_the_ladder(first, reason, self._retry_ladder(), partial(self._retry_on, q, budget), budget)
+        if not checks:
             return first
         confidence = first.trace.get("confidence") if self.escalate_below is not None else None
         if reason is None and confidence is not None:  # the model's own certainty: no extra call
@@ -362,16 +374,20 @@ class RoutedRAG:
         second = self._run_logic_after(q, first, budget)
         return merge_escalated(first, second, reason)
 
+    def _retry_ladder(self) -> tuple[str, ...]:
+        """retry_routes, less summary on a KB without summary layers (it would answer as chunk did)."""
+        from hierarchy.layers.persist import has_summary_layers
+
+        if "summary" in self.retry_routes and not has_summary_layers(self.kb):
+            return tuple(r for r in self.retry_routes if r != "summary")
+        return self.retry_routes
+
+    def _retry_on(self, q: str, budget: Budget | None, route: str, spent: Answer) -> Answer:
+        return self._run_logic_after(q, spent, budget) if route == "logic" else self._run_route(q, route, budget)
+
     def _run_logic_after(self, q: str, first: Answer, budget: Budget | None) -> Answer:
-        return run_route(
-            "logic",
-            q,
-            self.kb,
-            self.get_llm(),
-            k=self.k,
-            logic_config=self.logic_config(budget, spent=first.usage),
-            style=self.style,
-        )
+        cfg = self.logic_config(budget, spent=first.usage)
+        return run_route("logic", q, self.kb, self.get_llm(), k=self.k, logic_config=cfg, style=self.style)
 
     def self_check_reason(self, question: str, answer: Answer) -> str | None:
         """engine.escalation.self_check_reason on this instance's KB and LLM (the benchmark replays it)."""

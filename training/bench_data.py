@@ -13,6 +13,7 @@ from typing import Any
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
 from engine.routes import ROUTES, check_routes
+from engine.routes.logic.config import PRESET_CHOICES
 from training.answer_scores import answer_scores, metric_name
 
 DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)
@@ -65,6 +66,13 @@ class BenchConfig:
     )
     seed: int = 0
     k: int = 3
+    logic_preset: str = field(
+        default="auto",
+        metadata={
+            "help": "the logic route's settings (RoutedRAG.logic_preset): auto | paper | lean; logic answers of "
+            "an earlier run are reused only under the same settings"
+        },
+    )
     concurrency: int = 1
     logic_max_seconds: float | None = field(
         default=1800.0,
@@ -95,6 +103,8 @@ class BenchConfig:
         self.metric = metric_name(self.metric)
         if self.style not in ("auto", "short", "reader"):
             raise LogicRouteError(f"style must be auto, short or reader, got {self.style!r}")
+        if self.logic_preset not in PRESET_CHOICES:
+            raise LogicRouteError(f"logic_preset must be one of {', '.join(PRESET_CHOICES)}, got {self.logic_preset!r}")
         if not 0.0 < self.escalate_below <= 1.0:
             raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         if any(not 0.0 <= t <= 1.0 for t in self.thresholds):

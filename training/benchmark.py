@@ -305,7 +305,9 @@ def _start(
         from engine.pipeline import RoutedRAG
 
         def rag_factory(kb):
-            return RoutedRAG(kb=kb, llm=llm, k=cfg.k, checkpoint=cfg.checkpoint, style=style)
+            return RoutedRAG(
+                kb=kb, llm=llm, k=cfg.k, checkpoint=cfg.checkpoint, style=style, logic_preset=cfg.logic_preset
+            )
 
     rags = {name: rag_factory(kb) for name, kb in kbs.items()}
     for rag in rags.values():

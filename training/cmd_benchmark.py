@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli_options import llm_option, style_option
+from engine.cli_options import llm_option, logic_preset_option, style_option
 from training.answer_scores import ALIASES, METRICS
 from training.bench_data import ESCALATE_BELOW
 
@@ -79,6 +79,7 @@ def _floats(text: str) -> tuple[float, ...]:
     "sentence answers)",
 )
 @style_option("auto")
+@logic_preset_option
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--seed", default=0, show_default=True, help="seed of the random router")
 @click.option(
@@ -128,6 +129,7 @@ def benchmark(
     k,
     seed,
     concurrency,
+    logic_preset,
     logic_max_seconds,
     no_llm_router,
     no_self_check,
@@ -162,6 +164,7 @@ def benchmark(
         style=style,
         seed=seed,
         k=k,
+        logic_preset=logic_preset,
         concurrency=concurrency,
         logic_max_seconds=logic_max_seconds or None,
         llm_router=not no_llm_router,

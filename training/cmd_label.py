@@ -129,10 +129,10 @@ def _routes(value: str) -> tuple[str, ...]:
 @click.option(
     "--logic-preset",
     type=click.Choice(["auto", "paper", "lean"]),
-    default="paper",
+    default="auto",
     show_default=True,
-    help="settings of the logic route (engine.routes.logic.config.PRESETS); auto = lean for the short style, "
-    "paper for reader; a row says which when not paper",
+    help="settings of the logic route (engine.routes.logic.config.PRESETS): auto = lean for the short style, "
+    "paper for reader, as `ask` picks them; a row says which when not paper",
 )
 @click.option(
     "--rerun",

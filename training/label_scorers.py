@@ -73,9 +73,9 @@ class LabelConfig:
         metadata={"help": "answer style of the routes: short (phrases) | reader (sentences, for sentence answers)"},
     )
     logic_preset: str = field(
-        default="paper",
+        default="auto",
         metadata={
-            "help": "settings of the logic route: paper, auto (by style, as RoutedRAG picks them) or a name of "
+            "help": "settings of the logic route: auto (by style, as RoutedRAG picks them) or a name of "
             "engine.routes.logic.config.PRESETS; held resolved (a row says lean when not paper)"
         },
     )

@@ -38,6 +38,7 @@ from training.lodo_cascade import (
     ROUTER_CASCADE,
     ROUTER_FORMS,
     ROUTER_RETRY,
+    ROUTER_RETRY_LOGIC,
     STRONG,
     confidence_of,
     escalation_systems,
@@ -54,7 +55,7 @@ LLM_ROUTER = "LLM router"
 def _systems(routes: Sequence[str], with_llm: bool = False, with_confidence: bool = False) -> list[str]:
     return [
         "router",
-        *([ROUTER_FORMS, ROUTER_RETRY] if STRONG in routes else []),
+        *([ROUTER_FORMS, ROUTER_RETRY, ROUTER_RETRY_LOGIC] if STRONG in routes else []),
         *([ROUTER_CASCADE, CHUNK_CASCADE, RETRY_CASCADE] if with_confidence else []),
         "logreg",
         "majority",
@@ -291,6 +292,7 @@ CARD_SYSTEMS = (
     "router",
     ROUTER_FORMS,
     ROUTER_RETRY,
+    ROUTER_RETRY_LOGIC,
     ROUTER_CASCADE,
     CHUNK_CASCADE,
     RETRY_CASCADE,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.escalation import RETRY_ROUTES
 from training.labels import route_cost
 
 STRONG = "logic"
@@ -19,8 +20,9 @@ TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
 ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (router.forms)
 ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
+ROUTER_RETRY_LOGIC = "router+forms+retry:logic"  # the retry straight to logic (--retry-routes logic)
 RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: --escalate-below
-ESCALATING = (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY, RETRY_CASCADE)  # systems that pay for cheap attempts
+ESCALATING = (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY, ROUTER_RETRY_LOGIC, RETRY_CASCADE)  # pay for attempts
 
 
 def confidence_of(row: dict, route: str) -> float | None:
@@ -53,17 +55,36 @@ def escalate(rows: Sequence[dict], first: Sequence[str], threshold: float) -> tu
     return _escalated(rows, first, unsure)
 
 
-def retry_unanswered(rows: Sequence[dict], first: Sequence[str]) -> tuple[list[str], list[dict]]:
-    """RoutedRAG.retry_unanswered replayed: a cheap route whose stored answer says it has no
-    answer (engine.routes.common.looks_unanswered) becomes the strong route and pays for both.
-    A row without that route's answer text is kept as it is."""
+def retry_unanswered(
+    rows: Sequence[dict], first: Sequence[str], ladder: Sequence[str] = RETRY_ROUTES
+) -> tuple[list[str], list[dict]]:
+    """RoutedRAG.retry_unanswered replayed along `ladder` (RoutedRAG.retry_routes): a cheap route
+    whose stored answer says it has no answer (engine.routes.common.looks_unanswered) goes on to
+    the next route of the ladder costlier than itself, while the answers say they have none, and
+    pays for every attempt. A route without a stored answer text counts as answered (kept); one the
+    row did not label is skipped, as RoutedRAG skips summary on a KB without summary layers."""
+    from engine.routes import ROUTES
     from engine.routes.common import looks_unanswered
 
     def unanswered(row: dict, route: str) -> bool:
         text = (row.get("answers_pred") or {}).get(route)
         return text is not None and looks_unanswered(text) is not None
 
-    return _escalated(rows, first, unanswered)
+    decisions, overhead = [], []
+    for row, route in zip(rows, first):
+        paid: dict = {}
+        for nxt in ladder:
+            if route == STRONG or not unanswered(row, route):
+                break
+            if ROUTES.index(nxt) <= ROUTES.index(route) or nxt not in row["scores"]:
+                continue
+            cost = row["costs"][route]
+            paid["tokens"] = paid.get("tokens", 0.0) + route_cost(cost)
+            paid["llm_calls"] = paid.get("llm_calls", 0.0) + float(cost.get("llm_calls", 1))
+            route = nxt
+        decisions.append(route)
+        overhead.append(paid)
+    return decisions, overhead
 
 
 def _mean_score_tokens(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict]) -> tuple[float, float]:
@@ -112,13 +133,15 @@ def logic_gain_ranking(
 
 def escalation_systems(rows: list[dict], test: list[int], decided: dict, paid: dict, systems) -> float | None:
     """Add the escalation systems to one fold's `decided` (and their cheap attempts to `paid`):
-    the router's unanswered cheap answers retried on logic; the chunk route, the router's cheap
-    routes, and those the retry kept, escalated to logic below the confidence threshold fitted on
-    the fold's training rows (the chunk cascade's). Returns that threshold (None: no confidence
-    systems)."""
+    the router's unanswered cheap answers retried up RoutedRAG's ladder, and on logic alone; the
+    chunk route, the router's cheap routes, and those the retry kept, escalated to logic below the
+    confidence threshold fitted on the fold's training rows (the chunk cascade's). Returns that
+    threshold (None: no confidence systems)."""
     test_rows = [rows[i] for i in test]
     if ROUTER_RETRY in systems:
         decided[ROUTER_RETRY], paid[ROUTER_RETRY] = retry_unanswered(test_rows, decided[ROUTER_FORMS])
+        retried = retry_unanswered(test_rows, decided[ROUTER_FORMS], (STRONG,))
+        decided[ROUTER_RETRY_LOGIC], paid[ROUTER_RETRY_LOGIC] = retried
     if ROUTER_CASCADE not in systems:
         return None
     held = set(test)
@@ -129,5 +152,8 @@ def escalation_systems(rows: list[dict], test: list[int], decided: dict, paid: d
     if RETRY_CASCADE in systems and ROUTER_RETRY in decided:
         after, more = escalate(test_rows, decided[ROUTER_RETRY], t)  # a retried row is logic already: no overhead
         decided[RETRY_CASCADE] = after
-        paid[RETRY_CASCADE] = [first or extra for first, extra in zip(paid[ROUTER_RETRY], more)]
+        paid[RETRY_CASCADE] = [
+            {k: first.get(k, 0.0) + extra.get(k, 0.0) for k in {*first, *extra}}
+            for first, extra in zip(paid[ROUTER_RETRY], more)
+        ]
     return t

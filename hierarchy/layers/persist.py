@@ -50,6 +50,11 @@ def layers_dir(kb: "KnowledgeBase") -> Path:
     return kb.path / LAYERS_DIR
 
 
+def has_summary_layers(kb: "KnowledgeBase") -> bool:
+    """Whether summary layers were committed in the KB (reads meta.json only, loads no tree)."""
+    return read_meta(Path(kb.path) / LAYERS_DIR) is not None
+
+
 def layers_key(kb: "KnowledgeBase") -> str:
     """The KB's layers, named the same from every KnowledgeBase object on that folder."""
     return str(layers_dir(kb).resolve())

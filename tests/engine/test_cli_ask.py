@@ -100,6 +100,16 @@ def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, 
     assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["retry_unanswered"] is False
 
 
+def test_the_retry_ladder_is_an_option_and_a_ladder_that_does_not_climb_is_refused(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"Question:": "Warsaw"})
+    ask("Where?", "--kb", tmp_path, "--route", "chunk")
+    assert opened.options[-1]["retry_routes"] == ("summary", "logic")  # the default: summary first
+    ask("Where?", "--kb", tmp_path, "--route", "chunk", "--retry-routes", "logic")
+    assert opened.options[-1]["retry_routes"] == ("logic",)
+    res = ask("Where?", "--kb", tmp_path, "--retry-routes", "logic,summary")
+    assert res.exit_code == 2 and "cheaper to costlier" in res.output
+
+
 def test_escalate_turns_the_checks_on(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
     res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate")

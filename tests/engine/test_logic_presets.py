@@ -1,6 +1,6 @@
 """The logic route's named settings: "paper" is LogicConfig's defaults, "lean" is the cost-cut
-row that bench-logic measured, "auto" is lean for short answers and paper for the reader style;
-RoutedRAG picks one for every logic answer (`ask --logic-preset`:
+row that bench-logic measured, "auto" (the default) is lean for short answers and paper for the
+reader style; RoutedRAG picks one for every logic answer (`ask --logic-preset`:
 tests/engine/test_cli_ask.py)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_every_logic_answer_of_a_rag_uses_its_preset_under_the_budget(preset):
 
 
 @pytest.mark.parametrize(("style", "preset"), [("short", "lean"), ("reader", "paper")])
-def test_auto_gives_short_answers_the_lean_route_and_reader_answers_the_paper_one(style, preset):
-    cfg = make_rag(ScriptedLLM(), style=style, logic_preset="auto", k=4).logic_config()
+def test_by_default_short_answers_get_the_lean_route_and_reader_answers_the_paper_one(style, preset):
+    cfg = make_rag(ScriptedLLM(), style=style, k=4).logic_config()
     assert cfg == preset_config(preset, k=4)
-    assert make_rag(ScriptedLLM(), style=style, k=4).logic_config() == LogicConfig(k=4)  # the default: paper
+    assert make_rag(ScriptedLLM(), style=style, logic_preset="paper", k=4).logic_config() == LogicConfig(k=4)

@@ -1,5 +1,6 @@
 """RoutedRAG escalation: an unanswered cheap answer (by its text or by a self-check) goes on to
-the logic route, within the budget, booking both attempts.
+the logic route, within the budget, booking both attempts; one that says it has no answer first
+climbs the retry ladder (summary, then logic).
 No model loads: a tiny in-memory KB, a keyword router and scripted LLMs."""
 
 from __future__ import annotations
@@ -7,6 +8,9 @@ from __future__ import annotations
 import pytest
 
 import engine.routes.logic.solve as logic_mod
+from engine.base.errors import LogicRouteError
+from engine.base.types import Answer, Usage
+from engine.llm.base import call_llm
 from engine.pipeline import Budget
 from engine.routes.common import looks_unanswered
 from tests.fakes import ScriptedLLM, fake_logic, make_rag
@@ -157,3 +161,72 @@ def test_a_confidence_threshold_outside_0_1_is_refused(bad):
 
     with pytest.raises(LogicRouteError, match="escalate_below"):
         make_rag(ScriptedLLM(), escalate_below=bad)
+
+
+def fake_summary(kb, *, layers: bool = True):
+    """The summary route as one booked answer call, on a KB that has summary layers (or not)."""
+
+    def run(question, kb, llm, k=3, logic_config=None, style="short"):
+        usage, trace = Usage(), {"route": "summary", "llm_calls": [], "flags": []}
+        c = call_llm(
+            llm, [{"role": "user", "content": f"Summary: {question}"}], purpose="answer", usage=usage, trace=trace
+        )
+        return Answer(text=c.text, route="summary", usage=usage, trace=trace)
+
+    return run
+
+
+@pytest.fixture
+def summary_route(monkeypatch):
+    monkeypatch.setattr("engine.routes.summary.run", fake_summary(None))
+    monkeypatch.setattr("hierarchy.layers.persist.has_summary_layers", lambda kb: True)
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+
+
+def test_an_answer_that_says_it_has_none_is_retried_on_summary_first_and_stops_there_when_it_answers(summary_route):
+    llm = ScriptedLLM(replies=["Not in the indexed documents.", "Warsaw"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    assert ans.route == "summary" and ans.text == "Warsaw" and len(llm.calls) == 2  # logic never ran
+    assert ans.trace["escalated_from"]["route"] == "chunk" and ans.usage.llm_calls == 2
+    assert [c["route"] for c in ans.trace["llm_calls"]] == ["chunk", "summary"]
+
+
+def test_logic_answers_when_summary_has_none_either_and_the_answer_pays_for_all_three(summary_route):
+    llm = ScriptedLLM(replies=["Not in the indexed documents.", "unknown", "plan", "Warsaw"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    assert ans.route == "logic" and ans.text == "Warsaw"
+    assert [c["route"] for c in ans.trace["llm_calls"]] == ["chunk", "summary", "logic", "logic"]
+    assert ans.usage.llm_calls == 4 == len(llm.calls)
+    before = ans.trace["escalated_from"]
+    assert before["route"] == "summary" and before["text"] == "unknown"
+    assert before["trace"]["escalated_from"]["route"] == "chunk"  # every attempt is kept, newest first
+
+
+def test_a_ladder_of_logic_alone_and_a_summary_answer_skip_the_summary_step(summary_route):
+    llm = ScriptedLLM(replies=["unknown", "plan", "Warsaw"])
+    ans = make_rag(llm, retry_routes=("logic",)).answer("Where was Marie Curie born?", route="chunk")
+    assert ans.route == "logic" and len(llm.calls) == 3
+    llm = ScriptedLLM(replies=["unknown", "plan", "Warsaw"])
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="summary")  # summary already said none
+    assert ans.route == "logic" and [c["route"] for c in ans.trace["llm_calls"]] == ["summary", "logic", "logic"]
+
+
+def test_a_kb_without_summary_layers_retries_on_logic_directly(monkeypatch):
+    summarized = []
+    monkeypatch.setattr("engine.routes.summary.run", lambda *a, **kw: summarized.append(a))
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    ans = make_rag(ScriptedLLM(replies=["unknown", "plan", "Warsaw"])).answer("Where?", route="chunk")
+    assert ans.route == "logic" and not summarized  # summary would only have answered as chunk did
+
+
+def test_the_retry_ladder_must_climb(summary_route):
+    for bad in [("logic", "summary"), ("chunk", "chunk"), ("graph",), ()]:
+        with pytest.raises(LogicRouteError):
+            make_rag(ScriptedLLM(), retry_routes=bad)
+    assert make_rag(ScriptedLLM(), retry_routes=["summary", "logic"]).retry_routes == ("summary", "logic")
+
+
+def test_the_retry_stops_climbing_when_the_budget_runs_out(summary_route):
+    llm = ScriptedLLM(replies=["unknown", "unknown", "plan", "Warsaw"])
+    ans = make_rag(llm).answer("Where?", route="chunk", budget=Budget(max_llm_calls=3))
+    assert ans.route == "summary" and any("not retried on logic" in f for f in ans.flags)

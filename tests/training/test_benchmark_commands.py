@@ -47,6 +47,19 @@ def test_metric_acc_is_read_as_string_acc(tmp_path):
         BenchConfig(data=[], out=str(tmp_path), routes=("chunk", "graph"))
 
 
+def test_the_benchmark_answers_logic_with_the_preset_asked_for(tmp_path, monkeypatch):
+    """--logic-preset reaches the RoutedRAG that answers; auto (RoutedRAG's default) when not given."""
+    seen = []
+    monkeypatch.setattr("training.benchmark.run_benchmark", lambda cfg, echo=None: seen.append(cfg) or {})
+    for extra in ([], ["--logic-preset", "paper"]):
+        CliRunner().invoke(main, ["benchmark", "nq", "--n", "1", "--out", str(tmp_path), *extra])
+    assert [c.logic_preset for c in seen] == ["auto", "paper"]
+    with pytest.raises(LogicRouteError, match="logic_preset must be one of auto, paper, lean"):
+        BenchConfig(data=[], out=str(tmp_path), logic_preset="fast")
+    res = CliRunner().invoke(main, ["benchmark", "nq", "--logic-preset", "fast", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "fast" in res.output
+
+
 def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
     from training.bench_summary import main
     from training.bench_summary_build import PUBLISHED

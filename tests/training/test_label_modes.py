@@ -131,6 +131,7 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
         lambda route, *a, **kw: Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={}),
     )
     reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
+    assert reader.logic_preset == "paper"  # auto: the reader style's preset
     label_questions(QUESTIONS[1:2], None, tmp_path / "r.jsonl", reader, llm=object(), progress=False)
     short = replace(reader, style="short", logic_preset="lean")
     with pytest.raises(LogicRouteError, match="other settings \\(style, prompts\\)"):
@@ -144,9 +145,9 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
 # ---------------------------------------------------------------- the label file
 
 
-def test_the_auto_preset_follows_the_answer_style_and_a_label_file_keeps_one_preset(tmp_path, monkeypatch):
+def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_keeps_one(tmp_path, monkeypatch):
     """auto labels short answers with the lean logic route, reader answers with paper, as RoutedRAG
-    answers them with auto; a label file of one preset refuses rows of another."""
+    answers them; a label file of one preset refuses rows of another."""
     presets = []
 
     def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
@@ -154,10 +155,8 @@ def test_the_auto_preset_follows_the_answer_style_and_a_label_file_keeps_one_pre
         return Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={})
 
     monkeypatch.setattr("training.label_scorers.run_route", run_route)
-    short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", logic_preset="auto")
+    short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted")
     assert short.logic_preset == "lean"
-    assert LabelConfig(scorer="answer", style="reader", logic_preset="auto").logic_preset == "paper"
-    assert LabelConfig(scorer="answer").logic_preset == "paper"  # the default
     out = tmp_path / "short.jsonl"
     label_questions(QUESTIONS[1:], None, out, short, llm=object(), progress=False)
     assert presets == [False, True] and read_labels(out)[0]["logic_preset"] == "lean"

@@ -43,6 +43,19 @@ def test_a_cheap_answer_that_says_it_has_none_is_retried_on_logic_and_pays_for_b
     assert paid == [{"tokens": 700, "llm_calls": 1.0}, {}, {"tokens": 700, "llm_calls": 1.0}, {}, {}]
 
 
+def test_the_retry_climbs_to_summary_first_and_on_to_logic_only_while_the_answers_say_they_have_none():
+    rows = [_row(0, 1, None) for _ in range(3)]
+    for row, summary in zip(rows, ["Warsaw", "Not in the indexed documents.", "Warsaw"]):
+        row["scores"]["summary"], row["costs"]["summary"] = 0.5, {"tokens": 900, "llm_calls": 1}
+        row["answers_pred"] = {"chunk": "Not in the indexed documents.", "summary": summary, "logic": "Warsaw"}
+    rows[2]["answers_pred"]["chunk"] = "Warsaw"
+    decisions, paid = retry_unanswered(rows, ["chunk"] * 3)
+    assert decisions == ["summary", "logic", "chunk"]
+    assert paid == [{"tokens": 700, "llm_calls": 1.0}, {"tokens": 1600, "llm_calls": 2.0}, {}]
+    assert retry_unanswered(rows, ["chunk"] * 3, ("logic",))[0] == ["logic", "logic", "chunk"]
+    assert retry_unanswered(rows, ["summary"] * 3)[0] == ["summary", "logic", "summary"]  # summary's own "none"
+
+
 def test_the_fitted_threshold_scores_best_within_half_of_always_logics_tokens():
     # logic wins on the unsure answers only; escalating a sure one costs tokens and gains nothing
     rows = [_row(0, 1, 0.2), _row(0, 1, 0.4), *(_row(1, 1, c) for c in (0.8, 0.85, 0.9, 0.9, 0.95, 0.99))]
