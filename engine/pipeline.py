@@ -350,11 +350,14 @@ class RoutedRAG:
     # ------------------------------------------------------------------ escalation
     def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
         """Up the retry ladder after `first` when its text says it has no answer; logic when
-        (checks: escalation on) its confidence is below escalate_below or the self-check says
-        its passages do not answer."""
+        (checks: escalation on) a cheap answer's confidence is below escalate_below or the
+        self-check says its passages do not answer."""
         reason = looks_unanswered(first.text)
         if reason is not None and self.retry_unanswered:
-            return retry_up_the_ladder(first, reason, self._retry_ladder(), partial(self._retry_on, q, budget), budget)
+            first = retry_up_the_ladder(first, reason, self._retry_ladder(), partial(self._retry_on, q, budget), budget)
+            if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:
+                return first
+            reason = None  # a cheap route of the ladder answered: checked as any cheap answer
         if not checks:
             return first
         confidence = first.trace.get("confidence") if self.escalate_below is not None else None

@@ -163,11 +163,12 @@ def test_a_confidence_threshold_outside_0_1_is_refused(bad):
         make_rag(ScriptedLLM(), escalate_below=bad)
 
 
-def fake_summary(kb, *, layers: bool = True):
-    """The summary route as one booked answer call, on a KB that has summary layers (or not)."""
+def fake_summary():
+    """The summary route as one booked answer call over the KB's first two chunks."""
 
     def run(question, kb, llm, k=3, logic_config=None, style="short"):
-        usage, trace = Usage(), {"route": "summary", "llm_calls": [], "flags": []}
+        retrieved = [{"chunk_id": cid, "score": 1.0} for cid in list(kb.chunks)[:2]]
+        usage, trace = Usage(), {"route": "summary", "llm_calls": [], "flags": [], "retrieved": retrieved}
         c = call_llm(
             llm, [{"role": "user", "content": f"Summary: {question}"}], purpose="answer", usage=usage, trace=trace
         )
@@ -178,7 +179,7 @@ def fake_summary(kb, *, layers: bool = True):
 
 @pytest.fixture
 def summary_route(monkeypatch):
-    monkeypatch.setattr("engine.routes.summary.run", fake_summary(None))
+    monkeypatch.setattr("engine.routes.summary.run", fake_summary())
     monkeypatch.setattr("hierarchy.layers.persist.has_summary_layers", lambda kb: True)
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
 
@@ -230,3 +231,14 @@ def test_the_retry_stops_climbing_when_the_budget_runs_out(summary_route):
     llm = ScriptedLLM(replies=["unknown", "unknown", "plan", "Warsaw"])
     ans = make_rag(llm).answer("Where?", route="chunk", budget=Budget(max_llm_calls=3))
     assert ans.route == "summary" and any("not retried on logic" in f for f in ans.flags)
+
+
+def test_with_escalation_on_a_summary_answer_the_ladder_found_is_checked_like_any_cheap_answer(summary_route):
+    llm = ScriptedLLM(
+        rules={"Summary:": "Paris", "Proposed answer": {"answered": False}, "Final answer": "Warsaw"},
+        replies=["unknown", "plan"],
+    )
+    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk", escalate=True)
+    assert ans.route == "logic" and ans.text == "Warsaw"
+    assert [c["route"] for c in ans.trace["llm_calls"]][:3] == ["chunk", "summary", "summary"]  # + its check
+    assert ans.trace["escalated_from"]["reason"].startswith("self-check")
