@@ -66,8 +66,8 @@ class RoutedRAG:
         default="auto",
         metadata={
             "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
-            "answers, paper for the reader style: what each measured best in) | paper (every mechanism of the "
-            "paper) | lean (the cost cuts: about 40-75% of paper's tokens, better short-answer F1 on 2Wiki and MuSiQue)"
+            "answers, paper for the reader style) | paper (every mechanism of the paper) | lean (the cost cuts:"
+            " 38-82% of paper's tokens, better on multi-hop sets, worse on lookups: docs/results/lean_logic_labels.md)"
         },
     )
     escalate: bool = field(
