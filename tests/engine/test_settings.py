@@ -4,12 +4,14 @@ that is off (its neutral value) does not throw away the answers already stored."
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from engine.base.settings import Settings
-from engine.routes.logic.config import LogicConfig
+from engine.routes.logic.config import PRESETS, LogicConfig, preset_config, resolve_preset
+from training.bench_data import BenchConfig
 
+BENCH_DEFAULT_PRESET = next(f.default for f in fields(BenchConfig) if f.name == "logic_preset")
 STORE = Path(__file__).resolve().parents[2] / "docs/results/bench_mixed100/results.jsonl"
 
 
@@ -32,12 +34,18 @@ def test_a_switch_at_its_neutral_value_leaves_the_fingerprint_as_before_it_exist
 
 def test_the_committed_routing_benchmark_answers_match_todays_logic_defaults():
     """docs/results/bench_mixed100 judges a new router without answering again (`benchmark
-    --checkpoint`) only while its logic answers carry today's LogicConfig fingerprint."""
-    stored = {
-        json.loads(line)["sig"].get("logic_cfg")
-        for line in STORE.read_text().splitlines()
-        if json.loads(line).get("system") == "logic" and json.loads(line).get("kind") == "answer"
-    }
-    assert stored == {LogicConfig().fingerprint()}
+    --checkpoint`) only while every question has a logic answer under the fingerprint of the preset
+    the benchmark uses by default (short answers: `auto` means lean). Answers of the other presets
+    may stay beside them (`benchmark --logic-preset paper` reuses those)."""
+    rows = [json.loads(line) for line in STORE.read_text().splitlines()]
+    logic = [r for r in rows if r.get("system") == "logic" and r.get("kind") == "answer"]
+    by_fingerprint: dict[str, set] = {}
+    for r in logic:
+        by_fingerprint.setdefault(r["sig"]["logic_cfg"], set()).add((r["dataset"], r["id"]))
+    questions = {(r["dataset"], r["id"]) for r in rows if r.get("kind") == "answer"}
+
+    default = preset_config(resolve_preset(BENCH_DEFAULT_PRESET, "short")).fingerprint()
+    assert by_fingerprint.get(default) == questions
+    assert set(by_fingerprint) <= {preset_config(name).fingerprint() for name in PRESETS}
     assert LogicConfig(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
     assert LogicConfig(reflect_unknown_only=True).fingerprint() != LogicConfig().fingerprint()
