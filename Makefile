@@ -3,22 +3,36 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-# llama.cpp's native build crashes on these CPUs (AMX path): pin the instruction sets.
+# llama.cpp's native build crashes on these CPUs (AMX path): pin the instruction sets, adding
+# AVX-512 where /proc/cpuinfo lists it (prompt evaluation 60 -> 88 tokens/s on a 2-core Xeon here,
+# docs/results/bench_logic_avx512.md). A change of the sets rebuilds llama-cpp-python once.
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+cpu_has = $(filter $(1),$(CPU_FLAGS))
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+ifneq ($(and $(call cpu_has,avx512f),$(call cpu_has,avx512cd),$(call cpu_has,avx512bw),$(call cpu_has,avx512dq),$(call cpu_has,avx512vl)),)
+LLAMA_CMAKE_ARGS += -DGGML_AVX512=ON $(if $(call cpu_has,avx512_vnni),-DGGML_AVX512_VNNI=ON) \
+  $(if $(call cpu_has,avx512vbmi),-DGGML_AVX512_VBMI=ON) $(if $(call cpu_has,avx512_bf16),-DGGML_AVX512_BF16=ON)
+endif
+LLAMA_CMAKE_ARGS += $(if $(call cpu_has,avx_vnni),-DGGML_AVX_VNNI=ON)
+LLAMA_STAMP := $(VENV)/.llama-cpp-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-10)
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint corpus clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# compile llama-cpp-python with the pinned sets; --no-cache-dir because pip's wheel cache ignores CMAKE_ARGS
+$(LLAMA_STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip uninstall -q -y llama-cpp-python 2>/dev/null || true
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==0.3.36
+	rm -f $(VENV)/.llama-cpp-*
+	echo '$(LLAMA_CMAKE_ARGS)' > $@
+
+$(STAMP): pyproject.toml $(LLAMA_STAMP)
 	# CPU wheel first, so no dependency can pull a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	# compile llama-cpp-python with safe flags; --no-cache-dir because pip's wheel cache ignores CMAKE_ARGS
-	$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir llama-cpp-python==0.3.36
 	$(BIN)/pip install -q -e ".[local,dev]"
 	# the serve page's browser test drives Debian's chromium through selenium; installed when we may (root + apt)
 	command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
