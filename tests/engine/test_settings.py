@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from engine.base.settings import Settings
-from engine.routes.logic.config import PRESETS, LogicConfig, preset_config, resolve_preset
+from engine.pipeline import RoutedRAG
+from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
 from training.bench_data import BenchConfig
 
-BENCH_DEFAULT_PRESET = next(f.default for f in fields(BenchConfig) if f.name == "logic_preset")
+BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
 STORE = Path(__file__).resolve().parents[2] / "docs/results/bench_mixed100/results.jsonl"
 
 
@@ -44,7 +45,8 @@ def test_the_committed_routing_benchmark_answers_match_todays_logic_defaults():
         by_fingerprint.setdefault(r["sig"]["logic_cfg"], set()).add((r["dataset"], r["id"]))
     questions = {(r["dataset"], r["id"]) for r in rows if r.get("kind") == "answer"}
 
-    default = preset_config(resolve_preset(BENCH_DEFAULT_PRESET, "short")).fingerprint()
+    # the fingerprint the benchmark stamps on its logic answers (training/benchmark.py: its RoutedRAG)
+    default = RoutedRAG(kb=None, style="short", **BENCH_DEFAULTS).logic_config().fingerprint()
     assert by_fingerprint.get(default) == questions
     assert set(by_fingerprint) <= {preset_config(name).fingerprint() for name in PRESETS}
     assert LogicConfig(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
