@@ -13,6 +13,9 @@ copy ($LOGICROUTE_LEAN_STATE=0: the stock pair, for comparisons).
 Grammar-constrained (JSON) greedy calls decode through engine.llm.grammar_first, which shows the
 grammar the top candidates instead of the whole vocabulary: same tokens, ~28% faster decoding
 ($LOGICROUTE_GRAMMAR_FIRST=0: the stock sampler, for comparisons).
+Decoding drafts from the context (engine.llm.lookup_draft): a reply that repeats its prompt,
+as step answers and JSON keys do, takes several tokens per forward pass
+($LOGICROUTE_LOOKUP_DRAFT=0: one token a pass, for comparisons).
 """
 
 from __future__ import annotations
@@ -44,41 +47,48 @@ def prefix_cache_mb() -> int:
 
 
 class _EvalCounter:
-    """Counts the prompt tokens llama.cpp evaluates in a call: the first eval() of a generation
-    gets the prompt's uncached suffix, every later one a single sampled token.
-
-    It also keeps the log-probability of each generated token: when the eval of a sampled
-    token starts, the context still holds the logits it was drawn from (those of the position
-    before). The final token (end of text, or the max_tokens-th) is never evaluated, so it has
-    no entry."""
+    """Counts the prompt tokens llama.cpp evaluates in a call (the first eval() of a generation
+    gets the prompt's uncached suffix) and keeps the log-probability of each generated token,
+    read when it is sampled from the logits of its own position (a verified draft batch holds
+    several). The final token (end of text, or the max_tokens-th) has no entry, as when each
+    sampled token was fed back alone and read there: the confidences were calibrated so."""
 
     def __init__(self, llama: Any) -> None:
         self.first: int | None = None
-        self.logprobs: list[float] = []
-        inner = llama.eval
+        self.sampled: list[float | None] = []
+        inner_eval, inner_sample = llama.eval, llama.sample
 
         def counting_eval(tokens) -> None:
             if self.first is None:
                 self.first = len(tokens)
-            elif len(tokens) == 1:
-                drawn = _logprob_of(llama, tokens[0])
-                if drawn is not None:
-                    self.logprobs.append(drawn)
-            inner(tokens)
+            inner_eval(tokens)
 
-        llama.eval = counting_eval
+        def recording_sample(*args, **kwargs):
+            idx = kwargs.get("idx")
+            row = -1 if idx is None else idx - llama.n_tokens
+            token = inner_sample(*args, **kwargs)
+            self.sampled.append(_logprob_of(llama, token, row))
+            return token
+
+        llama.eval, llama.sample = counting_eval, recording_sample
 
     def reset(self) -> None:
-        self.first, self.logprobs = None, []
+        self.first, self.sampled = None, []
+
+    @property
+    def logprobs(self) -> list[float]:
+        return [x for x in self.sampled[:-1] if x is not None]
 
 
-def _logprob_of(llama: Any, token: int) -> float | None:
-    """log p(token) under the logits of the last decoded position; None if unreadable (a
-    confidence is a bonus: it never fails a call)."""
+def _logprob_of(llama: Any, token: int, row: int) -> float | None:
+    """log p(token) under the logits of output `row` of the last batch (-1: its last position);
+    None if unreadable (a confidence is a bonus: it never fails a call)."""
+    import llama_cpp
     import numpy as np
 
     try:
-        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+        pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, row)
+        logits = np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).astype(np.float64)
     except Exception:  # llama-cpp-python internals differ across versions
         return None
     top = logits.max()
@@ -125,6 +135,10 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
                 if not _env_off("LOGICROUTE_LEAN_STATE"):
                     llama_state.install(llama)
                 llama.set_cache(llama_state.prefix_cache(mb << 20))
+            if not _env_off("LOGICROUTE_LOOKUP_DRAFT"):
+                from engine.llm import lookup_draft
+
+                lookup_draft.install(llama)
             llama._logicroute_evals = _EvalCounter(llama)
             _REGISTRY[key] = (llama, threading.Lock())
         return _REGISTRY[key]
@@ -164,6 +178,9 @@ class LocalLLM:
                 counter = getattr(llama, "_logicroute_evals", None)  # None: not a llama_cpp.Llama
                 if counter is not None:
                     counter.reset()
+                draft = getattr(llama, "draft_model", None)
+                if draft is not None and hasattr(draft, "reset"):
+                    draft.reset()
                 t0 = time.perf_counter()
                 try:
                     r = llama.create_chat_completion(**kwargs)
