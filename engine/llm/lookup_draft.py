@@ -3,9 +3,9 @@ reply repeats its context.
 
 A step reply copies names and dates from its passages and notes, and every JSON reply repeats the
 key syntax of its prompt's example. Decoding on this CPU is bound by memory bandwidth: one
-forward pass over 4 tokens costs about 2 single-token steps. So before
-each step the draft looks up the last few tokens earlier in the context and proposes what
-followed them there; one pass evaluates the sampled token and the draft together.
+forward pass over 4 tokens costs about 2 single-token steps. So before each step the draft looks
+up the last few tokens earlier in the context and proposes what followed them there; one pass
+evaluates the sampled token and the draft together.
 
 Verification is llama-cpp-python's own speculative loop (`Llama.generate` with a `draft_model`):
 each position is sampled by the call's own sampler, grammar included, and the draft is cut at
@@ -39,7 +39,7 @@ class LookupDraft:
     def __init__(self, min_ngram: int = MIN_NGRAM, max_ngram: int = MAX_NGRAM, max_draft: int = MAX_DRAFT) -> None:
         self.min_ngram, self.max_ngram, self.max_draft = min_ngram, max_ngram, max_draft
         self.pending = False  # set when a draft was handed out: the next eval verifies it
-        self.drafted = 0  # tokens proposed since the last reset (for the probe and the tests)
+        self.drafted = 0  # tokens proposed since the last reset (the tests read it)
 
     def reset(self) -> None:
         self.pending, self.drafted = False, 0

@@ -1,5 +1,6 @@
-"""Prompt-lookup drafting (engine.llm.lookup_draft): what it proposes, and that the real local
-model writes the same replies with it in fewer forward passes."""
+"""Prompt-lookup drafting (engine.llm.lookup_draft): what it proposes, which batches ask for
+every position's logits, and that the real local model still writes the right replies with it,
+in fewer forward passes."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_only_a_batch_that_verifies_a_draft_asks_for_every_positions_logits():
     assert llama.evals == [[5, 6, 7]] and llama.batches == []
     draft(ids(1, 2, 3, 1, 2))  # hands out [3, 1, 2]
     llama.eval([2, 3, 1, 2])  # the sampled token and the draft
-    assert llama.batches == [([2, 3, 1, 2], 2, True)] and llama.n_tokens == 6
+    assert llama.batches == [([2, 3, 1, 2], 2, True)] and llama.n_tokens == 6 and llama.removed_from == 2
     assert llama.input_ids[2:6].tolist() == [2, 3, 1, 2] and not llama._requires_eval
     llama.eval([9])  # no draft handed out since: the stock path again
     assert llama.evals[-1] == [9] and len(llama.batches) == 1
