@@ -185,6 +185,9 @@ class WordOverlapKB:
         scored.sort(key=lambda t: -t[0])
         return [RetrievedChunk(c.id, c.doc_id, c.title, c.text, float(s)) for s, c in scored[:k]]
 
+    def search_batch(self, queries, k=3):
+        return [self.search(q, k=k) for q in queries]
+
 
 class FakeRouter:
     """P(logic) high for questions with 'director' or 'first', P(summary) for 'overview'.

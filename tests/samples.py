@@ -58,3 +58,40 @@ PASSAGES = {
 # One chat call with a JSON schema for its answer, for the LLM backends and their cache.
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 MSGS = [{"role": "user", "content": "What is 2+3?"}]
+
+# Five invented documents for a two-hop question whose second hop's passage the first hop also
+# reads: "Where was the mayor of Velmora born?" (Kesh). Tamsin Aldrey, born in Velmora, is the
+# distractor a second hop sees when the mayor's page is held back from it.
+VELMORA = [
+    Document(
+        "velmora",
+        "Velmora",
+        "Velmora is a river city in the northern province of Ardun, known for its glassworks and its stone "
+        "bridges. The mayor of Velmora is Odile Brankov, elected in 2019. The city council meets in the old "
+        "customs hall by the river.",
+    ),
+    Document(
+        "copper-herons",
+        "The Copper Herons",
+        "The Copper Herons are a folk band from Velmora, founded in 2008. The band played at the inauguration "
+        "of the mayor of Velmora in 2019 and tours the river towns of Ardun every summer.",
+    ),
+    Document(
+        "odile-brankov",
+        "Odile Brankov",
+        "Odile Brankov is a politician who has been the mayor of Velmora since 2019. She was born in Kesh, a "
+        "mountain village, and studied law in the capital before moving to Velmora in 2001.",
+    ),
+    Document(
+        "tamsin-aldrey",
+        "Tamsin Aldrey",
+        "Tamsin Aldrey is a painter born in Velmora in 1962. Her paintings of the river bridges hang in the "
+        "city museum, and she taught at the Velmora art school for twenty years.",
+    ),
+    Document(
+        "kesh",
+        "Kesh",
+        "Kesh is a mountain village in the south of Ardun, with about 900 inhabitants. It is known for its "
+        "cheese market and for the pass road that crosses the Ardun range above it.",
+    ),
+]

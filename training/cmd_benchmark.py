@@ -337,13 +337,22 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
 @click.option("--offset", type=int, default=0, show_default=True, help="first question of DATA")
 @click.option("--route", type=click.Choice(["chunk", "summary", "logic"]), default="chunk", show_default=True)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option(
+    "--system",
+    "systems",
+    multiple=True,
+    help="compare systems side by side (repeatable): [short:|reader:]NAME[+FIELD=VALUE...], NAME a route or a "
+    "logic preset, FIELD a LogicConfig field, e.g. reader:paper, short:lean, reader:lean+reshow_best=0 "
+    "[default: --route in the reader style]",
+)
 @click.option("--out", "out_dir", default=None, help="output folder [default: runs/bench_reader/<DATA>]")
 @llm_option
 @click.pass_context
-def bench_reader(ctx, data, n, offset, route, k, out_dir, llm_spec):
+def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, llm_spec):
     """Reader-style answers (sentences citing passages) on DATA: a shared set name or QA file, or
-    'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, and
-    says "not in the indexed documents", wrongly so when a gold answer was in its passages."""
+    'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, names
+    only listed passages, and says "not in the indexed documents", wrongly so when a gold answer was
+    in its passages; for the logic route, the share of sub-answers no passage states."""
     from engine.cli_options import injected_embedder
     from engine.llm.factory import make_llm
     from hierarchy.indexing import index_sources
@@ -361,8 +370,9 @@ def bench_reader(ctx, data, n, offset, route, k, out_dir, llm_spec):
 
         questions, ds, _ = select_questions(resolve_data(data), n=n, offset=offset)
         items = [(q.id, q.text, q.answers) for q in questions]
-        kb = passages_kb(out / "kb", ds.passages, emb, layers=route == "summary")
-    report = run_bench_reader(items, kb, make_llm(llm_spec), out, route=route, k=k)
+        layers = route == "summary" or any(":summary" in s or s == "summary" for s in systems)
+        kb = passages_kb(out / "kb", ds.passages, emb, layers=layers)
+    report = run_bench_reader(items, kb, make_llm(llm_spec), out, route=route, k=k, systems=systems)
     click.echo(json.dumps(report, indent=2))
 
 

@@ -60,4 +60,22 @@ def run_route(
     The logic route takes `logic_config` (default: LogicConfig(k=k))."""
     module, _, name = RUNNERS[check_route(route, allow_auto=False)].partition(":")
     runner = getattr(importlib.import_module(module), name)
-    return runner(question, kb, llm, k=k, logic_config=logic_config, style=check_style(style))
+    ans = runner(question, kb, llm, k=k, logic_config=logic_config, style=check_style(style))
+    if style == "reader":
+        _drop_dangling_citations(ans)
+    return ans
+
+
+def _drop_dangling_citations(ans: "Answer") -> None:
+    """A reader answer's [n] that names no listed, numbered source is removed, and flagged."""
+    from engine.llm.base import flag
+    from engine.routes.common import resolve_citations
+
+    numbered = {s.n for s in ans.sources if s.n is not None}
+    text, dropped = resolve_citations(ans.text, numbered)
+    ans.trace["citations_dropped"] = dropped
+    if dropped:
+        flag(ans.trace, f"citation {', '.join(f'[{n}]' for n in dropped)} named no listed source: removed")
+        ans.text = text
+        if "answer" in ans.trace:
+            ans.trace["answer"] = text

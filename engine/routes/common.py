@@ -34,6 +34,35 @@ def clean_answer(text: str, style: str = "short") -> str:
     return line.rstrip(".").strip()
 
 
+_CITATION = re.compile(r"(\s?)\[(\d+(?:\s*[,;-]\s*\d+)*)\]")
+_RANGE_MAX = 20  # "[1-3]" lists its numbers; a wider range is not a citation anyone means
+
+
+def _cited(marker: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", marker):
+        a, _, b = part.partition("-")
+        lo, hi = int(a), int(b or a)
+        out.extend(range(lo, hi + 1) if 0 <= hi - lo <= _RANGE_MAX else (lo, hi))
+    return list(dict.fromkeys(out))
+
+
+def resolve_citations(text: str, numbered: set[int]) -> tuple[str, list[int]]:
+    """(text, the numbers dropped): every [n] of a reader answer names a listed source; a
+    marker's numbers that name none are removed, and a marker left empty goes with its space."""
+    dropped: list[int] = []
+
+    def fix(m: re.Match) -> str:
+        nums = _cited(m.group(2))
+        kept = [n for n in nums if n in numbered]
+        dropped.extend(n for n in nums if n not in numbered)
+        if len(kept) == len(nums):
+            return m.group(0)
+        return f"{m.group(1)}[{', '.join(map(str, kept))}]" if kept else ""
+
+    return _CITATION.sub(fix, text), list(dict.fromkeys(dropped))
+
+
 def note_confidence(trace: dict, c: Completion) -> None:
     """trace["confidence"]: how sure the model was of the route's answer (geometric mean of its
     tokens' probabilities), where the backend reports log-probabilities (the local model does)."""

@@ -133,6 +133,40 @@ class LogicConfig(Settings):
             "date comparison computed in code, or the answer of the DAG's single last sub-question"
         },
     )
+    reshow_best: bool = field(
+        default=False,
+        metadata={
+            "neutral": False,
+            "help": "sampling without replacement spares each sub-question's best match: a chunk already "
+            "retrieved for this question is shown again to a sub-question it matches best, the other k-1 are "
+            "new (off: every retrieved chunk is excluded, as the paper; it hid the passage of the next hop)",
+        },
+    )
+    keep_facts: int = field(
+        default=0,
+        metadata={
+            "neutral": 0,
+            "help": "memory that keeps what was read: sentences of the passages already read that name a "
+            "sub-answer (or sit under its title) are kept beside the memory, at most this many tokens, those "
+            "closest to the questions still open first (0 = the memory alone, as the paper)",
+        },
+    )
+    ground_retry: bool = field(
+        default=False,
+        metadata={
+            "neutral": False,
+            "help": "a sub-answer that no passage shown for it states is flagged and its sub-question asked "
+            "once more over the passages of the whole DAG",
+        },
+    )
+    cite_passages: bool = field(
+        default=False,
+        metadata={
+            "neutral": False,
+            "help": "reader style: the final answer is shown, numbered, the passage that states each "
+            "sub-answer, so its [n] citations point at listed sources (off: the memory alone)",
+        },
+    )
     max_llm_calls: int = field(default=12, metadata={"help": "budget: LLM calls per question (final answer included)"})
     max_prompt_tokens: int = field(default=12000, metadata={"help": "budget: prompt tokens per question"})
     max_seconds: float = field(default=300, metadata={"help": "budget: wall seconds per question"})
@@ -147,10 +181,12 @@ class LogicConfig(Settings):
             or self.evidence_tokens < 0
             or self.form_evidence_tokens < 0
             or self.plan_examples < 0
+            or self.keep_facts < 0
         ):
             raise ValueError(
                 f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
-                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, form_evidence_tokens, plan_examples >= 0 "
+                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, form_evidence_tokens, plan_examples, "
+                f"keep_facts >= 0 "
                 f"are required (got {self})"
             )
 

@@ -12,6 +12,7 @@ from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint, computed_comparison
 from engine.routes.logic.config import BudgetExhausted
+from engine.routes.logic.grounding import cited_passages, notes_with_facts
 from engine.routes.logic.plan import SubQuestion
 from engine.routes.logic.state import (
     SolveState,
@@ -41,13 +42,16 @@ def final_answer(st: SolveState) -> str:
             {"nodes": [], "rank": None, "query": st.question, "k": cfg.k, "chunk_ids": [c.chunk_id for c in got]}
         )
     if cfg.rolling_memory and st.memory:
-        context = st.memory
+        context = notes_with_facts(st)
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
         summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
         pending = [c for c in unique_chunks(st.raw) if c.chunk_id not in summarised]
-        pending_ids = {c.chunk_id for c in pending}
-        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
-        shown = last_hop + pending
+        # a reader answer cites [n]: show, numbered, the passage stating each sub-answer
+        cited = cited_passages(st) if cfg.cite_passages and st.style == "reader" else []
+        ahead = {c.chunk_id for c in cited + pending}
+        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in ahead]
+        cited_ids = {c.chunk_id for c in cited}
+        shown = cited + last_hop + [c for c in pending if c.chunk_id not in cited_ids]
         if shown:
             context += "\n" + format_passages(shown)
     else:

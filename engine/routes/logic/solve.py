@@ -21,6 +21,7 @@ from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
+from engine.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
 from engine.routes.logic.plan import (
     SubQuestion,
     add_nodes,
@@ -211,7 +212,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     texts = [n.rewritten or n.question for n in group]
     query = " ".join(texts)
     k = cfg.k * len(group)
-    chunks = retrieve(st, query, k)
+    chunks = retrieve(st, query, k, spare=texts)
     for n in group:
         n.query = query
         n.chunk_ids = [c.chunk_id for c in chunks]
@@ -230,7 +231,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
         if budget:
             shown, step["evidence"] = compress_chunks(chunks, texts, st.kb.embedder, budget * len(group))
         passages = format_passages(shown)
-        notes = st.memory
+        notes = notes_with_facts(st)
     else:  # raw chunks concatenated: everything retrieved so far is the context
         passages = format_passages(unique_chunks(st.raw))
         notes = ""
@@ -256,6 +257,9 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
         st.memory = _cap(data.get("memory", ""), cfg.memory_words)
         step["memory"] = st.memory
         st.trace["memory"].append(st.memory)
+    check_support(st, group)
+    if cfg.keep_facts:
+        st.facts = step["facts"] = kept_facts(st)
 
 
 def _after_cut_memory(st: SolveState, e: StructuredOutputError, msgs: list[dict], ids: list[str]) -> dict | None:
@@ -360,10 +364,18 @@ def _new_nodes(st: SolveState, missing: list[dict]) -> list[SubQuestion]:
 def _record_dag(st: SolveState) -> None:
     g = build_graph(list(st.nodes.values()))
     st.trace["dag"] = {
-        "nodes": [n.to_dict() for n in nodes_in_order(st)],
+        "nodes": [{**n.to_dict(), "supported": _supported(st, n)} for n in nodes_in_order(st)],
         "edges": [[u, v] for u, v in sorted(g.edges, key=lambda e: (id_order_key(e[0]), id_order_key(e[1])))],
         "ranks": rank_groups(topological_ranks(g)) if len(g) else [],
     }
+
+
+def _supported(st: SolveState, n: SubQuestion) -> bool | None:
+    """Whether a passage shown for the node states its answer (None: nothing to check, or a
+    one-node plan whose answer is the final one)."""
+    if n.origin == "fallback" or st.trace.get("single_hop"):
+        return None
+    return supported(n.answer or "", node_chunks(st, n))
 
 
 def _cap(text: str, words: int) -> str:

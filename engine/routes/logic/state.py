@@ -4,10 +4,11 @@ the state that the solving loop and the final answer share."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.base.types import RetrievedChunk, Usage
-from engine.llm.base import LLM, Stopwatch, call_llm
+from engine.llm.base import LLM, Stopwatch, call_llm, reserve_left, seconds_words
 from engine.routes.common import says_unknown
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
@@ -31,6 +32,7 @@ class SolveState:
     rounds: int = 0  # retrieval rounds
     style: str = "short"  # the final answer's style (engine.prompts.answer)
     final_passages: list[RetrievedChunk] = field(default_factory=list)  # what the final prompt numbered
+    facts: str = ""  # LogicConfig.keep_facts: sentences kept from the passages read (grounding.py)
 
 
 def budgeted_call(
@@ -45,7 +47,8 @@ def budgeted_call(
     """call_llm behind the per-question budget, a hard limit: a call that could pass a limit is
     not made (BudgetExhausted). A structured call may cost two calls (its one retry after a
     malformed reply), so it needs room for both; non-final calls also keep one call in reserve
-    for the final answer, so a budget stop still answers."""
+    for the final answer, so a budget stop still answers. Past the time limit the final answer
+    still starts when the answer's deadline keeps its reserve try (engine.llm.base.answer_scope)."""
     cfg, u = st.cfg, st.usage
     attempts = 1 if schema is None else 2
     needed = attempts + (0 if final else 1)
@@ -54,8 +57,8 @@ def budgeted_call(
     est = attempts * estimate_prompt_tokens(messages)
     if u.prompt_tokens + est > cfg.max_prompt_tokens:
         raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})")
-    if st.watch.elapsed() >= cfg.max_seconds:
-        raise BudgetExhausted(f"budget exhausted ({st.watch.elapsed():.0f}s >= {cfg.max_seconds}s)")
+    if st.watch.elapsed() >= cfg.max_seconds and not (final and reserve_left()):
+        raise BudgetExhausted(f"budget exhausted (stopped at the {seconds_words(cfg.max_seconds)} s limit)")
     return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
 
 
@@ -67,11 +70,23 @@ def estimate_prompt_tokens(messages: list[dict]) -> int:
     return int(max(len(text.split()) / 0.75, len(text) / 3)) + 1
 
 
-def retrieve(st: SolveState, query: str, k: int) -> list[RetrievedChunk]:
+def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> list[RetrievedChunk]:
     """One retrieval round; with `without_replacement` it skips every chunk already retrieved
-    for this question, so a repeated search brings new evidence."""
+    for this question, so a repeated search brings new evidence. With `reshow_best`, the best
+    match of each query in `spare` (a rank's sub-questions) is shown again even when already
+    retrieved: a later hop's one passage may have been read by an earlier hop, and excluding it
+    hid the answer (the Velmora question: q1 read the mayor's page, q2 asked where she was born)."""
     exclude = list(st.seen) if st.cfg.without_replacement else []
-    chunks = list(st.kb.search(query, k=k, exclude=exclude))
+    again: list[RetrievedChunk] = []
+    if exclude and st.cfg.reshow_best and spare:
+        for hits in st.kb.search_batch(list(spare), k=1):
+            if hits and hits[0].chunk_id in st.seen and all(c.chunk_id != hits[0].chunk_id for c in again):
+                again.append(hits[0])
+        again = again[:k]
+    fresh = st.kb.search(query, k=k - len(again), exclude=exclude) if k > len(again) else []
+    chunks = again + list(fresh)
+    if again:
+        st.trace.setdefault("reshown", []).extend(c.chunk_id for c in again)
     st.rounds += 1
     for c in chunks:
         st.raw.append(c)
