@@ -14,6 +14,19 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 @click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False, exists=True), help="knowledge base")
 @click.option("--host", default="127.0.0.1", show_default=True, help="another host needs $LOGICROUTE_SERVER_KEY")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="without a key, also answer requests for this Host name (repeatable); by default only "
+    "localhost, 127.0.0.1, [::1] and --host, so a web page cannot rebind its name to this server",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="without a key, take POST/DELETE /documents (with $LOGICROUTE_SERVER_KEY writes need the key)",
+)
 @click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
 @click.option(
     "--thresholds",
@@ -60,7 +73,11 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_policy, concurrency, **options):
     """Answer questions over HTTP from the knowledge base --kb: an OpenAI-compatible API
     (/v1/chat/completions, /v1/models), native endpoints (/query, /route, /documents, /health,
-    /metrics) and a web page at /."""
+    /metrics) and a web page at /.
+
+    Without $LOGICROUTE_SERVER_KEY it answers only requests for its own address (see
+    --allowed-host) and takes no document writes unless --allow-writes; with the key every API
+    call must send it. Request bodies must be JSON (Content-Type: application/json)."""
     from engine.llm.factory import parse_spec
     from engine.serve.config import ServeConfig, key_from_env
     from engine.serve.service import AnswerService
@@ -75,6 +92,8 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         workers=1 if local else concurrency,
         queue_size=options["queue_size"],
         deadline_seconds=options["deadline_seconds"],
+        allowed_hosts=tuple(options["allowed_hosts"]),
+        allow_writes=options["allow_writes"],
     )  # refuses a non-local host without a key, before anything loads
     info(f"loading the knowledge base {kb_dir} and the router ...")
     service = AnswerService.open(
@@ -101,6 +120,7 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
         f"  page     http://{_url_host(host)}:{port}/\n"
         f"  OpenAI   base_url=http://{_url_host(host)}:{port}/v1  models logicroute-auto|chunk|summary|logic"
         + ("\n  auth     Authorization: Bearer $LOGICROUTE_SERVER_KEY" if config.api_key else "")
+        + ("" if config.takes_writes() else "\n  writes   off: POST/DELETE /documents need --allow-writes or a key")
     )
     from engine.serve.run import run_server
 

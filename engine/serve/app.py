@@ -1,8 +1,10 @@
 """create_app: the FastAPI application over an AnswerService.
 
 In front of every endpoint sits the Guard (a plain ASGI middleware, so it refuses before a
-body is read): the bearer token when the server has a key, and the body size caps. The page
-(/ and /page/*) is public, so a browser can load it and then send the key with its requests.
+body is read): without a key, the Host header (engine.serve.config: DNS rebinding) and the
+permission to write; with one, the bearer token; then JSON as the only body type, and the body
+size caps. The page (/ and /page/*) needs no key, so a browser can load it and then send the key
+with its requests.
 
 Every error leaves as the JSON body of engine.serve.errors with its status code; an
 unexpected exception is logged here with its traceback and reaches the client as a bare 500.
@@ -19,8 +21,19 @@ from engine.base.errors import LogicRouteError
 from engine.routes import check_route
 from engine.routes.common import check_question
 from engine.serve import native, openai_compat
-from engine.serve.config import bearer_matches
-from engine.serve.errors import INTERNAL, PayloadTooLarge, ServeError, Unauthorized, body_of, error_body, kind_of
+from engine.serve.config import BODY_METHODS, bearer_matches, is_json, is_write
+from engine.serve.errors import (
+    INTERNAL,
+    HostNotAllowed,
+    PayloadTooLarge,
+    ServeError,
+    Unauthorized,
+    UnsupportedMediaType,
+    WritesDisabled,
+    body_of,
+    error_body,
+    kind_of,
+)
 from engine.serve.service import AnswerService, QueryOptions
 
 PAGE_DIR = Path(__file__).resolve().parent / "page"
@@ -106,7 +119,7 @@ def register_page(app) -> None:
 
 
 class Guard:
-    """ASGI middleware: the bearer token (when the server has a key) and the body size caps,
+    """ASGI middleware: who may call (Host, key, writes), what a body may be (JSON, its size),
     checked before the application reads anything."""
 
     def __init__(self, app, config, on_refusal):
@@ -119,10 +132,10 @@ class Guard:
             return await self.app(scope, receive, send)
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        public = path in PUBLIC_PATHS or path.startswith("/page/")
-        if self.config.api_key and not public and not bearer_matches(headers.get("authorization"), self.config.api_key):
-            refusal = Unauthorized("missing or wrong bearer token: send 'Authorization: Bearer <key>'")
-            return await self._refuse(refusal, send, {"WWW-Authenticate": "Bearer"})
+        refusal = self._refusal(scope["method"], path, headers)
+        if refusal is not None:
+            extra = {"WWW-Authenticate": "Bearer"} if isinstance(refusal, Unauthorized) else None
+            return await self._refuse(refusal, send, extra)
         limit = self.config.max_document_bytes if path.startswith("/documents") else self.config.max_body_bytes
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
@@ -134,6 +147,31 @@ class Guard:
                 return await self._refuse(PayloadTooLarge(f"the request body is over {limit} bytes"), send)
             receive = _replay(body, receive)
         return await self.app(scope, receive, send)
+
+    def _refusal(self, method: str, path: str, headers: dict) -> ServeError | None:
+        config = self.config
+        host = headers.get("host")
+        if not config.answers_host(host):
+            return HostNotAllowed(
+                f"this server answers requests for its own address, not Host {host!r}: "
+                "start it with --allowed-host NAME to answer another name, or with $LOGICROUTE_SERVER_KEY"
+            )
+        public = path in PUBLIC_PATHS or path.startswith("/page/")
+        if config.api_key and not public and not bearer_matches(headers.get("authorization"), config.api_key):
+            return Unauthorized("missing or wrong bearer token: send 'Authorization: Bearer <key>'")
+        if is_write(method, path) and not config.takes_writes():
+            return WritesDisabled(
+                "this server takes no document writes: start it with --allow-writes, or with $LOGICROUTE_SERVER_KEY"
+            )
+        # a form or a "simple" cross-site fetch cannot send JSON; DELETE needs no check, since a
+        # browser never sends it cross-site without a CORS preflight, which this server never grants
+        if method in BODY_METHODS and not is_json(headers.get("content-type")):
+            sent = headers.get("content-type")
+            return UnsupportedMediaType(
+                "send the body as JSON with 'Content-Type: application/json', "
+                + (f"not {sent!r}" if sent else "not without a Content-Type")
+            )
+        return None
 
     async def _refuse(self, exc, send, headers: dict | None = None) -> None:
         from fastapi.responses import JSONResponse

@@ -28,6 +28,18 @@ class Unauthorized(ServeError):
     status, type, code = 401, "authentication_error", "invalid_api_key"
 
 
+class HostNotAllowed(ServeError):
+    status, type, code = 403, "permission_error", "host_not_allowed"
+
+
+class WritesDisabled(ServeError):
+    status, type, code = 403, "permission_error", "writes_disabled"
+
+
+class UnsupportedMediaType(ServeError):
+    status, type, code = 415, "invalid_request_error", "unsupported_media_type"
+
+
 class NotFound(ServeError):
     status, type, code = 404, "invalid_request_error", "not_found"
 

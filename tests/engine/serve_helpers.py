@@ -91,12 +91,14 @@ def film_kb(path, embedder=None):
 
 
 def film_service(tmp_path, llm=None, **config) -> AnswerService:
-    """A service over film_kb, a SchemaLLM (unless `llm`) and the FakeRouter; `config`: ServeConfig's fields."""
+    """A service over film_kb, a SchemaLLM (unless `llm`) and the FakeRouter; `config`: ServeConfig's
+    fields. It takes document writes (allow_writes=True, as `serve --allow-writes`): the specs of
+    writes need them, and the spec of the default refusal says allow_writes=False."""
     kb = film_kb(tmp_path / "kb")
     from engine.pipeline import RoutedRAG
 
     rag = RoutedRAG(kb=kb, llm=llm or SchemaLLM(), router=FakeRouter(), cache=False)
-    return AnswerService(rag, ServeConfig(**config), llm_spec="fake:by-schema")
+    return AnswerService(rag, ServeConfig(**{"allow_writes": True, **config}), llm_spec="fake:by-schema")
 
 
 def a_document(doc_id: str, text: str, title: str = "") -> Document:
