@@ -304,7 +304,11 @@ def _snapshot(directory: Path, name: str) -> bool:
     try:
         os.link(cur, prev)  # cheap snapshot: the atomic replace that follows gives `cur` a new inode
     except OSError:
-        shutil.copy2(cur, prev)
+        try:
+            shutil.copy2(cur, prev)
+        except OSError as e:
+            e.filename = e.filename or str(prev)  # a full disk (ENOSPC) names no file; the user needs one
+            raise
     return True
 
 

@@ -36,12 +36,14 @@ def atomic_write_bytes(
     path: str | os.PathLike, data: bytes | bytearray | memoryview, *, mode: int | None = None
 ) -> Path:
     """Write `data` to `path` atomically (parents created). Returns the path. `mode`: the
-    file's permissions (default: mkstemp's 0600, private to the owner)."""
+    file's permissions (default: mkstemp's 0600, private to the owner). An OSError names `path`
+    (see _name_the_target)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Hidden temp name in the same directory; unique so concurrent writers never collide.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Hidden temp name in the same directory; unique so concurrent writers never collide.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -49,12 +51,25 @@ def atomic_write_bytes(
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _name_the_target(e, path)
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def _name_the_target(e: BaseException, path: Path) -> None:
+    """A write on a full disk fails with ENOSPC and no file name (write and fsync take a file
+    descriptor), and a failing mkstemp or replace names the hidden temp file: the error then
+    names the file being written, which is what the user can act on (`error: ... (FILE)`)."""
+    if not isinstance(e, OSError):
+        return
+    name = os.path.basename(str(e.filename or ""))
+    if e.filename is None or (name.startswith(f".{path.name}.") and name.endswith(TMP_SUFFIX)):
+        e.filename = str(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:

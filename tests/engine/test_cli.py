@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 
@@ -10,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from engine.cli import main
+from hierarchy.kb import KnowledgeBase
+from tests.fakes import HashedBowEmbedder
 
 
 def test_help_imports_no_heavy_library():
@@ -63,6 +67,32 @@ def test_a_refusal_by_the_machine_is_one_line_not_a_traceback(tmp_path, monkeypa
     r = CliRunner().invoke(main, ["index", str(tmp_path / "a.txt"), "--kb", str(tmp_path / "kb")])
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert r.output == f"error: No space left on device ({tmp_path / 'kb' / 'vectors.npy'})\n"
+
+
+def index_with_a_fake_embedder(*args: str):
+    """`logicroute ARGS` with a fake embedder injected: no model loads."""
+    return CliRunner().invoke(main, list(args), obj={"embedder": HashedBowEmbedder(dim=128)})
+
+
+def test_a_full_disk_during_index_names_the_file_it_could_not_write(tmp_path, monkeypatch):
+    for folder, text in (("a", "The Tamsk river is 143 km long."), ("b", "The Olm river freezes every winter.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{folder}.txt").write_text(text)
+    kb_dir = tmp_path / "kb"
+    first = index_with_a_fake_embedder("index", str(tmp_path / "a"), "--kb", str(kb_dir), "--summaries", "none")
+    assert first.exit_code == 0
+
+    def disk_full(fd):  # as the kernel says it: an errno and no file name
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    r = index_with_a_fake_embedder("index", str(tmp_path / "b"), "--kb", str(kb_dir), "--summaries", "none")
+    monkeypatch.undo()
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.stderr.startswith("error: No space left on device (") and r.stderr.count("\n") == 1
+    named = r.stderr.removeprefix("error: No space left on device (").rstrip(")\n")
+    assert os.path.dirname(named) == str(kb_dir) and not os.path.basename(named).startswith(".")
+    assert KnowledgeBase.open(kb_dir, HashedBowEmbedder(dim=128)).doc_ids == ["a.txt"]  # the last commit, whole
 
 
 def test_bad_llm_spec_is_one_clear_line(tmp_path):
