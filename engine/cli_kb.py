@@ -63,7 +63,8 @@ def check(kb_dir, as_json):
 def repair(ctx, kb_dir, summaries, llm_spec, as_json):
     """Rebuild a damaged knowledge base from the chunks it stores: vectors and index again (the
     embedder loads only when vectors must be recomputed), then the summary layers. Says what
-    cannot be recovered (and which documents to index again)."""
+    cannot be recovered (and which documents to index again), checked against the counts the
+    manifest records. Exit code 0 when everything was restored, 1 when something is lost."""
     from hierarchy.kb_repair import repair_kb
 
     def llm():
@@ -74,7 +75,15 @@ def repair(ctx, kb_dir, summaries, llm_spec, as_json):
     report = repair_kb(kb_dir, embedder=injected_embedder(ctx), summaries=summaries, make_llm=llm)
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
-        return
+    else:
+        _print_repair(report)
+    if report.lost:  # repaired, but not whole: a script must not take it for a full recovery
+        raise click.exceptions.Exit(1)
+
+
+def _print_repair(report) -> None:
+    from hierarchy.kb_repair import unnamed_documents
+
     for note in report.notes:
         click.echo(f"note: {note}")
     state = "rebuilt" if report.rebuilt else "intact"
@@ -83,8 +92,10 @@ def repair(ctx, kb_dir, summaries, llm_spec, as_json):
         + (f" ({report.embedded} embedded again)" if report.embedded else "")
         + (f"; summary layers {report.layers}" if report.layers else "")
     )
-    if report.lost_lines:
-        click.echo(f"lost: {report.lost_lines} chunks; index again: {', '.join(report.lost_documents) or '?'}")
+    if report.lost:
+        unnamed = report.unnamed_lost_documents
+        which = [*report.lost_documents, *([f"{unnamed} more {unnamed_documents(unnamed)}"] if unnamed else [])]
+        click.echo(f"lost: {report.lost_lines} chunks; index again: {', '.join(which) or '?'}")
 
 
 KB_COMMANDS = (check, repair)

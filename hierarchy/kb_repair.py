@@ -18,8 +18,13 @@ writer lock:
 2. Summary layers: brought up to date with the chunks, or rebuilt with the summarizer they were
    built with when they cannot be read.
 
-What cannot be recovered (chunk lines that no longer read, and the documents they
-belonged to, whose sources must be indexed again) is in the report.
+What cannot be recovered is in the report, checked against what the manifest records: chunk
+lines that no longer read, and lines that are not there at all (a file cut short: the segment's
+row count says how many there were, or its vectors file's when the manifest does not read); the
+documents they belonged to, named where a torn line still shows the id, and counted where the
+whole line went (the manifest's document count against those restored). No other record holds
+a chunk's document id, so a document whose every line was cut off is counted, not named.
+`repair` exits 1 when anything is lost.
 """
 
 from __future__ import annotations
@@ -59,13 +64,19 @@ class RepairReport:
     documents: int = 0
     chunks: int = 0
     embedded: int = 0  # chunks embedded again
-    lost_lines: int = 0  # chunk lines that could not be recovered
-    lost_documents: list[str] = field(default_factory=list)  # documents those lines belonged to
+    lost_lines: int = 0  # chunk lines that could not be recovered: unreadable, or cut off (missing)
+    lost_documents: list[str] = field(default_factory=list)  # documents those lines belonged to, where named
+    unnamed_lost_documents: int = 0  # documents gone whose ids went with their lines (by the manifest's count)
     layers: str | None = None  # unchanged | updated | rebuilt; None: the KB has none
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def lost(self) -> bool:
+        """Whether anything could not be restored (`repair` then exits 1)."""
+        return bool(self.lost_lines or self.lost_documents or self.unnamed_lost_documents)
 
 
 def repair_kb(
@@ -144,8 +155,9 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
     if old is not None:
         check_embedder(old, embedder)
     dim = int(embedder.dim)
-    live = _salvage(path, segments, files, dim, report)
+    live = _salvage(path, segments, files, dim, report, counted=old is not None)
     chunks = [c for c, _ in live.values()]
+    _account(report, chunks, old.n_documents if old is not None else None)
     missing = [c for c, v in live.values() if v is None]
     fresh = dict(zip((c.id for c in missing), _embed(embedder, missing, dim, show_progress)))
     vectors = np.stack([fresh[c.id] if v is None else v for c, v in live.values()]) if live else np.zeros((0, dim))
@@ -182,10 +194,14 @@ def _segments_on_disk(path: Path) -> list[Segment]:
     return found
 
 
-def _salvage(path: Path, segments: list[Segment], files: dict, dim: int, report: RepairReport) -> dict:
+def _salvage(
+    path: Path, segments: list[Segment], files: dict, dim: int, report: RepairReport, *, counted: bool
+) -> dict:
     """Chunk id -> (chunk, its committed vector or None) of the segments replayed: the committed
     files (or their snapshots) where they match the manifest, else every line of what is there
-    that still reads (whose vectors can no longer be trusted to line up)."""
+    that still reads (whose vectors can no longer be trusted to line up). Lines that are not
+    there at all (a file cut short) are counted lost too, against the rows the manifest records
+    for the segment (`counted`), else against the rows of its vectors file."""
     live: dict[str, tuple[Chunk, np.ndarray | None]] = {}
     found_any = False
     for seg in segments:
@@ -202,14 +218,22 @@ def _salvage(path: Path, segments: list[Segment], files: dict, dim: int, report:
         if not (seg.rows or seg.legacy):
             continue
         data, verified = _file(path, seg.chunks_file, files)
+        expected = seg.rows if counted else _vector_rows(path, seg)
         if data is None:
-            report.notes.append(f"{seg.chunks_file} is gone: its {seg.rows} chunks are lost")
+            report.notes.append(f"{seg.chunks_file} is gone: its {expected or 'unknown number of'} chunks are lost")
+            report.lost_lines += expected or 0
             continue
         found_any = True
         if not verified:
             report.notes.append(f"{seg.chunks_file} does not match the manifest: every line that still reads is kept")
         lost = report.lost_lines
-        chunks = _parse(data, report)
+        chunks, lines = _parse(data, report)
+        if expected is not None and lines < expected:
+            report.notes.append(
+                f"{seg.chunks_file} holds {lines} of the {expected} chunk lines "
+                f"{'the manifest records' if counted else 'its vectors have'}: {expected - lines} cut off"
+            )
+            report.lost_lines += expected - lines
         vecs = _vectors(path, seg, files, len(chunks), dim) if verified and report.lost_lines == lost else None
         for i, c in enumerate(chunks):
             live[c.id] = (c, None if vecs is None else vecs[i])
@@ -218,14 +242,27 @@ def _salvage(path: Path, segments: list[Segment], files: dict, dim: int, report:
             f"knowledge base {path} has no chunk files left, nothing to rebuild from: "
             f"delete the folder and index the sources again"
         )
-    if report.lost_documents:
-        report.notes.append(
-            f"{report.lost_lines} chunk lines cannot be recovered; index the sources of these "
-            f"documents again: {', '.join(report.lost_documents)}"
-        )
-    elif report.lost_lines:
-        report.notes.append(f"{report.lost_lines} chunk lines cannot be recovered (their document ids do not read)")
     return live
+
+
+def _account(report: RepairReport, chunks: list[Chunk], recorded_documents: int | None) -> None:
+    """Documents lost, against the manifest's count: a line cut off takes its document id with
+    it, so a document whose every line went is only seen missing from the count."""
+    restored = {c.doc_id for c in chunks}
+    named_gone = sum(d not in restored for d in report.lost_documents)
+    if recorded_documents is not None:
+        report.unnamed_lost_documents = max(0, recorded_documents - len(restored) - named_gone)
+    if not report.lost:
+        return
+    named = ", ".join(report.lost_documents)
+    unnamed = report.unnamed_lost_documents
+    more = f"{unnamed} more {unnamed_documents(unnamed)}" if unnamed else ""
+    which = " and ".join(w for w in (named, more) if w) or "documents whose ids do not read"
+    counts = f" (the manifest records {recorded_documents} documents, {len(restored)} are restored)"
+    report.notes.append(
+        f"{report.lost_lines} chunk lines cannot be recovered; index the sources of these documents again: "
+        f"{which}{counts if recorded_documents is not None else ''}"
+    )
 
 
 def _file(path: Path, name: str, files: dict) -> tuple[bytes | None, bool]:
@@ -239,14 +276,22 @@ def _file(path: Path, name: str, files: dict) -> tuple[bytes | None, bool]:
     return (found[0] if found else None), False
 
 
-def _parse(data: bytes, report: RepairReport) -> list[Chunk]:
-    """The chunks of the lines that read and whose id matches their title and text (first of
-    each id); the others are counted as lost, with their document ids where those still read."""
+def unnamed_documents(n: int) -> str:
+    """How documents whose every line was cut off are named: by what took their ids."""
+    return "document whose id went with its line" if n == 1 else "documents whose ids went with their lines"
+
+
+def _parse(data: bytes, report: RepairReport) -> tuple[list[Chunk], int]:
+    """(the chunks of the lines that read and whose id matches their title and text (first of
+    each id), the number of lines); the others are counted as lost, with their document ids
+    where those still read."""
     chunks: dict[str, Chunk] = {}
     lost_docs: dict[str, None] = dict.fromkeys(report.lost_documents)
+    lines = 0
     for line in data.decode("utf-8", "replace").splitlines():
         if not line.strip():
             continue
+        lines += 1
         try:
             c = Chunk.from_dict(json.loads(line))
             if c.id != chunk_id(c.title, c.text):
@@ -257,7 +302,7 @@ def _parse(data: bytes, report: RepairReport) -> list[Chunk]:
             continue
         chunks.setdefault(c.id, c)
     report.lost_documents = sorted(lost_docs)
-    return list(chunks.values())
+    return list(chunks.values()), lines
 
 
 def _vectors(path: Path, seg: Segment, files: dict, n: int, dim: int) -> np.ndarray | None:
@@ -270,6 +315,24 @@ def _vectors(path: Path, seg: Segment, files: dict, n: int, dim: int) -> np.ndar
     except (ValueError, OSError, EOFError):
         return None
     return v if v.shape == (n, dim) and v.dtype == np.float32 else None
+
+
+def _vector_rows(path: Path, seg: Segment) -> int | None:
+    """The rows a segment's vectors file (or its snapshot) says it has: how many chunk lines it
+    had when no manifest counts them. Only the .npy header is read."""
+    for name in (seg.vectors_file, seg.vectors_file + store.PREV):
+        try:
+            with open(path / name, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                if version not in ((1, 0), (2, 0)):
+                    continue
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape = read(f)[0]  # the header alone: the rows after it may be cut short
+        except (OSError, ValueError):
+            continue
+        if len(shape) == 2:
+            return int(shape[0])
+    return None
 
 
 def _embed(embedder: Any, chunks: list[Chunk], dim: int, show_progress: bool) -> np.ndarray:

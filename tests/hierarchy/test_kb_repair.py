@@ -4,6 +4,7 @@ from the chunks it stores, and says what cannot be recovered."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -26,14 +27,15 @@ def kb(tmp_path, emb) -> KnowledgeBase:
     return layered_kb(tmp_path / "kb", emb)
 
 
-def _repair_via_the_cli(kb: KnowledgeBase, emb) -> dict:
-    """The command the error names, run as the user would (with the test's embedder)."""
+def _repair_via_the_cli(kb: KnowledgeBase, emb, exit_code: int = 0) -> dict:
+    """The command the error names, run as the user would (with the test's embedder); exit
+    code 1 when something could not be restored."""
     with pytest.raises(KBCorruptError) as e:
         KnowledgeBase.open(kb.path, emb)
     command = f"logicroute repair --kb {kb.path}"
     assert command in str(e.value)
     r = CliRunner().invoke(main, [*command.split()[1:], "--json"], obj={"embedder": emb})
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == exit_code, r.output
     return json.loads(r.stdout)  # the summaries' progress bars go to stderr
 
 
@@ -69,11 +71,59 @@ def test_unreadable_chunk_lines_are_reported_lost_with_their_documents(kb, emb):
     lost = json.loads(lines[3])["doc_id"]
     lines[3] = lines[3][:-20]  # a torn line: the document id still reads, the chunk does not
     segment_file(kb.path, "chunks").write_text("\n".join(lines) + "\n")
-    out = _repair_via_the_cli(kb, emb)
+    out = _repair_via_the_cli(kb, emb, exit_code=1)
     assert out["lost_lines"] == 1 and out["lost_documents"] == [lost] and out["documents"] == 15
     assert any(lost in n for n in out["notes"])
     fixed = _assert_healthy(kb, emb, 15)
     assert lost not in fixed.doc_ids and out["layers"] == "updated"
+
+
+def _kb_with_a_last_segment_of_two_documents(path, emb) -> KnowledgeBase:
+    """32 small documents, the last two added by a second `index`: its own segment."""
+    kb = KnowledgeBase.create(path, emb)
+    kb.add([Document(f"harbour-{i}.md", f"Harbour {i}", f"Harbour {i} has {i + 2} piers.") for i in range(30)])
+    kb.add(
+        [
+            Document("lighthouse.md", "Lighthouse", "The Ardmere lighthouse was built in 1871."),
+            Document("river.txt", "River", "The Tamsk river is 143 km long."),
+        ],
+        show_progress=False,
+    )
+    return kb
+
+
+def _cut_mid_first_line(chunks_file) -> None:
+    """What `truncate -s` did in the report: the first line torn (its document id still reads),
+    the second one gone."""
+    first = chunks_file.read_bytes().split(b"\n")[0]
+    os.truncate(chunks_file, len(first) - 20)
+
+
+def test_a_chunk_file_cut_mid_line_names_the_torn_document_counts_the_cut_one_and_exits_1(tmp_path, emb):
+    kb = _kb_with_a_last_segment_of_two_documents(tmp_path / "kb", emb)
+    _cut_mid_first_line(segment_file(kb.path, "chunks"))
+    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    assert r.exit_code == 1, r.output
+    assert "lost: 2 chunks; index again: lighthouse.md, 1 more document whose id went with its line" in r.output
+    assert "the manifest records 32 documents, 30 are restored" in r.output
+    assert "holds 1 of the 2 chunk lines the manifest records: 1 cut off" in r.output
+    fixed = KnowledgeBase.open(kb.path, emb)
+    assert len(fixed.doc_ids) == 30 and check_kb(kb.path).ok
+
+
+def test_without_a_manifest_that_reads_lines_cut_off_are_counted_against_the_vectors_file(tmp_path, emb):
+    kb = _kb_with_a_last_segment_of_two_documents(tmp_path / "kb", emb)
+    _cut_mid_first_line(segment_file(kb.path, "chunks"))
+    (kb.path / "manifest.json").write_text("{not json")
+    report = repair_kb(kb.path, embedder=emb, show_progress=False)
+    assert report.lost and report.lost_lines == 2 and report.lost_documents == ["lighthouse.md"]
+    assert report.documents == 30 and any("its vectors have: 1 cut off" in n for n in report.notes)
+
+
+def test_a_repair_that_restores_everything_reports_nothing_lost(kb, emb):
+    segment_file(kb.path, "vectors").write_bytes(b"garbage")
+    report = repair_kb(kb.path, embedder=emb, show_progress=False)
+    assert report.rebuilt and not report.lost and report.unnamed_lost_documents == 0 and report.documents == 16
 
 
 def test_a_chunk_whose_text_changed_is_not_trusted(kb, emb):
