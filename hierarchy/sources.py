@@ -9,14 +9,17 @@ first Markdown-style heading or its file name.
 Text files are read as UTF-8; a file that is not valid UTF-8 is decoded as Windows-1252 (every
 byte maps to a character, and it is what such files usually are), and the document records it
 (meta["encoding"]) with a warning on the "logicroute" logger. A file with NUL bytes is binary
-whatever its name, and is skipped with a warning; so are empty files in a folder. A source that
-yields no document at all is refused: indexing nothing is always a mistake."""
+whatever its name, and is skipped with a warning; so are empty files in a folder. Files of a
+folder that no reader takes (.pdf, .html, .rst, images) are counted by kind in one warning, and
+listed at debug level (`index -v`). A source that yields no document at all is refused: indexing
+nothing is always a mistake."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
@@ -135,15 +138,24 @@ def _front_matter_title(fields: dict) -> str:
 
 def _from_folder(folder: Path) -> list[Document]:
     docs: list[Document] = []
+    skipped: Counter[str] = Counter()
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder)
         # Skip hidden files and folders (.git, editor swap files).
-        if any(part.startswith(".") for part in rel.parts):
+        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
             continue
-        if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES:
-            doc = _from_text_file(p, rel.as_posix())
-            if doc:
-                docs.append(doc)
+        if p.suffix.lower() not in TEXT_SUFFIXES:
+            kind = p.suffix.lower() or "(no extension)"
+            log.debug("%s: skipped, no reader for %s files", p, kind)
+            skipped[kind] += 1
+            continue
+        doc = _from_text_file(p, rel.as_posix())
+        if doc:
+            docs.append(doc)
+    if skipped:
+        # One line, whatever the count: a folder of 300 PDFs must not read as indexed.
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        log.warning("%s: skipped %d files: %s (no reader; -v lists them)", folder, skipped.total(), kinds)
     return docs
 
 
