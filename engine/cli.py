@@ -162,14 +162,25 @@ def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, ove
         info(f"vectors moved to {result.moved_store}")
     if delete_ids:
         info(f"deleted {result.deleted_chunks} chunks of {len(delete_ids)} documents")
-    report = result.added
-    info(
-        f"{result.documents} documents -> {report.get('added_chunks', 0)} new chunks "
-        f"({report.get('duplicate_chunks', 0)} duplicates) in {report.get('seconds', 0):.1f}s; "
-        f"KB holds {len(result.kb)} chunks"
-    )
+    info(added_line(result.documents, result.added, len(result.kb)))
     if result.layers is not None:
         info(f"summary layer: {json.dumps(result.layers)}")
+
+
+def added_line(documents: int, report: dict, kb_chunks: int) -> str:
+    """What an index run added, in one line. Chunks a document already had are "unchanged", not
+    duplicates: a rerun over an unchanged folder (after a run that was killed, say) must not
+    read as if something were wrong. Duplicates are chunks another document holds already."""
+    same = report.get("unchanged_documents", 0)
+    already = f" ({same} already indexed, unchanged)" if same else ""
+    parts = [f"{report['unchanged_chunks']} unchanged"] if report.get("unchanged_chunks") else []
+    if report.get("duplicate_chunks"):
+        parts.append(f"{report['duplicate_chunks']} duplicates of other documents' chunks")
+    kept = f" ({', '.join(parts)})" if parts else ""
+    return (
+        f"{documents} documents{already} -> {report.get('added_chunks', 0)} new chunks{kept} "
+        f"in {report.get('seconds', 0):.1f}s; KB holds {kb_chunks} chunks"
+    )
 
 
 @main.command()

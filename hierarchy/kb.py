@@ -273,12 +273,13 @@ class KnowledgeBase:
 
     # -- add / delete -----------------------------------------------------------------------
     def add(self, docs: Iterable[Document], show_progress: bool = True) -> dict:
-        """Chunk and index documents. Chunks already present are skipped (dedupe by content
-        id) and only new chunks are embedded. A document id already present is replaced: its
-        chunks that are not in the new version are removed. Summary layers are not touched:
-        hierarchy.indexing.add_documents adds and updates them.
+        """Chunk and index documents. Chunks already present are not embedded again. A document id
+        already present is replaced: its chunks that are not in the new version are removed. Summary
+        layers are not touched: hierarchy.indexing.add_documents adds and updates them.
 
-        Returns {added_chunks, duplicate_chunks, removed_chunks, documents, seconds, embed_seconds}."""
+        Returns {added_chunks, unchanged_chunks (the document's own, already indexed),
+        duplicate_chunks (another document's), removed_chunks, documents, unchanged_documents,
+        seconds, embed_seconds}."""
         t0 = time.perf_counter()
         cw = int(self.manifest["chunking"]["chunk_words"])
         ow = int(self.manifest["chunking"]["overlap_words"])
@@ -287,9 +288,9 @@ class KnowledgeBase:
         for d in docs:
             by_id.pop(d.id, None)
             by_id[d.id] = d
-        new_chunks, removed, updated, duplicates = plan_add(
-            self.chunks, self._doc_chunks, [(doc, chunk_document(doc, cw, ow)) for doc in by_id.values()]
-        )
+        docs = list(by_id.values())
+        plan = plan_add(self.chunks, self._doc_chunks, [(doc, chunk_document(doc, cw, ow)) for doc in docs])
+        new_chunks, removed, updated = plan.new_chunks, plan.removed, plan.updated
         new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)
         if new_chunks or removed or updated:
             chunks, vectors, delta = apply_add(
@@ -306,9 +307,11 @@ class KnowledgeBase:
         seconds = time.perf_counter() - t0
         return {
             "added_chunks": len(new_chunks),
-            "duplicate_chunks": duplicates,
+            "unchanged_chunks": plan.unchanged,
+            "duplicate_chunks": plan.duplicates,
             "removed_chunks": len(removed - {c.id for c in new_chunks}),
-            "documents": len(by_id),
+            "documents": len(docs),
+            "unchanged_documents": plan.unchanged_docs,
             "seconds": round(seconds, 3),
             "embed_seconds": round(stats["embed_seconds"], 3),
         }

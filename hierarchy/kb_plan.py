@@ -5,6 +5,7 @@ documents; then the KB it gives and the change a commit writes (hierarchy.kb_seg
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,36 +13,58 @@ from hierarchy.documents import Chunk, Document
 from hierarchy.kb_segments import Delta
 
 
+@dataclass
+class AddPlan:
+    """What adding documents changes. A chunk the KB holds already is `unchanged` when the same
+    document holds it (indexing it again is not news), a `duplicate` when another document holds
+    it (same title and text: kept once, under the first). `unchanged_docs`: documents the KB
+    holds exactly as they come (no chunk new, dropped or moved)."""
+
+    new_chunks: list[Chunk] = field(default_factory=list)
+    removed: set[str] = field(default_factory=set)  # chunk ids of replaced documents' dropped chunks
+    updated: dict[str, Chunk] = field(default_factory=dict)  # kept chunks whose position or source changed
+    unchanged: int = 0
+    duplicates: int = 0
+    unchanged_docs: int = 0
+
+
 def plan_add(
     chunks: Mapping[str, Chunk],
     doc_chunks: Mapping[str, Sequence[str]],
     chunked: list[tuple[Document, list[Chunk]]],
-) -> tuple[list[Chunk], set[str], dict[str, Chunk], int]:
-    """(new chunks, ids removed, kept chunks whose position or source changed, duplicates) of
-    adding `chunked` to a KB holding `chunks` (id -> chunk) of documents `doc_chunks` (id -> chunk ids)."""
+) -> AddPlan:
+    """The plan of adding `chunked` to a KB holding `chunks` (id -> chunk) of documents
+    `doc_chunks` (id -> chunk ids)."""
+    plan = AddPlan()
     # Pass 1: chunks of replaced documents that their new version no longer has.
-    removed: set[str] = set()
+    dropped: dict[str, int] = {}
     for doc, cs in chunked:
         old = doc_chunks.get(doc.id)
         if old is not None:
             ids = {c.id for c in cs}
-            removed.update(c for c in old if c not in ids)
-    # Pass 2: new chunks vs duplicates (already in the KB and staying, or earlier in this call).
-    new_chunks: list[Chunk] = []
+            gone = [c for c in old if c not in ids]
+            plan.removed.update(gone)
+            dropped[doc.id] = len(gone)
+    # Pass 2: new chunks vs chunks already there (in the KB and staying, or earlier in this call).
     new_ids: set[str] = set()
-    updated: dict[str, Chunk] = {}
-    duplicates = 0
     for doc, cs in chunked:
+        news = len(plan.new_chunks)
+        moved = len(plan.updated)
         for c in cs:
             have = chunks.get(c.id)
-            if c.id in new_ids or (have is not None and c.id not in removed):
-                duplicates += 1
-                if have is not None and have.doc_id == doc.id and have != c:
-                    updated[c.id] = c
+            if c.id in new_ids or (have is not None and c.id not in plan.removed):
+                if c.id not in new_ids and have is not None and have.doc_id == doc.id:
+                    plan.unchanged += 1
+                    if have != c:
+                        plan.updated[c.id] = c
+                else:
+                    plan.duplicates += 1
                 continue
-            new_chunks.append(c)
+            plan.new_chunks.append(c)
             new_ids.add(c.id)
-    return new_chunks, removed, updated, duplicates
+        held = doc.id in dropped and dropped[doc.id] == 0  # in the KB, nothing of it dropped
+        plan.unchanged_docs += held and len(plan.new_chunks) == news and len(plan.updated) == moved
+    return plan
 
 
 def apply_add(

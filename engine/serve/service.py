@@ -169,7 +169,8 @@ class AnswerService:
         return {
             "documents": len(docs),
             "added_chunks": report.get("added_chunks", 0),
-            "duplicate_chunks": report.get("duplicate_chunks", 0),
+            "unchanged_chunks": report.get("unchanged_chunks", 0),  # the document's own, indexed already
+            "duplicate_chunks": report.get("duplicate_chunks", 0),  # another document's
             "kb": self.kb_summary(),
         }
 

@@ -78,7 +78,8 @@ def test_add_embeds_only_new_chunks(kb, emb):
     emb.calls.clear()
     new = Document("nile2", "Amazon", "The Amazon is a river in South America.")
     r = kb.add(DOCS + [new], show_progress=False)
-    assert r["added_chunks"] == 1 and r["duplicate_chunks"] == 5
+    assert r["added_chunks"] == 1 and r["unchanged_chunks"] == 5 and r["duplicate_chunks"] == 0
+    assert r["documents"] == 6 and r["unchanged_documents"] == 5
     assert len(emb.calls) == 1 and len(emb.encoded) == 1 and "Amazon" in emb.encoded[0]
     assert len(kb) == 6
     emb.calls.clear()
@@ -89,7 +90,7 @@ def test_add_embeds_only_new_chunks(kb, emb):
 def test_identical_chunk_under_another_doc_id_dedupes(kb, emb):
     emb.calls.clear()
     r = kb.add([Document("paris-copy", "Paris", DOCS[0].text)], show_progress=False)
-    assert r == {**r, "added_chunks": 0, "duplicate_chunks": 1} and emb.calls == []
+    assert r == {**r, "added_chunks": 0, "duplicate_chunks": 1, "unchanged_chunks": 0} and emb.calls == []
 
 
 def test_changed_document_replaces_its_chunks(tmp_path, emb):

@@ -39,10 +39,10 @@ def _source(folder: Path, tag: str) -> str:
     return str(path)
 
 
-def _index(kb_dir: str, source: str) -> None:
+def _index(kb_dir: str, source: str):
     from hierarchy.indexing import index_sources
 
-    index_sources(kb_dir, [source] if source else [], embedder=_emb(), show_progress=False)
+    return index_sources(kb_dir, [source] if source else [], embedder=_emb(), show_progress=False)
 
 
 def _reader(kb_dir: str, ready, done, out) -> None:
@@ -190,3 +190,5 @@ def test_a_writer_killed_while_embedding_leaves_the_last_commit_and_the_rerun_ad
     assert report.ok and report.chunks == START, report.problems
     _index(kb_dir, source)
     _assert_whole(kb_dir, START + BATCH)
+    again = _index(kb_dir, source).added  # the same run once more: all there, none of it a duplicate
+    assert (again["unchanged_documents"], again["unchanged_chunks"], again["duplicate_chunks"]) == (BATCH, BATCH, 0)
