@@ -7,10 +7,16 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class Document:
+    """A source document. `root`: for a file read from a folder, that folder (resolved), its id
+    being the file's path below it; empty when the id was given (JSONL, QA data, the server).
+    A file's id may then take the folder's name to stay apart from another folder's file of the
+    same name (hierarchy.kb_intake)."""
+
     id: str
     title: str
     text: str
     meta: dict = field(default_factory=dict)
+    root: str = ""
 
 
 @dataclass

@@ -43,6 +43,7 @@ from hierarchy.chunking import (
 )
 from hierarchy.documents import Chunk, Document
 from hierarchy.kb_files import repair_hint
+from hierarchy.kb_intake import take_in
 from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_committed, new_manifest, next_manifest
 from hierarchy.kb_plan import apply_add, plan_add
 from hierarchy.kb_segments import Delta, plan_commit, prune
@@ -273,9 +274,10 @@ class KnowledgeBase:
 
     # -- add / delete -----------------------------------------------------------------------
     def add(self, docs: Iterable[Document], show_progress: bool = True) -> dict:
-        """Chunk and index documents. Chunks already present are not embedded again. A document id
-        already present is replaced: its chunks that are not in the new version are removed. Summary
-        layers are not touched: hierarchy.indexing.add_documents adds and updates them.
+        """Chunk and index documents (hierarchy.kb_intake checks them and settles the ids of files
+        read from folders). Chunks already present are not embedded again. A document id already
+        present is replaced: its chunks that are not in the new version are removed. Summary layers
+        are not touched: hierarchy.indexing.add_documents adds and updates them.
 
         Returns {added_chunks, unchanged_chunks (the document's own, already indexed),
         duplicate_chunks (another document's), removed_chunks, documents, unchanged_documents,
@@ -283,12 +285,7 @@ class KnowledgeBase:
         t0 = time.perf_counter()
         cw = int(self.manifest["chunking"]["chunk_words"])
         ow = int(self.manifest["chunking"]["overlap_words"])
-        # Last version of each doc id wins.
-        by_id: dict[str, Document] = {}
-        for d in docs:
-            by_id.pop(d.id, None)
-            by_id[d.id] = d
-        docs = list(by_id.values())
+        docs = take_in(docs, self.chunks, self._doc_chunks)
         plan = plan_add(self.chunks, self._doc_chunks, [(doc, chunk_document(doc, cw, ow)) for doc in docs])
         new_chunks, removed, updated = plan.new_chunks, plan.removed, plan.updated
         new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)

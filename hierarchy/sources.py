@@ -12,7 +12,11 @@ byte maps to a character, and it is what such files usually are), and the docume
 whatever its name, and is skipped with a warning; so are empty files in a folder. Files of a
 folder that no reader takes (.pdf, .html, .rst, images) are counted by kind in one warning, and
 listed at debug level (`index -v`). A source that yields no document at all is refused: indexing
-nothing is always a mistake."""
+nothing is always a mistake.
+
+A file's id is its path below the folder named (a file named alone: its name); the document
+records its resolved absolute path (meta["source"], kept in its chunks) and that folder
+(Document.root), so that a KB tells a second folder's x.txt from the first's (hierarchy.kb_intake)."""
 
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ def load_documents(source: str | Path) -> list[Document]:
     if path.is_dir():
         docs = _from_folder(path)
     elif path.suffix.lower() in TEXT_SUFFIXES:
-        doc = _from_text_file(path, path.name)
+        doc = _from_text_file(path.resolve(), path.name, path.resolve().parent)
         docs = [doc] if doc else []
     elif path.suffix.lower() in DOC_JSONL_SUFFIXES and _looks_like_doc_jsonl(path):
         docs = _from_doc_jsonl(path)
@@ -85,7 +89,7 @@ def read_text_file(path: Path) -> tuple[str, str] | None:
         return raw.decode(FALLBACK_ENCODING, errors="replace"), FALLBACK_ENCODING
 
 
-def _from_text_file(path: Path, doc_id: str) -> Document | None:
+def _from_text_file(path: Path, doc_id: str, root: Path) -> Document | None:
     got = read_text_file(path)
     if got is None:
         return None
@@ -102,7 +106,7 @@ def _from_text_file(path: Path, doc_id: str) -> Document | None:
     if not text.strip():
         log.warning("%s: skipped, empty", path)
         return None
-    return Document(id=doc_id, title=title, text=text.strip(), meta=meta)
+    return Document(id=doc_id, title=title, text=text.strip(), meta=meta, root=str(root))
 
 
 def split_front_matter(text: str, where: str | Path = "") -> tuple[dict, str]:
@@ -137,10 +141,11 @@ def _front_matter_title(fields: dict) -> str:
 
 
 def _from_folder(folder: Path) -> list[Document]:
+    root = folder.resolve()  # ids are paths below it; sources are absolute (hierarchy.kb_intake compares them)
     docs: list[Document] = []
     skipped: Counter[str] = Counter()
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
         # Skip hidden files and folders (.git, editor swap files).
         if any(part.startswith(".") for part in rel.parts) or not p.is_file():
             continue
@@ -149,7 +154,7 @@ def _from_folder(folder: Path) -> list[Document]:
             log.debug("%s: skipped, no reader for %s files", p, kind)
             skipped[kind] += 1
             continue
-        doc = _from_text_file(p, rel.as_posix())
+        doc = _from_text_file(p, rel.as_posix(), root)
         if doc:
             docs.append(doc)
     if skipped:

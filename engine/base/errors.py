@@ -33,6 +33,10 @@ class DocumentNotFoundError(KBError):
     """Document ids that are not in the knowledge base."""
 
 
+class DocumentIdConflictError(LogicRouteError):
+    """Two different files claim one document id (hierarchy.kb_intake): refused, never resolved silently."""
+
+
 class EmbedderMismatchError(KBError):
     """A KB or checkpoint was built with another embedder."""
 

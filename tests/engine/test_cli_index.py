@@ -1,12 +1,15 @@
-"""`logicroute index` as a user runs it (a fake embedder injected, no model): a rerun over
-unchanged files says they are already indexed."""
+"""`logicroute index` as a user runs it (a fake embedder injected, no model): the README's two
+folders both stay, and a rerun over unchanged files says they are already indexed."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from click.testing import CliRunner
 
 from engine.cli import main
+from hierarchy.kb import KnowledgeBase
 from tests.fakes import HashedBowEmbedder
 
 
@@ -22,6 +25,37 @@ def run(emb, *args: str):
 def write(path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def test_the_readmes_index_docs_then_more_docs_keeps_both_folders(tmp_path, emb, monkeypatch):
+    """README, "Use it on your own documents": `index docs/ notes.jsonl --kb kb/`, then
+    `index more_docs/ --kb kb/`, here with relative names the two folders share."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "docs" / "lighthouse.md", "# Lighthouse\n\nThe Ardmere lighthouse was built in 1871.")
+    write(tmp_path / "docs" / "guide" / "river.txt", "The Tamsk river is 143 km long.")
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"id": "n1", "title": "Note", "text": "A keeper's note."}) + "\n")
+    write(tmp_path / "more_docs" / "lighthouse.md", "# Lighthouse\n\nThe Korsa lighthouse burned down in 1902.")
+    write(tmp_path / "more_docs" / "guide" / "river.txt", "The Olm river freezes every winter.")
+    first = run(emb, "index", "docs/", "notes.jsonl", "--kb", "kb/", "--summaries", "none")
+    assert first.exit_code == 0, first.output
+    second = run(emb, "index", "more_docs/", "--kb", "kb/", "--summaries", "none")
+    assert second.exit_code == 0, second.output
+    assert "2 documents -> 2 new chunks" in second.stderr
+    assert "2 documents indexed with their folder's name in the id" in second.stderr
+    kb = KnowledgeBase.open(tmp_path / "kb", emb)
+    assert sorted(kb.doc_ids) == [
+        "guide/river.txt",
+        "lighthouse.md",
+        "more_docs/guide/river.txt",
+        "more_docs/lighthouse.md",
+        "n1",
+    ]
+    assert "Korsa" in kb.chunks_of("more_docs/lighthouse.md")[0].text
+    assert "Ardmere" in kb.chunks_of("lighthouse.md")[0].text
+    again = run(emb, "index", "more_docs/", "--kb", "kb/", "--summaries", "none")  # in place, no third copy
+    assert again.exit_code == 0 and "2 documents (2 already indexed, unchanged) -> 0 new chunks" in again.stderr
+    check = run(emb, "check", "--kb", "kb/", "--json")
+    assert check.exit_code == 0 and json.loads(check.stdout)["documents"] == 5
 
 
 def test_a_rerun_over_unchanged_files_says_already_indexed_not_duplicates(tmp_path, emb):
