@@ -1,5 +1,9 @@
-"""The documents an add takes in (hierarchy.kb.KnowledgeBase.add), each given the id it is
-stored under. Every way in (`logicroute index`, the server, the Python API) passes here.
+"""The documents an add takes in (hierarchy.kb.KnowledgeBase.add): checked, and each given the id
+it is stored under. Every way in (`logicroute index`, the server, the Python API) passes here.
+
+Text. A document whose text is empty or only whitespace is refused (DataFormatError naming it),
+and the whole add with it: it would give no chunk, and a caller told "1 document" would believe
+it indexed. Folders skip such files with a warning before they get here (hierarchy.sources).
 
 Ids. A document that comes with an id of its own (JSONL, QA data, the server, the Python API)
 keeps it and replaces the document of that id: that is what an id means. A file read from a
@@ -33,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from engine.base.errors import DocumentIdConflictError
+from engine.base.errors import DataFormatError, DocumentIdConflictError
 from hierarchy.documents import Chunk, Document
 
 log = logging.getLogger("logicroute.kb")
@@ -44,10 +48,12 @@ def take_in(
     docs: Iterable[Document], chunks: Mapping[str, Chunk], doc_chunks: Mapping[str, Sequence[str]]
 ) -> list[Document]:
     """The documents to add to a KB holding `chunks` (id -> chunk) of documents `doc_chunks`
-    (id -> chunk ids): file documents under the id rules above, the last version of each id winning."""
+    (id -> chunk ids): text checked, file documents under the id rules above, the last
+    version of each id winning."""
     ids = _Ids(chunks, doc_chunks)
     by_id: dict[str, Document] = {}
     for d in docs:
+        check_text(d)
         if d.root:
             d = replace(d, id=ids.settle(d))
         else:
@@ -56,6 +62,13 @@ def take_in(
         by_id[d.id] = d
     ids.report()
     return list(by_id.values())
+
+
+def check_text(doc: Document) -> None:
+    """DataFormatError unless the document has text to index."""
+    if not isinstance(doc.text, str) or not doc.text.strip():
+        where = f" ({doc.meta['source']})" if doc.meta.get("source") else ""
+        raise DataFormatError(f"document {doc.id!r}{where} has no text (empty or only whitespace): nothing to index")
 
 
 def file_key(source: str) -> str:

@@ -223,4 +223,6 @@ def _from_qa_file(path: Path) -> list[Document]:
         ds = load_dataset(path)
     except UnknownFormatError as e:
         raise UnknownFormatError(f"{path}: unknown format. Supported: {SUPPORTED}. (QA reader: {e})") from None
-    return [Document(id=p.id, title=p.title, text=p.text, meta={"dataset": ds.name}) for p in ds.passages]
+    # A passage with no text gives no chunk (and an add refuses a document without text).
+    passages = [p for p in ds.passages if p.text.strip()]
+    return [Document(id=p.id, title=p.title, text=p.text, meta={"dataset": ds.name}) for p in passages]

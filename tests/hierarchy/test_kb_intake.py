@@ -1,6 +1,7 @@
 """The documents an add takes in (hierarchy.kb_intake): files of the same relative name from two
 folders both stay, re-indexing a folder updates it in place (also in a KB written before the
-ids knew their folders), and a real collision is refused naming both files."""
+ids knew their folders), a real collision is refused naming both files, and a document with
+no text is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import DocumentIdConflictError
+from engine.base.errors import DataFormatError, DocumentIdConflictError
 from hierarchy.documents import Document
 from hierarchy.indexing import index_sources
 from hierarchy.kb import KnowledgeBase
@@ -158,3 +159,10 @@ def test_a_file_never_takes_the_id_of_a_document_given_its_own(tmp_path, kb):
     write(tmp_path / "a", "x.txt", "one lighthouse")
     kb.add(load_documents(tmp_path / "a"), show_progress=False)
     assert texts(kb) == {"x.txt": "from a JSONL", "a/x.txt": "one lighthouse"}
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \n"])
+def test_a_document_without_text_is_refused_and_nothing_is_written(kb, text):
+    with pytest.raises(DataFormatError, match=r"'blank'.*no text \(empty or only whitespace\)"):
+        kb.add([Document("fine", "Fine", "some text"), Document("blank", "Blank", text)], show_progress=False)
+    assert len(KnowledgeBase.open(kb.path, kb.embedder)) == 0
