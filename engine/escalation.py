@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from engine.base.errors import LogicRouteError, StructuredOutputError
+from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.budget import Budget, too_little_left
 from engine.llm.base import LLM, call_llm, flag
@@ -46,16 +46,28 @@ def routes_after(route: str, ladder: Sequence[str]) -> list[str]:
 
 
 def retry_up_the_ladder(
-    ans: Answer, reason: str, ladder: Sequence[str], run: Callable[[str, Answer], Answer], budget: "Budget | None"
+    ans: Answer,
+    reason: str,
+    ladder: Sequence[str],
+    run: Callable[[str, Answer], Answer],
+    budget: "Budget | None",
+    verb: str = "retried on",
 ) -> Answer:
     """`ans` says it has no answer (`reason`): the ladder's routes costlier than its own in turn,
     `run(route, answer so far)` each, while every answer says it has none. Each step is merged
-    (merge_escalated), so the result carries every attempt and pays for all of them."""
+    (merge_escalated), so the result carries every attempt and pays for all of them. A step the
+    answer's deadline ends keeps the answer so far, flagged: a time limit never costs what was
+    found. `verb` names the step in flags ("escalated to" for escalation's one step to logic)."""
     for route in routes_after(ans.route, ladder):
         if budget is not None and too_little_left(budget, ans.usage):
-            flag(ans.trace, f"not retried on {route} ({reason}): too little budget left")
+            flag(ans.trace, f"not {verb} {route} ({reason}): too little budget left")
             return ans
-        ans = merge_escalated(ans, run(route, ans), reason)
+        try:
+            later = run(route, ans)
+        except DeadlineError as e:
+            flag(ans.trace, f"not {verb} {route} ({reason}): {e}")
+            return ans
+        ans = merge_escalated(ans, later, reason)
         reason = looks_unanswered(ans.text)
         if reason is None:
             break
@@ -79,7 +91,7 @@ def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answ
             schema=SELF_CHECK_SCHEMA,
             max_tokens=SELF_CHECK_MAX_TOKENS,
         )
-    except StructuredOutputError as e:
+    except (StructuredOutputError, DeadlineError) as e:
         flag(answer.trace, f"self-check failed ({e}); answer kept")
         return None
     answered = bool((c.data or {}).get("answered", True))

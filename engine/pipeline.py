@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.budget import Budget, too_little_left
-from engine.escalation import RETRY_ROUTES, check_retry_routes, merge_escalated, retry_up_the_ladder, self_check_reason
+from engine.escalation import RETRY_ROUTES, check_retry_routes, retry_up_the_ladder, self_check_reason
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
@@ -371,11 +371,8 @@ class RoutedRAG:
             reason = self.self_check_reason(q, first)
         if reason is None:
             return first
-        if budget is not None and too_little_left(budget, first.usage):
-            flag(first.trace, f"not escalated to logic ({reason}): too little budget left")
-            return first
-        second = self._run_logic_after(q, first, budget)
-        return merge_escalated(first, second, reason)
+        escalate = partial(self._retry_on, q, budget)
+        return retry_up_the_ladder(first, reason, ("logic",), escalate, budget, "escalated to")
 
     def _retry_ladder(self) -> tuple[str, ...]:
         """retry_routes, less summary on a KB without summary layers (it would answer as chunk did)."""

@@ -53,6 +53,11 @@ class LLMError(LogicRouteError):
     """The LLM could not be reached or kept failing after retries."""
 
 
+class DeadlineError(LLMError):
+    """An LLM call cut, or not started, by the answer's own time limit: the caller's choice, not
+    a failure of the endpoint (so it never opens the circuit breaker)."""
+
+
 class StructuredOutputError(LLMError):
     """The LLM's output did not validate against the schema, even after one retry.
 

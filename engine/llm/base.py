@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from engine.base.errors import LLMError, LogicRouteError, StructuredOutputError
+from engine.base.errors import DeadlineError, LLMError, LogicRouteError, StructuredOutputError
 from engine.base.types import Completion, Usage
 
 DEFAULT_LLM = "local:qwen2.5-coder-1.5b"
@@ -154,10 +154,16 @@ class AnswerScope:
 @dataclass(frozen=True)
 class CallWindow:
     """How long one call may wait: until `end` (time.perf_counter; None = no deadline), and
-    whether it gets a single try (the reserve call after the deadline)."""
+    whether it gets a single try (the reserve call after the deadline). `limit`: the answer's
+    max_seconds, for the message of a call it cuts."""
 
     end: float | None = None
     single_try: bool = False
+    limit: float | None = None
+
+    def stop_words(self) -> str:
+        """How a call this window cut is described: 'stopped at the 3 s limit'."""
+        return f"stopped at the {seconds_words(self.limit)} s limit" if self.limit is not None else "stopped"
 
     def try_timeout(self, timeout: float) -> float:
         """The timeout of the next try: `timeout`, shortened to the time left (0 = none left)."""
@@ -195,15 +201,29 @@ def open_call(endpoint: str) -> CallWindow:
     if endpoint in scope.failed:
         raise LLMError(f"{scope.failed[endpoint]} (earlier in this answer; not tried again)")
     if scope.deadline is None or time.perf_counter() < scope.deadline:
-        return CallWindow(scope.deadline)
+        return CallWindow(scope.deadline, limit=scope.max_seconds)
     if scope.reserve_spent:
-        raise LLMError(f"the answer's deadline ({scope.max_seconds:g}s) has passed: no further LLM call")
+        raise DeadlineError(f"{CallWindow(limit=scope.max_seconds).stop_words()}: no further LLM call")
     scope.reserve_spent = True
-    return CallWindow(single_try=True)
+    return CallWindow(single_try=True, limit=scope.max_seconds)
+
+
+def reserve_left() -> bool:
+    """Whether this answer still holds its reserve call: a deadline is set and its one try after
+    the deadline is not spent (the logic route's final answer may then start late)."""
+    scope = _ANSWER_SCOPE.get()
+    return scope is not None and scope.deadline is not None and not scope.reserve_spent
+
+
+def seconds_words(seconds: float) -> str:
+    """A limit as a person reads it: 3 -> '3', 7.9981 -> '8', 2.5 -> '2.5', 0.0456 -> '0.046'
+    (a server's deadline arrives as the seconds left, never a round number)."""
+    return f"{round(seconds, 1):g}" if seconds >= 1 else f"{seconds:.2g}"
 
 
 def record_failure(endpoint: str, message: str) -> None:
-    """The endpoint gave up: later calls of this answer fail fast (see open_call)."""
+    """The endpoint gave up: later calls of this answer fail fast (see open_call). Never for a
+    call the answer's own deadline cut: that says nothing about the endpoint."""
     scope = _ANSWER_SCOPE.get()
     if scope is not None:
         scope.failed[endpoint] = message

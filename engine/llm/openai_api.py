@@ -8,7 +8,10 @@ completion (an HTML error page, truncated JSON) and an empty completion (never a
 Bounds on waiting for a bad endpoint: the timeout per try and the retries (LLMSettings), the
 answer's deadline (engine.llm.base.answer_scope), and a circuit breaker: after an endpoint
 failed every try, calls fail fast for the rest of the answer and, on this object, for
-`cooldown` seconds.
+`cooldown` seconds. The timeout and the deadline bound the whole try by the wall clock, body
+included (engine.llm.http_deadline): an endpoint that trickles its reply is cut like one that
+hangs. A try the answer's deadline cut is a DeadlineError: the caller's limit, not the
+endpoint's failure, so it opens no breaker.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.base.errors import LLMError
+from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import Completion
 from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure, settings_from_env
 
@@ -38,9 +41,10 @@ class _BadReply(Exception):
 
 
 class OpenAILLM:
-    """timeout: seconds per try; max_retries: extra tries after the first on transient failures
-    (so 4 means up to 5 tries); None takes $LOGICROUTE_LLM_TIMEOUT / $LOGICROUTE_LLM_RETRIES,
-    else 60 s and 4. Other errors (auth, 4xx) fail at once."""
+    """timeout: seconds per try, by the wall clock, the whole reply included; max_retries: extra
+    tries after the first on transient failures (so 4 means up to 5 tries); None takes
+    $LOGICROUTE_LLM_TIMEOUT / $LOGICROUTE_LLM_RETRIES, else 60 s and 4. Other errors (auth, 4xx)
+    fail at once."""
 
     def __init__(
         self,
@@ -81,12 +85,20 @@ class OpenAILLM:
             if self._client is None:
                 import openai
 
+                from engine.llm.http_deadline import with_total_deadline
+
                 key = self.api_key
                 if not key:
                     if not self.base_url:
                         raise LLMError(f"no API key for {self.name}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
                     key = "none"  # self-hosted servers (vLLM, Ollama, llama.cpp) ignore it
-                self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+                self._client = openai.OpenAI(
+                    api_key=key,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                    http_client=with_total_deadline(openai.DefaultHttpxClient()),
+                )
             return self._client
 
     def chat(
@@ -130,14 +142,26 @@ class OpenAILLM:
         """One completion's text, usage and finish reason, with retries on transient failures; LLMError otherwise."""
         import openai
 
+        from engine.llm.http_deadline import total_deadline
+
         client = self._get_client()
         tries = 1 if window.single_try else self.max_retries + 1
         for attempt in range(tries):
-            timeout = window.try_timeout(self.timeout)
+            start = time.perf_counter()
+            # the try ends at its own timeout or the answer's deadline, whichever comes first
+            cut = window.end is not None and window.end < start + self.timeout
+            end = window.end if cut else start + self.timeout
             try:
-                return _reply(client.chat.completions.create(timeout=timeout, **kwargs))
-            except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError, _BadReply) as e:
+                if end <= start:
+                    raise DeadlineError(f"{self.url} ({self.model}): {window.stop_words()}: no try left")
+                with total_deadline(end):
+                    return _reply(client.chat.completions.create(timeout=end - start, **kwargs))
+            except openai.APITimeoutError as e:
+                if cut:  # the answer's own deadline: says nothing about the endpoint
+                    raise DeadlineError(f"{self.url} ({self.model}): {window.stop_words()} before a reply") from e
                 last: Exception = e
+            except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError, _BadReply) as e:
+                last = e
             except openai.APIStatusError as e:
                 if e.status_code < 500:
                     raise LLMError(self._rejected(e)) from e
@@ -148,11 +172,11 @@ class OpenAILLM:
                 raise LLMError(f"{self.name} failed: {e}") from e
             if attempt + 1 < tries:
                 delay = self._delay(attempt, last)
-                if not window.leaves(delay):
-                    message = self._gave_up(last, attempt + 1, timeout) + "; the answer's deadline comes first"
-                    raise self._stop(message) from last
+                if not window.leaves(delay):  # the deadline, not the endpoint, ends the tries
+                    message = f"{self._gave_up(last, attempt + 1)}; {window.stop_words()} before another try"
+                    raise DeadlineError(message) from last
                 self._sleep(delay)
-        message = self._gave_up(last, tries, timeout)
+        message = self._gave_up(last, tries)
         self._down = (time.monotonic() + self.cooldown, message)
         raise self._stop(message) from last
 
@@ -179,11 +203,11 @@ class OpenAILLM:
             return f"{self.url}: model {self.model!r} or endpoint not found (HTTP 404): {_short(e)}"
         return f"{self.url} rejected the request for {self.model} (HTTP {code}): {_short(e)}"
 
-    def _gave_up(self, e: Exception, tries: int, timeout: float) -> str:
+    def _gave_up(self, e: Exception, tries: int) -> str:
         import openai
 
         if isinstance(e, openai.APITimeoutError):
-            why = f"no answer within {timeout:g}s"
+            why = f"no answer within {self.timeout:g}s"
         elif isinstance(e, _BadReply):
             why = str(e)
         elif isinstance(e, openai.APIConnectionError):

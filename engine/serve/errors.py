@@ -75,6 +75,7 @@ LIBRARY_ERRORS: tuple[tuple[type[Exception], ErrorKind], ...] = (
     (e.KBReadOnlyError, ErrorKind(403, "permission_error", "kb_read_only")),
     (e.KBError, ErrorKind(500, "server_error", "kb_error")),
     (e.DataFormatError, ErrorKind(400, "invalid_request_error", "bad_document")),
+    (e.DeadlineError, ErrorKind(504, "timeout", "deadline_exceeded")),  # the request's own deadline cut the call
     (e.LLMError, ErrorKind(502, "upstream_error", "llm_failed")),  # the LLM backend, not the caller
     (e.ModelFilesError, ErrorKind(500, "server_error", "model_files")),
     (e.CheckpointError, ErrorKind(500, "server_error", "checkpoint")),

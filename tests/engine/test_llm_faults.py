@@ -5,31 +5,27 @@ the question-length limit that keeps a huge question off a remote endpoint."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import click
 import openai  # noqa: F401  # imported once at collection, not inside the first timed test
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import BadQuestionError, LLMError, StructuredOutputError
+from engine.base.errors import BadQuestionError, DeadlineError, LLMError, StructuredOutputError
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
 from engine.cli_options import llm_option
 from engine.llm.base import SETTINGS_ENV, LLMSettings, answer_scope, call_llm
 from engine.llm.cache import CachedLLM
 from engine.llm.factory import make_llm
-from engine.llm.openai_api import OpenAILLM
 from engine.routes.common import MAX_QUESTION_CHARS, check_question
+from tests.engine.fake_endpoint import HANG, FakeEndpoint, completion_body
 from tests.fakes import make_rag
 from tests.samples import MSGS
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
 
-HANG = object()  # a reply: the server reads the request and never answers
 ANSWER_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -43,68 +39,6 @@ def no_wait_settings_from_the_user(monkeypatch):
     for var in SETTINGS_ENV.values():
         monkeypatch.setenv(var, "1")  # recorded first, so whatever a test sets is undone
         monkeypatch.delenv(var)
-
-
-def completion_body(text: str, finish_reason: str = "stop") -> bytes:
-    return json.dumps(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": text}}
-            ],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
-        }
-    ).encode()
-
-
-class FakeEndpoint:
-    """/v1/chat/completions in a thread. Each request takes the next reply (the last repeats):
-    a completion text, HANG, or raw (content type, body) sent with HTTP 200."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.requests = 0
-        self._release = threading.Event()
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                reply = endpoint.replies[min(endpoint.requests, len(endpoint.replies) - 1)]
-                endpoint.requests += 1
-                if reply is HANG:
-                    endpoint._release.wait(10)
-                    return
-                content_type, body = reply if isinstance(reply, tuple) else ("application/json", None)
-                body = completion_body(reply) if body is None else body
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
-
-    def __enter__(self) -> FakeEndpoint:
-        # a short poll: shutdown() waits for it
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-    def llm(self, **kw) -> OpenAILLM:
-        """The backend on this endpoint, without backoff sleeps (a test waits only on the server)."""
-        return OpenAILLM("m", base_url=self.url, sleep=lambda s: None, **kw)
 
 
 def timed(f, *args, **kw):
@@ -158,14 +92,15 @@ def test_no_call_outlives_the_answers_deadline_but_one_reserve_try():
     with FakeEndpoint(HANG) as server:
         rag = make_rag(server.llm(timeout=5, max_retries=3), cache=False)
         error, seconds = timed(rag.answer, "Who founded the company?", route="chunk", budget=Budget(max_seconds=0.3))
-        assert isinstance(error, LLMError) and "deadline" in str(error)
+        assert isinstance(error, DeadlineError)
+        assert str(error) == f"{server.url} (m): stopped at the 0.3 s limit before a reply"
         assert seconds < 1.5 and server.requests == 1  # the 5 s try was cut at the deadline, no retry
     with FakeEndpoint("Paris") as server:
         llm = server.llm()
         with answer_scope(0.01):
             time.sleep(0.02)
             assert llm.chat(MSGS).text == "Paris"  # the logic route's final answer, kept in reserve
-            with pytest.raises(LLMError, match=r"^the answer's deadline \(0.01s\) has passed: no further LLM call$"):
+            with pytest.raises(DeadlineError, match=r"^stopped at the 0.01 s limit: no further LLM call$"):
                 llm.chat(MSGS)
         assert server.requests == 1
 
@@ -204,7 +139,7 @@ def test_a_local_call_does_not_start_after_the_deadline_and_its_reserve():
         time.sleep(0.01)
         with pytest.raises(LLMError, match="model file not found"):  # the reserve call still starts
             llm.chat(MSGS)
-        with pytest.raises(LLMError, match="deadline"):
+        with pytest.raises(DeadlineError, match=r"^stopped at the 0.001 s limit: no further LLM call$"):
             llm.chat(MSGS)
 
 

@@ -1,0 +1,157 @@
+"""Time limits are wall-clock limits on the whole LLM call, and the caller's own limit is not the
+endpoint's fault: an endpoint that trickles its reply is cut at the timeout and at the answer's
+deadline (library, `ask`, `serve`), the cut connection is closed; a try the deadline cut opens
+no circuit breaker, so the logic route's reserved final call and the next request still run;
+and when the deadline ends an answer, what was found is returned, flagged in words."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from engine.base.errors import DeadlineError, LLMError
+from engine.budget import Budget
+from engine.cli import main
+from engine.llm.base import SETTINGS_ENV, answer_scope
+from engine.llm.factory import make_llm
+from engine.pipeline import RoutedRAG
+from engine.serve.run import ServerThread
+from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle
+from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, corpus_kb, step
+from tests.engine.serve_helpers import SIMPLE_QUESTION, call, film_service
+from tests.fakes import FakeRouter, make_rag
+from tests.samples import MSGS
+
+pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
+QUESTION = "Who founded the company?"  # FakeRouter: chunk
+
+
+@pytest.fixture(autouse=True)
+def no_wait_settings_from_the_user(monkeypatch):
+    for var in SETTINGS_ENV.values():
+        monkeypatch.setenv(var, "1")  # recorded first, so whatever a test sets is undone
+        monkeypatch.delenv(var)
+
+
+def timed(f, *args, **kw):
+    t0 = time.perf_counter()
+    try:
+        return f(*args, **kw), time.perf_counter() - t0
+    except LLMError as e:
+        return e, time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- a trickling endpoint
+
+
+@pytest.mark.parametrize("head", [False, True], ids=["body", "head-and-body"])
+def test_a_trickling_reply_is_cut_at_the_timeout_and_its_connection_closed(head):
+    with FakeEndpoint(Trickle(every=0.05, head=head)) as server:
+        llm = make_llm(f"openai:m@{server.url}?timeout=0.5&retries=0", cache=False)
+        error, seconds = timed(llm.chat, MSGS)
+        assert str(error) == f"{server.url} (m): no answer within 0.5s after 1 try"
+        assert seconds < 3  # the whole reply takes 12 s; no single byte took 0.5 s
+        assert server.hung_up.wait(2)  # the client closed the connection, it is not still reading
+
+
+def test_a_trickling_reply_is_cut_at_the_answers_deadline():
+    with FakeEndpoint(Trickle()) as server:
+        rag = make_rag(server.llm(timeout=30, max_retries=3), cache=False)
+        error, seconds = timed(rag.answer, QUESTION, route="chunk", budget=Budget(max_seconds=0.4))
+        assert isinstance(error, DeadlineError) and seconds < 3 and server.requests == 1
+        assert str(error) == f"{server.url} (m): stopped at the 0.4 s limit before a reply"
+        assert server.hung_up.wait(2)
+
+
+def test_ask_on_a_trickling_endpoint_ends_at_max_seconds(monkeypatch, tmp_path):
+    # the real RoutedRAG and LLM, on a tiny KB that needs no embedder
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
+    with FakeEndpoint(Trickle()) as server:
+        spec = f"openai:m@{server.url}?timeout=3&retries=0"
+        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--max-seconds", "0.5"]
+        t0 = time.perf_counter()
+        res = CliRunner().invoke(main, [*args, "--no-cache", "--llm", spec])
+        seconds = time.perf_counter() - t0
+    assert (res.exit_code, res.output) == (2, f"error: {server.url} (m): stopped at the 0.5 s limit before a reply\n")
+    assert seconds < 2.5  # not the 12 s the reply takes, nor the 3 s timeout
+
+
+def test_serve_on_a_trickling_endpoint_frees_its_worker_at_the_deadline(tmp_path):
+    with FakeEndpoint(Trickle(), "Paris was founded by the Parisii [1].") as server:
+        llm = server.llm(timeout=30, max_retries=0)
+        service = film_service(tmp_path, llm, workers=1, queue_size=0, deadline_seconds=0.8)
+        with ServerThread(service) as s:
+            t0 = time.perf_counter()
+            cut = call("POST", f"{s.url}/query", {"question": SIMPLE_QUESTION, "route": "chunk"})
+            assert cut.status == 504 and time.perf_counter() - t0 < 3
+            assert server.hung_up.wait(2)  # the worker stopped reading the trickle
+            t0 = time.perf_counter()
+            while service.admission.state()["running"] and time.perf_counter() - t0 < 2:
+                time.sleep(0.01)
+            # the one worker is free again: not 503 (no queue), not pinned for the 12 s trickle
+            after = call("POST", f"{s.url}/query", {"question": SIMPLE_QUESTION, "route": "chunk"})
+            assert after.status == 200 and after.body["answer"].startswith("Paris")
+
+
+# ---------------------------------------------------------------- the caller's deadline is not the endpoint's fault
+
+
+def test_a_try_cut_by_the_answers_deadline_opens_no_breaker():
+    with FakeEndpoint(HANG, "Paris", "Rome") as server:
+        llm = server.llm(timeout=5, max_retries=0)  # the default 30 s cool-down
+        with answer_scope(0.3):
+            cut, _ = timed(llm.chat, MSGS)
+            assert isinstance(cut, DeadlineError)
+            assert llm.chat(MSGS).text == "Paris"  # the same answer's reserve call is made
+        assert llm.chat(MSGS).text == "Rome"  # and the next answer's
+        assert server.requests == 3
+
+
+def test_the_logic_routes_final_call_runs_after_a_step_the_deadline_cut():
+    import json
+
+    replies = [json.dumps(CHAIN_PLAN), json.dumps(step({"q1": "Steven Spielberg"})), HANG, "December 18, 1946"]
+    with FakeEndpoint(*replies) as server:
+        rag = RoutedRAG(kb=corpus_kb(), llm=server.llm(timeout=5, max_retries=0), router=FakeRouter(), cache=False)
+        ans = rag.answer(CHAIN_Q, route="logic", budget=Budget(max_seconds=1.0))
+    assert server.requests == 4
+    # the final answer, not the last sub-answer ("Steven Spielberg") a fail-fast final call fell back to
+    assert ans.text == "December 18, 1946"
+    assert any("stopped at the 1 s limit" in f for f in ans.flags)
+
+
+def test_serve_after_a_deadline_cut_answers_the_next_request_on_a_healthy_endpoint(tmp_path):
+    answer = "Alfred Hitchcock was born in London [1]."
+    with FakeEndpoint(HANG, answer) as server:
+        llm = server.llm(timeout=30, max_retries=0)
+        service = film_service(tmp_path, llm, workers=1, queue_size=4, deadline_seconds=0.6)
+        with ServerThread(service) as s:
+            body = {"question": SIMPLE_QUESTION, "route": "chunk"}
+            replies: list = []
+            both = [threading.Thread(target=lambda: replies.append(call("POST", f"{s.url}/query", body))) for _ in "12"]
+            for t in both:
+                t.start()
+            for t in both:
+                t.join()
+            assert sorted(r.status for r in replies) == [504, 504]  # one cut while answering, one in the queue
+            alone = call("POST", f"{s.url}/query", body)
+    assert (alone.status, alone.body["answer"]) == (200, answer)  # not 502 "not tried again for another 29s"
+
+
+# ---------------------------------------------------------------- the deadline ends an answer: what was found
+
+
+def test_an_answer_the_deadline_ends_keeps_what_was_found_and_says_the_limit(monkeypatch, tmp_path):
+    # the chunk answer comes at once; the self-check that would escalate it hangs past the 0.5 s limit
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
+    with FakeEndpoint("Acme was founded by Ann Lee [1].", HANG) as server:
+        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--escalate", "--max-seconds", "0.5"]
+        res = CliRunner().invoke(main, [*args, "--no-cache", "--llm", f"openai:m@{server.url}?retries=0"])
+    assert res.exit_code == 0 and "answer: Acme was founded by Ann Lee [1]." in res.output
+    flags = [line for line in res.output.splitlines() if line.startswith("flag: ")]
+    assert flags == [
+        f"flag: self-check failed ({server.url} (m): stopped at the 0.5 s limit before a reply); answer kept"
+    ]
