@@ -5,7 +5,7 @@ over an OpenAI-compatible API (/v1/chat/completions, /v1/models), native endpoin
 /route, /documents, /health, /metrics) and a single web page at /.
 
 Modules (import this package freely: nothing heavy loads here; FastAPI and uvicorn load in
-engine.serve.app and engine.serve.run only):
+engine.serve.app, the endpoint modules it imports (native, openai_compat) and engine.serve.run only):
   config       ServeConfig: host, port, key, limits; the bind-address rule for the key
   errors       every failure as a status code and a JSON error body
   metrics      counts, latencies and tokens per route

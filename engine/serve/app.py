@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from engine.serve.errors import (
     error_body,
     kind_of,
 )
+from engine.serve.progress import ClientGone
 from engine.serve.service import AnswerService, QueryOptions
 
 PAGE_DIR = Path(__file__).resolve().parent / "page"
@@ -55,7 +57,8 @@ def create_app(service: AnswerService):
 
     def error_response(exc: Exception) -> JSONResponse:
         kind = kind_of(exc)
-        service.metrics.failed(kind.status)
+        if not isinstance(exc, ClientGone):  # the service booked it: its client reads no response
+            service.metrics.failed(kind.status)
         if kind is INTERNAL:
             log.error("internal error", exc_info=exc)
         return JSONResponse(error_body(exc), status_code=kind.status, headers=getattr(exc, "headers", None))
@@ -80,15 +83,22 @@ def create_app(service: AnswerService):
     app.add_exception_handler(LogicRouteError, on_error)
     app.add_exception_handler(Exception, on_error)
 
-    def start_answer(question: str, options: QueryOptions, sink) -> asyncio.Future:
+    def start_answer(question: str, options: QueryOptions, sink, receive) -> asyncio.Future:
         """Check the request, take a queue place (ServerBusy now if none is left) and start the
-        answer; the future holds the Answer or the error. The deadline counts from here."""
+        answer; the future holds the Answer or the error. The deadline counts from here.
+        `receive`: the request's ASGI receive, watched until the answer ends: a client that
+        disconnects (a closed stream, a dropped request) cancels the answer's further LLM calls."""
         check_question(question)
         check_route(options.route)
         deadline = time.monotonic() + config.deadline_seconds
         service.admission.admit()
-        job = service.admission.run(lambda: service.answer(question, options, deadline, sink), deadline)
-        return asyncio.ensure_future(job)
+        cancel = threading.Event()
+        job = asyncio.ensure_future(
+            service.admission.run(lambda: service.answer(question, options, deadline, sink, cancel), deadline)
+        )
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, cancel, job))
+        job.add_done_callback(lambda _: watcher.cancel())
+        return job
 
     def on_stream_error(exc: Exception) -> None:
         kind = kind_of(exc)
@@ -179,6 +189,21 @@ class Guard:
         self.on_refusal(exc.status)
         response = JSONResponse(error_body(exc), status_code=exc.status, headers=headers)
         await response({"type": "http"}, _no_body, send)
+
+
+async def _cancel_on_disconnect(receive, cancel: threading.Event, job: asyncio.Future) -> None:
+    """Wait for the client to go away, then stop its answer (engine.serve.progress). The body was
+    read before the answer started, so the next message is the disconnect; this task is cancelled
+    when the answer ends first."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    cancel.set()
+    job.add_done_callback(_consume)  # its result or error is nobody's any more
+
+
+def _consume(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def _read_at_most(receive, limit: int) -> bytes | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 
+from starlette.requests import Request  # at module level: FastAPI resolves a handler's annotations here
+
 from engine.serve.payloads import answer_json
 from engine.serve.schemas import DocumentBody, DocumentsBody, QueryBody, RouteBody
 from engine.serve.service import AnswerService, QueryOptions
@@ -36,14 +38,14 @@ def document_of(body: DocumentBody):
 
 def register(app, service: AnswerService, start_answer) -> None:
     @app.post("/query")
-    async def query(body: QueryBody) -> dict:
+    async def query(body: QueryBody, request: Request) -> dict:
         options = QueryOptions(
             route=body.route,
             style=body.style,
             escalate=body.escalate,
             limits=body.budget.model_dump(exclude_none=True) if body.budget else None,
         )
-        ans = await start_answer(body.question, options, None)
+        ans = await start_answer(body.question, options, None, request.receive)
         return answer_json(ans, with_trace=body.trace)
 
     @app.post("/route")

@@ -24,6 +24,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
+from starlette.requests import Request  # at module level: FastAPI resolves a handler's annotations here
+
 from engine.serve.errors import BadRequest, NotFound, error_body, kind_of
 from engine.serve.payloads import answer_json
 from engine.serve.schemas import ChatBody
@@ -148,8 +150,8 @@ async def stream_answer(
 
 
 def register(app, service: AnswerService, start_answer, on_error) -> None:
-    """Add the endpoints to `app`. start_answer(question, options, sink) admits a request (or
-    raises ServerBusy at once) and returns the future of its Answer (engine.serve.app);
+    """Add the endpoints to `app`. start_answer(question, options, sink, receive) admits a request
+    (or raises ServerBusy at once) and returns the future of its Answer (engine.serve.app);
     on_error(exc) books a failure that happens after a stream started."""
     from fastapi.responses import StreamingResponse
 
@@ -165,10 +167,10 @@ def register(app, service: AnswerService, start_answer, on_error) -> None:
         return {"id": model, "object": "model", "created": started, "owned_by": OWNER}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(body: ChatBody):
+    async def chat_completions(body: ChatBody, request: Request):
         question, options = question_of(body), options_of(body)
         if not body.stream:
-            return completion_body(await start_answer(question, options, None), body.model)
+            return completion_body(await start_answer(question, options, None, request.receive), body.model)
         loop = asyncio.get_running_loop()
         progress: asyncio.Queue = asyncio.Queue()
 
@@ -176,7 +178,7 @@ def register(app, service: AnswerService, start_answer, on_error) -> None:
             loop.call_soon_threadsafe(progress.put_nowait, event)
 
         # admitted before the response starts: a full queue is still a 503, not an error event
-        job = start_answer(question, options, sink)
+        job = start_answer(question, options, sink, request.receive)
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = stream_answer(job, progress, body.model, include_usage, on_error)
         return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

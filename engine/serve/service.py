@@ -25,7 +25,7 @@ from engine.routes.common import check_question
 from engine.serve.admission import Admission
 from engine.serve.config import ServeConfig
 from engine.serve.metrics import ServerMetrics
-from engine.serve.progress import ObservedLLM, Sink, with_sink
+from engine.serve.progress import CLIENT_GONE_STATUS, ClientGone, ObservedLLM, Sink, check_cancelled, with_sink
 
 if TYPE_CHECKING:
     from engine.base.types import Answer
@@ -85,19 +85,34 @@ class AnswerService:
         self.base.kb.search("warm-up", k=1)
 
     # ------------------------------------------------------------------ answering
-    def answer(self, question: str, options: QueryOptions, deadline: float, sink: Sink | None = None) -> "Answer":
+    def answer(
+        self,
+        question: str,
+        options: QueryOptions,
+        deadline: float,
+        sink: Sink | None = None,
+        cancel: threading.Event | None = None,
+    ) -> "Answer":
         """One answer (runs on an answering thread). `deadline` (time.monotonic) becomes the
         answer's Budget(max_seconds) unless the request asked for less, so the logic route stops
-        solving and answers from what it found instead of running past it."""
+        solving and answers from what it found instead of running past it. `cancel`: set when
+        the client goes away; no LLM call starts after it (ClientGone)."""
         q = check_question(question)
         check_route(options.route)
         budget = self.budget_for(options.limits, deadline - time.monotonic())
         rag = self.rag_for(options.style)
 
         def run():
-            return rag.answer(q, route=options.route, budget=budget, escalate=options.escalate)
+            check_cancelled(cancel)  # its client left while it waited in the queue
+            ans = rag.answer(q, route=options.route, budget=budget, escalate=options.escalate)
+            check_cancelled(cancel)  # an answer cut short for a client that left is nobody's answer
+            return ans
 
-        ans = with_sink(sink, run)
+        try:
+            ans = with_sink(sink, run, cancel)
+        except ClientGone:
+            self.metrics.failed(CLIENT_GONE_STATUS)  # booked here: no response is left to book it
+            raise
         self.metrics.answered(ans.route, ans.usage.seconds, ans.usage)
         return ans
 
