@@ -31,6 +31,7 @@ from engine.cli_options import (  # the shared options; plugins import them from
     llm_option,
 )
 from engine.cli_serve import serve
+from engine.llm.urls import redact
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 PLUGIN_GROUP = "logicroute.commands"
@@ -74,7 +75,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except LogicRouteError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {redact(str(e))}", err=True)  # no message prints an endpoint's password
             sys.exit(2)
         except OSError as e:  # the machine said no: a full disk, a missing permission, a dead mount
             where = f" ({e.filename})" if getattr(e, "filename", None) else ""
@@ -259,7 +260,7 @@ def demo(kb_dir, route, llm_spec):
     info(f"[1/3] indexing the demo corpus into {kb_path} (loads MiniLM) ...")
     # short answers: the demo scores them with F1 against its gold phrases
     rag = RoutedRAG.build([DEMO_DIR / "corpus.jsonl"], kb=kb_path, llm_spec=llm_spec, style="short")
-    info(f"[2/3] loading the LLM {llm_spec} (first run assembles the 1.1 GB model) ...")
+    info(f"[2/3] loading the LLM {redact(llm_spec)} (first run assembles the 1.1 GB model) ...")
     rag.get_llm()
     questions = [json.loads(line) for line in (DEMO_DIR / "questions.jsonl").read_text().splitlines() if line.strip()]
     info(f"[3/3] answering {len(questions)} questions")

@@ -15,6 +15,7 @@ import click
 
 from engine.base.errors import LLMError, LogicRouteError
 from engine.llm.base import DEFAULT_LLM, SETTINGS_ENV, parse_settings
+from engine.llm.urls import redact
 
 ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
 LOGGER = "logicroute"
@@ -135,7 +136,7 @@ def check_llm_spec(spec: str) -> None:
         return
     keyed = os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
     if not keyed and not (s.base_url or os.environ.get("LOGICROUTE_BASE_URL")):
-        raise LLMError(f"no API key for {spec}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
+        raise LLMError(f"no API key for {redact(spec)}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
 
 
 def injected(ctx: click.Context, name: str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from engine.cli_options import answering_options, check_llm_spec, info, injected_embedder, llm_option, style_option
+from engine.llm.urls import redact
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 
 
@@ -115,8 +116,9 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
     )
     service.warm_up()
     answering = "one answer at a time (local model)" if local else f"{config.workers} answers at once"
+    shown = redact(llm_spec)  # never an endpoint's password
     info(
-        f"serving {service.kb_summary()['chunks']} chunks with {llm_spec}: {answering}, {config.queue_size} may wait\n"
+        f"serving {service.kb_summary()['chunks']} chunks with {shown}: {answering}, {config.queue_size} may wait\n"
         f"  page     http://{_url_host(host)}:{port}/\n"
         f"  OpenAI   base_url=http://{_url_host(host)}:{port}/v1  models logicroute-auto|chunk|summary|logic"
         + ("\n  auth     Authorization: Bearer $LOGICROUTE_SERVER_KEY" if config.api_key else "")

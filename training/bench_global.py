@@ -177,9 +177,10 @@ def _row_key(r: dict) -> tuple:
 def llm_name(spec: str) -> str:
     """The name an LLM built from `spec` records in its results (make_llm normalizes the spec)."""
     from engine.llm.base import parse_spec
+    from engine.llm.urls import redact
 
     try:
-        return str(parse_spec(spec))
+        return redact(str(parse_spec(spec)))  # as OpenAILLM.name: without the endpoint's credentials
     except LogicRouteError:  # not a spec make_llm builds (a test's fake LLM names itself)
         return spec
 

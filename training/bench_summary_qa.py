@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.llm.urls import redact
 from hierarchy.datasets import SHARED_FILES
 from training.bench_summary_build import HOTPOT, copy_embedding_cache, passage_documents
 from training.jsonl_store import JsonlStore
@@ -149,7 +150,7 @@ def bench_qa(
     # A cache of its own: a first run times real calls (not other runs' cache hits), a rerun resumes.
     llm = make_llm(llm_spec, cache=out_dir / "llm_cache.sqlite")
     questions, full, small = _questions(data_dir, n_hotpot, n_nq)
-    result: dict = {"llm": llm_spec, "k": k, "questions": {"hotpotqa": n_hotpot, "nq": n_nq}, "corpora": {}}
+    result: dict = {"llm": redact(llm_spec), "k": k, "questions": {"hotpotqa": n_hotpot, "nq": n_nq}, "corpora": {}}
     for corpus in corpora:
         passages = full if corpus == "full" else small
         kb, cost = _kb_with_layers(out_dir / f"kb_{corpus}", passages, "extractive", None, show_progress)

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from engine.base.errors import DeadlineError, LLMError, LogicRouteError, StructuredOutputError
 from engine.base.types import Completion, Usage
+from engine.llm.urls import check_base_url, redact
 
 DEFAULT_LLM = "local:qwen2.5-coder-1.5b"
 
@@ -79,7 +80,7 @@ def parse_settings(pairs: list[str], where: str) -> LLMSettings:
         key, eq, value = pair.partition("=")
         key = key.strip()
         if not eq or key not in SETTINGS_ENV:
-            raise LogicRouteError(f"bad LLM setting {pair!r} in {where}: expected timeout=SECONDS or retries=N")
+            raise LogicRouteError(f"bad LLM setting {redact(pair)!r} in {where}: expected timeout=SECONDS or retries=N")
         values[key] = _setting_value(key, value.strip(), where)
     return LLMSettings(**values)
 
@@ -120,18 +121,21 @@ def parse_spec(spec: str) -> LLMSpec:
     A remote spec may end in settings: 'openai:MODEL@BASE_URL?timeout=10&retries=1' (a base
     URL with a query string of its own is therefore not supported)."""
     spec = (spec or "").strip()
+    shown = repr(redact(spec))  # errors name the spec without its credentials
     backend, sep, rest = spec.partition(":")
     if not sep or backend not in ("local", "openai") or not rest:
         raise LogicRouteError(
-            f"bad LLM spec {spec!r}: expected 'local:MODEL', 'openai:MODEL' or 'openai:MODEL@BASE_URL'"
+            f"bad LLM spec {shown}: expected 'local:MODEL', 'openai:MODEL' or 'openai:MODEL@BASE_URL'"
         )
     rest, has_query, query = rest.partition("?")
     model, at, base_url = rest.partition("@")
     if backend == "local" and (at or has_query):
-        raise LogicRouteError(f"bad LLM spec {spec!r}: a local model takes no @BASE_URL and no ?settings")
+        raise LogicRouteError(f"bad LLM spec {shown}: a local model takes no @BASE_URL and no ?settings")
     if not model:
-        raise LogicRouteError(f"bad LLM spec {spec!r}: no model name")
-    settings = parse_settings(query.split("&"), f"LLM spec {spec!r}") if has_query else LLMSettings()
+        raise LogicRouteError(f"bad LLM spec {shown}: no model name")
+    if at:
+        check_base_url(base_url, f"LLM spec {shown}")
+    settings = parse_settings(query.split("&"), f"LLM spec {shown}") if has_query else LLMSettings()
     return LLMSpec(backend, model, base_url or None, settings)
 
 

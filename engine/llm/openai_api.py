@@ -27,6 +27,7 @@ from typing import Any
 from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import Completion
 from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure, settings_from_env
+from engine.llm.urls import check_base_url, redact
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0
@@ -62,6 +63,8 @@ class OpenAILLM:
     ) -> None:
         self.model = model
         self.base_url = base_url or os.environ.get("LOGICROUTE_BASE_URL") or None
+        if self.base_url:  # a typo fails here, in one line, not after every retry
+            check_base_url(self.base_url, "the base URL" if base_url else "$LOGICROUTE_BASE_URL")
         self.api_key = api_key or os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
         env = settings_from_env()
         self.timeout = next(v for v in (timeout, env.timeout, DEFAULT_TIMEOUT) if v is not None)
@@ -73,12 +76,14 @@ class OpenAILLM:
         self._client = client
         self._client_lock = threading.Lock()
         self._down: tuple[float, str] | None = None  # (until when, why): the breaker is open
-        # the endpoint is part of the name, so cache keys of two servers never collide
-        self.name = str(LLMSpec("openai", model, self.base_url))
+        # the endpoint is part of the name, so cache keys of two servers never collide; its
+        # credentials are not: the name is shown in errors, traces, cards and /health
+        self.name = redact(str(LLMSpec("openai", model, self.base_url)))
 
     @property
     def url(self) -> str:
-        return self.base_url or DEFAULT_BASE_URL
+        """The endpoint as messages show it: without its credentials."""
+        return redact(self.base_url or DEFAULT_BASE_URL)
 
     def _get_client(self) -> Any:
         with self._client_lock:
@@ -164,12 +169,12 @@ class OpenAILLM:
                 last = e
             except openai.APIStatusError as e:
                 if e.status_code < 500:
-                    raise LLMError(self._rejected(e)) from e
+                    raise LLMError(redact(self._rejected(e))) from e
                 last = e  # a 5xx the client did not map to InternalServerError
             except (json.JSONDecodeError, UnicodeDecodeError) as e:  # an HTTP 200 body the client could not decode
                 last = _BadReply(f"malformed response body ({_short(e)})")
             except openai.OpenAIError as e:
-                raise LLMError(f"{self.name} failed: {e}") from e
+                raise LLMError(redact(f"{self.name} failed: {e}")) from e
             if attempt + 1 < tries:
                 delay = self._delay(attempt, last)
                 if not window.leaves(delay):  # the deadline, not the endpoint, ends the tries
@@ -182,7 +187,7 @@ class OpenAILLM:
 
     def _stop(self, message: str) -> LLMError:
         record_failure(self.name, message)  # the rest of this answer fails fast
-        return LLMError(message)
+        return LLMError(redact(message))
 
     def _delay(self, attempt: int, e: Exception) -> float:
         d = min(self.max_delay, self.base_delay * 2**attempt)

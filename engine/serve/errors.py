@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.base import errors as e
+from engine.llm.urls import redact
 
 
 class ServeError(Exception):
@@ -97,7 +98,7 @@ def error_body(exc: BaseException) -> dict:
     """The JSON body for `exc`. An unexpected exception says only that it happened: its text may
     hold paths or data the caller should not see."""
     kind = kind_of(exc)
-    message = "internal server error (see the server log)" if kind is INTERNAL else str(exc)
+    message = "internal server error (see the server log)" if kind is INTERNAL else redact(str(exc))
     return {"error": {"message": message, "type": kind.type, "code": kind.code}}
 
 

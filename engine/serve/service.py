@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.budget import Budget
+from engine.llm.urls import redact
 from engine.routes import ROUTES, check_route
 from engine.routes.common import check_question
 from engine.serve.admission import Admission
@@ -221,7 +222,7 @@ class AnswerService:
         return {
             "status": "ok",
             "kb": self.kb_summary(),
-            "llm": self.llm_spec,
+            "llm": redact(self.llm_spec),  # never an endpoint's password
             "routes": list(ROUTES),
             "style": self.base.style,
             "thresholds": self.base.budget.threshold if self.base.budget else None,
