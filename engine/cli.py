@@ -214,7 +214,8 @@ def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
         raise click.UsageError("give a QUESTION or --questions FILE")
     policy = Policy.load(thresholds) if thresholds else None
     if questions_file:
-        from engine.cli_route import read_items, route_items
+        from engine.cli_options import read_items
+        from engine.cli_route import route_items
 
         items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
         router = load_router(checkpoint, embedder=injected_embedder(ctx))

@@ -15,7 +15,14 @@ import logging
 
 import click
 
-from engine.cli_options import ROUTE_CHOICES, answering_options, check_llm_spec, llm_option, style_option
+from engine.cli_options import (
+    ROUTE_CHOICES,
+    answering_options,
+    check_llm_spec,
+    llm_option,
+    read_items,
+    style_option,
+)
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 from engine.sources_text import format_sources
 
@@ -34,6 +41,12 @@ log = logging.getLogger("logicroute.cli")
     "one JSON line per question, routed in one batch",
 )
 @click.option("--out", type=click.Path(dir_okay=False), help="with --questions: write the JSON lines here (atomically)")
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="with --questions: answer the good lines and skip the bad ones (not JSON, no question, too long), "
+    "counted on stderr with their line numbers (default: a bad line refuses the batch, naming it)",
+)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="with --questions")
 @click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
 @click.option(
@@ -77,19 +90,19 @@ log = logging.getLogger("logicroute.cli")
     "chunk, logic, or the router's own route; it is flagged either way",
 )
 @llm_option
-def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
+def ask(question, kb_dir, questions_file, out, skip_bad, concurrency, route, **options):
     """Answer QUESTION (or every question of --questions) from the knowledge base --kb."""
     from engine.pipeline import RoutedRAG
 
     if (question is None) == (questions_file is None):
         raise click.UsageError("give a QUESTION or --questions FILE")
-    if questions_file is None and out is not None:
-        raise click.UsageError("--out goes with --questions")
+    if questions_file is None and (out is not None or skip_bad):
+        raise click.UsageError("--out and --skip-bad go with --questions")
     if questions_file is not None and options["trace_format"] == "mermaid":
         raise click.UsageError("--trace-format mermaid draws one answer: give a QUESTION")
     check_llm_spec(options["llm_spec"])  # a bad spec or a missing key fails now, not after the models load
     budget = budget_of(options, route)
-    questions = read_batch(questions_file) if questions_file else None
+    items = read_batch(questions_file, skip_bad) if questions_file else None
     rag = RoutedRAG.open(
         kb_dir,
         llm_spec=options["llm_spec"],
@@ -105,10 +118,10 @@ def ask(question, kb_dir, questions_file, out, concurrency, route, **options):
         escalate_below=options["escalate_below"],
         budget=budget,
     )
-    if questions is not None:
-        answers = rag.answer_many(questions, concurrency, route=route)
+    if items is not None:
+        answers = rag.answer_many([i.question for i in items], concurrency, route=route)
         with_trace = options["as_json"] or options["trace_format"] == "json"
-        write_lines([answer_record(q, a, with_trace) for q, a in zip(questions, answers)], out)
+        write_lines([answer_record(i.question, a, with_trace, i.line) for i, a in zip(items, answers)], out)
         if route == "auto":
             notice = routing_notice([router_route(a) for a in answers], [a.trace.get("ood") for a in answers])
             if notice:
@@ -135,20 +148,30 @@ def budget_of(options: dict, route: str):
     return Budget(**limits) if limits else None
 
 
-def read_batch(path: str) -> list[str]:
-    from engine.base.errors import LogicRouteError
-    from engine.routes.common import check_question
-    from hierarchy.question_files import read_questions
+def read_batch(path: str, skip_bad: bool = False) -> list:
+    """The good items (line, question) of a questions file, read as `route --questions` reads it
+    (engine.cli_options.read_items). A bad line refuses the batch in one line naming it
+    (FILE:LINE), unless `skip_bad`: then the bad lines are counted on stderr, by number."""
+    from engine.base.errors import DataFormatError, LogicRouteError
 
-    questions = [check_question(q) for q in read_questions(path)]
-    if not questions:
+    items = read_items(path)
+    bad = [i for i in items if i.error is not None]
+    numbers = ", ".join(str(i.line) for i in bad)
+    if bad and not skip_bad:
+        others = f"{len(bad)} bad lines ({numbers}); " if len(bad) > 1 else ""
+        raise DataFormatError(f"{path}:{bad[0].line}: {bad[0].error} ({others}--skip-bad answers the good ones)")
+    if bad:
+        log.warning(f"skipped {len(bad)} bad line{'s' if len(bad) > 1 else ''} of {path}: {numbers}")
+    good = [i for i in items if i.error is None]
+    if not good:
         raise LogicRouteError(f"{path}: no questions")
-    return questions
+    return good
 
 
-def answer_record(question: str, ans, with_trace: bool = False) -> dict:
-    """One JSON line of `ask --questions`."""
-    record = {
+def answer_record(question: str, ans, with_trace: bool = False, line: int | None = None) -> dict:
+    """One JSON line of `ask --questions`; `line`: where the question stands in its file."""
+    record: dict = {} if line is None else {"line": line}
+    record |= {
         "question": question,
         "answer": ans.text,
         "route": ans.route,

@@ -1,5 +1,6 @@
-"""What the `logicroute` commands share: the --llm option and its early check, the objects tests
-inject through ctx.obj, and the -q/-v logging set up on the main group.
+"""What the `logicroute` commands share: the --llm option and its early check, the reading of a
+--questions file, the objects tests inject through ctx.obj, and the -q/-v logging set up on the
+main group.
 
 Only click, the standard library and light modules of ours at module level: `logicroute --help`
 stays instant.
@@ -137,6 +138,23 @@ def check_llm_spec(spec: str) -> None:
     keyed = os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
     if not keyed and not (s.base_url or os.environ.get("LOGICROUTE_BASE_URL")):
         raise LLMError(f"no API key for {redact(spec)}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
+
+
+def read_items(path: str | Path) -> list:
+    """Every item of a questions file (hierarchy.question_files.QuestionItem), bad ones included,
+    each question checked as an answer would check it (empty, overlong): `route --questions`
+    and `ask --questions` read a file the same way."""
+    from engine.routes.common import check_question
+    from hierarchy.question_files import read_question_items
+
+    items = read_question_items(path)
+    for item in items:
+        if item.error is None:
+            try:
+                item.question = check_question(item.question)
+            except LogicRouteError as e:
+                item.error = str(e)
+    return items
 
 
 def injected(ctx: click.Context, name: str):

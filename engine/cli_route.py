@@ -8,7 +8,8 @@ JSON, no "question" string, not UTF-8, an empty or overlong question) gets
 ``{"line", "question" (when one was read), "error"}`` instead, and the run goes on. A warning on
 stderr counts the failed lines; the exit status is 0 unless the file as a whole cannot be read.
 
-`read_items(path)` reads the file, `route_items(router, items)` routes and prints. The router
+`engine.cli_options.read_items(path)` reads the file (`ask --questions` reads it the same way),
+`route_items(router, items)` routes and prints. The router
 (embedder + MLP) is loaded once by the caller; questions are decided in batches of
 BATCH (one embedding batch each) and printed as each batch is done.
 """
@@ -18,12 +19,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from hierarchy.question_files import QuestionItem, read_question_items
+from hierarchy.question_files import QuestionItem
 
 BATCH = 256
 log = logging.getLogger("logicroute.cli")
@@ -40,21 +39,6 @@ class Routed:
     @property
     def items(self) -> int:
         return len(self.routes) + self.failed
-
-
-def read_items(path: str | Path) -> list[QuestionItem]:
-    """Every item of a questions file (hierarchy.question_files), bad ones included, each
-    question checked as an answer would check it (empty, overlong)."""
-    from engine.routes.common import check_question
-
-    items = read_question_items(path)
-    for item in items:
-        if item.error is None:
-            try:
-                item.question = check_question(item.question)
-            except LogicRouteError as e:
-                item.error = str(e)
-    return items
 
 
 def route_items(router, items: list[QuestionItem], policy=None, *, source: object = "", echo=click.echo) -> Routed:

@@ -176,6 +176,36 @@ def test_question_and_questions_exclude_each_other(opened, tmp_path):
     assert opened.options == []
 
 
+def test_a_bad_line_refuses_the_batch_naming_its_file_and_line(opened, tmp_path):
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text(f"{NEAR_CHUNK[0]}\n{'word ' * 900}\n{NEAR_CHUNK[1]}\n")
+    res = ask("--questions", qfile, "--kb", tmp_path)
+    assert res.exit_code == 2 and opened.options == []  # refused before anything loads
+    assert res.output == (
+        f"error: {qfile}:2: the question has 900 words; the limit is 400 (it must leave room for evidence) "
+        "(--skip-bad answers the good ones)\n"
+    )
+    jfile = tmp_path / "qs.jsonl"
+    jfile.write_text(json.dumps({"question": NEAR_CHUNK[0]}) + '\n{"question": \n{"q": "Who?"}\n')
+    res = ask("--questions", jfile, "--kb", tmp_path)
+    assert res.exit_code == 2 and res.output.startswith(f"error: {jfile}:2: not JSON (")
+    assert res.output.endswith(" (2 bad lines (2, 3); --skip-bad answers the good ones)\n")
+
+
+def test_skip_bad_answers_the_good_lines_and_counts_the_bad_ones_by_number(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"": by_question})
+    qfile = tmp_path / "qs.jsonl"
+    lines = [{"question": NEAR_CHUNK[0]}, {"q": "Who?"}, {"question": NEAR_CHUNK[1]}, {"question": "x" * 5000}]
+    qfile.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    res = ask("--questions", qfile, "--kb", tmp_path, "--route", "chunk", "--skip-bad")
+    assert res.exit_code == 0, res.output
+    records = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["line"], r["answer"]) for r in records] == [(1, "Paris"), (3, "Lima")]
+    assert f"warning: skipped 2 bad lines of {qfile}: 2, 4" in res.stderr
+    alone = ask("Who?", "--kb", tmp_path, "--skip-bad")
+    assert alone.exit_code == 2 and "--skip-bad go with --questions" in alone.output
+
+
 @dataclass
 class Source:
     title: str
