@@ -14,10 +14,11 @@ HIDDEN = "***"
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/?#@'\"]+@")
 # userinfo of a spec's base URL without a scheme: openai:m@user:pass@host -> openai:m@***@host
 _BARE_USERINFO = re.compile(r"(?<=@)[^\s/?#@'\"]+@")
-# a query parameter (or a bare key=value) whose name says it holds a credential
+# a query parameter (or a bare key=value) whose name ends in a word for a credential
+# (api_key, access_token, client_secret; not max_prompt_tokens)
 _SECRET_PARAM = re.compile(
-    r"(?P<name>(?:^|(?<=[?&;\s'\"]))[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|signature|sig|credential)"
-    r"[\w.-]*)=(?P<value>[^&#\s'\"]+)",
+    r"(?P<name>(?:^|(?<=[?&;\s'\"]))[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|signature|sig|credentials?))"
+    r"=(?P<value>[^&#\s'\"]+)",
     re.IGNORECASE,
 )
 

@@ -87,6 +87,7 @@ def test_a_malformed_base_url_from_the_environment_is_refused_when_the_llm_is_ma
         ("http://h/v1?x=1&token=secretpass&sig=abc", "http://h/v1?x=1&token=***&sig=***"),
         ("bad LLM setting 'password=secretpass' in", "bad LLM setting 'password=***' in"),
         ("openai:gpt-4o-mini?timeout=3&retries=0", "openai:gpt-4o-mini?timeout=3&retries=0"),
+        ("max_prompt_tokens=25 allows no LLM call", "max_prompt_tokens=25 allows no LLM call"),
         ("cannot reach http://127.0.0.1:9/v1: refused", "cannot reach http://127.0.0.1:9/v1: refused"),
     ],
 )
