@@ -1,7 +1,9 @@
-"""Cost limits for one answer (Budget), and the check escalation makes against them."""
+"""Cost limits for one answer (Budget), the check escalation makes against them, and the
+check that refuses up front a budget no LLM call fits in."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,3 +65,27 @@ def too_little_left(budget: Budget, spent: Usage) -> bool:
         or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
         or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0)
     )
+
+
+def check_a_call_fits(budget: Budget | None, questions: Sequence[str], kb, k: int, style: str) -> None:
+    """Refuse, before anything is asked, a prompt-token budget that no answer call fits in: every
+    route's cheapest answer is one call over the question and its k best passages (the chunk
+    route's only call; the logic route's final answer when it has to stop at once), so a budget
+    below that prompt makes no call and gives a blank answer. The prompt is estimated as the logic
+    route estimates every call it may make (engine.routes.logic.state.estimate_prompt_tokens)."""
+    if budget is None or budget.max_prompt_tokens is None or not questions:
+        return
+    from engine.prompts.answer import answer_messages
+    from engine.prompts.passages import format_passages
+    from engine.routes.logic.state import estimate_prompt_tokens
+
+    def smallest(q: str) -> int:
+        return estimate_prompt_tokens(answer_messages(q, format_passages(kb.search(q, k=k)), style=style))
+
+    need = max(smallest(q) for q in questions)
+    if budget.max_prompt_tokens < need:
+        which = "this question" if len(questions) == 1 else "the batch's longest question"
+        raise LogicRouteError(
+            f"max_prompt_tokens={budget.max_prompt_tokens} allows no LLM call: the answer prompt for {which} "
+            f"and its {k} passages takes about {need} tokens; give at least {need}"
+        )

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
-from engine.budget import Budget, too_little_left
+from engine.budget import Budget, check_a_call_fits, too_little_left
 from engine.escalation import RETRY_ROUTES, check_retry_routes, retry_up_the_ladder, self_check_reason
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
@@ -224,6 +224,7 @@ class RoutedRAG:
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
+        check_a_call_fits(budget, [q], self.kb, self.k, self.style)
         probs, decision, ood = None, {"policy": "forced"}, None
         if route == "auto":
             if budget is not None and budget.logic_share is not None and budget.threshold is None:
@@ -254,6 +255,7 @@ class RoutedRAG:
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
+        check_a_call_fits(budget, qs, self.kb, self.k, self.style)
         if not qs:
             return []
         n = len(qs)

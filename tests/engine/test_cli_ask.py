@@ -75,6 +75,13 @@ def test_the_limits_bound_the_logic_route(opened, tmp_path):
     assert (config.max_llm_calls, config.max_prompt_tokens, config.max_seconds) == (5, 900, 30.0)
 
 
+def test_a_prompt_token_limit_no_call_fits_in_is_one_line_and_no_call(opened, tmp_path):
+    opened.llm = ScriptedLLM(rules={"": "Paris"})
+    res = ask(NEAR_CHUNK[0], "--kb", tmp_path, "--max-prompt-tokens", 25)
+    assert res.exit_code == 2 and opened.llm.calls == []  # not a blank answer and exit 0
+    assert res.output.startswith("error: max_prompt_tokens=25 allows no LLM call: ") and res.output.count("\n") == 1
+
+
 def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "1970"})
     res = ask("When? [p=0.9]", "--kb", tmp_path, "--thresholds", thresholds_file(tmp_path, 0.5), "--max-llm-calls", 4)

@@ -64,3 +64,31 @@ def test_budget_from_a_thresholds_file(tmp_path):
     assert (b.threshold, b.logic_share, b.max_llm_calls) == (0.42, 0.3, 6)
     with pytest.raises(LogicRouteError):
         Budget.from_policy(Policy())  # argmax is no threshold
+
+
+# ---------------------------------------------------------------- a budget no call fits in
+
+
+def test_a_prompt_token_budget_no_call_fits_in_is_refused_up_front_naming_the_smallest_that_works():
+    from engine.routes.logic.state import estimate_prompt_tokens
+
+    llm = ScriptedLLM(rules={"": "Ann Lee founded it."})
+    rag = make_rag(llm)
+    question = "Who founded the company?"
+    for answer in (
+        lambda b: rag.answer(question, route="logic", budget=b),
+        lambda b: rag.answer_many([question], budget=b),
+    ):
+        with pytest.raises(LogicRouteError) as err:
+            answer(Budget(max_prompt_tokens=25))
+        assert llm.calls == []  # not 0 calls and a blank answer, exit 0
+    message = str(err.value)
+    need = int(message.rsplit(" ", 1)[1])
+    assert message == (
+        "max_prompt_tokens=25 allows no LLM call: the answer prompt for this question and its 3 passages "
+        f"takes about {need} tokens; give at least {need}"
+    )
+    # the smallest budget named is enough: the logic route, made to stop at once, makes its final answer
+    ans = rag.answer(question, route="logic", budget=Budget(max_prompt_tokens=need))
+    assert ans.text == "Ann Lee founded it." and len(llm.calls) == 1
+    assert estimate_prompt_tokens(llm.calls[0]["messages"]) == need
