@@ -16,6 +16,9 @@ grammar the top candidates instead of the whole vocabulary: same tokens, ~28% fa
 Decoding drafts from the context (engine.llm.lookup_draft): a reply that repeats its prompt,
 as step answers and JSON keys do, takes several tokens per forward pass
 ($LOGICROUTE_LOOKUP_DRAFT=0: one token a pass, for comparisons).
+llama-cpp-python tokenizes the rendered chat template with special tokens on: every message is
+neutralised first against the model's own control tokens (engine.llm.control_tokens), so no
+document or question can open a turn of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from engine.base.errors import LLMError
 from engine.base.types import Completion
 from engine.llm.base import chat_structured, open_call
+from engine.llm.control_tokens import marker_pattern, neutralise_messages, vocabulary_markers
 
 _REGISTRY: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -140,6 +144,7 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
 
                 lookup_draft.install(llama)
             llama._logicroute_evals = _EvalCounter(llama)
+            llama._logicroute_markers = marker_pattern(vocabulary_markers(llama))
             _REGISTRY[key] = (llama, threading.Lock())
         return _REGISTRY[key]
 
@@ -169,8 +174,12 @@ class LocalLLM:
         open_call(self.name)  # an in-process call cannot be cut short: it only must not start late
         llama, lock = _shared_llama(self._path(), self.n_ctx, self.n_threads)
 
+        markers = getattr(llama, "_logicroute_markers", None)  # None: not a llama_cpp.Llama, the common ones
+
         def send(msgs: list[dict]) -> Completion:
-            kwargs: dict[str, Any] = dict(messages=msgs, temperature=temperature, max_tokens=max_tokens, seed=0)
+            kwargs: dict[str, Any] = dict(
+                messages=neutralise_messages(msgs, markers), temperature=temperature, max_tokens=max_tokens, seed=0
+            )
             if schema is not None:
                 # llama.cpp turns the schema into a grammar: decoding cannot leave it
                 kwargs["response_format"] = {"type": "json_object", "schema": schema}

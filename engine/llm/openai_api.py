@@ -27,6 +27,7 @@ from typing import Any
 from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import Completion
 from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure, settings_from_env
+from engine.llm.control_tokens import neutralise_messages
 from engine.llm.urls import check_base_url, redact
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -120,7 +121,8 @@ class OpenAILLM:
 
         def send(msgs: list[dict]) -> Completion:
             t0 = time.perf_counter()
-            text, usage, finish_reason = self._create(window, messages=msgs, **kwargs)
+            # the server renders its chat template over these: no text may carry its control tokens
+            text, usage, finish_reason = self._create(window, messages=neutralise_messages(msgs), **kwargs)
             return Completion(
                 text=text,
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),

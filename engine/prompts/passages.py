@@ -1,7 +1,8 @@
 """How passages appear in every prompt: numbered, inside one <passages> block, which each system
 prompt that shows passages declares to be quoted data. A document that says "ignore all previous
 instructions" is then text to answer from, not an instruction; its own tags are removed so it
-cannot close the block early."""
+cannot close the block early. A chat template's control tokens ("<|im_start|>system") are
+broken in every message by the backends (engine.llm.control_tokens), so no text opens a turn."""
 
 from __future__ import annotations
 
