@@ -17,7 +17,7 @@ LLAMA_CMAKE_ARGS += $(if $(call cpu_has,avx_vnni),-DGGML_AVX_VNNI=ON)
 LLAMA_STAMP := $(VENV)/.llama-cpp-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-10)
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint corpus clean
+.PHONY: install demo test lint browser corpus clean
 
 install: $(STAMP)
 
@@ -33,19 +33,23 @@ $(LLAMA_STAMP):
 $(STAMP): pyproject.toml $(LLAMA_STAMP)
 	# CPU wheel first, so no dependency can pull a multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[local,dev]"
-	# the serve page's browser test drives Debian's chromium through selenium; installed when we may (root + apt)
-	command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
-	  echo "note: no chromium/chromedriver: the page's browser test will be skipped"
+	# docs: PDF/HTML/DOCX/PPTX readers for `index`; mcp: `logicroute mcp`
+	$(BIN)/pip install -q -e ".[local,dev,docs,mcp]"
 	touch $(STAMP)
 
 demo: install
 	$(BIN)/logicroute demo
 
 # The README's test command: the linters, the import contract, then the tests.
-test: install lint
+test: install lint browser
 	$(BIN)/python -m pytest -q
+
+# Only the tests need a system package: the serve page's browser test drives Debian's chromium
+# through selenium. Installed when we may (root + apt), never by `make demo` or `make install`.
+browser:
+	command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
+	  echo "note: no chromium/chromedriver: the page's browser test will be skipped"
 
 lint: install
 	$(BIN)/ruff check .

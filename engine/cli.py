@@ -125,7 +125,8 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
 @llm_option
 @click.pass_context
 def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, store_spec, llm_spec):
-    """Index SOURCES (folders of .txt/.md, JSONL {id,title,text}, QA data files) into --kb."""
+    """Index SOURCES into --kb: folders or files of Markdown, text, PDF, HTML, DOCX and PPTX (the last
+    four with the docs extra), JSONL {id,title,text}, QA data files."""
     from hierarchy.indexing import index_sources
     from hierarchy.kb import KnowledgeBase
     from hierarchy.vector_store.base import parse_store

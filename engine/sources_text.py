@@ -22,16 +22,23 @@ def source_name(source: Source) -> str:
 
 
 def format_source(source: Source) -> str:
-    """The line "[n] name > heading path": the heading path without its first part when that
-    is the title (the name already says which document), then the logic route's sub-question ids."""
+    """The line "[n] name p. 14 > heading path": the page(s) of a PDF passage, the heading path
+    without its first part when that is the title (the name already says which document), then
+    the logic route's sub-question ids."""
     crumbs = [c for c in source.heading_path.split(HEADING_SEP) if c]
     if crumbs and crumbs[0] == source.title:
         crumbs = crumbs[1:]
     number = UNNUMBERED if source.n is None else f"[{source.n}]"
-    line = " ".join([number, HEADING_SEP.join([source_name(source), *crumbs])])
+    name = source_name(source) + (f" {page_label(source.pages)}" if source.pages else "")
+    line = " ".join([number, HEADING_SEP.join([name, *crumbs])])
     if source.used_by:
         line += f" (used by {', '.join(source.used_by)})"
     return line
+
+
+def page_label(pages: str) -> str:
+    """The pages of a source as people cite them: "p. 14", or "pp. 14-15" for a range."""
+    return f"pp. {pages}" if "-" in pages else f"p. {pages}"
 
 
 def format_sources(answer: Answer) -> list[str]:

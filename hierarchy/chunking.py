@@ -9,6 +9,7 @@ Markdown (Document.meta["format"] == "markdown"): markdown-it-py parses the bloc
 the headings (a chunk never spans two sections) and carry their heading path ("Title > Section >
 Subsection"); a section's blocks are packed whole into chunks of about `chunk_words` words, so a
 fenced code block, a list or a table is not cut, and only one block longer than a chunk is split.
+A converted PDF's text marks where each page starts (PAGE_MARK): its chunks carry their pages.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ MARKDOWN = "markdown"  # Document.meta["format"] of a document chunked along its
 # A code block up to this many chunks long stays whole: cutting code loses more than a long
 # chunk costs. Past it, the block would crowd every other passage out of a prompt.
 CODE_WHOLE_FACTOR = 2
+# A page's start in a converted PDF's text (hierarchy.converters): a CommonMark HTML block of its
+# own line, never inside a paragraph; paged_pieces reads it into Chunk.pages and drops it.
+PAGE_MARK = "<!--page:{}-->"
+PAGE_MARK_RE = re.compile(r"<!--page:(\d+)-->")
 
 _PARA_RE = re.compile(r"\n\s*\n")
 # End of sentence: . ! ? (optionally followed by closing quotes/brackets), then whitespace.
@@ -165,15 +170,36 @@ def chunk_document(
         pieces = markdown_pieces(doc.text, doc.title, chunk_words, overlap_words)
     else:
         pieces = [("", text) for text in split_text(doc.text, chunk_words, overlap_words)]
+    paged = paged_pieces(pieces) if doc.meta.get("pages") else [(h, t, "") for h, t in pieces]
     source = doc.meta.get("source") or doc.meta.get("url") or ""
     out: list[Chunk] = []
     seen: set[str] = set()
-    for heading_path, text in pieces:
+    for heading_path, text, pages in paged:
         cid = chunk_id(doc.title, text)
         if cid in seen:
             continue
         seen.add(cid)
-        out.append(Chunk(cid, doc.id, doc.title, text, len(out), heading_path, str(source)))
+        out.append(Chunk(cid, doc.id, doc.title, text, len(out), heading_path, str(source), pages))
+    return out
+
+
+def paged_pieces(pieces: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(heading path, text, pages) of the pieces of a text with page marks (a PDF converted by
+    hierarchy.converters): each piece's pages ("14", "14-15") and its text without the marks;
+    a piece that held only marks is dropped. Pieces come in the text's order, so the page in
+    force at a piece's start is the last mark read before it."""
+    out: list[tuple[str, str, str]] = []
+    page = 1
+    for heading_path, text in pieces:
+        first = last = None
+        for i, part in enumerate(PAGE_MARK_RE.split(text)):
+            if i % 2:  # the split keeps each mark's number at the odd places
+                page = int(part)
+            elif part.strip():
+                first, last = first or page, page
+        clean = re.sub(r"\n{3,}", "\n\n", PAGE_MARK_RE.sub("", text)).strip()
+        if clean:
+            out.append((heading_path, clean, str(first) if first == last else f"{first}-{last}"))
     return out
 
 

@@ -23,8 +23,9 @@ class Document:
 class Chunk:
     """A retrievable unit. `id` is a content hash (title + text), so identical chunks dedupe;
     `position` is the chunk's index within its document. `heading_path` ("Title > Section")
-    is set for documents cut along their headings; `source` is the document's file path or URL.
-    Both are recorded only when set, so chunks without them read and write as before."""
+    is set for documents cut along their headings; `source` is the document's file path or URL;
+    `pages` the PDF pages the text comes from ("14", "14-15"). Each is recorded only when set,
+    so chunks without them read and write as before."""
 
     id: str
     doc_id: str
@@ -33,6 +34,7 @@ class Chunk:
     position: int
     heading_path: str = ""
     source: str = ""
+    pages: str = ""
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -51,7 +53,8 @@ class Chunk:
             position=int(d.get("position", 0)),
             heading_path=str(d.get("heading_path") or ""),
             source=str(d.get("source") or ""),
+            pages=str(d.get("pages") or ""),
         )
 
 
-_OPTIONAL = ("heading_path", "source")
+_OPTIONAL = ("heading_path", "source", "pages")

@@ -9,10 +9,14 @@ first Markdown-style heading or its file name.
 Text files are read as UTF-8; a file that is not valid UTF-8 is decoded as Windows-1252 (every
 byte maps to a character, and it is what such files usually are), and the document records it
 (meta["encoding"]) with a warning on the "logicroute" logger. A file with NUL bytes is binary
-whatever its name, and is skipped with a warning; so are empty files in a folder. Files of a
-folder that no reader takes (.pdf, .html, .rst, images) are counted by kind in one warning, and
-listed at debug level (`index -v`). A source that yields no document at all is refused: indexing
-nothing is always a mistake.
+whatever its name, and is skipped with a warning; so are empty files in a folder.
+
+PDF, HTML, DOCX and PPTX files are converted to Markdown (hierarchy.converters, the `docs`
+extra) and chunked along their headings; a PDF's chunks carry their pages. A PDF that is
+encrypted or scanned is skipped with one line of its own. Files of a folder that no reader
+takes (.rst, images; a PDF when the extra is missing, with the command that installs it) are
+counted by kind in one warning, and listed at debug level (`index -v`). A source that yields no
+document at all is refused: indexing nothing is always a mistake.
 
 A file's id is its path below the folder named (a file named alone: its name); the document
 records its resolved absolute path (meta["source"], kept in its chunks) and that folder
@@ -27,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from hierarchy import converters
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
@@ -35,8 +40,8 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DOC_JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SUPPORTED = (
-    "a folder of .txt/.md files (searched recursively); "
-    "a .txt/.md file; "
+    "a folder of .txt/.md/.pdf/.html/.docx/.pptx files (searched recursively); "
+    "one such file; "
     'a JSONL file of documents, one {"id", "title", "text"} object per line; '
     "a QA data file (HotpotQA, 2WikiMultihopQA, MuSiQue, NQ-open, SQuAD, generic QA JSONL: "
     "its passages become the documents)"
@@ -58,6 +63,9 @@ def load_documents(source: str | Path) -> list[Document]:
         docs = _from_folder(path)
     elif path.suffix.lower() in TEXT_SUFFIXES:
         doc = _from_text_file(path.resolve(), path.name, path.resolve().parent)
+        docs = [doc] if doc else []
+    elif converters.kind_of(path):
+        doc = _from_converted_file(path.resolve(), path.name, path.resolve().parent)
         docs = [doc] if doc else []
     elif path.suffix.lower() in DOC_JSONL_SUFFIXES and _looks_like_doc_jsonl(path):
         docs = _from_doc_jsonl(path)
@@ -109,6 +117,19 @@ def _from_text_file(path: Path, doc_id: str, root: Path) -> Document | None:
     return Document(id=doc_id, title=title, text=text.strip(), meta=meta, root=str(root))
 
 
+def _from_converted_file(path: Path, doc_id: str, root: Path) -> Document | None:
+    """A PDF, HTML, DOCX or PPTX file as a Markdown document (None when it holds no text we can
+    read: hierarchy.converters warned why)."""
+    converted = converters.convert(path)
+    if converted is None:
+        return None
+    meta = {"source": str(path), "format": MARKDOWN, "converted_from": converters.kind_of(path)}
+    if converted.pages:
+        meta["pages"] = converted.pages
+    title = converted.title or markdown_title(converted.text) or path.stem
+    return Document(id=doc_id, title=title, text=converted.text, meta=meta, root=str(root))
+
+
 def split_front_matter(text: str, where: str | Path = "") -> tuple[dict, str]:
     """(front matter fields, the text after it). Front matter is a YAML block between a first
     line "---" and the next "---" or "..." line (Jekyll, Hugo, MkDocs, Docusaurus). A block that
@@ -149,19 +170,32 @@ def _from_folder(folder: Path) -> list[Document]:
         # Skip hidden files and folders (.git, editor swap files).
         if any(part.startswith(".") for part in rel.parts) or not p.is_file():
             continue
-        if p.suffix.lower() not in TEXT_SUFFIXES:
-            kind = p.suffix.lower() or "(no extension)"
-            log.debug("%s: skipped, no reader for %s files", p, kind)
-            skipped[kind] += 1
+        suffix, kind = p.suffix.lower(), converters.kind_of(p)
+        if suffix in TEXT_SUFFIXES:
+            doc = _from_text_file(p, rel.as_posix(), root)
+        elif kind is not None and converters.available(kind):
+            doc = _from_converted_file(p, rel.as_posix(), root)
+        else:
+            label = suffix or "(no extension)"
+            log.debug("%s: skipped, no reader for %s files", p, label)
+            skipped[label] += 1
             continue
-        doc = _from_text_file(p, rel.as_posix(), root)
         if doc:
             docs.append(doc)
     if skipped:
-        # One line, whatever the count: a folder of 300 PDFs must not read as indexed.
-        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
-        log.warning("%s: skipped %d files: %s (no reader; -v lists them)", folder, skipped.total(), kinds)
+        log.warning("%s: %s", folder, skipped_line(skipped))
     return docs
+
+
+def skipped_line(skipped: Counter[str]) -> str:
+    """The files of a folder no reader took, in one line, whatever the count: a folder of 300
+    PDFs must not read as indexed. Kinds that the docs extra reads name its install command."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+    line = f"skipped {skipped.total()} files: {kinds} (no reader; -v lists them)"
+    convertible = sorted(k for k in skipped if k in converters.KINDS)
+    if convertible:
+        line += f"; {', '.join(convertible)} files are read with the docs extra: {converters.DOCS_EXTRA}"
+    return line
 
 
 def _first_record(path: Path) -> tuple[int, str] | None:

@@ -68,6 +68,11 @@ class StructuredOutputError(LLMError):
         self.completions = completions or []
 
 
+class MissingExtraError(LogicRouteError):
+    """An optional extra that a file or a command needs is not installed; the message names the
+    pip command that installs it."""
+
+
 class ModelFilesError(LogicRouteError):
     """The local model's files are missing or fail their checksum."""
 

@@ -92,6 +92,7 @@ class RetrievedChunk:
     kind: str = "chunk"
     heading_path: str = ""  # "Title > Section > Subsection" of a chunk cut along headings
     source: str = ""  # the document's file path or URL, when known
+    pages: str = ""  # the PDF pages the chunk's text comes from: "14", "14-15"
 
     @classmethod
     def of(cls, chunk, score: float) -> "RetrievedChunk":
@@ -104,6 +105,7 @@ class RetrievedChunk:
             float(score),
             heading_path=getattr(chunk, "heading_path", ""),
             source=getattr(chunk, "source", ""),
+            pages=getattr(chunk, "pages", ""),
         )
 
     @property
@@ -132,6 +134,7 @@ class Source:
     heading_path: str = ""
     path: str = ""  # the document's file path or URL, when known
     used_by: list[str] = field(default_factory=list)
+    pages: str = ""  # the PDF pages of the passage: "14", "14-15"
 
     @classmethod
     def of(cls, n: int | None, hit: RetrievedChunk, used_by: list[str] | None = None) -> "Source":
@@ -146,6 +149,7 @@ class Source:
             heading_path=hit.heading_path,
             path=hit.source,
             used_by=list(used_by or []),
+            pages=hit.pages,
         )
 
     def to_dict(self) -> dict:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from engine.cli import main
 from hierarchy.kb import KnowledgeBase
+from tests import doc_files
 from tests.fakes import HashedBowEmbedder
 
 
@@ -98,16 +99,17 @@ def test_a_full_disk_during_index_names_the_file_it_could_not_write(tmp_path, mo
 def test_files_no_reader_takes_are_counted_in_one_line_and_listed_with_v(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n\nIndexed.")
-    for name in ("manual.pdf", "page.html", "intro.rst", "usage.rst"):
+    doc_files.report_pdf(tmp_path / "docs" / "manual.pdf")  # a PDF has a reader now (the docs extra)
+    for name in ("intro.rst", "usage.rst", "logo.png"):
         (tmp_path / "docs" / name).write_text("not read")
     args = ["index", str(tmp_path / "docs"), "--kb", str(tmp_path / "kb"), "--summaries", "none"]
     r = index_with_a_fake_embedder(*args)
-    assert r.exit_code == 0
+    assert r.exit_code == 0 and "2 documents" in r.stderr
     lines = [line for line in r.stderr.splitlines() if "skipped" in line]
-    summary = "skipped 4 files: 2 .rst, 1 .html, 1 .pdf (no reader; -v lists them)"
+    summary = "skipped 3 files: 2 .rst, 1 .png (no reader; -v lists them)"
     assert lines == [f"warning: {tmp_path / 'docs'}: {summary}"]
     verbose = index_with_a_fake_embedder("-v", *args)
-    assert all(f"{tmp_path / 'docs' / name}: skipped" in verbose.stderr for name in ("manual.pdf", "intro.rst"))
+    assert all(f"{tmp_path / 'docs' / name}: skipped" in verbose.stderr for name in ("logo.png", "intro.rst"))
 
 
 def test_bad_llm_spec_is_one_clear_line(tmp_path):
