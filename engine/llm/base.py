@@ -219,6 +219,15 @@ def reserve_left() -> bool:
     return scope is not None and scope.deadline is not None and not scope.reserve_spent
 
 
+def stopped_words(seconds: float) -> str:
+    """'stopped at the 3 s limit': the answer's own limit as its caller gave it when an answer
+    scope is open (a route only knows what is left of it, 0.95 s after an escalation), else
+    `seconds`."""
+    scope = _ANSWER_SCOPE.get()
+    limit = scope.max_seconds if scope is not None and scope.max_seconds is not None else seconds
+    return f"stopped at the {seconds_words(limit)} s limit"
+
+
 def seconds_words(seconds: float) -> str:
     """A limit as a person reads it: 3 -> '3', 7.9981 -> '8', 2.5 -> '2.5', 0.0456 -> '0.046'
     (a server's deadline arrives as the seconds left, never a round number)."""

@@ -12,6 +12,7 @@ socket behind.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,22 @@ from typing import Any
 
 # When the current call must be over (time.perf_counter); None: only the client's own timeouts.
 _CALL_END: ContextVar[float | None] = ContextVar("logicroute_http_call_end", default=None)
+_SHARED: Any = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client() -> Any:
+    """The process's one HTTP client for the openai clients of every endpoint, with the deadline
+    applied. One, because making it loads the certificate store (a tenth of a second, seconds on
+    a busy machine, which a first call with a deadline of a second cannot spare) and its pool
+    keeps connections per host anyway; timeouts are given per request, so endpoints share it."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            import openai
+
+            _SHARED = with_total_deadline(openai.DefaultHttpxClient())
+        return _SHARED
 
 
 @contextmanager

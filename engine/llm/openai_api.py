@@ -91,7 +91,7 @@ class OpenAILLM:
             if self._client is None:
                 import openai
 
-                from engine.llm.http_deadline import with_total_deadline
+                from engine.llm.http_deadline import shared_client
 
                 key = self.api_key
                 if not key:
@@ -103,7 +103,7 @@ class OpenAILLM:
                     base_url=self.base_url,
                     timeout=self.timeout,
                     max_retries=0,
-                    http_client=with_total_deadline(openai.DefaultHttpxClient()),
+                    http_client=shared_client(),
                 )
             return self._client
 
@@ -158,14 +158,14 @@ class OpenAILLM:
             # the try ends at its own timeout or the answer's deadline, whichever comes first
             cut = window.end is not None and window.end < start + self.timeout
             end = window.end if cut else start + self.timeout
+            if end <= start:  # no time left to try with: cut as a try would be
+                raise self._cut(window)
             try:
-                if end <= start:
-                    raise DeadlineError(f"{self.url} ({self.model}): {window.stop_words()}: no try left")
                 with total_deadline(end):
                     return _reply(client.chat.completions.create(timeout=end - start, **kwargs))
             except openai.APITimeoutError as e:
                 if cut:  # the answer's own deadline: says nothing about the endpoint
-                    raise DeadlineError(f"{self.url} ({self.model}): {window.stop_words()} before a reply") from e
+                    raise self._cut(window) from e
                 last: Exception = e
             except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError, _BadReply) as e:
                 last = e
@@ -186,6 +186,9 @@ class OpenAILLM:
         message = self._gave_up(last, tries)
         self._down = (time.monotonic() + self.cooldown, message)
         raise self._stop(message) from last
+
+    def _cut(self, window: CallWindow) -> DeadlineError:
+        return DeadlineError(f"{self.url} ({self.model}): {window.stop_words()} before a reply")
 
     def _stop(self, message: str) -> LLMError:
         record_failure(self.name, message)  # the rest of this answer fails fast

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.base.types import RetrievedChunk, Usage
-from engine.llm.base import LLM, Stopwatch, call_llm, reserve_left, seconds_words
+from engine.llm.base import LLM, Stopwatch, call_llm, reserve_left, stopped_words
 from engine.routes.common import says_unknown
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
@@ -58,7 +58,7 @@ def budgeted_call(
     if u.prompt_tokens + est > cfg.max_prompt_tokens:
         raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})")
     if st.watch.elapsed() >= cfg.max_seconds and not (final and reserve_left()):
-        raise BudgetExhausted(f"budget exhausted (stopped at the {seconds_words(cfg.max_seconds)} s limit)")
+        raise BudgetExhausted(f"budget exhausted ({stopped_words(cfg.max_seconds)})")
     return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
 
 
