@@ -23,6 +23,10 @@ class Budget:
     other routes (router.policy, RouteLLM-style). A logic_share is turned into a threshold by
     calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
     calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
+
+    max_seconds is when the answer stops solving; the logic route's final answer may still take
+    one try after it (engine.llm.base.answer_scope), unless hard_seconds has passed: nothing runs
+    past that (a server's request deadline, after which nobody waits for the answer).
     """
 
     max_llm_calls: int | None = None
@@ -30,14 +34,17 @@ class Budget:
     max_seconds: float | None = None
     logic_share: float | None = None
     threshold: float | None = None
+    hard_seconds: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_llm_calls", "max_prompt_tokens"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise LogicRouteError(f"Budget.{name} must be a positive integer, got {v!r}")
-        if self.max_seconds is not None and not self.max_seconds > 0:
-            raise LogicRouteError(f"Budget.max_seconds must be > 0, got {self.max_seconds!r}")
+        for name in ("max_seconds", "hard_seconds"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise LogicRouteError(f"Budget.{name} must be > 0, got {v!r}")
         if self.logic_share is not None and not 0.0 <= self.logic_share <= 1.0:
             raise LogicRouteError(f"Budget.logic_share must be in [0, 1], got {self.logic_share!r}")
 

@@ -314,7 +314,8 @@ class RoutedRAG:
         if ood is not None:
             route, escalate = ood.route, escalate or ood.escalate
         # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
-        with answer_scope(budget.max_seconds if budget is not None else None, start=t0):
+        seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
+        with answer_scope(seconds, start=t0, hard_seconds=hard):
             ans = self._run_route(q, route, budget)
             if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
                 ans = self._maybe_escalate(q, ans, budget, checks=escalate)

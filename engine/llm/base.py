@@ -147,12 +147,19 @@ class AnswerScope:
     """What the LLM calls of one answer share. `deadline` (time.perf_counter) is when no call
     starts any more, except one: the logic route stops solving at its time budget and keeps
     its final answer in reserve (engine/routes/logic/state.py), so the first call after the
-    deadline still gets a single try. `failed`: endpoint name -> why it gave up."""
+    deadline still gets a single try, unless `hard_end` (time.perf_counter) has passed: nothing
+    runs past it, that try included. `failed`: endpoint name -> why it gave up."""
 
     deadline: float | None = None
     max_seconds: float | None = None
     reserve_spent: bool = False
     failed: dict[str, str] = field(default_factory=dict)
+    hard_end: float | None = None
+    hard_seconds: float | None = None
+
+    def reserve_open(self) -> bool:
+        """Whether the one try after the deadline may still start."""
+        return not self.reserve_spent and (self.hard_end is None or time.perf_counter() < self.hard_end)
 
 
 @dataclass(frozen=True)
@@ -169,12 +176,6 @@ class CallWindow:
         """How a call this window cut is described: 'stopped at the 3 s limit'."""
         return f"stopped at the {seconds_words(self.limit)} s limit" if self.limit is not None else "stopped"
 
-    def try_timeout(self, timeout: float) -> float:
-        """The timeout of the next try: `timeout`, shortened to the time left (0 = none left)."""
-        if self.end is None:
-            return timeout
-        return max(0.0, min(timeout, self.end - time.perf_counter()))
-
     def leaves(self, seconds: float) -> bool:
         """Whether a try could still start after waiting `seconds`."""
         return self.end is None or time.perf_counter() + seconds < self.end
@@ -184,11 +185,18 @@ _ANSWER_SCOPE: ContextVar[AnswerScope | None] = ContextVar("logicroute_answer_sc
 
 
 @contextmanager
-def answer_scope(max_seconds: float | None = None, *, start: float | None = None) -> Iterator[AnswerScope]:
+def answer_scope(
+    max_seconds: float | None = None, *, start: float | None = None, hard_seconds: float | None = None
+) -> Iterator[AnswerScope]:
     """Every LLM call made inside (in this thread) belongs to one answer that must end
-    `max_seconds` after `start` (time.perf_counter; default now)."""
+    `max_seconds` after `start` (time.perf_counter; default now), but for one reserve try, which
+    too must end `hard_seconds` after `start` when that is given."""
     t0 = time.perf_counter() if start is None else start
+    if hard_seconds is not None and (max_seconds is None or hard_seconds < max_seconds):
+        max_seconds = hard_seconds
     scope = AnswerScope(None if max_seconds is None else t0 + max_seconds, max_seconds)
+    if hard_seconds is not None:
+        scope.hard_end, scope.hard_seconds = t0 + hard_seconds, hard_seconds
     token = _ANSWER_SCOPE.set(scope)
     try:
         yield scope
@@ -206,9 +214,12 @@ def open_call(endpoint: str) -> CallWindow:
         raise LLMError(f"{scope.failed[endpoint]} (earlier in this answer; not tried again)")
     if scope.deadline is None or time.perf_counter() < scope.deadline:
         return CallWindow(scope.deadline, limit=scope.max_seconds)
-    if scope.reserve_spent:
-        raise DeadlineError(f"{CallWindow(limit=scope.max_seconds).stop_words()}: no further LLM call")
+    if not scope.reserve_open():
+        limit = scope.max_seconds if scope.reserve_spent else scope.hard_seconds
+        raise DeadlineError(f"{CallWindow(limit=limit).stop_words()}: no further LLM call")
     scope.reserve_spent = True
+    if scope.hard_end is not None:
+        return CallWindow(scope.hard_end, single_try=True, limit=scope.hard_seconds)
     return CallWindow(single_try=True, limit=scope.max_seconds)
 
 
@@ -216,7 +227,7 @@ def reserve_left() -> bool:
     """Whether this answer still holds its reserve call: a deadline is set and its one try after
     the deadline is not spent (the logic route's final answer may then start late)."""
     scope = _ANSWER_SCOPE.get()
-    return scope is not None and scope.deadline is not None and not scope.reserve_spent
+    return scope is not None and scope.deadline is not None and scope.reserve_open()
 
 
 def stopped_words(seconds: float) -> str:

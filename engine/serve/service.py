@@ -118,8 +118,9 @@ class AnswerService:
         return ans
 
     def budget_for(self, limits: dict | None, seconds_left: float) -> Budget:
-        """The server's default budget (its thresholds) with the request's limits, and
-        max_seconds no later than the deadline."""
+        """The server's default budget (its thresholds) with the request's limits, max_seconds
+        no later than the deadline, and the deadline a hard end: the 504 has gone out by then, so
+        no LLM call (not even the logic route's reserved final one) may hold a worker past it."""
         default = self.base.budget or Budget()
         wanted = {k: v for k, v in (limits or {}).items() if v is not None}
         unknown = set(wanted) - {*LIMIT_FIELDS, "threshold"}
@@ -129,6 +130,7 @@ class AnswerService:
             )
         left = max(seconds_left, 0.001)
         wanted["max_seconds"] = min(wanted.get("max_seconds") or left, left)
+        wanted["hard_seconds"] = left
         return dataclasses.replace(default, **wanted)
 
     def rag_for(self, style: str | None) -> "RoutedRAG":

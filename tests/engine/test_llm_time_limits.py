@@ -22,7 +22,7 @@ from engine.pipeline import RoutedRAG
 from engine.serve.run import ServerThread
 from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, corpus_kb, step
-from tests.engine.serve_helpers import SIMPLE_QUESTION, call, film_service
+from tests.engine.serve_helpers import CHAIN_QUESTION, SIMPLE_QUESTION, call, film_service
 from tests.fakes import FakeRouter, make_rag
 from tests.samples import MSGS
 
@@ -116,6 +116,21 @@ def test_serve_on_a_trickling_endpoint_frees_its_worker_at_the_deadline(tmp_path
             server.replies = ["Paris was founded by the Parisii [1]."]
             after = call("POST", f"{s.url}/query", {"question": SIMPLE_QUESTION, "route": "chunk"})
             assert after.status == 200 and after.body["answer"].startswith("Paris")
+
+
+def test_serve_makes_no_reserve_call_past_the_request_deadline(tmp_path):
+    with FakeEndpoint("ready") as server:
+        llm = server.llm(timeout=30, max_retries=0)
+        service = film_service(tmp_path, llm, workers=1, queue_size=0, deadline_seconds=0.8)
+        warm(service, llm, server, HANG)
+        with ServerThread(service) as s:
+            cut = call("POST", f"{s.url}/query", {"question": CHAIN_QUESTION, "route": "logic"})
+            assert cut.status == 504
+            t0 = time.perf_counter()
+            while service.admission.state()["running"] and time.perf_counter() - t0 < 2:
+                time.sleep(0.01)
+            assert service.admission.state()["running"] == 0  # not held 30 s by the final answer's try
+    assert server.requests == 2  # the warm-up and the step the deadline cut: the 504 was the answer
 
 
 # ---------------------------------------------------------------- the caller's deadline is not the endpoint's fault
