@@ -67,18 +67,21 @@ def index_sources(
     embedder=None,
     show_progress: bool = True,
     store: StoreSpec | None = None,
+    retrieval: str | None = None,
 ) -> IndexResult:
     """Read every source before touching the KB (bad input writes nothing), then, holding the
     writer lock: delete (DocumentNotFoundError naming every id that is not in the KB, before
     anything is written), add, and build the summary layer when it is missing or `rebuild` is
     set, else bring existing layers up to date (with no sources: the repair after an update
     that died). `make_llm` is called only for summaries="llm". store: the vector store of a new
-    KB; for an existing one that keeps its vectors elsewhere, they are moved there first."""
+    KB; for an existing one that keeps its vectors elsewhere, they are moved there first.
+    retrieval: what the KB's searches do from now on (dense | lexical | hybrid; a new KB's
+    default: hybrid); a KB written before lexical retrieval gains its lexical index here."""
     docs = [d for s in sources for d in load_documents(s)]
     delete_ids = list(dict.fromkeys(delete_ids))
     with dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
         kb = KnowledgeBase.open_or_create(
-            kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words, store=store
+            kb_dir, embedder, chunk_words=chunk_words, overlap_words=overlap_words, store=store, retrieval=retrieval
         )
         missing = [d for d in delete_ids if not kb.chunks_of(d)]
         if missing:
@@ -93,6 +96,8 @@ def index_sources(
                 result.deleted_chunks = kb.delete(delete_ids)
             if docs:
                 result.added = kb.add(docs, show_progress=show_progress)
+            if retrieval is not None or kb.postings is None:
+                kb.set_retrieval(retrieval)
             if summaries != "none" and (rebuild or not has_layers(kb)):
                 llm = make_llm() if summaries == "llm" and make_llm is not None else None
                 result.layers = build_layers(

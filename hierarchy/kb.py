@@ -4,8 +4,8 @@ Layout of a KB directory:
   manifest.json   format version, embedder {id, dim, model}, chunking params, the vector store
                   ("store": faiss, faiss-hnsw or milvus + where), counts, build cost,
                   timestamps, the segments in order, and a fingerprint (bytes, sha1) of each data file
-  seg-N.*         append-only segments (hierarchy.kb_segments): the chunks and vectors a commit
-                  added, the chunk ids it deleted; replayed in order they give the KB
+  seg-N.*         append-only segments (hierarchy.kb_segments): the chunks, vectors and lexical
+                  postings a commit added, the chunk ids it deleted; replayed in order they give the KB
   index.faiss     an HNSW graph (faiss-hnsw past its threshold; an exact index is built from the
                   vectors at open; Milvus keeps its rows, in step with commits: hierarchy.kb_stores)
   layers/         optional summary layers (hierarchy.layers), which sit above the KB: they keep
@@ -17,37 +17,41 @@ record, so a change that dies half-way leaves the KB at its previous state. hier
 writes and checks the manifest, hierarchy.kb_segments lays out the data files.
 A change that spans the chunks and the layers above them runs inside `writing()`: one writer
 lock from reading the committed state to the last commit, so writers take turns. Every search
-goes through the vector store (hierarchy.vector_store); `vectors` stays for the summary layers.
+goes through the vector store (hierarchy.vector_store), the lexical postings or both, fused
+(hierarchy.retrieval, hierarchy.kb_retrieval); `vectors` stays for the summary layers.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.base.errors import KBEmptyError, KBError
-from engine.base.types import RetrievedChunk
-from hierarchy import store
+from hierarchy import kb_retrieval, store
 from hierarchy.chunking import (
     DEFAULT_CHUNK_WORDS,
     DEFAULT_OVERLAP_WORDS,
     check_params,
     chunk_document,
-    chunk_embed_text,
 )
 from hierarchy.documents import Chunk, Document
 from hierarchy.kb_files import repair_hint
 from hierarchy.kb_intake import take_in
 from hierarchy.kb_manifest import MANIFEST, OWN_ENTRIES, check_embedder, load_committed, new_manifest, next_manifest
-from hierarchy.kb_plan import apply_add, plan_add
+from hierarchy.kb_plan import apply_add, plan_add, vectors_for
+from hierarchy.kb_retrieval import Searching
 from hierarchy.kb_segments import Delta, plan_commit, prune
 from hierarchy.kb_stores import move_store, remove_kb, settle_journal, shared_store_change
+from hierarchy.lexical import LexicalIndex, Postings
+from hierarchy.retrieval import Reranker, RetrievalConfig, check_mode
 from hierarchy.vector_store.base import StoreSpec, VectorStore, default_store, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -57,20 +61,34 @@ if TYPE_CHECKING:  # pragma: no cover
 LAYERS_DIR = "layers"  # the summary layers' folder: removed with the KB it summarizes
 
 
-class KnowledgeBase:
-    """Chunks + vectors + a vector store, in a directory. See the module docstring."""
+class KnowledgeBase(Searching):
+    """Chunks + vectors + a vector store, in a directory. See the module docstring; searching is
+    hierarchy.kb_retrieval.Searching's."""
 
     def __init__(
-        self, path: Path, embedder: Any, manifest: dict, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore
+        self,
+        path: Path,
+        embedder: Any,
+        manifest: dict,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        vstore: VectorStore,
+        postings: dict[int, Postings] | None = None,
     ):
         # Use KnowledgeBase.create / KnowledgeBase.open.
         self.path = Path(path)
         self.embedder = embedder
         self.manifest = manifest
-        self._set_state(chunks, vectors, vstore)
+        self.reranker: Reranker | None = None  # rescores the fused candidates (hierarchy.retrieval); none by default
+        self._retrieval: str | None = None  # this object's retrieval, over the manifest's (use_retrieval)
+        self._fusion: RetrievalConfig | None = None
+        self._lexical_lock = threading.Lock()
+        self._set_state(chunks, vectors, vstore, postings)
 
     # -- in-memory state --------------------------------------------------------------------
-    def _set_state(self, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore) -> None:
+    def _set_state(
+        self, chunks: list[Chunk], vectors: np.ndarray, vstore: VectorStore, postings: dict[int, Postings] | None
+    ) -> None:
         self.chunk_ids: list[str] = [c.id for c in chunks]
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         self.vectors: np.ndarray = vectors
@@ -79,9 +97,8 @@ class KnowledgeBase:
         self._doc_chunks: dict[str, list[str]] = {}
         for c in chunks:
             self._doc_chunks.setdefault(c.doc_id, []).append(c.id)
-
-    def __len__(self) -> int:
-        return len(self.chunk_ids)
+        self.postings = postings  # segment number -> its rows' lexical postings; None: no lexical index
+        self._lexical: LexicalIndex | None = None  # built from them by the first lexical search
 
     def __repr__(self) -> str:
         return f"KnowledgeBase({str(self.path)!r}, chunks={len(self)}, documents={len(self._doc_chunks)})"
@@ -92,10 +109,6 @@ class KnowledgeBase:
         if self.store.spec.shared:
             raise AttributeError(f"the knowledge base at {self.path} keeps its vectors in {self.store.spec.label()}")
         return self.store.index  # type: ignore[attr-defined]  # FaissStore's
-
-    def row_of(self, chunk_id: str) -> int:
-        """The row of a chunk in `chunk_ids` and `vectors`."""
-        return self._row[chunk_id]
 
     @property
     def doc_ids(self) -> list[str]:
@@ -129,15 +142,18 @@ class KnowledgeBase:
         overlap_words: int = DEFAULT_OVERLAP_WORDS,
         overwrite: bool = False,
         store: "StoreSpec | str | None" = None,
+        retrieval: str | None = None,
     ) -> "KnowledgeBase":
         """An empty KB at `path`; an existing one is an error unless overwrite=True (its files,
         layers and Milvus collection go; other files stay). store: where the vectors go
         (`--store`: faiss-hnsw, the default: exact up to 20k vectors, HNSW above; faiss: exact at every
-        size; milvus[://PATH.db|HOST:PORT]), kept in the manifest."""
+        size; milvus[://PATH.db|HOST:PORT]), kept in the manifest. retrieval: what its searches
+        do (`--retrieval`; default hybrid: hierarchy.retrieval), kept in the manifest too."""
         check_params(chunk_words, overlap_words)
         path = Path(path)
         spec = parse_store(store) if isinstance(store, str) else (store or default_store())
-        return cls._create(path, embedder, chunk_words, overlap_words, overwrite, with_collection(spec))
+        cfg = RetrievalConfig(mode=check_mode(retrieval)) if retrieval else RetrievalConfig()
+        return cls._create(path, embedder, chunk_words, overlap_words, overwrite, with_collection(spec), cfg)
 
     @classmethod
     def _create(
@@ -148,6 +164,7 @@ class KnowledgeBase:
         overlap_words: int,
         overwrite: bool,
         spec: StoreSpec,
+        retrieval: RetrievalConfig,
     ) -> "KnowledgeBase":
         # Locked here, not in create: its `store` parameter hides the hierarchy.store module.
         with store.dir_lock(path):
@@ -165,8 +182,8 @@ class KnowledgeBase:
             manifest = new_manifest(embedder, chunk_words, overlap_words, spec)
             dim = manifest["embedder"]["dim"]
             vectors = np.zeros((0, dim), dtype=np.float32)
-            kb = cls(path, embedder, manifest, [], vectors, new_store(spec, path, dim, [], vectors))
-            kb._commit([], vectors, kb.store)
+            kb = cls(path, embedder, manifest, [], vectors, new_store(spec, path, dim, [], vectors), {})
+            kb._commit([], vectors, kb.store, retrieval=retrieval)
             return kb
 
     @staticmethod
@@ -187,13 +204,13 @@ class KnowledgeBase:
     def open(cls, path: str | os.PathLike, embedder: "Embedder | None" = None) -> "KnowledgeBase":
         """The last committed state of the KB at `path`. Reading takes no lock and writes no file."""
         path = Path(path)
-        manifest, chunks, vectors, vstore = load_committed(path)
+        manifest, chunks, vectors, vstore, postings = load_committed(path)
         if embedder is None:
             from engine.embedder import get_embedder
 
             embedder = get_embedder(manifest.data["embedder"].get("model"))
         check_embedder(manifest, embedder)
-        return cls(path, embedder, manifest.data, chunks, vectors, vstore)
+        return cls(path, embedder, manifest.data, chunks, vectors, vstore, postings)
 
     # -- write transactions -----------------------------------------------------------------
     @contextmanager
@@ -210,10 +227,10 @@ class KnowledgeBase:
         """Take up the committed state when the manifest on disk is not the one this object holds."""
         if store.committed_record(self.path / MANIFEST) == store.as_json(self.manifest):
             return
-        manifest, chunks, vectors, vstore = load_committed(self.path)
+        manifest, chunks, vectors, vstore, postings = load_committed(self.path)
         check_embedder(manifest, self.embedder)
         self.manifest = manifest.data
-        self._set_state(chunks, vectors, vstore)
+        self._set_state(chunks, vectors, vstore, postings)
 
     # -- writing ----------------------------------------------------------------------------
     def _commit(
@@ -224,17 +241,23 @@ class KnowledgeBase:
         *,
         stats: dict | None = None,
         delta: Delta | None = None,
+        retrieval: RetrievalConfig | None = None,
     ) -> None:
         """Write data files then the manifest through hierarchy.store; the in-memory state becomes
         `chunks`/`vectors` once it lands. `delta`: the change, written as one new segment (without
-        it, or when compaction is due, the whole KB is written as one)."""
-        segments, payload = plan_commit(self.manifest, chunks, vectors, delta)
+        it, when compaction is due, or while the KB has no lexical index, the whole KB is written
+        as one). retrieval: the config the manifest records from now on."""
+        postings_of = lambda cs, whole: kb_retrieval.postings_of(self, cs, whole)  # noqa: E731
+        segments, payload, made = plan_commit(self.manifest, chunks, vectors, delta, postings_of)
         payload.update(vstore.persist())
         manifest = next_manifest(self.manifest, chunks, payload, stats, vstore, segments)
+        manifest["retrieval"] = (retrieval or self.retrieval_config).to_dict()
+        old = self.postings or {}  # a commit that keeps segments keeps their postings (plan_commit)
+        postings = {**{s.number: old[s.number] for s in segments if s.rows and s.number not in made}, **made}
 
         def adopt() -> None:
             self.manifest = manifest
-            self._set_state(chunks, vectors, vstore)
+            self._set_state(chunks, vectors, vstore, postings)
             prune(self.path, manifest["files"])
 
         store.commit(
@@ -253,6 +276,9 @@ class KnowledgeBase:
         manifest on disk is not this object's (another entry or data files changed meanwhile)."""
         if key in OWN_ENTRIES:
             raise KBError(f"manifest entry {key!r} belongs to the knowledge base itself")
+        self._record(key, value)
+
+    def _record(self, key: str, value: Any) -> None:
         base = store.as_json(self.manifest)
         manifest = store.as_json(self.manifest)
         manifest[key] = value
@@ -272,6 +298,21 @@ class KnowledgeBase:
             hint=repair_hint(self.path),
         )
 
+    def set_retrieval(self, mode: str | None) -> bool:
+        """Record `mode` (dense | lexical | hybrid; None: keep the KB's) as what its searches do
+        (`index --retrieval`), giving a KB written before lexical retrieval its lexical index
+        (the whole KB written again, as one segment). False when nothing changed."""
+        with self.writing():
+            old = self.retrieval_config
+            cfg = old if mode is None else replace(old, mode=check_mode(mode))
+            if self.postings is None:
+                self._commit(list(self.chunks.values()), self.vectors, self.store, retrieval=cfg)
+                return True
+            if self.manifest.get("retrieval") == cfg.to_dict():
+                return False
+            self._record("retrieval", cfg.to_dict())  # the data files stay as they are
+            return True
+
     # -- add / delete -----------------------------------------------------------------------
     def add(self, docs: Iterable[Document], show_progress: bool = True) -> dict:
         """Chunk and index documents (hierarchy.kb_intake checks them and settles the ids of files
@@ -288,7 +329,7 @@ class KnowledgeBase:
         docs = take_in(docs, self.chunks, self._doc_chunks)
         plan = plan_add(self.chunks, self._doc_chunks, [(doc, chunk_document(doc, cw, ow)) for doc in docs])
         new_chunks, removed, updated = plan.new_chunks, plan.removed, plan.updated
-        new_vecs, stats = self._vectors_for(new_chunks, removed, show_progress)
+        new_vecs, stats = vectors_for(self, new_chunks, removed, show_progress)
         if new_chunks or removed or updated:
             chunks, vectors, delta = apply_add(
                 [self.chunks[c] for c in self.chunk_ids], self.vectors, new_chunks, new_vecs, removed, updated
@@ -313,29 +354,6 @@ class KnowledgeBase:
             "embed_seconds": round(stats["embed_seconds"], 3),
         }
 
-    def _vectors_for(self, new_chunks: list[Chunk], removed: set[str], show_progress: bool) -> tuple[np.ndarray, dict]:
-        """Vectors of the new chunks, in order, and the embedding stats. A chunk dropped by one
-        document but produced by another keeps its vector; only the others are embedded."""
-        reuse = {c.id for c in new_chunks if c.id in removed}
-        embed_seconds = 0.0
-        to_embed = [c for c in new_chunks if c.id not in reuse]
-        if to_embed:
-            t1 = time.perf_counter()
-            vecs = self._embed([chunk_embed_text(c) for c in to_embed], show_progress)
-            embed_seconds = time.perf_counter() - t1
-        else:
-            vecs = np.zeros((0, self.dim), np.float32)
-        emb_rows = {c.id: i for i, c in enumerate(to_embed)}
-        rows = [vecs[emb_rows[c.id]] if c.id in emb_rows else self.vectors[self._row[c.id]] for c in new_chunks]
-        new_vecs = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, self.dim), np.float32)
-        return new_vecs, {"seconds": 0.0, "embed_seconds": embed_seconds, "chunks_embedded": len(to_embed)}
-
-    def _embed(self, texts: list[str], show_progress: bool) -> np.ndarray:
-        v = np.asarray(self.embedder.encode(texts, show_progress=show_progress), dtype=np.float32)
-        if v.shape != (len(texts), self.dim):
-            raise KBError(f"embedder {self.embedder.id!r} returned shape {v.shape}, expected {(len(texts), self.dim)}")
-        return v
-
     def delete(self, doc_ids: Iterable[str] | str) -> int:
         """Remove the chunks of these documents (unknown ids are ignored). Returns chunks removed.
         Summary layers are not touched: hierarchy.indexing.delete_documents deletes and updates them."""
@@ -357,41 +375,3 @@ class KnowledgeBase:
     def move_store(self, to: "StoreSpec | str") -> bool:
         """Move the vectors into another store (hierarchy.kb_stores.move_store); False when they are there already."""
         return move_store(self, parse_store(to) if isinstance(to, str) else to)
-
-    # -- search -----------------------------------------------------------------------------
-    def _query_matrix(self, queries: "str | np.ndarray | Sequence[str]") -> np.ndarray:
-        if isinstance(queries, str):
-            queries = [queries]
-        if isinstance(queries, np.ndarray):
-            q = queries.astype(np.float32, copy=False)
-        else:
-            q = np.asarray(self.embedder.encode(list(queries)), dtype=np.float32)
-        return np.ascontiguousarray(q.reshape(-1, self.dim))
-
-    def search(self, query: str | np.ndarray, k: int = 3, exclude: Collection[str] = ()) -> list[RetrievedChunk]:
-        """Top-k chunks by cosine similarity, never returning a chunk id in `exclude`
-        (sampling without replacement: the store filters them, so k new chunks still come back)."""
-        if k <= 0 or len(self) == 0:
-            return []
-        return self._search(self._query_matrix(query)[:1], k, {c for c in exclude if c in self._row})[0]
-
-    def search_batch(self, queries: Sequence[str] | np.ndarray, k: int = 3) -> list[list[RetrievedChunk]]:
-        """Top-k for many queries with one embedding call and one index search."""
-        if len(queries) == 0:
-            return []
-        q = self._query_matrix(queries)
-        if k <= 0 or len(self) == 0:
-            return [[] for _ in range(len(q))]
-        return self._search(q, k, set())
-
-    def _search(self, q: np.ndarray, k: int, exclude: set[str]) -> list[list[RetrievedChunk]]:
-        # Committed chunks only: a shared store may hold rows of a change under way (hierarchy.kb_stores);
-        # the window widens until k committed hits come back or the store runs out.
-        k = min(k, len(self) - len(exclude))
-        window = k
-        while True:
-            found = self.store.search(q, window, exclude)
-            out = [[RetrievedChunk.of(self.chunks[c], s) for c, s in hits if c in self.chunks] for hits in found]
-            if all(len(o) >= k or len(h) < window for o, h in zip(out, found)):
-                return [sorted(o, key=lambda h: -h.score)[:k] for o in out]
-            window *= 2

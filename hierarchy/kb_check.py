@@ -3,7 +3,8 @@
 Checked: every data file (each segment's, a persisted index) against its fingerprint in the
 manifest (a `.prev` snapshot that matches is the committed version of a change under way or one
 that died: a note, not damage); the segments replayed;
-chunks, vectors and index rows agree with each other and with the manifest's counts (a Milvus
+chunks, vectors, index rows and the lexical postings (every chunk has its own; a KB written
+before lexical retrieval has none: a note) agree with each other and with the manifest's counts (a Milvus
 store: it holds a row of every committed chunk; rows of a change under way are a note); the
 summary layers read back whole, their files match the fingerprints meta.json records, and they
 cover every chunk and no other. The check reads like any reader (no file is written, no lock file
@@ -22,8 +23,9 @@ from hierarchy import store
 from hierarchy.kb import LAYERS_DIR
 from hierarchy.kb_files import INDEX, check_counts, repair_hint
 from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, committed_names, read_manifest
-from hierarchy.kb_segments import replay
+from hierarchy.kb_segments import read_postings, replay
 from hierarchy.layers.persist import META, damaged_files, read_layers_at, read_meta
+from hierarchy.lexical import LexicalIndex
 from hierarchy.vector_store.open import open_store
 
 
@@ -34,6 +36,7 @@ class CheckReport:
     chunks: int | None = None
     vectors: int | None = None
     index: int | None = None
+    lexical: int | None = None  # chunks the lexical index covers (None: it has none, or it does not read)
     manifest: dict | None = None  # the manifest's {documents, chunks}
     files: dict[str, str] = field(default_factory=dict)  # data file -> ok | prev | missing | mismatch
     layers: dict | None = None
@@ -124,7 +127,22 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
     if report.documents != manifest.n_documents:
         n_docs = manifest.n_documents
         report.problems.append(f"the manifest says {n_docs} documents, the chunks have {report.documents}")
-    return [c.id for c in chunks]
+    _check_lexical(path, manifest, data, ids, report)
+    return ids
+
+
+def _check_lexical(path: Path, manifest: CommittedManifest, data: dict, ids: list[str], report: CheckReport) -> None:
+    """The postings read and hold every chunk, as the first lexical search builds them."""
+    try:
+        postings = read_postings(path, data, manifest.segments)
+        if postings is None:
+            report.notes.append("no lexical index (written before lexical retrieval): the next write adds it")
+            return
+        LexicalIndex([postings[s.number] for s in manifest.segments if s.rows], ids)
+    except KBCorruptError as e:
+        report.problems.append(str(e) if str(e).startswith(str(path)) else f"the lexical index of {path} {e}")
+        return
+    report.lexical = len(ids)
 
 
 def _check_shared_store(path: Path, manifest: CommittedManifest, chunk_ids: set[str], report: CheckReport) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
 from hierarchy import store
 from hierarchy.kb_files import INDEX, check_counts, repair_hint
-from hierarchy.kb_segments import Segment, replay, segment_files, segments_of
+from hierarchy.kb_segments import Segment, read_postings, replay, segment_files, segments_of
 from hierarchy.vector_store.base import StoreSpec, default_store
 from hierarchy.vector_store.open import open_store
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from engine.embedder import Embedder
     from hierarchy.documents import Chunk
+    from hierarchy.lexical import Postings
     from hierarchy.vector_store.base import VectorStore
 
 # 2: segments (hierarchy.kb_segments). 1: one chunks.jsonl + vectors.npy + index.faiss; still read,
@@ -34,7 +35,7 @@ MANIFEST = "manifest.json"
 # Manifest entries the KB itself keeps; `annotate` may not overwrite them.
 OWN_ENTRIES = {
     *("format_version", "embedder", "chunking", "store", "index", "counts", "build", "created", "updated", "files"),
-    "segments",
+    *("segments", "retrieval"),
 }
 
 
@@ -198,10 +199,15 @@ def read_snapshot(path: Path) -> tuple[CommittedManifest, dict[str, bytes]]:
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", "VectorStore"]:
-    """(manifest, chunks, vectors, vector store) of the last commit, checked against each other."""
+def load_committed(
+    path: Path,
+) -> tuple[CommittedManifest, list["Chunk"], "np.ndarray", "VectorStore", "dict[int, Postings] | None"]:
+    """(manifest, chunks, vectors, vector store, the segments' postings or None) of the last
+    commit, checked against each other (the postings against the chunks when a search first
+    needs them: hierarchy.lexical.LexicalIndex)."""
     manifest, data = read_snapshot(path)
     chunks, vectors = replay(path, data, manifest.segments, manifest.dim)
+    postings = read_postings(path, data, manifest.segments)
     try:
         vstore = open_store(manifest.store, path, manifest.dim, data, [c.id for c in chunks], vectors)
     except KBCorruptError as e:
@@ -213,4 +219,4 @@ def load_committed(path: Path) -> tuple[CommittedManifest, list["Chunk"], "np.nd
             f"knowledge base {path} is inconsistent: manifest says {manifest.n_documents} documents, "
             f"its chunks have {n_docs}; {repair_hint(path)}"
         )
-    return manifest, chunks, vectors, vstore
+    return manifest, chunks, vectors, vstore, postings

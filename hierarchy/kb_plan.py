@@ -4,11 +4,15 @@ documents; then the KB it gives and the change a commit writes (hierarchy.kb_seg
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from engine.base.errors import KBError
+from hierarchy.chunking import chunk_embed_text
 from hierarchy.documents import Chunk, Document
 from hierarchy.kb_segments import Delta
 
@@ -85,3 +89,28 @@ def apply_add(
     rewritten_vecs = vectors[[rows[c.id] for c in rewritten]].reshape(-1, vectors.shape[1])
     delta = Delta(rewritten + new_chunks, np.concatenate([rewritten_vecs, new_vecs]), frozenset(removed))
     return out, np.concatenate([kept_vecs, new_vecs]).astype(np.float32, copy=False), delta
+
+
+def vectors_for(kb: Any, new_chunks: list[Chunk], removed: set[str], show_progress: bool) -> tuple[np.ndarray, dict]:
+    """Vectors of the new chunks of an add to `kb`, in order, and the embedding stats. A chunk
+    dropped by one document but produced by another keeps its vector; only the others are embedded."""
+    reuse = {c.id for c in new_chunks if c.id in removed}
+    embed_seconds = 0.0
+    to_embed = [c for c in new_chunks if c.id not in reuse]
+    if to_embed:
+        t1 = time.perf_counter()
+        vecs = _embed(kb, [chunk_embed_text(c) for c in to_embed], show_progress)
+        embed_seconds = time.perf_counter() - t1
+    else:
+        vecs = np.zeros((0, kb.dim), np.float32)
+    emb_rows = {c.id: i for i, c in enumerate(to_embed)}
+    rows = [vecs[emb_rows[c.id]] if c.id in emb_rows else kb.vectors[kb.row_of(c.id)] for c in new_chunks]
+    new_vecs = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, kb.dim), np.float32)
+    return new_vecs, {"seconds": 0.0, "embed_seconds": embed_seconds, "chunks_embedded": len(to_embed)}
+
+
+def _embed(kb: Any, texts: list[str], show_progress: bool) -> np.ndarray:
+    v = np.asarray(kb.embedder.encode(texts, show_progress=show_progress), dtype=np.float32)
+    if v.shape != (len(texts), kb.dim):
+        raise KBError(f"embedder {kb.embedder.id!r} returned shape {v.shape}, expected {(len(texts), kb.dim)}")
+    return v

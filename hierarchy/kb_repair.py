@@ -13,8 +13,9 @@ writer lock:
    those chunks, else those chunks are embedded again (this loads the embedder); the index
    rebuilt from the vectors (a Milvus store's collection refilled); one new segment and a new
    manifest (chunking, embedder and store from the old one when it reads, else the defaults,
-   which the report notes). A KB that opens on a Milvus store gets the rows the store misses
-   written again from the committed vectors, and the rows no commit has removed.
+   which the report notes); the lexical index tokenized again from the chunks. A KB that opens on
+   a Milvus store gets the rows the store misses written again from the committed vectors, and
+   the rows no commit has removed; one whose lexical postings do not cover its chunks is rebuilt.
 2. Summary layers: brought up to date with the chunks, or rebuilt with the summarizer they were
    built with when they cannot be read.
 
@@ -47,10 +48,12 @@ from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_files import CHUNKS, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
+from hierarchy.kb_retrieval import lexical_text
 from hierarchy.kb_segments import Segment, plan_commit, prune
 from hierarchy.kb_stores import JOURNAL, settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
+from hierarchy.lexical import Postings
 from hierarchy.vector_store.base import default_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -110,6 +113,12 @@ def _chunk_level(path: Path, embedder: Any, report: RepairReport, show_progress:
     for name, fp in manifest.files.items():
         store.recover(path, name, fp, repair_hint(path))  # finish a change that died
     kb = KnowledgeBase.open(path, embedder)
+    try:
+        if kb.postings is not None:
+            kb.lexical_index()  # the postings cover every chunk
+    except KBCorruptError as e:
+        report.notes.append("damaged: " + str(e).removesuffix("; " + repair_hint(path)))
+        return _rebuild(path, embedder, report, show_progress)
     if kb.store.spec.shared:
         _resync_shared_store(kb, report)
     return kb
@@ -172,14 +181,19 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
     spec = with_collection(old.store if old is not None else default_store())
     vstore = new_store(spec, path, dim, [c.id for c in chunks], vectors)
     base = {**base, "segments": [s.to_dict() for s in segments if not s.legacy]}  # the new segment gets a new number
-    new_segments, payload = plan_commit(base, chunks, vectors, None)
+    new_segments, payload, postings = plan_commit(base, chunks, vectors, None, _tokenized)
     payload.update(vstore.persist())
     stats = {"seconds": time.perf_counter() - t0, "embed_seconds": 0.0, "chunks_embedded": report.embedded}
     manifest = next_manifest(base, chunks, payload, stats, vstore, new_segments)
     store.commit(path, MANIFEST, manifest, payload)  # replaces whatever is there: we hold the lock
     prune(path, manifest["files"])
     report.rebuilt = True
-    return KnowledgeBase(path, embedder, json.loads(json.dumps(manifest)), chunks, vectors, vstore)
+    return KnowledgeBase(path, embedder, json.loads(json.dumps(manifest)), chunks, vectors, vstore, postings)
+
+
+def _tokenized(chunks: list[Chunk], whole: bool) -> Postings:
+    """The lexical index of the rebuilt KB, from its chunks' text (what the damaged one had is not trusted)."""
+    return Postings.of_texts([c.id for c in chunks], [lexical_text(c) for c in chunks])
 
 
 def _segments_on_disk(path: Path) -> list[Segment]:

@@ -2,7 +2,8 @@
 
 A segment is written once and never changed: `seg-N.chunks.jsonl` (one Chunk per line) and
 `seg-N.vectors.npy` (float32 rows, row i <-> line i) for the chunks a commit adds, and
-`seg-N.deleted.json` (a JSON list) for the chunk ids it removes. The manifest lists the
+`seg-N.deleted.json` (a JSON list) for the chunk ids it removes, and `seg-N.lexical.npz` for
+the lexical index of its chunks (hierarchy.lexical: their postings). The manifest lists the
 segments in order ("segments") and fingerprints their files ("files"); the KB is what replaying
 them gives: a segment's deletions first, then its chunks, a chunk id seen again taking the place
 of the earlier copy (a chunk whose position or source changed). An add writes one segment of the
@@ -13,7 +14,8 @@ Rows that replaying drops (deleted, or superseded by a later copy) stay on disk 
 segments are compacted into one: when they pass COMPACT_GARBAGE of all rows, or the segments
 pass COMPACT_SEGMENTS, so opening stays one read of about the KB's size. Compaction, the first
 write to a KB of format 1 (one `chunks.jsonl` + `vectors.npy`, read as a single segment), a
-repair and a move to another store write the whole KB as one new segment. Every segment has a
+repair, a move to another store and the first write to a KB whose segments have no lexical index
+(written before it existed: it gains one) write the whole KB as one new segment. Every segment has a
 new name, so a commit overwrites none of them; after the manifest lands, data files it no longer
 names are removed (`prune`).
 """
@@ -24,7 +26,7 @@ import contextlib
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,13 +36,14 @@ from engine.base.errors import KBCorruptError
 from engine.base.files import TMP_SUFFIX
 from hierarchy.documents import Chunk
 from hierarchy.kb_files import CHUNKS, INDEX, VECTORS, decode_chunks, decode_vectors, repair_hint
+from hierarchy.lexical import Postings
 from hierarchy.vector_store.base import FAISS_DEAD as DEAD
 
 COMPACT_GARBAGE = 0.2  # dropped rows over all rows on disk past which the segments are rewritten as one
 COMPACT_SEGMENTS = 32  # segments past which they are rewritten as one
 # Every data file name a KB folder may hold, in either format (a `.prev` snapshot too).
 _DATA_FILE = re.compile(
-    r"^(seg-\d+\.(chunks\.jsonl|vectors\.npy|deleted\.json)|"
+    r"^(seg-\d+\.(chunks\.jsonl|vectors\.npy|deleted\.json|lexical\.npz)|"
     + "|".join(re.escape(n) for n in (CHUNKS, VECTORS, INDEX, DEAD))
     + r")(\.prev)?$"
 )
@@ -48,11 +51,13 @@ _DATA_FILE = re.compile(
 
 @dataclass(frozen=True)
 class Segment:
-    """One segment as the manifest lists it. number 0 is the single segment of format 1."""
+    """One segment as the manifest lists it. number 0 is the single segment of format 1.
+    lexical: its rows' postings are in `lexical_file` (False in KBs written before lexical retrieval)."""
 
     number: int
     rows: int
     deletes: int = 0
+    lexical: bool = False
 
     @property
     def legacy(self) -> bool:
@@ -70,13 +75,23 @@ class Segment:
     def deleted_file(self) -> str:
         return f"seg-{self.number:06d}.deleted.json"
 
+    @property
+    def lexical_file(self) -> str:
+        return f"seg-{self.number:06d}.lexical.npz"
+
     def files(self) -> tuple[str, ...]:
         """The files this segment has (format 1's has both, even when empty)."""
         rows = (self.chunks_file, self.vectors_file) if self.rows or self.legacy else ()
-        return rows + ((self.deleted_file,) if self.deletes else ())
+        lexical = (self.lexical_file,) if self.lexical and self.rows else ()
+        return rows + lexical + ((self.deleted_file,) if self.deletes else ())
 
     def to_dict(self) -> dict:
-        return {"number": self.number, "rows": self.rows, "deletes": self.deletes}
+        # "lexical" only when set: a manifest an older logicroute wrote reads the same, and one it
+        # writes over ours drops the flag with the files (its next segment has none)
+        d: dict = {"number": self.number, "rows": self.rows, "deletes": self.deletes}
+        if self.lexical:
+            d["lexical"] = True
+        return d
 
 
 def segments_of(manifest: Mapping, n_chunks: int) -> list[Segment]:
@@ -86,7 +101,9 @@ def segments_of(manifest: Mapping, n_chunks: int) -> list[Segment]:
     if entry is None:
         return [Segment(0, n_chunks)]
     try:
-        segs = [Segment(int(s["number"]), int(s["rows"]), int(s.get("deletes", 0))) for s in entry]
+        segs = [
+            Segment(int(s["number"]), int(s["rows"]), int(s.get("deletes", 0)), s.get("lexical") is True) for s in entry
+        ]
     except (TypeError, KeyError, ValueError) as e:
         raise KBCorruptError(f"its segments entry is unreadable ({e})") from e
     if any(s.number < 1 or s.rows < 0 or s.deletes < 0 for s in segs) or len({s.number for s in segs}) != len(segs):
@@ -96,6 +113,14 @@ def segments_of(manifest: Mapping, n_chunks: int) -> list[Segment]:
 
 def segment_files(segments: Sequence[Segment]) -> list[str]:
     return [name for s in segments for name in s.files()]
+
+
+def has_lexical(segments: Sequence[Segment]) -> bool:
+    """Whether every segment that holds rows has their lexical index (an empty KB has, vacuously)."""
+    return all(s.lexical for s in segments if s.rows or s.legacy)
+
+
+PostingsOf = Callable[[Sequence[Chunk], bool], Postings]  # (chunks, whether they are the whole KB) -> postings
 
 
 @dataclass(frozen=True)
@@ -140,6 +165,21 @@ def replay(path: Path, data: Mapping[str, bytes], segments: Sequence[Segment], d
     return [c for c, _ in live.values()], np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def read_postings(path: Path, data: Mapping[str, bytes], segments: Sequence[Segment]) -> dict[int, Postings] | None:
+    """Segment number -> the postings of its rows; None when a segment's rows have none (a KB
+    written before lexical retrieval). KBCorruptError (with the repair hint) when a file does not read."""
+    if not has_lexical(segments):
+        return None
+    out = {}
+    for seg in segments:
+        if seg.rows:
+            try:
+                out[seg.number] = Postings.decode(data[seg.lexical_file], seg.rows)
+            except KBCorruptError as e:
+                raise KBCorruptError(f"{path / seg.lexical_file} {e}; {repair_hint(path)}") from e
+    return out
+
+
 def read_deleted(path: Path, seg: Segment, data: bytes) -> list[str]:
     try:
         ids = json.loads(data.decode("utf-8"))
@@ -151,20 +191,21 @@ def read_deleted(path: Path, seg: Segment, data: bytes) -> list[str]:
 
 
 def plan_commit(
-    manifest: Mapping, chunks: Sequence[Chunk], vectors: np.ndarray, delta: Delta | None
-) -> tuple[list[Segment], dict[str, bytes]]:
-    """(the segments after this commit, the new segment files' bytes) for a commit whose result
-    is `chunks` / `vectors`: one new segment of `delta` when there is one and the KB is segmented,
-    else (or when compaction is due) the whole KB as one new segment."""
+    manifest: Mapping, chunks: Sequence[Chunk], vectors: np.ndarray, delta: Delta | None, postings_of: PostingsOf
+) -> tuple[list[Segment], dict[str, bytes], dict[int, Postings]]:
+    """(the segments after this commit, the new segment files' bytes, the new segment's postings
+    by number) for a commit whose result is `chunks` / `vectors`: one new segment of `delta` when
+    there is one and the KB is segmented with a lexical index, else (or when compaction is due)
+    the whole KB as one new segment. postings_of gives the lexical index of the segment's chunks."""
     old = segments_of(manifest, int((manifest.get("counts") or {}).get("chunks", 0)))
     number = max((s.number for s in old), default=0) + 1
-    if delta is not None and not any(s.legacy for s in old) and not _compaction_due(old, delta, len(chunks)):
-        seg = Segment(number, len(delta.added), len(delta.deleted))
-        return [*old, seg], _encode(seg, delta.added, delta.vectors, delta.deleted)
+    if delta is not None and has_lexical(old) and not _compaction_due(old, delta, len(chunks)):
+        seg = Segment(number, len(delta.added), len(delta.deleted), lexical=True)
+        return [*old, seg], *_encode(seg, delta.added, delta.vectors, delta.deleted, postings_of(delta.added, False))
     if not chunks:
-        return [], {}
-    seg = Segment(number, len(chunks))
-    return [seg], _encode(seg, chunks, vectors, frozenset())
+        return [], {}, {}
+    seg = Segment(number, len(chunks), lexical=True)
+    return [seg], *_encode(seg, chunks, vectors, frozenset(), postings_of(chunks, True))
 
 
 def _compaction_due(old: Sequence[Segment], delta: Delta, n_live: int) -> bool:
@@ -172,9 +213,12 @@ def _compaction_due(old: Sequence[Segment], delta: Delta, n_live: int) -> bool:
     return len(old) + 1 > COMPACT_SEGMENTS or rows - n_live > COMPACT_GARBAGE * rows
 
 
-def _encode(seg: Segment, chunks: Sequence[Chunk], vectors: np.ndarray, deleted: frozenset[str]) -> dict[str, bytes]:
+def _encode(
+    seg: Segment, chunks: Sequence[Chunk], vectors: np.ndarray, deleted: frozenset[str], postings: Postings
+) -> tuple[dict[str, bytes], dict[int, Postings]]:
     out: dict[str, bytes] = {}
     if seg.rows:
+        out[seg.lexical_file] = postings.encode()
         buf = io.BytesIO()
         np.save(buf, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
         lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
@@ -182,7 +226,7 @@ def _encode(seg: Segment, chunks: Sequence[Chunk], vectors: np.ndarray, deleted:
         out[seg.vectors_file] = buf.getvalue()
     if seg.deletes:
         out[seg.deleted_file] = json.dumps(sorted(deleted)).encode("utf-8")
-    return out
+    return out, ({seg.number: postings} if seg.rows else {})
 
 
 def prune(path: Path, recorded: Mapping[str, object]) -> None:

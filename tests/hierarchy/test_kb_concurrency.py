@@ -2,7 +2,7 @@
 (SIGKILL) while it embeds and in its layer update. Fake embedder and extractive summaries: no model loads.
 
 Afterwards the KB holds every document added, every opener saw a committed state (no error,
-chunk and index counts of one commit), and the summary layers cover every chunk."""
+chunk, index and lexical postings counts of one commit), and the summary layers cover every chunk."""
 
 from __future__ import annotations
 
@@ -60,9 +60,11 @@ def _reader(kb_dir: str, ready, done, out) -> None:
             kb = KnowledgeBase.open(kb_dir, emb)
             opens += 1
             sizes.add((len(kb), int(kb.index.ntotal), len(kb.doc_ids)))
-            kb.search("river delta flood", k=3)
-            kb.search_batch(["volcano lava", "opera aria"], k=2)
+            kb.search("river delta flood", k=3, retrieval="dense")
+            kb.search_batch(["volcano lava", "opera aria"], k=2, retrieval="hybrid")
             searches += 2
+            if kb.lexical_index().n != len(kb):  # pragma: no cover - postings of another commit than the chunks
+                errors.append(f"lexical index of {kb.lexical_index().n} chunks in a KB of {len(kb)}")
             load_layers(kb)
             report = check_kb(kb_dir)  # read-only, beside the writer: its verdict must hold too
             checks += 1

@@ -92,7 +92,8 @@ def test_a_document_whose_source_changed_rewrites_only_its_chunk_and_keeps_its_p
     before = _files(kb.path)
     kb.add([Document(doc.id, doc.title, doc.text, {"source": "https://example.org/moved"})], show_progress=False)
     written = _written(before, _files(kb.path))
-    assert sorted(written) == [MANIFEST, kb_segments.Segment(2, 1).chunks_file, "seg-000002.vectors.npy"]
+    seg = kb_segments.Segment(2, 1, lexical=True)
+    assert sorted(written) == [MANIFEST, seg.chunks_file, seg.lexical_file, seg.vectors_file]
     again = KnowledgeBase.open(kb.path, _emb())
     assert again.chunk_ids == kb.chunk_ids and np.array_equal(again.vectors, kb.vectors)
     assert again.chunks[again.chunk_ids[4]].source == "https://example.org/moved"
@@ -220,7 +221,8 @@ def test_check_names_the_damaged_segment_and_repair_embeds_only_its_chunks_again
     (kb.path / damaged).write_bytes(b"garbage")
     report = check_kb(kb.path)
     assert not report.ok and report.files[damaged] == "mismatch"
-    assert sum(v == "ok" for v in report.files.values()) == 4  # segment 1's two files, segment 2's chunks, the deletion
+    # segments 1 and 2's chunks and lexical postings, segment 1's vectors, the deletion
+    assert sum(v == "ok" for v in report.files.values()) == 6
     out = repair_kb(kb.path, embedder=_emb(), show_progress=False)
     assert out.rebuilt and out.embedded == 8 and out.lost_lines == 0
     fixed = KnowledgeBase.open(kb.path, _emb())

@@ -59,8 +59,8 @@ def test_the_manifest_remembers_the_store_and_opening_uses_it(tmp_path, emb):
     manifest = json.loads((tmp_path / "kb" / MANIFEST).read_text())
     assert manifest["store"]["kind"] == "milvus" and manifest["store"]["uri"] == "milvus.db"
     assert manifest["store"]["collection"].startswith("logicroute_")
-    # the rows live in Milvus; the folder holds the chunks and their vectors (what the layers read)
-    assert {n.split(".", 1)[1] for n in manifest["files"]} == {"chunks.jsonl", "vectors.npy"}
+    # the rows live in Milvus; the folder holds the chunks, their vectors (what the layers read) and postings
+    assert {n.split(".", 1)[1] for n in manifest["files"]} == {"chunks.jsonl", "vectors.npy", "lexical.npz"}
     again = KnowledgeBase.open(tmp_path / "kb", emb)
     assert again.store.spec.kind == "milvus" and len(again) == 48
     assert again.search(QUESTIONS[0], k=1)[0].title.startswith("River")
