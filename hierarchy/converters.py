@@ -115,11 +115,12 @@ def pdf_to_markdown(path: Path) -> Converted:
         if not opened:
             raise _Unreadable("encrypted: it needs a password (save an unlocked copy to index it)")
     headings = _outline_by_page(reader)
+    pages = [[_pdf_line(line) for line in (page.extract_text() or "").splitlines()] for page in reader.pages]
+    has_text = any(line.strip() for lines in pages for line in lines)
+    running = _running_lines(pages)
     parts: list[str] = []
-    has_text = False
-    for i, page in enumerate(reader.pages):
-        lines = [_pdf_line(line) for line in (page.extract_text() or "").splitlines()]
-        has_text = has_text or any(line.strip() for line in lines)
+    for i, lines in enumerate(pages):
+        lines = [line for j, line in enumerate(lines) if not _is_running(line, j, len(lines), running)]
         parts.append(PAGE_MARK.format(i + 1))
         parts.append("\n".join(_place_headings(lines, headings.get(i, []))))
     if not has_text:
@@ -150,6 +151,35 @@ def _outline_by_page(reader) -> dict[int, list[tuple[int, str]]]:
     except Exception:  # a damaged outline: the text is still worth indexing, without headings
         log.debug("outline unreadable", exc_info=True)
     return out
+
+
+EDGE_LINES = 1  # the lines at a page's top and bottom where running headers and footers stand
+_DIGITS = re.compile(r"\d+")
+
+
+def _running_lines(pages: list[list[str]]) -> set[str]:
+    """The running headers and footers of a PDF ("Chapter 4: Function reference 21"): lines at the
+    top or bottom of many pages, the same but for their numbers. They would open many chunks
+    with the same words and pull unrelated passages together."""
+    from collections import Counter
+
+    seen: Counter[str] = Counter()
+    for lines in pages:
+        edges = {_edge_key(line) for line in lines[:EDGE_LINES] + lines[-EDGE_LINES:] if line.strip()}
+        seen.update(edges)
+    floor = max(3, len(pages) // 10)  # a chapter of a few pages has its own running header
+    return {key for key, n in seen.items() if n >= floor}
+
+
+def _edge_key(line: str) -> str:
+    return _DIGITS.sub("#", " ".join(line.lower().split()))
+
+
+def _is_running(line: str, at: int, count: int, running: set[str]) -> bool:
+    """A running line at an edge of a page that has more than its edges (a page of one or two
+    lines, a slide say, keeps them: they may be all it says)."""
+    edge = at < EDGE_LINES or at >= count - EDGE_LINES
+    return count > 2 * EDGE_LINES and edge and bool(line.strip()) and _edge_key(line) in running
 
 
 def _place_headings(lines: list[str], headings: list[tuple[int, str]]) -> list[str]:

@@ -43,6 +43,29 @@ def report_pdf(path: Path) -> Path:
     return path
 
 
+def manual_pdf(path: Path, pages: int = 4) -> Path:
+    """`pages` pages, each with the running header "Varn lighthouse manual" and its page number
+    at the foot, and one fact of its own ("Rule N: ...")."""
+    from fpdf import FPDF
+
+    class Manual(FPDF):
+        def header(self):
+            self.cell(0, 8, "Varn lighthouse manual", new_x="LMARGIN", new_y="NEXT")
+
+        def footer(self):
+            self.set_y(-15)
+            self.cell(0, 8, str(self.page_no()))
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="fpdf")
+    pdf = Manual()
+    pdf.set_font("Helvetica", size=12)
+    for n in range(1, pages + 1):
+        pdf.add_page()
+        _line(pdf, f"Rule {n}: the keeper logs the weather at {n} o'clock.")
+    pdf.output(str(path))
+    return path
+
+
 def locked_pdf(path: Path) -> Path:
     pdf = _pdf()
     pdf.add_page()

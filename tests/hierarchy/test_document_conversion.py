@@ -41,6 +41,13 @@ def test_a_pdf_chunk_carries_its_pages_and_the_outline_heading_it_sits_under(tmp
     assert "\\# of keepers: 3" in history.text and set(by_heading) == {history.heading_path, results.heading_path}
 
 
+def test_running_headers_and_page_numbers_of_a_pdf_are_left_out(tmp_path):
+    _, chunks = chunks_of(doc_files.manual_pdf(tmp_path / "manual.pdf", pages=4))
+    text = "\n".join(c.text for c in chunks)
+    assert all(f"Rule {n}: the keeper logs the weather at {n} o'clock." in text for n in range(1, 5))
+    assert "lighthouse manual" not in text and not any(line.strip().isdigit() for line in text.splitlines())
+
+
 def test_a_pdf_source_reads_name_page_and_heading(tmp_path):
     _, chunks = chunks_of(doc_files.report_pdf(tmp_path / "report.pdf"))
     results = next(c for c in chunks if c.heading_path.endswith("Results"))
