@@ -56,7 +56,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# The corpus of `logicroute bench-scale --corpus debian-docs`: seven Debian documentation packages
+# The corpus of `logicroute bench scale --corpus debian-docs`: seven Debian documentation packages
 # (apt-get download, dpkg-deb -x: nothing installed) as Markdown, 100k+ chunks, fetched once into
 # $LOGICROUTE_CACHE_DIR/corpora/debian-docs (default ~/.cache/logicroute/...), outside the repository.
 corpus: install

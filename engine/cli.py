@@ -1,9 +1,10 @@
-"""The `logicroute` command: index, ask, route, demo.
+"""The `logicroute` command: index, ask (with --dry-run, the route alone), demo; check (with
+--repair), serve and mcp come from their modules.
 
 Heavy libraries load inside commands, so `logicroute --help` is instant. Other packages add
 commands through the `logicroute.commands` entry point group (each entry is a function that
-takes the group; loaded on first use) (training adds label, train,
-calibrate, eval-router and the benchmarks): engine never imports them.
+takes the group; loaded on first use) (training adds label, train, calibrate, eval-router,
+benchmark and the `bench` group): engine never imports them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli_ask import ask, print_answer, routing_notice
+from engine.cli_ask import ask, print_answer
 from engine.cli_kb import KB_COMMANDS
 from engine.cli_options import (  # the shared options; plugins import them from here
     ROUTE_CHOICES,
@@ -29,8 +30,9 @@ from engine.cli_options import (  # the shared options; plugins import them from
     info,
     injected_embedder,
     llm_option,
+    renamed,
 )
-from engine.cli_serve import serve
+from engine.cli_serve import mcp, serve
 from engine.llm.urls import redact
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -122,9 +124,19 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     "remembers it; naming another store moves an existing KB's vectors there). faiss: exact at every size; "
     "milvus: Milvus Lite in the KB folder; milvus://HOST:PORT: a Milvus server ($LOGICROUTE_MILVUS_TOKEN)",
 )
+@click.option(
+    "--retrieval",
+    type=click.Choice(["dense", "hybrid"]),
+    default=None,
+    help="how the KB's searches find chunks, recorded in it: hybrid (a new KB's default) fuses the embedding's "
+    "ranking with BM25 over titles, headings and text; dense: the embedding alone. A KB indexed before BM25 "
+    "gains its index with any index run, --kb DIR alone too",
+)
 @llm_option
 @click.pass_context
-def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, store_spec, llm_spec):
+def index(
+    ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, store_spec, retrieval, llm_spec
+):
     """Index SOURCES into --kb: folders or files of Markdown, text, PDF, HTML, DOCX and PPTX (the last
     four with the docs extra), JSONL {id,title,text}, QA data files."""
     from hierarchy.indexing import index_sources
@@ -159,6 +171,7 @@ def index(ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, ove
         overlap_words=overlap_words,
         embedder=injected_embedder(ctx),
         store=store,
+        retrieval=retrieval,
     )
     if result.moved_store:
         info(f"vectors moved to {result.moved_store}")
@@ -183,68 +196,6 @@ def added_line(documents: int, report: dict, kb_chunks: int) -> str:
         f"{documents} documents{already} -> {report.get('added_chunks', 0)} new chunks{kept} "
         f"in {report.get('seconds', 0):.1f}s; KB holds {kb_chunks} chunks"
     )
-
-
-@main.command()
-@click.argument("question", required=False)
-@click.option(
-    "--questions",
-    "questions_file",
-    type=click.Path(exists=True, dir_okay=False),
-    help="route every question of a file (.txt one per line, JSONL with a question field, or a QA data "
-    "file): one JSON line per question (route, probabilities, ood flag; a bad line gets an error record), "
-    "models loaded once",
-)
-@click.option("--checkpoint", default=None, help="router checkpoint [default: shipped checkpoints/generalist.ckpt]")
-@click.option(
-    "--thresholds",
-    default=None,
-    type=click.Path(exists=True, dir_okay=False),
-    help="thresholds.json from `logicroute calibrate` (default: argmax)",
-)
-@click.option("--json", "as_json", is_flag=True, help="print JSON")
-@click.pass_context
-def route(ctx, question, questions_file, checkpoint, thresholds, as_json):
-    """Route probabilities, the decision and the out-of-distribution flag for QUESTION (or for
-    every question of --questions)."""
-    from engine.routes.common import check_question
-    from router.checkpoint import load_router
-    from router.policy import Policy
-
-    if (question is None) == (questions_file is None):
-        raise click.UsageError("give a QUESTION or --questions FILE")
-    policy = Policy.load(thresholds) if thresholds else None
-    if questions_file:
-        from engine.cli_options import read_items
-        from engine.cli_route import route_items
-
-        items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
-        router = load_router(checkpoint, embedder=injected_embedder(ctx))
-        routed = route_items(router, items, policy, source=questions_file)  # one JSON line each; bad ones: error
-        notice = routing_notice(routed.routes, routed.oods)
-        if notice:
-            log.warning(notice)
-        return
-    q = check_question(question)
-    router = load_router(checkpoint, embedder=injected_embedder(ctx))
-    router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
-    d = router.decide(q, policy)
-    if as_json:
-        click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": str(router.path)}, ensure_ascii=False))
-        return
-    click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
-    click.echo(f"route: {d.route}  ({d.policy}, {1000 * d.seconds:.1f} ms)")
-    click.echo(ood_line(d.ood))
-
-
-def ood_line(ood: dict | None) -> str:
-    """One line on how far a question is from the router's training questions."""
-    if ood is None:
-        return "ood: no guard (this checkpoint stores no reference set of training questions)"
-    measured = f"similarity {ood['similarity']:.3f}, threshold {ood['threshold']:.3f}"
-    if ood["far"]:
-        return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per --ood-policy"
-    return f"ood: near the router's training questions ({measured})"
 
 
 @main.command()
@@ -278,9 +229,12 @@ def demo(kb_dir, route, llm_spec):
 
 
 main.add_command(ask)  # engine.cli_ask
-for kb_command in KB_COMMANDS:  # check, repair (engine.cli_kb)
+for kb_command in KB_COMMANDS:  # check (engine.cli_kb)
     main.add_command(kb_command)
+main.add_command(renamed("route", "ask --dry-run", ask, dry_run=True))  # the names of before, hidden
+main.add_command(renamed("repair", "check --repair", KB_COMMANDS[0], repair=True))
 main.add_command(serve)  # engine.cli_serve: the HTTP server
+main.add_command(mcp)  # engine.cli_serve: the Model Context Protocol server
 
 
 if __name__ == "__main__":

@@ -1,17 +1,25 @@
 """`logicroute ask`: one question, or a file of them, answered from a knowledge base (engine.cli
-adds it to its group).
+adds it to its group); with --dry-run, the router's decision only (engine.cli_route).
 
 The routing controls map onto RoutedRAG: --thresholds (from `logicroute calibrate`) and the
 limits --max-llm-calls / --max-prompt-tokens / --max-seconds make its Budget
 (engine.budget.Budget.from_policy), --escalate its escalation default. The --llm spec is checked
 before anything loads. Libraries load inside the command: `logicroute --help` stays instant.
+
+A file of questions is answered with a progress bar, and each answer is written as soon as it
+is made (--out: appended and flushed, in the order they finish; stdout: in input order): a run
+that is stopped keeps what it answered, and a rerun with the same --out answers only the rest.
+When all are answered, --out is rewritten in input order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import os
+from pathlib import Path
 
 import click
 
@@ -23,24 +31,36 @@ from engine.cli_options import (
     read_items,
     style_option,
 )
+from engine.cli_route import NOTICE_MIN_QUESTIONS, routing_notice
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 from engine.sources_text import format_sources
 
-NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
+__all__ = ["NOTICE_MIN_QUESTIONS", "answer_record", "ask", "print_answer", "routing_notice"]
 log = logging.getLogger("logicroute.cli")
 
 
 @click.command()
 @click.argument("question", required=False)
-@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="knowledge base folder (not with --dry-run)")
 @click.option(
     "--questions",
     "questions_file",
     type=click.Path(exists=True, dir_okay=False),
     help="answer every question of a file (.txt one per line, JSONL with a question field, or a QA data file): "
-    "one JSON line per question, routed in one batch",
+    "one JSON line per question, with a progress bar",
 )
-@click.option("--out", type=click.Path(dir_okay=False), help="with --questions: write the JSON lines here (atomically)")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="with --questions: write the JSON lines here, each as soon as it is answered; a rerun answers only "
+    "the questions not in it yet",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="the router's decision only: route probabilities, the route, the out-of-distribution flag; no "
+    "retrieval, no LLM call, no --kb (with --questions: one JSON line each, a bad line an error record)",
+)
 @click.option(
     "--skip-bad",
     is_flag=True,
@@ -71,6 +91,12 @@ log = logging.getLogger("logicroute.cli")
 @click.option("--max-prompt-tokens", type=click.IntRange(min=1), help="prompt tokens per answer, at most")
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="seconds per answer, at most")
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
+@click.option(
+    "--retrieval",
+    type=click.Choice(["dense", "hybrid"]),
+    default=None,
+    help="how every retrieval finds chunks [default: the KB's own, hybrid when it was indexed with BM25]",
+)
 @click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
 @click.option("--json", "as_json", is_flag=True, help="print the whole Answer as JSON (--questions: add the trace)")
 @click.option(
@@ -90,14 +116,22 @@ log = logging.getLogger("logicroute.cli")
     "chunk, logic, or the router's own route; it is flagged either way",
 )
 @llm_option
-def ask(question, kb_dir, questions_file, out, skip_bad, concurrency, route, **options):
-    """Answer QUESTION (or every question of --questions) from the knowledge base --kb."""
+@click.pass_context
+def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurrency, route, **options):
+    """Answer QUESTION (or every question of --questions) from the knowledge base --kb; with
+    --dry-run, show where the router would send it."""
     from engine.pipeline import RoutedRAG
 
     if (question is None) == (questions_file is None):
         raise click.UsageError("give a QUESTION or --questions FILE")
     if questions_file is None and (out is not None or skip_bad):
         raise click.UsageError("--out and --skip-bad go with --questions")
+    if dry_run:
+        from engine.cli_route import dry_run as decide
+
+        return decide(ctx, question, questions_file, options["checkpoint"], options["thresholds"], options["as_json"])
+    if kb_dir is None:
+        raise click.UsageError("Missing option '--kb' (the knowledge base folder; only --dry-run needs none)")
     if questions_file is not None and options["trace_format"] == "mermaid":
         raise click.UsageError("--trace-format mermaid draws one answer: give a QUESTION")
     check_llm_spec(options["llm_spec"])  # a bad spec or a missing key fails now, not after the models load
@@ -108,6 +142,7 @@ def ask(question, kb_dir, questions_file, out, skip_bad, concurrency, route, **o
         llm_spec=options["llm_spec"],
         checkpoint=options["checkpoint"],
         k=options["k"],
+        retrieval=options["retrieval"],
         cache=not options["no_cache"],
         ood_policy=options["ood_policy"],
         style=options["style"],
@@ -119,9 +154,8 @@ def ask(question, kb_dir, questions_file, out, skip_bad, concurrency, route, **o
         budget=budget,
     )
     if items is not None:
-        answers = rag.answer_many([i.question for i in items], concurrency, route=route)
         with_trace = options["as_json"] or options["trace_format"] == "json"
-        write_lines([answer_record(i.question, a, with_trace, i.line) for i, a in zip(items, answers)], out)
+        answers = answer_file(rag, items, out, concurrency, route, with_trace)
         if route == "auto":
             notice = routing_notice([router_route(a) for a in answers], [a.trace.get("ood") for a in answers])
             if notice:
@@ -197,42 +231,100 @@ def _jsonable(x):
     return x
 
 
-def write_lines(records: list[dict], out: str | None) -> None:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+def answer_file(rag, items: list, out: str | None, concurrency: int, route: str, with_trace: bool) -> list:
+    """Answer the items of a questions file, `concurrency` at a time, with a progress bar; each
+    record is written as soon as its answer is made (see the module docstring). The answers of
+    this run are returned. A question that fails does not stop the others; the first failure
+    (in input order) is raised once they are done, after their answers are written."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from engine.base.progress import progress_bar
+
+    kept = answered_before(out, items) if out else {}
+    todo = [i for i in items if i.line not in kept]
+    if kept:
+        log.info(f"{out}: {len(kept)} of {len(items)} questions answered before; answering the other {len(todo)}")
+    records: dict[int, dict] = dict(kept)
+    answers, failed, shown = {}, {}, 0
+    rag.get_llm()  # one shared LLM, built before the threads start
+    with progress_bar(len(todo), "answering", "question") as bar, _appender(out, kept) as append:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo) or 1)), thread_name_prefix="ask")
+        try:
+            futures = {pool.submit(rag.answer, i.question, route=route): i for i in todo}
+            for future in as_completed(futures):
+                item = futures[future]
+                bar.update(1)
+                try:
+                    answers[item.line] = future.result()
+                except Exception as e:  # its error is raised at the end: the others are still worth their answers
+                    failed[item.line] = e
+                    continue
+                records[item.line] = answer_record(item.question, answers[item.line], with_trace, item.line)
+                if append is not None:
+                    append(records[item.line])
+                else:  # stdout: in input order, each line as soon as the ones before it are printed
+                    while shown < len(items) and items[shown].line in records:
+                        click.echo(json.dumps(records[items[shown].line], ensure_ascii=False))
+                        shown += 1
+        finally:  # interrupted: the questions not started are dropped, the running ones finish
+            pool.shutdown(wait=True, cancel_futures=True)
+    if out is None:  # the lines held back behind a question that failed
+        for item in items[shown:]:
+            if item.line in records:
+                click.echo(json.dumps(records[item.line], ensure_ascii=False))
+    if failed:
+        raise failed[min(failed)]
+    if out:
+        from engine.base.files import atomic_write_text
+
+        atomic_write_text(out, "".join(json.dumps(records[i.line], ensure_ascii=False) + "\n" for i in items))
+        click.echo(f"{len(records)} answers -> {out}", err=True)
+    return [answers[i.line] for i in todo]
+
+
+def answered_before(out: str, items: list) -> dict[int, dict]:
+    """The records of `out` (a file an earlier run wrote) that answer an item of this file: same
+    line, same question, an answer. Anything else in it (a half-written last line, another file's
+    answers) is not kept."""
+    path = Path(out)
+    if not path.is_file():
+        return {}
+    wanted = {i.line: i.question for i in items}
+    kept: dict[int, dict] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "answer" in record and wanted.get(record.get("line")) == record.get("question"):
+            kept[record["line"]] = record
+    return kept
+
+
+@contextlib.contextmanager
+def _appender(out: str | None, kept: dict[int, dict]):
+    """`append(record)`: one line more in --out, on disk at once, after the records kept from
+    before (--out rewritten with them first). None without --out."""
     if out is None:
-        click.echo(text, nl=False)
+        yield None
         return
     from engine.base.files import atomic_write_text
 
-    atomic_write_text(out, text)
-    click.echo(f"{len(records)} answers -> {out}", err=True)
+    atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept.values()))
+    with open(out, "a", encoding="utf-8") as f:
+
+        def append(record: dict) -> None:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())  # an answer can cost a minute of LLM time: it must survive a crash
+
+        yield append
 
 
 def router_route(ans) -> str:
     """The route the router chose, before an out-of-distribution fallback replaced it."""
     ood = ans.trace.get("ood") or {}
     return ood.get("router_route") or (ans.trace.get("decision") or {}).get("route") or ans.route
-
-
-def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
-    """A line for a batch the router handles badly: every question far from its training
-    questions, or every question on one route. None for a batch under NOTICE_MIN_QUESTIONS."""
-    n = len(routes)
-    if n < NOTICE_MIN_QUESTIONS:
-        return None
-    advice = (
-        "calibrate a threshold on questions like these (`logicroute calibrate QUESTIONS --logic-share S --out "
-        "thresholds.json`, then `--thresholds thresholds.json`) or train a router on your own labels "
-        "(`logicroute train specialist`)"
-    )
-    if all(o is not None and o.get("far") for o in oods):
-        return (
-            f"all {n} questions are far from the router's training questions, so its routes are guesses "
-            f"(each was answered per --ood-policy): {advice}"
-        )
-    if len(set(routes)) == 1:
-        return f"the router sent all {n} questions to the {routes[0]} route; if they need different routes, {advice}"
-    return None
 
 
 def show(ans, as_json: bool, trace_format: str) -> None:

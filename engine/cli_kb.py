@@ -1,6 +1,6 @@
-"""The knowledge-base maintenance commands of `logicroute`: check and repair (engine.cli adds
-them to its group). Libraries load inside the commands: `check` loads no model at all, so it
-runs anywhere, also beside a writer."""
+"""The knowledge-base maintenance command of `logicroute`: check, and check --repair (engine.cli
+adds it to its group). Libraries load inside the command: `check` loads no model at all, so it
+runs anywhere, also beside a writer; `--repair` is a writer."""
 
 from __future__ import annotations
 
@@ -14,10 +14,31 @@ from engine.cli_options import injected_embedder, llm_option
 @click.command()
 @click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def check(kb_dir, as_json):
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="rebuild a damaged KB from the chunks it stores, and say what cannot be recovered (exit 1 then)",
+)
+@click.option(
+    "--summaries",
+    type=click.Choice(["auto", "extractive", "llm"]),
+    default="auto",
+    show_default=True,
+    help="with --repair: the summarizer of layers that must be rebuilt (auto: the one they were built with)",
+)
+@llm_option(help="with --repair --summaries llm: the LLM")
+@click.pass_context
+def check(ctx, kb_dir, as_json, repair, summaries, llm_spec):
     """Verify a knowledge base without changing it: documents, chunks, vectors and index agree,
     every file matches its fingerprint, the summary layers cover every chunk. Loads no model and
-    is safe beside a running `index`. Exit code 0 when consistent, 1 when not."""
+    is safe beside a running `index`. Exit code 0 when consistent, 1 when not.
+
+    With --repair, rebuild a damaged one from the chunks it stores: vectors and index again (the
+    embedder loads only when vectors must be recomputed), then the summary layers. Says what
+    cannot be recovered (and which documents to index again), checked against the counts the
+    manifest records. Exit code 0 when everything was restored, 1 when something is lost."""
+    if repair:
+        return _repair(ctx, kb_dir, summaries, llm_spec, as_json)
     from hierarchy.kb_check import check_kb
 
     report = check_kb(kb_dir)
@@ -43,28 +64,14 @@ def check(kb_dir, as_json):
             click.echo(f"note: {note}")
         for problem in report.problems:
             click.echo(f"problem: {problem}")
-        click.echo("consistent" if report.ok else f"NOT consistent: repair with `logicroute repair --kb {kb_dir}`")
+        click.echo(
+            "consistent" if report.ok else f"NOT consistent: repair with `logicroute check --repair --kb {kb_dir}`"
+        )
     if not report.ok:
         raise click.exceptions.Exit(1)
 
 
-@click.command()
-@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
-@click.option(
-    "--summaries",
-    type=click.Choice(["auto", "extractive", "llm"]),
-    default="auto",
-    show_default=True,
-    help="summarizer for layers that must be rebuilt (auto: the one they were built with)",
-)
-@llm_option(help="the LLM of --summaries llm")
-@click.option("--json", "as_json", is_flag=True, help="print the report as one JSON object")
-@click.pass_context
-def repair(ctx, kb_dir, summaries, llm_spec, as_json):
-    """Rebuild a damaged knowledge base from the chunks it stores: vectors and index again (the
-    embedder loads only when vectors must be recomputed), then the summary layers. Says what
-    cannot be recovered (and which documents to index again), checked against the counts the
-    manifest records. Exit code 0 when everything was restored, 1 when something is lost."""
+def _repair(ctx, kb_dir, summaries, llm_spec, as_json) -> None:
     from hierarchy.kb_repair import repair_kb
 
     def llm():
@@ -98,4 +105,4 @@ def _print_repair(report) -> None:
         click.echo(f"lost: {report.lost_lines} chunks; index again: {', '.join(which) or '?'}")
 
 
-KB_COMMANDS = (check, repair)
+KB_COMMANDS = (check,)

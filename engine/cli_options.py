@@ -157,6 +157,19 @@ def read_items(path: str | Path) -> list:
     return items
 
 
+def renamed(old: str, new: str, cmd: click.Command, **fixed) -> click.Command:
+    """A hidden command OLD that runs `cmd` (now reached as NEW) after a one-line note, with the
+    values of `fixed` set (route -> ask --dry-run: dry_run=True): scripts written before a
+    command moved still run, and `logicroute --help` lists only the new name."""
+
+    def callback(*args, **kwargs):
+        click.echo(f"note: `logicroute {old}` is now `logicroute {new}`", err=True)
+        return cmd.callback(*args, **{**kwargs, **fixed})
+
+    params = [p for p in cmd.params if p.name not in fixed]
+    return click.Command(old, params=params, callback=callback, help=cmd.help, hidden=True)
+
+
 def injected(ctx: click.Context, name: str):
     """An object injected through ctx.obj (tests), else None = the default."""
     obj = ctx.find_object(dict)

@@ -1,4 +1,8 @@
-"""`logicroute route --questions FILE`: route every question of a file in one process.
+"""`logicroute ask --dry-run`: where the router sends a question, or every question of a file in
+one process, with no retrieval and no LLM call.
+
+One question: the route probabilities, the route and its out-of-distribution line (--json: one
+object). A file (--questions FILE):
 
 Input: any questions file hierarchy.question_files reads (.txt, .jsonl, a QA data file).
 
@@ -8,7 +12,7 @@ JSON, no "question" string, not UTF-8, an empty or overlong question) gets
 ``{"line", "question" (when one was read), "error"}`` instead, and the run goes on. A warning on
 stderr counts the failed lines; the exit status is 0 unless the file as a whole cannot be read.
 
-`engine.cli_options.read_items(path)` reads the file (`ask --questions` reads it the same way),
+`engine.cli_options.read_items(path)` reads the file (answering with `ask --questions` reads it the same way),
 `route_items(router, items)` routes and prints. The router
 (embedder + MLP) is loaded once by the caller; questions are decided in batches of
 BATCH (one embedding batch each) and printed as each batch is done.
@@ -25,6 +29,7 @@ import click
 from hierarchy.question_files import QuestionItem
 
 BATCH = 256
+NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
 log = logging.getLogger("logicroute.cli")
 
 
@@ -69,3 +74,62 @@ def route_items(router, items: list[QuestionItem], policy=None, *, source: objec
             source,
         )
     return done
+
+
+def dry_run(ctx, question: str | None, questions_file: str | None, checkpoint, thresholds, as_json: bool) -> None:
+    """`ask --dry-run`: the router's decision for QUESTION, or for every question of the file."""
+    from engine.cli_options import injected_embedder, read_items
+    from engine.routes.common import check_question
+    from router.checkpoint import load_router
+    from router.policy import Policy
+
+    policy = Policy.load(thresholds) if thresholds else None
+    if questions_file:
+        items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
+        router = load_router(checkpoint, embedder=injected_embedder(ctx))
+        routed = route_items(router, items, policy, source=questions_file)  # one JSON line each; bad ones: error
+        notice = routing_notice(routed.routes, routed.oods)
+        if notice:
+            log.warning(notice)
+        return
+    q = check_question(question)
+    router = load_router(checkpoint, embedder=injected_embedder(ctx))
+    router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
+    d = router.decide(q, policy)
+    if as_json:
+        click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": str(router.path)}, ensure_ascii=False))
+        return
+    click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
+    click.echo(f"route: {d.route}  ({d.policy}, {1000 * d.seconds:.1f} ms)")
+    click.echo(ood_line(d.ood))
+
+
+def ood_line(ood: dict | None) -> str:
+    """One line on how far a question is from the router's training questions."""
+    if ood is None:
+        return "ood: no guard (this checkpoint stores no reference set of training questions)"
+    measured = f"similarity {ood['similarity']:.3f}, threshold {ood['threshold']:.3f}"
+    if ood["far"]:
+        return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per --ood-policy"
+    return f"ood: near the router's training questions ({measured})"
+
+
+def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
+    """A line for a batch the router handles badly: every question far from its training
+    questions, or every question on one route. None for a batch under NOTICE_MIN_QUESTIONS."""
+    n = len(routes)
+    if n < NOTICE_MIN_QUESTIONS:
+        return None
+    advice = (
+        "calibrate a threshold on questions like these (`logicroute calibrate QUESTIONS --logic-share S --out "
+        "thresholds.json`, then `--thresholds thresholds.json`) or train a router on your own labels "
+        "(`logicroute train specialist`)"
+    )
+    if all(o is not None and o.get("far") for o in oods):
+        return (
+            f"all {n} questions are far from the router's training questions, so its routes are guesses "
+            f"(each was answered per --ood-policy): {advice}"
+        )
+    if len(set(routes)) == 1:
+        return f"the router sent all {n} questions to the {routes[0]} route; if they need different routes, {advice}"
+    return None

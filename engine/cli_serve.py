@@ -1,6 +1,8 @@
-"""`logicroute serve`: the HTTP server (engine.serve) over one knowledge base, started by one
-command (engine.cli adds it to its group). FastAPI, uvicorn and the models load inside the
-command: `logicroute --help` stays instant."""
+"""`logicroute serve` (the HTTP server, engine.serve) and `logicroute mcp` (the same knowledge
+base as Model Context Protocol tools, engine.serve.mcp_tools), each started by one command
+(engine.cli adds them to its group). Both take the same options and stand on the same
+AnswerService, so a key, a queue and a deadline mean the same in both. FastAPI, uvicorn, the
+MCP SDK and the models load inside the commands: `logicroute --help` stays instant."""
 
 from __future__ import annotations
 
@@ -11,74 +13,82 @@ from engine.llm.urls import redact
 from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 
 
-@click.command()
-@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False, exists=True), help="knowledge base")
-@click.option("--host", default="127.0.0.1", show_default=True, help="another host needs $LOGICROUTE_SERVER_KEY")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="without a key, also answer requests for this Host name (repeatable); by default only "
-    "localhost, 127.0.0.1, [::1] and --host, so a web page cannot rebind its name to this server",
-)
-@click.option(
-    "--allow-writes",
-    is_flag=True,
-    help="without a key, take POST/DELETE /documents (with $LOGICROUTE_SERVER_KEY writes need the key)",
-)
-@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
-@click.option(
-    "--thresholds",
-    type=click.Path(exists=True, dir_okay=False),
-    help="thresholds.json from `logicroute calibrate`: every request's default routing policy (default: argmax)",
-)
-@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
-@click.option(
-    "--escalate",
-    is_flag=True,
-    help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
-    "--escalate-below) and retry the failing ones on the logic route",
-)
-@answering_options
-@click.option(
-    "--escalate-below",
-    type=click.FloatRange(min=0, max=1, min_open=True),
-    help="when escalating, a chunk/summary answer whose confidence (the local model's mean token probability) "
-    "is below this goes to logic, with no self-check call",
-)
-@click.option("--ood-policy", type=click.Choice(OOD_POLICIES), default=DEFAULT_OOD_POLICY, show_default=True)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="answers at once with an openai: endpoint (the local model answers one at a time)",
-)
-@click.option(
-    "--queue-size", type=click.IntRange(min=0), default=16, show_default=True, help="waiting requests; more get 503"
-)
-@click.option(
-    "--deadline",
-    "deadline_seconds",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="seconds a request may take, queue included (504 after)",
-)
-@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
-@style_option("reader")
-@llm_option
-@click.pass_context
-def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_policy, concurrency, **options):
-    """Answer questions over HTTP from the knowledge base --kb: an OpenAI-compatible API
-    (/v1/chat/completions, /v1/models), native endpoints (/query, /route, /documents, /health,
-    /metrics) and a web page at /.
+def server_options(f):
+    """The options `serve` and `mcp` share: the KB, who may call and write, how answers are made,
+    the limits."""
+    decorators = [
+        click.option(
+            "--kb", "kb_dir", required=True, type=click.Path(file_okay=False, exists=True), help="knowledge base"
+        ),
+        click.option(
+            "--host", default="127.0.0.1", show_default=True, help="another host needs $LOGICROUTE_SERVER_KEY"
+        ),
+        click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535)),
+        click.option(
+            "--allowed-host",
+            "allowed_hosts",
+            multiple=True,
+            metavar="NAME",
+            help="without a key, also answer requests for this Host name (repeatable); by default only "
+            "localhost, 127.0.0.1, [::1] and --host, so a web page cannot rebind its name to this server",
+        ),
+        click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)"),
+        click.option(
+            "--thresholds",
+            type=click.Path(exists=True, dir_okay=False),
+            help="thresholds.json from `logicroute calibrate`: every request's default routing policy "
+            "(default: argmax)",
+        ),
+        click.option("--k", default=3, show_default=True, help="chunks per retrieval"),
+        click.option(
+            "--escalate",
+            is_flag=True,
+            help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
+            "--escalate-below) and retry the failing ones on the logic route",
+        ),
+        answering_options,
+        click.option(
+            "--escalate-below",
+            type=click.FloatRange(min=0, max=1, min_open=True),
+            help="when escalating, a chunk/summary answer whose confidence (the local model's mean token "
+            "probability) is below this goes to logic, with no self-check call",
+        ),
+        click.option("--ood-policy", type=click.Choice(OOD_POLICIES), default=DEFAULT_OOD_POLICY, show_default=True),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=4,
+            show_default=True,
+            help="answers at once with an openai: endpoint (the local model answers one at a time)",
+        ),
+        click.option(
+            "--queue-size",
+            type=click.IntRange(min=0),
+            default=16,
+            show_default=True,
+            help="waiting requests; more get 503",
+        ),
+        click.option(
+            "--deadline",
+            "deadline_seconds",
+            type=click.FloatRange(min=0, min_open=True),
+            default=300.0,
+            show_default=True,
+            help="seconds a request may take, queue included (504 after)",
+        ),
+        click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache"),
+        style_option("reader"),
+        llm_option,
+        click.pass_context,
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
 
-    Without $LOGICROUTE_SERVER_KEY it answers only requests for its own address (see
-    --allowed-host) and takes no document writes unless --allow-writes; with the key every API
-    call must send it. Request bodies must be JSON (Content-Type: application/json)."""
+
+def open_service(ctx, options: dict, *, allow_writes: bool):
+    """The ServeConfig of the options (refusing a non-local host without a key before anything
+    loads), then the AnswerService over the KB, warmed up. Returns (service, local model?)."""
     from engine.llm.factory import parse_spec
     from engine.serve.config import ServeConfig, key_from_env
     from engine.serve.service import AnswerService
@@ -87,40 +97,61 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
     check_llm_spec(llm_spec)
     local = parse_spec(llm_spec).backend == "local"
     config = ServeConfig(
-        host=host,
-        port=port,
+        host=options["host"],
+        port=options["port"],
         api_key=key_from_env(),
-        workers=1 if local else concurrency,
+        workers=1 if local else options["concurrency"],
         queue_size=options["queue_size"],
         deadline_seconds=options["deadline_seconds"],
         allowed_hosts=tuple(options["allowed_hosts"]),
-        allow_writes=options["allow_writes"],
-    )  # refuses a non-local host without a key, before anything loads
-    info(f"loading the knowledge base {kb_dir} and the router ...")
+        allow_writes=allow_writes,
+    )
+    info(f"loading the knowledge base {options['kb_dir']} and the router ...")
     service = AnswerService.open(
-        kb_dir,
+        options["kb_dir"],
         config,
-        thresholds=thresholds,
+        thresholds=options["thresholds"],
         embedder=injected_embedder(ctx),
         llm_spec=llm_spec,
-        checkpoint=checkpoint,
-        k=k,
+        checkpoint=options["checkpoint"],
+        k=options["k"],
         cache=not options["no_cache"],
         style=options["style"],
-        escalate=escalate,
+        escalate=options["escalate"],
         retry_unanswered=not options["no_retry"],
         retry_routes=options["retry_routes"],
         logic_preset=options["logic_preset"],
         escalate_below=options["escalate_below"],
-        ood_policy=ood_policy,
+        ood_policy=options["ood_policy"],
     )
     service.warm_up()
+    return service, local
+
+
+@click.command()
+@server_options
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="without a key, take POST/DELETE /documents (with $LOGICROUTE_SERVER_KEY writes need the key)",
+)
+def serve(ctx, allow_writes, **options):
+    """Answer questions over HTTP from the knowledge base --kb: an OpenAI-compatible API
+    (/v1/chat/completions, /v1/models), native endpoints (/query, /route, /documents, /health,
+    /metrics) and a web page at /.
+
+    Without $LOGICROUTE_SERVER_KEY it answers only requests for its own address (see
+    --allowed-host) and takes no document writes unless --allow-writes; with the key every API
+    call must send it. Request bodies must be JSON (Content-Type: application/json)."""
+    service, local = open_service(ctx, options, allow_writes=allow_writes)
+    config = service.config
+    host, port = config.host, config.port
     answering = "one answer at a time (local model)" if local else f"{config.workers} answers at once"
-    shown = redact(llm_spec)  # never an endpoint's password
+    shown = redact(options["llm_spec"])  # never an endpoint's password
     info(
         f"serving {service.kb_summary()['chunks']} chunks with {shown}: {answering}, {config.queue_size} may wait\n"
-        f"  page     http://{_url_host(host)}:{port}/\n"
-        f"  OpenAI   base_url=http://{_url_host(host)}:{port}/v1  models logicroute-auto|chunk|summary|logic"
+        f"  page     http://{url_host(host)}:{port}/\n"
+        f"  OpenAI   base_url=http://{url_host(host)}:{port}/v1  models logicroute-auto|chunk|summary|logic"
         + ("\n  auth     Authorization: Bearer $LOGICROUTE_SERVER_KEY" if config.api_key else "")
         + ("" if config.takes_writes() else "\n  writes   off: POST/DELETE /documents need --allow-writes or a key")
     )
@@ -129,7 +160,54 @@ def serve(ctx, kb_dir, host, port, checkpoint, thresholds, k, escalate, ood_poli
     run_server(service)
 
 
-def _url_host(host: str) -> str:
+@click.command()
+@server_options
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: the client starts this command and talks over its stdin/stdout; http: streamable HTTP at "
+    "http://HOST:PORT/mcp, with serve's key, Host rule and limits",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="also offer the add_documents and delete_documents tools (never without this flag, key or not)",
+)
+def mcp(ctx, transport, allow_writes, **options):
+    """Serve the knowledge base --kb to MCP clients (assistants, IDEs, agents) as tools: ask
+    (an answer with its sources and route), search (chunks with scores, no LLM call), route (the
+    router's decision, no LLM call) and list_documents; add_documents and delete_documents with
+    --allow-writes. Needs the mcp extra: pip install 'logicroute[mcp]'."""
+    from engine.serve.mcp_tools import MCP_PATH, build_server, require_sdk
+
+    require_sdk()  # before the models load
+    service, local = open_service(ctx, options, allow_writes=allow_writes)
+    server = build_server(service, allow_writes=allow_writes)
+    tools = "ask, search, route, list_documents" + (", add_documents, delete_documents" if allow_writes else "")
+    if transport == "stdio":
+        from engine.serve.mcp_tools import run_stdio
+
+        info(f"MCP over stdio: {service.kb_summary()['chunks']} chunks; tools {tools}")
+        try:
+            run_stdio(server)
+        finally:
+            service.close()
+        return
+    from engine.serve.mcp_tools import http_app
+    from engine.serve.run import run_server
+
+    config = service.config
+    info(
+        f"MCP over streamable HTTP at http://{url_host(config.host)}:{config.port}{MCP_PATH}: "
+        f"{service.kb_summary()['chunks']} chunks; tools {tools}"
+        + ("\n  auth     Authorization: Bearer $LOGICROUTE_SERVER_KEY" if config.api_key else "")
+    )
+    run_server(service, app=http_app(server, service, allow_writes=allow_writes))
+
+
+def url_host(host: str) -> str:
     if host in ("0.0.0.0", "::"):
         return "localhost"
     return f"[{host}]" if ":" in host else host

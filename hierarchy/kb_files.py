@@ -21,9 +21,9 @@ INDEX = FAISS_INDEX  # the index a faiss store persists: an HNSW graph, too slow
 
 
 def repair_hint(path: Path) -> str:
-    """What a corruption error tells the user to run: `repair` rebuilds the KB from the chunks it
-    stores (`index` cannot: it opens the KB first)."""
-    return f"repair it with `logicroute repair --kb {path}` (`logicroute check --kb {path}` lists the damage)"
+    """What a corruption error tells the user to run: `check --repair` rebuilds the KB from the
+    chunks it stores (`index` cannot: it opens the KB first)."""
+    return f"repair it with `logicroute check --repair --kb {path}` (`logicroute check --kb {path}` lists the damage)"
 
 
 def decode_chunks(path: Path, data: bytes, name: str = CHUNKS) -> list[Chunk]:

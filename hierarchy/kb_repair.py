@@ -1,4 +1,4 @@
-"""`logicroute repair`: rebuild a damaged knowledge base from what it stores.
+"""`logicroute check --repair`: rebuild a damaged knowledge base from what it stores.
 
 The chunk files of the segments (hierarchy.kb_segments; format 1: chunks.jsonl) hold every
 chunk's title, text, document id and position: the KB's documents as indexed. The vectors, the
@@ -25,7 +25,7 @@ row count says how many there were, or its vectors file's when the manifest does
 documents they belonged to, named where a torn line still shows the id, and counted where the
 whole line went (the manifest's document count against those restored). No other record holds
 a chunk's document id, so a document whose every line was cut off is counted, not named.
-`repair` exits 1 when anything is lost.
+`check --repair` exits 1 when anything is lost.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class RepairReport:
 
     @property
     def lost(self) -> bool:
-        """Whether anything could not be restored (`repair` then exits 1)."""
+        """Whether anything could not be restored (`check --repair` then exits 1)."""
         return bool(self.lost_lines or self.lost_documents or self.unnamed_lost_documents)
 
 

@@ -1,4 +1,4 @@
-"""Global questions benchmark (`logicroute bench-global`): every system answers the same
+"""Global questions benchmark (`logicroute bench global`): every system answers the same
 GraphRAG-Bench questions per question type, scored on sentence answers (issue 17).
 
 The corpus (one long text, cut into ~150-word passages by the data loader) becomes one KB twice
@@ -36,7 +36,7 @@ from training.jsonl_store import JsonlStore
 
 TYPES = ("Fact Retrieval", "Complex Reasoning", "Contextual Summarize")
 # Planning figures for the estimate printed before a run (local 1.5B on 2 cores, reader style):
-# LLM calls per answer (the logic route made ~5 per question in bench-logic) and seconds per call.
+# LLM calls per answer (the logic route made ~5 per question in bench logic) and seconds per call.
 CALLS_PER_ANSWER = {"chunk": 1.0, "summary": 1.0, "logic": 5.0}
 SECONDS_PER_CALL = {"answer": 30.0, "summary": 45.0}
 
@@ -243,7 +243,7 @@ def run_all(cfg: GlobalConfig, store: JsonlStore, questions: list, kbs: dict, ll
 
     settings = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds) for s in cfg.systems}
     todo = [(q, s) for q in questions for s in cfg.systems if not _done(store, cfg, s, q, llm.name)]
-    bar = tqdm(total=len(todo), desc="bench-global", unit="answer", file=sys.stderr, disable=not progress)
+    bar = tqdm(total=len(todo), desc="bench global", unit="answer", file=sys.stderr, disable=not progress)
     for q, s in todo:
         obj, fp = settings[s]
         row = answer_row(s, obj, q, kbs[SYSTEMS[s].layers], llm, cfg.k, style)
@@ -263,7 +263,7 @@ def load_questions(cfg: GlobalConfig):
 
     ds = load_dataset(resolve_data(cfg.data), corpus=cfg.corpus)
     if ds.corpus is None:
-        raise LogicRouteError(f"{cfg.data}: its questions carry their own passages; bench-global needs a corpus set")
+        raise LogicRouteError(f"{cfg.data}: its questions carry their own passages; bench global needs a corpus set")
     return ds, select_typed(ds, cfg.types, cfg.n, cfg.offset)
 
 

@@ -1,4 +1,4 @@
-"""What each bench-global system shows the answering model, judged before any LLM call: per
+"""What each bench global system shows the answering model, judged before any LLM call: per
 question type, the share of the gold sentence answer's words that the passages shown hold
 (coverage of the answer by the context, engine.base.metrics.coverage), and each system against
 the chunk route question by question (paired bootstrap, as the answer report).

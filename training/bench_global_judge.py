@@ -1,4 +1,4 @@
-"""The optional LLM judge of `logicroute bench-global --judge N`: the answers of the first N
+"""The optional LLM judge of `logicroute bench global --judge N`: the answers of the first N
 questions of each type, every system, graded correct or not against the reference answer
 (engine/prompts/judge.py, a JSON verdict). Judging costs are booked apart from answering: each
 verdict is one line of judge.jsonl with its own calls and tokens, never added to an answer's.

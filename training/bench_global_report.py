@@ -1,4 +1,4 @@
-"""The bench-global report: systems x question types x (ROUGE-L, coverage, tokens, seconds), the
+"""The bench global report: systems x question types x (ROUGE-L, coverage, tokens, seconds), the
 layer build costs side by side, and every system against the chunk route question by question
 (mean difference, paired bootstrap 95% interval, wins / losses / ties), markdown and JSON."""
 

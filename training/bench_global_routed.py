@@ -1,4 +1,4 @@
-"""The routed rows of bench-global: what a router and the oracle would have scored, from the
+"""The routed rows of bench global: what a router and the oracle would have scored, from the
 answers already in the store (no LLM call).
 
 Once chunk, summary and logic have answered the same question, a router's pick among the three

@@ -1,4 +1,4 @@
-"""The systems `logicroute bench-global` compares: each a route, the summary layers it reads
+"""The systems `logicroute bench global` compares: each a route, the summary layers it reads
 (extractive or LLM-written, or none), and its route settings. The summary-route variants of
 engine.routes.summary_config are systems of their own, so each becomes an ablation row.
 
@@ -68,10 +68,10 @@ def _systems() -> dict[str, System]:
     for name, (cfg, about) in _VARIANTS.items():
         out[name] = System(name, "summary", "extractive", cfg, f"{about}; extractive layers")
         out[f"{name}-llm"] = System(f"{name}-llm", "summary", "llm", cfg, f"{about}; LLM-written layers")
-    out["logic"] = System("logic", "logic", "extractive", about="LogicRAG DAG (bench-logic's 'logic' settings)")
-    out["logic-lean"] = System("logic-lean", "logic", "extractive", about="the lean logic route (bench-logic's)")
+    out["logic"] = System("logic", "logic", "extractive", about="LogicRAG DAG (bench logic's 'logic' settings)")
+    out["logic-lean"] = System("logic-lean", "logic", "extractive", about="the lean logic route (bench logic's)")
     out["logic-lean-forms-compressed"] = System(
-        "logic-lean-forms-compressed", "logic", "extractive", about="the lean logic preset (bench-logic's row)"
+        "logic-lean-forms-compressed", "logic", "extractive", about="the lean logic preset (bench logic's row)"
     )
     return out
 

@@ -1,4 +1,4 @@
-"""Benchmark of the chunk-level index (`logicroute bench-index`): build throughput vs bare
+"""Benchmark of the chunk-level index (`logicroute bench index`): build throughput vs bare
 SentenceTransformer.encode, and search latency.
 
 (a) Build: KnowledgeBase.create + add on the passages of a QA file (default: the ~5,000

@@ -1,4 +1,4 @@
-"""`logicroute bench-llm-server`: the LLM side of scale. `RoutedRAG.answer_many` against one
+"""`logicroute bench llm-server`: the LLM side of scale. `RoutedRAG.answer_many` against one
 llama.cpp server process (llama-cpp-python's OpenAI-compatible server, started here on the
 local model) at each concurrency, beside the in-process local model, on the same questions.
 
@@ -204,7 +204,7 @@ def _load() -> str:
 
 def report_markdown(result: dict, command: str) -> str:
     lines = [
-        "# bench-llm-server: answers per minute from one model process",
+        "# bench llm-server: answers per minute from one model process",
         "",
         f"`{command}`",
         "",
@@ -223,7 +223,7 @@ def report_markdown(result: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("bench-llm-server")
+@click.command("llm-server")
 @click.option("--model", default="qwen2.5-coder-1.5b", show_default=True, help="a local model name")
 @click.option("--dataset", default="nq", show_default=True, help="shared data set the questions come from")
 @click.option("--n", type=click.IntRange(min=1), default=16, show_default=True, help="questions per run")
@@ -253,7 +253,8 @@ def bench_llm_server(model, dataset, n, concurrency, route, threads, server_time
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     result = benchmark(model, dataset, n, levels, route, work, threads, server_timeout)
-    command = "logicroute bench-llm-server " + " ".join(sys.argv[2:])
+    args = next((sys.argv[i + 1 :] for i, a in enumerate(sys.argv) if a in ("llm-server", "bench llm-server")), [])
+    command = " ".join(["logicroute bench llm-server", *args])
     md = report_markdown(result, command.strip())
     atomic_write_text(Path(out), md)
     atomic_write_text(Path(out).with_suffix(".json"), json.dumps({**result, "command": command}, indent=1))

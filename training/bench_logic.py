@@ -18,7 +18,7 @@ through the (cached) LLM, and report EM / F1 / string accuracy, LLM calls, promp
 tokens, seconds and retrieval rounds per question, overall and per question type (2Wiki `type`,
 MuSiQue hops), beside the paper's reference numbers. Resumable: every (llm, dataset, system,
 question) result is appended to results.jsonl and skipped on a rerun. Run it as
-`logicroute bench-logic`.
+`logicroute bench logic`.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ def _answer_all(
     from tqdm import tqdm
 
     total = sum(len(d.questions) for d in loaded.values()) * len(systems)
-    bar = tqdm(total=total, desc="bench-logic", disable=not show_progress, unit="run")
+    bar = tqdm(total=total, desc="bench logic", disable=not show_progress, unit="run")
     for name, ds in loaded.items():
         kb = _kb_for(kb_sets[name], out_dir, name, kb_n, offset)
         for q in ds.questions:

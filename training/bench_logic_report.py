@@ -1,4 +1,4 @@
-"""The bench-logic report: per data set and question type, each system's scores and costs (means
+"""The bench logic report: per data set and question type, each system's scores and costs (means
 per question), beside the paper's and the anchor's reference numbers (markdown and JSON)."""
 
 from __future__ import annotations

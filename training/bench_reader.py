@@ -1,4 +1,4 @@
-"""Reader-style answers measured (`logicroute bench-reader`): the answer people get from `ask`.
+"""Reader-style answers measured (`logicroute bench reader`): the answer people get from `ask`.
 
 For questions with gold answers (a shared QA set, or the shipped demo corpus), one route in the
 reader style. Per question: does the reply contain a gold answer (string accuracy: the
@@ -29,7 +29,7 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     STYLE short or reader (default reader); NAME a route (chunk, summary, logic) or a logic
     preset (engine.routes.logic.config.PRESETS); +FIELD=VALUE sets one LogicConfig field on top,
     for ablations ("reader:lean+reshow_best=0"). The wall-clock budget is relaxed as in
-    bench-logic, so a loaded machine does not change the answers."""
+    bench logic, so a loaded machine does not change the answers."""
     from dataclasses import fields
 
     from engine.routes import ROUTES
@@ -153,11 +153,11 @@ def run_bench_reader(
 
     systems = list(systems) or [route]
     parsed = {s: parse_system(s, k) for s in systems}
-    with exclusive_folder(out, "bench-reader run") as folder:
+    with exclusive_folder(out, "bench reader run") as folder:
         store = JsonlStore(folder / "results.jsonl", key=lambda r: (r.get("system") or route, r["id"]))
         todo = [(s, it) for it in items for s in systems if (s, it[0]) not in store]
         t0 = time.perf_counter()
-        for system, (qid, question, golds) in tqdm(todo, desc="bench-reader", unit="answer", disable=not progress):
+        for system, (qid, question, golds) in tqdm(todo, desc="bench reader", unit="answer", disable=not progress):
             style, on, cfg = parsed[system]
             ans = run_route(on, question, kb, llm, k=k, logic_config=cfg, style=style)
             store.append(reader_row(qid, question, golds, ans, system))

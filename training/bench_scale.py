@@ -1,4 +1,4 @@
-"""`logicroute bench-scale`: what a knowledge base costs as it grows, per vector store.
+"""`logicroute bench scale`: what a knowledge base costs as it grows, per vector store.
 
 Per KB size and store (faiss, faiss-hnsw forced to its graph, Milvus Lite): build wall time and
 its embedding share, peak RSS, disk size, the chunk route's retrieval latency (query embedding
@@ -50,7 +50,7 @@ QUERY_EMBED_SAMPLE = 50  # questions embedded one at a time, uncached, for the q
 
 @dataclass
 class ScaleConfig:
-    """What `logicroute bench-scale` measures; checked on construction (one-line errors)."""
+    """What `logicroute bench scale` measures; checked on construction (one-line errors)."""
 
     sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     stores: tuple[str, ...] = STORES

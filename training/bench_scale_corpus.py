@@ -1,4 +1,4 @@
-"""The corpus of `logicroute bench-scale` (training.bench_scale): real text only, one of
+"""The corpus of `logicroute bench scale` (training.bench_scale): real text only, one of
 
 - `shared` (the default): the distinct passages of the shared data sets (hierarchy.datasets, via
   training.bench_commits.distinct_passages): 17,613 distinct chunks;

@@ -1,5 +1,5 @@
-"""The bench-scale report (training.bench_scale): report.json, report.md and curves.png in the
---out folder, each written atomically, and the tables printed by `logicroute bench-scale`."""
+"""The bench scale report (training.bench_scale): report.json, report.md and curves.png in the
+--out folder, each written atomically, and the tables printed by `logicroute bench scale`."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def render_markdown(report: dict) -> str:
     q = e.get("query") or {}
     now = "" if e.get("embedded_now") is None else f", {e['embedded_now']:,} of them embedded by this run"
     md = [
-        "# How big a knowledge base can grow: `logicroute bench-scale`",
+        "# How big a knowledge base can grow: `logicroute bench scale`",
         "",
         f"Corpus: {_corpus_words(c)}, **{c['distinct_chunks']:,} distinct real chunks** as the KB chunks them; "
         f"the largest KB that leaves 1% for the add holds {c['max_kb_chunks']:,}. "
@@ -298,7 +298,7 @@ def plot_curves(report: dict) -> bytes:
         else:
             a.text(0.5, 0.5, "not measured in this run", ha="center", va="center", transform=a.transAxes)
     c = report["corpus"]
-    fig.suptitle(f"logicroute bench-scale: {c['distinct_chunks']:,} distinct real chunks ({c.get('name', 'shared')})")
+    fig.suptitle(f"logicroute bench scale: {c['distinct_chunks']:,} distinct real chunks ({c.get('name', 'shared')})")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)

@@ -1,4 +1,4 @@
-"""`logicroute bench-serve`: a bounded load benchmark of `logicroute serve`.
+"""`logicroute bench serve`: a bounded load benchmark of `logicroute serve`.
 
 In one run, over one warm RoutedRAG:
   1. direct: N sequential `RoutedRAG.answer` calls, the baseline;
@@ -215,7 +215,7 @@ def benchmark_serve(
 
 def report_markdown(result: dict, command: str) -> str:
     lines = [
-        "# bench-serve: the HTTP server's own cost",
+        "# bench serve: the HTTP server's own cost",
         "",
         f"`{command}`",
         "",
@@ -236,7 +236,7 @@ def report_markdown(result: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("bench-serve")
+@click.command("serve")
 @click.option("--requests", "n", type=click.IntRange(min=1), default=500, show_default=True, help="requests per run")
 @click.option("--concurrency", default="1,8,32", show_default=True, help="comma-separated client concurrencies")
 @click.option("--route", type=click.Choice(["auto", "chunk", "summary", "logic"]), default="chunk", show_default=True)
@@ -271,8 +271,8 @@ def bench_serve(n, concurrency, route, kb_dir, llm_spec, llm_delay, workers, out
             kb_dir = Path(tmp) / "kb"
             demo_kb(kb_dir)
         result = benchmark_serve(Path(kb_dir), n, concurrencies, route, llm, llm_spec, workers)
-    args = sys.argv[sys.argv.index("bench-serve") + 1 :] if "bench-serve" in sys.argv else []
-    text = report_markdown(result, " ".join(["logicroute bench-serve", *args]))
+    args = next((sys.argv[i + 1 :] for i, a in enumerate(sys.argv) if a in ("serve", "bench serve")), [])
+    text = report_markdown(result, " ".join(["logicroute bench serve", *args]))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, text)
     atomic_write_text(str(Path(out).with_suffix(".json")), json.dumps(result, indent=2) + "\n")

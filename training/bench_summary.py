@@ -1,4 +1,4 @@
-"""Benchmark of the summary layers and the summary route (`logicroute bench-summary`).
+"""Benchmark of the summary layers and the summary route (`logicroute bench summary`).
 
 Parts (each writes its own file under out_dir and is skipped when that file exists, unless
 force=True; the QA part resumes per question from its JSONL files):

@@ -1,4 +1,4 @@
-"""The build part of `logicroute bench-summary` (training/bench_summary.py runs the parts).
+"""The build part of `logicroute bench summary` (training/bench_summary.py runs the parts).
 
 Extractive layers over the ~4,858 passages of HotpotQA dev500: a KB over 99% of the passages
 (every 100th passage held out), layers built on it, the held-out 1% added (add_documents

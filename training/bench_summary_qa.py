@@ -1,4 +1,4 @@
-"""The QA part of `logicroute bench-summary` (training/bench_summary.py runs the parts).
+"""The QA part of `logicroute bench summary` (training/bench_summary.py runs the parts).
 
 Summary route vs chunk route (k=3) with the local LLM on the first n_hotpot HotpotQA dev500
 questions and the first n_nq NQ-open questions: EM, F1, LLM tokens and wall seconds per

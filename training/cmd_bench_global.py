@@ -1,4 +1,4 @@
-"""`logicroute bench-global`: the global-questions benchmark (training/bench_global.py) as a
+"""`logicroute bench global`: the global-questions benchmark (training/bench_global.py) as a
 command. Registered on the group by training/commands.py; nothing heavy at module level."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-@click.command("bench-global")
+@click.command("global")
 @click.argument("data", default="medical")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), default=None, help=_help("corpus"))
 @click.option("--types", default=",".join(TYPES), show_default=True, help="comma list of question types")
@@ -71,7 +71,7 @@ def bench_global(
     context_only,
     llm_spec,
 ):
-    """Global questions (issue 17): on a GraphRAG-Bench set (DATA: a questions file or 'medical'),
+    """Global questions: on a GraphRAG-Bench set (DATA: a questions file or 'medical'),
     per question type, every system answers the same questions in the reader style (chunk,
     summary over extractive and over LLM-written layers, the collapsed tree, the summary-route
     variants, logic); ROUGE-L, coverage, tokens, seconds; each against chunk with a paired

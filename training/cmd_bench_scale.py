@@ -1,4 +1,4 @@
-"""`logicroute bench-scale` (training.bench_scale): how a knowledge base grows, per vector store.
+"""`logicroute bench scale` (training.bench_scale): how a knowledge base grows, per vector store.
 Registered on the group by training/commands.py; nothing heavy is imported at module level."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-@click.command("bench-scale")
+@click.command("scale")
 @click.option(
     "--sizes",
     default="1000,10000,100000",

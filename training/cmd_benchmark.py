@@ -1,6 +1,6 @@
-"""The benchmark commands of `logicroute`: benchmark (routing decisions, training/benchmark.py),
-bench-logic, bench-summary and bench-index. Registered on the group by training/commands.py.
-Nothing heavy is imported at module level."""
+"""The benchmark commands of `logicroute`: benchmark (routing decisions, training/benchmark.py)
+and, under `logicroute bench`, logic, summary, index and reader. Registered on the group by
+training/commands.py. Nothing heavy is imported at module level."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def benchmark(
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
-@click.command("bench-logic")
+@click.command("logic")
 @click.option("--n", type=int, default=30, show_default=True, help="first N questions of each data set")
 @click.option(
     "--offset",
@@ -247,7 +247,7 @@ def bench_logic(n, offset, kb_n, systems, datasets, k, out_dir, llm_spec):
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
-@click.command("bench-summary")
+@click.command("summary")
 @click.option(
     "--parts",
     default="build,qa",
@@ -296,7 +296,7 @@ def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes
     click.echo(f"report: {Path(out_dir) / 'report.md'}")
 
 
-@click.command("bench-index")
+@click.command("index")
 @click.option(
     "--data",
     default="hotpotqa",
@@ -331,7 +331,7 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     click.echo(json.dumps(res))
 
 
-@click.command("bench-reader")
+@click.command("reader")
 @click.argument("data", default="demo")
 @click.option("--n", type=int, default=30, show_default=True, help="questions of DATA (the demo has 8)")
 @click.option("--offset", type=int, default=0, show_default=True, help="first question of DATA")
@@ -376,4 +376,5 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, llm_spec):
     click.echo(json.dumps(report, indent=2))
 
 
-COMMANDS = [benchmark, bench_logic, bench_summary, bench_index, bench_reader]
+COMMANDS = [benchmark]
+BENCH_COMMANDS = [bench_logic, bench_summary, bench_index, bench_reader]  # `logicroute bench ...`

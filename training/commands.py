@@ -1,31 +1,42 @@
-"""Training's commands on the `logicroute` group: label, train, calibrate, eval-router,
-benchmark, bench-logic, bench-summary, bench-index, bench-reader, bench-global, bench-serve,
-bench-scale, bench-llm-server. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
+"""Training's commands on the `logicroute` group: label, train, calibrate, eval-router and
+benchmark (training the router, benchmarking routing decisions) at the top, and the research
+benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
+llm-server`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
 CLI never imports training."""
 
 from __future__ import annotations
 
 import click
 
+from engine.cli_options import renamed
+
+BENCH_HELP = """Research benchmarks, each writing its report (see docs/results): the logic route against
+chunk, summary layers, the chunk index, reader answers, global questions, the HTTP server under
+load, how a KB scales, and one LLM server process against the in-process model."""
+
 
 def register(group: click.Group) -> None:
-    from training.bench_llm_server import bench_llm_server
-    from training.bench_serve import bench_serve
-    from training.cmd_bench_global import bench_global
-    from training.cmd_bench_scale import bench_scale
     from training.cmd_benchmark import COMMANDS as benchmark_commands
     from training.cmd_eval import COMMANDS as eval_commands
     from training.cmd_label import COMMANDS as label_commands
     from training.cmd_train import COMMANDS as train_commands
 
-    for cmd in (
-        *label_commands,
-        *train_commands,
-        *eval_commands,
-        *benchmark_commands,
-        bench_global,
-        bench_serve,
-        bench_scale,
-        bench_llm_server,
-    ):
+    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands):
         group.add_command(cmd)
+    bench = bench_group()
+    group.add_command(bench)
+    for name, cmd in bench.commands.items():  # the names these had before the group: scripts still run
+        group.add_command(renamed(f"bench-{name}", f"bench {name}", cmd))
+
+
+def bench_group() -> click.Group:
+    from training.bench_llm_server import bench_llm_server
+    from training.bench_serve import bench_serve
+    from training.cmd_bench_global import bench_global
+    from training.cmd_bench_scale import bench_scale
+    from training.cmd_benchmark import BENCH_COMMANDS
+
+    bench = click.Group("bench", help=BENCH_HELP, short_help="Research benchmarks: logic, global, reader, scale, ...")
+    for cmd in (*BENCH_COMMANDS, bench_global, bench_serve, bench_scale, bench_llm_server):
+        bench.add_command(cmd)
+    return bench

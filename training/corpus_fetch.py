@@ -1,4 +1,4 @@
-"""Fetch the `debian-docs` corpus of `logicroute bench-scale --corpus debian-docs`: the HTML
+"""Fetch the `debian-docs` corpus of `logicroute bench scale --corpus debian-docs`: the HTML
 manuals of seven Debian documentation packages, as a folder of Markdown files the KB reads as it
 reads any folder (hierarchy.sources): real, varied documentation prose, 100k+ distinct chunks.
 
@@ -220,7 +220,7 @@ def _fetch_into(tmp: Path, packages: tuple[DocPackage, ...], echo) -> dict:
 )
 @click.option("--force", is_flag=True, help="fetch anew even when the folder is current")
 def main(dest: str | None, force: bool) -> None:
-    """Fetch the debian-docs corpus of `logicroute bench-scale --corpus debian-docs`."""
+    """Fetch the debian-docs corpus of `logicroute bench scale --corpus debian-docs`."""
     try:
         fetch(Path(dest) if dest else None, force=force, echo=lambda s: click.echo(s, err=True))
     except LogicRouteError as e:

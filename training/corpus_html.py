@@ -1,4 +1,4 @@
-"""A documentation page's HTML as Markdown, for the folder corpus of `logicroute bench-scale`
+"""A documentation page's HTML as Markdown, for the folder corpus of `logicroute bench scale`
 (training.corpus_fetch writes the pages of Debian's documentation packages this way, so the KB's
 own reader, hierarchy.sources, reads them as it reads any folder of Markdown: cut along their
 headings, code blocks whole).

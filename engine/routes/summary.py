@@ -9,7 +9,7 @@ chunks together and fill the context in score order.
 The context holds the chosen summaries and the chosen chunks within `context_words`. Summary
 sentences already present in a chosen chunk are dropped (extractive summaries quote chunks).
 
-Variants (engine.routes.summary_config.SummaryConfig, each an ablation row of bench-global):
+Variants (engine.routes.summary_config.SummaryConfig, each an ablation row of bench global):
 answer_from="summaries" shows the chosen summaries alone; wide_chunks=N shows N > k chunks,
 each cut to its sentences closest to the question, within the same word budget.
 """
@@ -121,13 +121,13 @@ def summary_context(
     if covered is not None and covered != len(kb):
         flags.append(
             f"the summary layers cover {covered} chunks, the KB has {len(kb)}: bring them up to date "
-            f"with `logicroute repair --kb {kb.path}`"
+            f"with `logicroute check --repair --kb {kb.path}`"
         )
     per_level: dict[str, list[str]] = {}
     scores: dict[str, float] = {}
     extra: dict = {}
     if cfg.collapsed and layers.top > 0:
-        context, used = _collapsed_context(layers, kb, qv, k, cfg, per_level, scores)
+        context, used = _collapsed_context(layers, kb, q, qv, k, cfg, per_level, scores)
     else:
         context, used = _tree_context(layers, kb, q, qv, start, k, cfg, per_level, scores, flags, extra)
     visited = {
@@ -178,6 +178,7 @@ def _chunk_hits(kb: "KnowledgeBase", qv: np.ndarray, ids: list[str], k: int, fla
 def _collapsed_context(
     layers: "Layers",
     kb: "KnowledgeBase",
+    q: str,
     qv: np.ndarray,
     k: int,
     cfg: SummaryConfig,
@@ -194,7 +195,7 @@ def _collapsed_context(
     cands: list[tuple[str, float]] = []
     for level in range(1, layers.top + 1):
         cands += _top(layers.levels[level - 1], layers.vectors[level - 1] @ qv, pool_size)
-    chunks = kb.search(qv, k=pool_size) if cfg.answer_from == "descend" else []
+    chunks = kb.search(qv, k=pool_size, text=q) if cfg.answer_from == "descend" else []
     for c in chunks:
         scores[c.chunk_id] = round(c.score, 4)
     for nid, s in cands:
@@ -240,7 +241,7 @@ def _tree_context(
     chosen_nodes: list[tuple[str, float]] = []
     n_chunks = max(k, cfg.wide_chunks) if cfg.answer_from == "descend" else 0
     if start == 0:
-        chunks = kb.search(qv, k=n_chunks) if len(kb) and n_chunks else []
+        chunks = kb.search(qv, k=n_chunks, text=q) if len(kb) and n_chunks else []
     else:
         sel = _top(layers.levels[start - 1], layers.vectors[start - 1] @ qv, k)
         per_level[str(start)] = [i for i, _ in sel]

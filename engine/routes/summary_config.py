@@ -1,7 +1,7 @@
 """The summary route's settings (SummaryConfig): how its context is chosen from the summary
 layers. The defaults are the route as it shipped (descend from the top level, summaries and the
 k chunks under them, 450 words); every other value is a variant measured against it
-(`logicroute bench-global`, training/bench_global.py)."""
+(`logicroute bench global`, training/bench_global.py)."""
 
 from __future__ import annotations
 

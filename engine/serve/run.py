@@ -1,6 +1,6 @@
 """Running the application: run_server for `logicroute serve` (blocks until Ctrl-C), and
 ServerThread, the real server on a free port in a background thread, for tests and
-`logicroute bench-serve`."""
+`logicroute bench serve`."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from engine.serve.service import AnswerService
 GRACEFUL_SHUTDOWN_SECONDS = 10
 
 
-def uvicorn_config(service: AnswerService, *, log_level: str = "info", access_log: bool = True):
+def uvicorn_config(service: AnswerService, *, log_level: str = "info", access_log: bool = True, app=None):
+    """`app`: another ASGI application over the service (the MCP one); default: the HTTP API."""
     import uvicorn
 
     return uvicorn.Config(
-        create_app(service),
+        create_app(service) if app is None else app,
         host=service.config.host,
         port=service.config.port,
         log_level=log_level,
@@ -29,21 +30,22 @@ def uvicorn_config(service: AnswerService, *, log_level: str = "info", access_lo
     )
 
 
-def run_server(service: AnswerService, *, log_level: str = "info") -> None:
+def run_server(service: AnswerService, *, log_level: str = "info", app=None) -> None:
     import uvicorn
 
     try:
-        uvicorn.Server(uvicorn_config(service, log_level=log_level)).run()
+        uvicorn.Server(uvicorn_config(service, log_level=log_level, app=app)).run()
     finally:
         service.close()
 
 
 class ServerThread:
     """`with ServerThread(service) as server:` the server answers at server.url until the block
-    ends. It listens on a port the OS picked (config.port is not used)."""
+    ends. It listens on a port the OS picked (config.port is not used). `app`: as uvicorn_config's."""
 
-    def __init__(self, service: AnswerService, *, log_level: str = "warning", start_timeout: float = 30.0):
+    def __init__(self, service: AnswerService, *, log_level: str = "warning", start_timeout: float = 30.0, app=None):
         self.service = service
+        self.app = app
         self.log_level = log_level
         self.start_timeout = start_timeout
         self.port: int | None = None
@@ -63,7 +65,8 @@ class ServerThread:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.service.config.host, 0))
         self.port = sock.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn_config(self.service, log_level=self.log_level, access_log=False))
+        config = uvicorn_config(self.service, log_level=self.log_level, access_log=False, app=self.app)
+        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="logicroute-server", daemon=True
         )

@@ -105,7 +105,7 @@ class MilvusStore:
                 # a writer killed mid-flush can leave Milvus Lite a segment file it cannot read
                 raise KBCorruptError(
                     f"{self.spec.label()} cannot load the collection {self.spec.collection} ({_first_line(e)}); "
-                    "`logicroute repair --kb KB` refills it from the KB's committed vectors"
+                    "`logicroute check --repair --kb KB` refills it from the KB's committed vectors"
                 ) from e
             self._loaded = True
         return True

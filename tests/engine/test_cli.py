@@ -22,17 +22,55 @@ def test_help_imports_no_heavy_library():
         "import sys; from click.testing import CliRunner; from engine.cli import main; "
         "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
         "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'lightning', 'llama_cpp', 'openai', "
-        "'sklearn') if m in sys.modules]; print(heavy)"
+        "'sklearn', 'fastapi', 'mcp', 'pypdf', 'bs4') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-def test_every_command_has_help():
-    runner = CliRunner()
-    for name in main.list_commands(None):
-        r = runner.invoke(main, [name, "--help"])
-        assert r.exit_code == 0, (name, r.output)
+def every_help() -> dict[str, str]:
+    """`logicroute ... --help` of every command, the groups' subcommands and hidden ones included."""
+    import click
+
+    helps, runner = {}, CliRunner()
+
+    def walk(group: click.Group, path: list[str]) -> None:
+        for name in group.list_commands(None) + [n for n, c in group.commands.items() if c.hidden]:
+            r = runner.invoke(main, [*path, name, "--help"])
+            assert r.exit_code == 0, (path, name, r.output)
+            helps[" ".join([*path, name])] = r.output
+            command = group.get_command(None, name)
+            if isinstance(command, click.Group):
+                walk(command, [*path, name])
+
+    walk(main, [])
+    return helps
+
+
+def test_every_command_has_help_and_none_names_an_issue_or_a_session():
+    import re
+
+    helps = every_help()
+    assert {"bench logic", "bench llm-server", "mcp", "check", "route", "bench-logic"} <= set(helps)
+    named = {name: m.group(0) for name, text in helps.items() if (m := re.search(r"(?i)\b(issue|session)s?\b", text))}
+    assert named == {}
+
+
+def test_help_lists_at_most_twelve_commands_and_the_benchmarks_under_bench():
+    r = CliRunner().invoke(main, ["--help"])
+    names = [line.split()[0] for line in r.output.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    assert len(names) <= 12 and "bench" in names and not any(n.startswith("bench-") for n in names)
+    assert {"ask", "index", "serve", "mcp", "check", "benchmark", "label", "train", "eval-router", "calibrate"} <= set(
+        names
+    )
+
+
+def test_a_command_by_its_name_before_it_moved_runs_with_a_note(tmp_path):
+    r = CliRunner().invoke(main, ["repair", "--kb", str(tmp_path / "nowhere")])
+    assert r.stderr.splitlines()[0] == "note: `logicroute repair` is now `logicroute check --repair`"
+    assert r.exit_code == 2 and "no knowledge base" in r.stderr
+    r = CliRunner().invoke(main, ["ask", "Who?"])
+    assert r.exit_code == 2 and "Missing option '--kb'" in r.output and "--dry-run" in r.output
 
 
 def test_ask_on_a_missing_kb_is_one_clear_line(tmp_path):

@@ -163,6 +163,45 @@ def test_questions_become_one_json_line_each_in_order(opened, tmp_path):
     assert "trace" not in first
 
 
+def test_each_answer_is_written_as_it_is_made_and_a_rerun_answers_only_the_rest(opened, tmp_path):
+    from engine.base.errors import LLMError
+
+    def down_for_emma(messages):
+        if "Emma" in messages[-1]["content"]:
+            raise LLMError("the endpoint is down")
+        return by_question(messages)
+
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("\n".join(NEAR_CHUNK) + "\n")
+    out = tmp_path / "answers.jsonl"
+    args = ("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--no-retry")
+    opened.llm = ScriptedLLM(rules={"": down_for_emma})
+    first = CliRunner().invoke(main, ["ask", *map(str, args), "--concurrency", "1"])
+    assert first.exit_code == 2 and "the endpoint is down" in first.stderr
+    assert [json.loads(x)["answer"] for x in out.read_text().splitlines()] == ["Paris", "Lima"]  # kept
+    assert "answering" in first.stderr and "3/3" in first.stderr  # the progress bar, on stderr
+    opened.llm = ScriptedLLM(rules={"": by_question})
+    rerun = ask(*args)
+    assert rerun.exit_code == 0, rerun.output
+    assert "2 of 3 questions answered before; answering the other 1" in rerun.stderr
+    (call,) = opened.llm.calls  # Emma's question only
+    assert "Emma" in call["messages"][-1]["content"]
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(x["line"], x["answer"]) for x in lines] == [(1, "Paris"), (2, "Lima"), (3, "Jane Austen")]
+
+
+def test_a_half_written_line_or_another_files_answers_are_not_taken_as_answered(opened, tmp_path):
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("\n".join(NEAR_CHUNK) + "\n")
+    out = tmp_path / "answers.jsonl"
+    stale = {"line": 1, "question": "What is the capital of Chad?", "answer": "N'Djamena"}
+    out.write_text(json.dumps(stale) + '\n{"line": 2, "question": "What is the ca')  # killed mid-line
+    opened.llm = ScriptedLLM(rules={"": by_question})
+    res = ask("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--no-retry")
+    assert res.exit_code == 0, res.output
+    assert [json.loads(x)["answer"] for x in out.read_text().splitlines()] == ["Paris", "Lima", "Jane Austen"]
+
+
 def test_questions_from_jsonl_go_to_stdout_with_the_trace_when_asked(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"": by_question})
     qfile = tmp_path / "qs.jsonl"

@@ -1,4 +1,4 @@
-"""`logicroute route --questions FILE --json` (engine.cli_route): one JSON line per item in input
+"""`logicroute ask --dry-run --questions FILE --json` (engine.cli_route): one JSON line per item in input
 order, route + probabilities + out-of-distribution flag, a per-line error record for a bad line,
 the router loaded once and fed in batches. A tiny hashed embedder stands in for MiniLM."""
 
@@ -43,7 +43,7 @@ def run_route(path, checkpoint, emb=None, **kw):
 
     res = CliRunner().invoke(
         main,
-        ["route", "--questions", str(path), "--checkpoint", str(checkpoint), "--json"],
+        ["ask", "--dry-run", "--questions", str(path), "--checkpoint", str(checkpoint), "--json"],
         obj={"embedder": emb or embedder()},
         **kw,
     )

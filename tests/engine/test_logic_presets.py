@@ -1,5 +1,5 @@
 """The logic route's named settings: "paper" is LogicConfig's defaults, "lean" is the cost-cut
-row that bench-logic measured, "auto" (the default) is lean for short answers and paper for the
+row that bench logic measured, "auto" (the default) is lean for short answers and paper for the
 reader style; RoutedRAG picks one for every logic answer (`ask --logic-preset`:
 tests/engine/test_cli_ask.py)."""
 

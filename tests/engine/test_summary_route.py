@@ -95,7 +95,7 @@ class _NoWalk(list):
 
 
 def test_the_descent_reads_only_the_chunks_under_its_nodes_never_every_chunk_id(kb, monkeypatch):
-    # Why: a walk over every id costs ~20 ms a question at 100k chunks (bench-scale's descent)
+    # Why: a walk over every id costs ~20 ms a question at 100k chunks (bench scale's descent)
     before = summary_context("river delta flood basin", kb, k=3)
     monkeypatch.setattr(kb, "chunk_ids", _NoWalk(kb.chunk_ids))
     after = summary_context("river delta flood basin", kb, k=3)

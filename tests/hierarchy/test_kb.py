@@ -152,7 +152,7 @@ def test_open_missing_kb(tmp_path, emb):
 
 def test_corrupt_manifest(kb, emb):
     (kb.path / MANIFEST).write_text("{not json")
-    with pytest.raises(KBCorruptError, match="logicroute repair --kb"):
+    with pytest.raises(KBCorruptError, match="logicroute check --repair --kb"):
         KnowledgeBase.open(kb.path, emb)
 
 

@@ -51,7 +51,7 @@ def test_damaged_vectors_fail_and_name_the_repair(kb):
     vectors.write_bytes(b"garbage")
     r = CliRunner().invoke(main, ["check", "--kb", str(kb.path)])
     assert r.exit_code == 1
-    assert f"{vectors.name}: mismatch" in r.output and f"logicroute repair --kb {kb.path}" in r.output
+    assert f"{vectors.name}: mismatch" in r.output and f"logicroute check --repair --kb {kb.path}" in r.output
     out = json.loads(CliRunner().invoke(main, ["check", "--kb", str(kb.path), "--json"]).output)
     assert not out["ok"] and out["files"][vectors.name] == "mismatch" and out["vectors"] is None
 

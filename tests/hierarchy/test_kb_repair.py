@@ -1,4 +1,4 @@
-"""`logicroute repair`: what a corruption error tells the user to run really rebuilds the KB
+"""`logicroute check --repair`: what a corruption error tells the user to run really rebuilds the KB
 from the chunks it stores, and says what cannot be recovered."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _repair_via_the_cli(kb: KnowledgeBase, emb, exit_code: int = 0) -> dict:
     code 1 when something could not be restored."""
     with pytest.raises(KBCorruptError) as e:
         KnowledgeBase.open(kb.path, emb)
-    command = f"logicroute repair --kb {kb.path}"
+    command = f"logicroute check --repair --kb {kb.path}"
     assert command in str(e.value)
     r = CliRunner().invoke(main, [*command.split()[1:], "--json"], obj={"embedder": emb})
     assert r.exit_code == exit_code, r.output
@@ -102,7 +102,7 @@ def _cut_mid_first_line(chunks_file) -> None:
 def test_a_chunk_file_cut_mid_line_names_the_torn_document_counts_the_cut_one_and_exits_1(tmp_path, emb):
     kb = _kb_with_a_last_segment_of_two_documents(tmp_path / "kb", emb)
     _cut_mid_first_line(segment_file(kb.path, "chunks"))
-    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    r = CliRunner().invoke(main, ["check", "--repair", "--kb", str(kb.path)], obj={"embedder": emb})
     assert r.exit_code == 1, r.output
     assert "lost: 2 chunks; index again: lighthouse.md, 1 more document whose id went with its line" in r.output
     assert "the manifest records 32 documents, 30 are restored" in r.output
@@ -167,7 +167,7 @@ def test_an_intact_kb_is_left_as_it_is_after_finishing_a_change_that_died(kb, em
     with pytest.raises(RuntimeError):
         kb.delete(["river-0"])
     monkeypatch.undo()
-    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    r = CliRunner().invoke(main, ["check", "--repair", "--kb", str(kb.path)], obj={"embedder": emb})
     assert r.exit_code == 0 and "chunk level intact: 16 documents, 16 chunks" in r.output
     assert not list(kb.path.glob("*.prev"))
     _assert_healthy(kb, emb, 16)
@@ -175,10 +175,10 @@ def test_an_intact_kb_is_left_as_it_is_after_finishing_a_change_that_died(kb, em
 
 def test_nothing_to_rebuild_from_is_one_clear_line(kb, emb):
     segment_file(kb.path, "chunks").unlink()
-    r = CliRunner().invoke(main, ["repair", "--kb", str(kb.path)], obj={"embedder": emb})
+    r = CliRunner().invoke(main, ["check", "--repair", "--kb", str(kb.path)], obj={"embedder": emb})
     assert r.exit_code == 2 and "nothing to rebuild from" in r.output and r.output.count("\n") == 1
 
 
 def test_repair_of_a_missing_kb_says_there_is_none(tmp_path, emb):
-    r = CliRunner().invoke(main, ["repair", "--kb", str(tmp_path / "nowhere")], obj={"embedder": emb})
+    r = CliRunner().invoke(main, ["check", "--repair", "--kb", str(tmp_path / "nowhere")], obj={"embedder": emb})
     assert r.exit_code == 2 and r.output.startswith("error: no knowledge base")

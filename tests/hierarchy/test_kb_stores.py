@@ -265,7 +265,7 @@ def test_a_milvus_collection_that_cannot_load_is_a_one_line_error_and_repair_ref
 
     monkeypatch.setattr(pymilvus.MilvusClient, "load_collection", load_torn)
     monkeypatch.setattr(pymilvus.MilvusClient, "drop_collection", drop_torn)
-    with pytest.raises(KBCorruptError, match="cannot load the collection.*logicroute repair"):
+    with pytest.raises(KBCorruptError, match="cannot load the collection.*logicroute check --repair"):
         KnowledgeBase.open(tmp_path / "kb", emb).store.count()
     report = repair_kb(tmp_path / "kb", embedder=emb)
     assert any("refilled with the 48 committed chunks" in n for n in report.notes)

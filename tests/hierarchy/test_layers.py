@@ -296,7 +296,7 @@ def test_inconsistent_files_are_reported(kb):
     nj["generation"] = "other"
     nodes_path.write_text(json.dumps(nj))
     persist._CACHE.clear()
-    with pytest.raises(KBCorruptError, match="logicroute repair --kb"):
+    with pytest.raises(KBCorruptError, match="logicroute check --repair --kb"):
         load_layers(kb)
 
 

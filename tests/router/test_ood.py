@@ -221,16 +221,17 @@ def test_the_shipped_checkpoint_loads_with_or_without_a_guard():
     assert guard is None or guard.dim == read_card(DEFAULT_CHECKPOINT)["config"]["embed_dim"]
 
 
-# ---------------------------------------------------------------- logicroute route
+# ---------------------------------------------------------------- logicroute ask --dry-run
 
 
-def test_route_reports_the_ood_flag(generalist, tmp_path):
-    from engine.cli import route
+def test_a_dry_run_reports_the_ood_flag(generalist, tmp_path):
+    from engine.cli import main
 
     run = CliRunner()
 
     def invoke(*args):
-        res = run.invoke(route, [str(a) for a in args], obj={"embedder": embedder()}, catch_exceptions=False)
+        args = ["ask", "--dry-run", *map(str, args)]
+        res = run.invoke(main, args, obj={"embedder": embedder()}, catch_exceptions=False)
         assert res.exit_code == 0, res.output
         return res.output
 

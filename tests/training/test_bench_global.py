@@ -1,4 +1,4 @@
-"""`logicroute bench-global` (training/bench_global*.py): on a tiny GraphRAG-Bench-format corpus
+"""`logicroute bench global` (training/bench_global*.py): on a tiny GraphRAG-Bench-format corpus
 with the fake embedder and a scripted LLM, every system answers the same questions of each type,
 results resume per (system, question), the LLM-written layers' cost sits beside the extractive
 one, and every system is compared with chunk question by question (paired bootstrap)."""
@@ -285,7 +285,8 @@ def test_the_command_plans_then_runs_and_resumes(tmp_path, emb):
     data = write_set(tmp_path / "data")
     out = tmp_path / "out"
     args = [
-        "bench-global",
+        "bench",
+        "global",
         data,
         "--n",
         "1",
@@ -313,7 +314,7 @@ def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, e
 
     data = write_set(tmp_path / "data")
     out = tmp_path / "out"
-    args = ["bench-global", data, "--n", "2", "--out", str(out), "--context-only"]
+    args = ["bench", "global", data, "--n", "2", "--out", str(out), "--context-only"]
     args += ["--systems", "chunk,summary,summary-l1,collapsed,summary-llm,logic"]
     res = CliRunner().invoke(cli, args, obj={"embedder": emb}, catch_exceptions=False)  # no LLM is given
     assert res.exit_code == 0 and "Contextual Summarize: the context of" in res.stdout

@@ -1,4 +1,4 @@
-"""bench-global's derived rows and ceilings (training/bench_global_routed.py,
+"""bench global's derived rows and ceilings (training/bench_global_routed.py,
 training/bench_global_context.py): the router's and the oracle's rows come from the answers
 already made, and the locality ceiling is the best coverage one text can give."""
 

@@ -1,4 +1,4 @@
-"""`logicroute bench-llm-server`: each run counts every answer and its tokens from the answers
+"""`logicroute bench llm-server`: each run counts every answer and its tokens from the answers
 themselves; the report has one row per backend and concurrency; a server that
 dies or never answers is a one-line error, not a hang."""
 
@@ -34,7 +34,7 @@ def test_a_run_an_llm_error_stopped_keeps_the_error_in_its_row_and_the_report():
     row = run_answers(rag, ["Where is the Louvre?"], "chunk", 4, "server").row()
     assert row["answers"] == 0 and "no answer within 60s" in row["error"]
     result = {"model": "m", "dataset": "nq", "questions": 1, "route": "chunk", "threads": 2, "rows": [row]}
-    md = report_markdown({**result, "server_timeout_s": 60, "machine": "x"}, "logicroute bench-llm-server")
+    md = report_markdown({**result, "server_timeout_s": 60, "machine": "x"}, "logicroute bench llm-server")
     assert "server, concurrency 4: `no answer within 60s after 5 tries`" in md
 
 
@@ -56,7 +56,7 @@ def test_the_report_has_one_row_per_backend_and_concurrency():
         "server_timeout_s": 600,
     }
     table = [
-        line for line in report_markdown(result, "logicroute bench-llm-server").splitlines() if line.startswith("| ")
+        line for line in report_markdown(result, "logicroute bench llm-server").splitlines() if line.startswith("| ")
     ]
     assert len(table) == 1 + 4  # header + one line per run
     assert table[1].startswith("| in-process | 1 |") and table[-1].startswith("| server | 4 |")

@@ -1,4 +1,4 @@
-"""bench-reader: reader-style replies scored for containing a gold answer, citing, and saying
+"""bench reader: reader-style replies scored for containing a gold answer, citing, and saying
 "not in the documents", wrongly so when a gold answer was among the passages shown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`logicroute bench-scale`: its corpus is real, deduplicated text of the shared data sets; it runs
+"""`logicroute bench scale`: its corpus is real, deduplicated text of the shared data sets; it runs
 end to end on tiny sizes and writes a report, JSON and PNG holding every figure the issue names;
 bad options give one error line and write nothing. A hashed bag-of-words embedder stands in for
 MiniLM (the figures' meaning, not their values, is under test)."""
@@ -63,7 +63,7 @@ def test_a_size_past_the_corpus_is_cut_to_it_and_says_how_much_real_text_there_i
 def test_bench_scale_runs_end_to_end_and_writes_every_figure(tmp_path, shared_data):
     pytest.importorskip("milvus_lite")
     out = tmp_path / "out"
-    args = ["bench-scale", "--sizes", "200,400", "--stores", "faiss,milvus", "--index-only-size", "2000"]
+    args = ["bench", "scale", "--sizes", "200,400", "--stores", "faiss,milvus", "--index-only-size", "2000"]
     args += ["--milvus-index-max", "1000"]  # Milvus Lite's cap in the index-only part
     res = CliRunner().invoke(main, [*args, "--queries", "12", "--out", str(out)], obj={"embedder": HashedBowEmbedder()})
     assert res.exit_code == 0, res.output
@@ -117,7 +117,7 @@ def test_counts_read_k_and_m_suffixes():
     ],
 )
 def test_bad_options_give_one_error_line_and_write_nothing(tmp_path, args, says):
-    res = CliRunner().invoke(main, ["bench-scale", *args, "--out", str(tmp_path / "out")])
+    res = CliRunner().invoke(main, ["bench", "scale", *args, "--out", str(tmp_path / "out")])
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [res.output.strip()] and says in res.output
     assert not (tmp_path / "out").exists()

@@ -1,4 +1,4 @@
-"""The folder corpora of `logicroute bench-scale` (training.bench_scale_corpus): a folder of files
+"""The folder corpora of `logicroute bench scale` (training.bench_scale_corpus): a folder of files
 in several formats, read by the KB's own reader, gives deduplicated real chunks; Debian's HTML
 manuals become Markdown (training.corpus_html) in a folder that training.corpus_fetch writes
 atomically and only once; a corpus that is not there is one clear error line that says how to
@@ -117,9 +117,9 @@ def test_a_folder_corpus_is_asked_the_leading_words_of_chunks_no_kb_holds(folder
 
 def test_count_only_prints_the_corpus_and_embeds_nothing(folder, tmp_path):
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["bench-scale", "--corpus", str(folder), "--count-only", "--out", str(out)])
+    res = CliRunner().invoke(main, ["bench", "scale", "--corpus", str(folder), "--count-only", "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "distinct chunks" in res.output.splitlines()[0] and "  kernel: 2 documents" in res.output
+    assert "distinct chunks" in res.stdout.splitlines()[0] and "  kernel: 2 documents" in res.stdout
     assert not out.exists()
 
 
@@ -132,7 +132,7 @@ def test_a_missing_corpus_is_one_error_line_that_says_how_to_fetch_it(tmp_path, 
         ),
         (str(tmp_path / "nowhere"), "no such folder (shared, debian-docs or a folder of .md/.txt files"),
     ]:
-        res = CliRunner().invoke(main, ["bench-scale", "--corpus", corpus, "--out", str(tmp_path / "out")])
+        res = CliRunner().invoke(main, ["bench", "scale", "--corpus", corpus, "--out", str(tmp_path / "out")])
         assert res.exit_code == 2
         assert res.output.strip().splitlines() == [res.output.strip()] and says in res.output
         assert "make corpus" in res.output
