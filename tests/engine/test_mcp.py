@@ -191,6 +191,22 @@ def test_over_http_without_a_key_only_its_own_host_names_and_json_bodies_are_ans
     assert huge.status == 413
 
 
+def test_without_the_mcp_extra_the_command_names_its_install_command_before_anything_loads(tmp_path, monkeypatch):
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    res = CliRunner().invoke(main, ["mcp", "--kb", str(tmp_path)])
+    assert (res.exit_code, res.output) == (
+        2,
+        "error: `logicroute mcp` needs the mcp extra: pip install 'logicroute[mcp]'\n",
+    )
+
+
 @pytest.mark.embedder
 def test_the_command_over_stdio_answers_about_a_pdf_with_its_page(tmp_path):
     """`logicroute index` of a folder with a PDF, then `logicroute mcp --kb` started by the client,
