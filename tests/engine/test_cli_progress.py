@@ -184,10 +184,10 @@ def test_calibrate_refuses_fewer_than_twenty_questions(tmp_path, monkeypatch):
 
 
 @pytest.mark.embedder
-def test_route_json_prints_nothing_but_its_json():
+def test_a_dry_run_json_prints_nothing_but_its_json():
     logicroute = Path(sys.executable).parent / "logicroute"
     r = subprocess.run(
-        [str(logicroute), "route", "Who directed the film that won in 1998?", "--json"],
+        [str(logicroute), "ask", "Who directed the film that won in 1998?", "--dry-run", "--json"],
         capture_output=True,
         text=True,
         timeout=300,
