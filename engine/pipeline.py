@@ -120,6 +120,7 @@ class RoutedRAG:
             "help": "a question far from the router's training questions: chunk-escalate | chunk | logic | route"
         },
     )
+    retrieval: str | None = field(default=None, metadata={"help": "hybrid | dense | lexical; None: the KB's own"})
 
     def __post_init__(self) -> None:
         if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
@@ -130,6 +131,8 @@ class RoutedRAG:
             raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
         check_style(self.style)
         self._lock = threading.Lock()
+        if self.kb is not None and self.retrieval is not None:  # every route's searches (hierarchy.retrieval)
+            self.kb.use_retrieval(self.retrieval)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -152,8 +155,8 @@ class RoutedRAG:
         from hierarchy.indexing import index_sources
 
         rag = cls(kb=None, **options)  # type: ignore[arg-type]  # the KB is set below
-        rag.kb = index_sources(kb, sources, summaries=summaries, make_llm=rag.get_llm, show_progress=show_progress).kb
-        return rag
+        built = index_sources(kb, sources, summaries=summaries, make_llm=rag.get_llm, show_progress=show_progress)
+        return replace(rag, kb=built.kb)  # __post_init__ again, now with the KB: `retrieval` applies to it
 
     # ------------------------------------------------------------------ parts, lazily
     def get_llm(self) -> LLM:

@@ -48,12 +48,11 @@ from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_files import CHUNKS, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
-from hierarchy.kb_retrieval import lexical_text
 from hierarchy.kb_segments import Segment, plan_commit, prune
 from hierarchy.kb_stores import JOURNAL, settle_journal
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
-from hierarchy.lexical import Postings
+from hierarchy.lexical import Postings, lexical_text
 from hierarchy.vector_store.base import default_store
 from hierarchy.vector_store.open import new_store, with_collection
 

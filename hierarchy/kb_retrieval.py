@@ -18,20 +18,13 @@ import numpy as np
 
 from engine.base.errors import KBCorruptError, KBError
 from engine.base.types import RetrievedChunk
-from hierarchy.chunking import chunk_embed_text
 from hierarchy.kb_files import repair_hint
 from hierarchy.kb_segments import segments_of
-from hierarchy.lexical import LexicalIndex, Postings
-from hierarchy.retrieval import DENSE, HYBRID, LEXICAL, Reranker, RetrievalConfig, check_mode, fuse
+from hierarchy.lexical import LexicalIndex, Postings, lexical_text, top
+from hierarchy.retrieval import DENSE, HYBRID, LEXICAL, RRF, Reranker, RetrievalConfig, check_mode, convex, fuse
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.documents import Chunk
-
-
-def lexical_text(chunk: "Chunk") -> str:
-    """What the lexical index reads of a chunk: its heading path (or document title) and text,
-    as it is embedded, so a question naming a title or a section finds it."""
-    return chunk_embed_text(chunk)
 
 
 def postings_of(kb: Any, chunks: Sequence["Chunk"], whole: bool) -> Postings:
@@ -70,19 +63,37 @@ def search(
         if text is None:
             out.append(dense_hits[i][:k])
             continue
-        rows, _ = index.search(text, depth if mode == HYBRID else want, skip)
+        bm25 = index.scores(text)
+        rows, _ = top(bm25.copy(), depth if mode == HYBRID else want, skip)
         lexical = [kb.chunk_ids[r] for r in rows]
         if mode == LEXICAL:
             ids = lexical[:want]
-        else:
+        elif cfg.fusion == RRF:
             ranked = [h.chunk_id for h in dense_hits[i]]
             ids = fuse([(ranked, cfg.dense_weight), (lexical, cfg.lexical_weight)], cfg.rrf_k)[:want]
+        else:
+            ids = _convex(kb, dense_hits[i], q[i], bm25, rows, cfg)[:want]
         cosine = {h.chunk_id: h.score for h in dense_hits[i]}
         hits = [RetrievedChunk.of(kb.chunks[c], cosine[c] if c in cosine else _cosine(kb, c, q[i])) for c in ids]
         if reranker is not None:
             hits = reranker.rerank(text, hits)
         out.append(hits[:k])
     return out
+
+
+def _convex(kb: Any, hits: list[RetrievedChunk], qv: np.ndarray, bm25: np.ndarray, rows: np.ndarray, cfg) -> list[str]:
+    """The union of the dense hits and the lexical top `rows`, best first by the weighted sum of
+    their normalized cosine and BM25 score (hierarchy.retrieval.convex); ties: dense order first."""
+    ids = list(dict.fromkeys([h.chunk_id for h in hits] + [kb.chunk_ids[r] for r in rows]))
+    at = np.array([kb.row_of(c) for c in ids], np.int64)
+    cos = kb.vectors[at] @ qv
+    listed_cos = np.array([h.score for h in hits])
+    score = convex([(cos, listed_cos, cfg.dense_weight), (bm25[at], bm25[rows], cfg.lexical_weight)])
+    return [ids[j] for j in np.argsort(-score, kind="stable")]
+
+
+def _ranked(ids: Sequence[str], score: np.ndarray) -> list[str]:
+    return [ids[j] for j in np.argsort(-score, kind="stable")]
 
 
 def _cosine(kb: Any, chunk_id: str, qv: np.ndarray) -> float:
@@ -176,6 +187,30 @@ class Searching:
         if not isinstance(queries, np.ndarray):
             words = list(queries)
         return search(self, q, words, k, set(), self._mode(retrieval))
+
+    def rank_within(
+        self, qv: np.ndarray, ids: Sequence[str], k: int, *, text: str | None = None, retrieval: str | None = None
+    ) -> list[RetrievedChunk]:
+        """The top-k of the chunks `ids` (all in the KB), as `search` would rank them were they the
+        whole KB: what the summary descent's last step does with the chunks under its nodes."""
+        mode = self._mode(retrieval)
+        rows = np.array([self.row_of(c) for c in ids], np.int64)
+        cos = self.vectors[rows] @ np.asarray(qv, np.float32)
+        if mode == DENSE or text is None or not len(rows):
+            score = cos
+        else:
+            bm25 = self.lexical_index().scores(text)[rows]
+            cfg = self.retrieval_config
+            if mode == LEXICAL:
+                score = bm25
+            elif cfg.fusion == RRF:
+                pairs = [(_ranked(ids, cos), cfg.dense_weight), (_ranked(ids, bm25), cfg.lexical_weight)]
+                place = {c: i for i, c in enumerate(fuse(pairs, cfg.rrf_k))}
+                score = -np.array([place[c] for c in ids], np.float64)
+            else:
+                score = convex([(cos, cos, cfg.dense_weight), (bm25, bm25[bm25 > 0], cfg.lexical_weight)])
+        best = np.lexsort((np.arange(len(rows)), -score))[:k]
+        return [RetrievedChunk.of(self.chunks[ids[j]], float(cos[j])) for j in best]
 
     # -- retrieval --------------------------------------------------------------------------
     @property

@@ -36,7 +36,7 @@ from engine.base.errors import KBCorruptError
 from engine.base.files import TMP_SUFFIX
 from hierarchy.documents import Chunk
 from hierarchy.kb_files import CHUNKS, INDEX, VECTORS, decode_chunks, decode_vectors, repair_hint
-from hierarchy.lexical import Postings
+from hierarchy.lexical import ANALYSIS, Postings
 from hierarchy.vector_store.base import FAISS_DEAD as DEAD
 
 COMPACT_GARBAGE = 0.2  # dropped rows over all rows on disk past which the segments are rewritten as one
@@ -52,12 +52,13 @@ _DATA_FILE = re.compile(
 @dataclass(frozen=True)
 class Segment:
     """One segment as the manifest lists it. number 0 is the single segment of format 1.
-    lexical: its rows' postings are in `lexical_file` (False in KBs written before lexical retrieval)."""
+    lexical: the analysis version (hierarchy.lexical.ANALYSIS) of its rows' postings in
+    `lexical_file`; 0 in KBs written before lexical retrieval."""
 
     number: int
     rows: int
     deletes: int = 0
-    lexical: bool = False
+    lexical: int = 0
 
     @property
     def legacy(self) -> bool:
@@ -90,7 +91,7 @@ class Segment:
         # writes over ours drops the flag with the files (its next segment has none)
         d: dict = {"number": self.number, "rows": self.rows, "deletes": self.deletes}
         if self.lexical:
-            d["lexical"] = True
+            d["lexical"] = self.lexical
         return d
 
 
@@ -102,7 +103,7 @@ def segments_of(manifest: Mapping, n_chunks: int) -> list[Segment]:
         return [Segment(0, n_chunks)]
     try:
         segs = [
-            Segment(int(s["number"]), int(s["rows"]), int(s.get("deletes", 0)), s.get("lexical") is True) for s in entry
+            Segment(int(s["number"]), int(s["rows"]), int(s.get("deletes", 0)), int(s.get("lexical", 0))) for s in entry
         ]
     except (TypeError, KeyError, ValueError) as e:
         raise KBCorruptError(f"its segments entry is unreadable ({e})") from e
@@ -116,8 +117,9 @@ def segment_files(segments: Sequence[Segment]) -> list[str]:
 
 
 def has_lexical(segments: Sequence[Segment]) -> bool:
-    """Whether every segment that holds rows has their lexical index (an empty KB has, vacuously)."""
-    return all(s.lexical for s in segments if s.rows or s.legacy)
+    """Whether every segment that holds rows has their lexical index, of this analysis (an empty KB
+    has, vacuously; postings of another analysis are made again on the next write)."""
+    return all(s.lexical == ANALYSIS for s in segments if s.rows or s.legacy)
 
 
 PostingsOf = Callable[[Sequence[Chunk], bool], Postings]  # (chunks, whether they are the whole KB) -> postings
@@ -200,11 +202,11 @@ def plan_commit(
     old = segments_of(manifest, int((manifest.get("counts") or {}).get("chunks", 0)))
     number = max((s.number for s in old), default=0) + 1
     if delta is not None and has_lexical(old) and not _compaction_due(old, delta, len(chunks)):
-        seg = Segment(number, len(delta.added), len(delta.deleted), lexical=True)
+        seg = Segment(number, len(delta.added), len(delta.deleted), lexical=ANALYSIS)
         return [*old, seg], *_encode(seg, delta.added, delta.vectors, delta.deleted, postings_of(delta.added, False))
     if not chunks:
         return [], {}, {}
-    seg = Segment(number, len(chunks), lexical=True)
+    seg = Segment(number, len(chunks), lexical=ANALYSIS)
     return [seg], *_encode(seg, chunks, vectors, frozenset(), postings_of(chunks, True))
 
 

@@ -9,12 +9,12 @@ lengths), written once with the segment; the collection statistics BM25 needs (c
 frequencies, mean length) are summed over the live rows when a query is scored, so an add
 tokenizes only its chunks and a delete writes only its ids (hierarchy.kb_segments).
 
-Text indexed: a chunk's heading path (or its document title) and its text, as it is embedded
-(hierarchy.chunking.chunk_embed_text), so a question naming a document's title or a section's
-heading finds its chunks. Tokens: lowercased runs of letters and digits, a short English stop
-list (Lucene's, plus question words) left out, plurals made singular (an S-stemmer); each term
-is kept as its crc32 (no vocabulary to merge across segments; collisions at ~1e5 distinct terms
-touch a handful of rare terms). Scoring: Lucene's BM25 (k1 1.2, b 0.75).
+Text indexed: a chunk's heading path (or its document title), weighted, and its text, so a
+question naming a document's title or a section's heading finds its chunks. Tokens: lowercased
+runs of letters and digits, a short English stop list (Lucene's, plus question words) left out,
+plurals made singular (an S-stemmer); each term is kept as its crc32 (no vocabulary to merge
+across segments; collisions at ~1e5 distinct terms touch a handful of rare terms). Scoring:
+Lucene's BM25 (k1 1.2, b 0.4).
 """
 
 from __future__ import annotations
@@ -24,13 +24,25 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.base.errors import KBCorruptError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from hierarchy.documents import Chunk
+
+# Fitted with the fusion on the shared sets' questions 200-399 (docs/results/retrieval_hybrid.md):
+# b 0.4 (Lucene's 0.75 lost up to half a point of recall@3 there), and a chunk's heading path (or
+# title) indexed 3 times before its text: a title term weighs as 3 of the text's (BM25F's field
+# weight folded into the counts; once was about a point of recall@3 lower).
 K1 = 1.2
-B = 0.75
+B = 0.4
+TITLE_WEIGHT = 3
+# What the postings of a segment were made with (tokens, title weight): a segment of another
+# version is not read, and the KB is indexed again on its next write (hierarchy.kb_segments).
+ANALYSIS = 2
 _TOKEN = re.compile(r"[^\W_]+")
 # Lucene's English stop set, with the question words and auxiliaries every question carries: a
 # question's "what" or "does" matched on them would only add noise to the ranking.
@@ -57,6 +69,13 @@ def _stem(w: str) -> str:
 def tokens(text: str) -> list[str]:
     """The terms BM25 sees in a text, in order."""
     return [_stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
+
+
+def lexical_text(chunk: "Chunk") -> str:
+    """What the lexical index reads of a chunk: its heading path (or document title), TITLE_WEIGHT
+    times, then its text."""
+    title = (chunk.heading_path or chunk.title).strip()
+    return "\n".join([title] * TITLE_WEIGHT + [chunk.text]) if title else chunk.text
 
 
 def term_ids(text: str) -> list[int]:
@@ -195,14 +214,7 @@ class LexicalIndex:
     def search(self, text: str, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, scores) of the top-n rows by BM25, best first; only rows sharing a term with
         the query; rows in `exclude` never."""
-        scores = self.scores(text)
-        if exclude is not None and len(exclude):
-            scores[exclude] = 0.0
-        hit = np.flatnonzero(scores > 0)
-        if len(hit) > n:
-            hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
-        order = np.lexsort((hit, -scores[hit]))  # ties: the earlier row first, so results are stable
-        return hit[order], scores[hit[order]]
+        return top(self.scores(text), n, exclude)
 
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row (0 where no query term occurs)."""
@@ -225,3 +237,15 @@ class LexicalIndex:
             i = int(np.searchsorted(vocab, term))
             if i < len(vocab) and vocab[i] == term and start[i + 1] > start[i]:
                 yield rows[start[i] : start[i + 1]], weights[start[i] : start[i + 1]]
+
+
+def top(scores: np.ndarray, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, scores) of the n best positive scores, best first (ties: the earlier row); rows in
+    `exclude` never (`scores` is changed there)."""
+    if exclude is not None and len(exclude):
+        scores[exclude] = 0.0
+    hit = np.flatnonzero(scores > 0)
+    if len(hit) > n:
+        hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
+    order = np.lexsort((hit, -scores[hit]))
+    return hit[order], scores[hit[order]]

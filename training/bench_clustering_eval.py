@@ -264,6 +264,13 @@ class _RowKB:
     def row_of(self, chunk_id: str) -> int:
         return int(chunk_id[1:])
 
+    def rank_within(self, qv: np.ndarray, ids: list[str], k: int, **_) -> list:
+        """The top-k of `ids` by cosine (rows have vectors, no text: the descent's last step, dense)."""
+        from engine.base.types import RetrievedChunk
+
+        s = self.vectors[[self.row_of(c) for c in ids]] @ qv
+        return [RetrievedChunk.of(self.chunks[ids[i]], float(s[i])) for i in np.argsort(-s, kind="stable")[:k]]
+
 
 class _RowChunks:
     def __contains__(self, cid: str) -> bool:

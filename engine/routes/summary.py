@@ -159,20 +159,18 @@ def _start_level(layers: "Layers", start_level: int | None, flags: list[str]) ->
     return start
 
 
-def _chunk_hits(kb: "KnowledgeBase", qv: np.ndarray, ids: list[str], k: int, flags: list[str]) -> list[RetrievedChunk]:
-    """The top-k of the chunks `ids` by cosine to the question; ids no longer in the KB are flagged."""
+def _chunk_hits(
+    kb: "KnowledgeBase", q: str, qv: np.ndarray, ids: list[str], k: int, flags: list[str]
+) -> list[RetrievedChunk]:
+    """The top-k of the chunks `ids` by the KB's retrieval (dense or hybrid: KnowledgeBase.rank_within);
+    ids no longer in the KB are flagged."""
     # the KB's own id -> row map: building one here cost ~30 ms a question at 100k chunks
     live = [c for c in ids if c in kb.chunks]
     if len(live) < len(ids):
         flags.append(f"{len(ids) - len(live)} chunk(s) in the summary layers are no longer in the KB")
     if not live:
         return []
-    s = kb.vectors[[kb.row_of(c) for c in live]] @ qv
-    out = []
-    for cid, sc in _top(live, s, k):
-        c = kb.chunks[cid]
-        out.append(RetrievedChunk.of(c, sc))
-    return out
+    return kb.rank_within(qv, live, k, text=q)
 
 
 def _collapsed_context(
@@ -253,7 +251,7 @@ def _tree_context(
             per_level[str(level)] = [i for i, _ in sel]
             chosen_nodes += sel
         under = [c for nid, _ in sel for c in layers.nodes[nid].children]
-        chunks = _chunk_hits(kb, qv, under, n_chunks, flags) if n_chunks else []
+        chunks = _chunk_hits(kb, q, qv, under, n_chunks, flags) if n_chunks else []
     if n_chunks:
         per_level["0"] = [c.chunk_id for c in chunks]
     for nid, s in chosen_nodes:

@@ -18,8 +18,8 @@ from hierarchy.indexing import index_sources
 from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
-from hierarchy.lexical import LexicalIndex, Postings, tokens
-from hierarchy.retrieval import RetrievalConfig, fuse
+from hierarchy.lexical import ANALYSIS, LexicalIndex, Postings, lexical_text, tokens
+from hierarchy.retrieval import RetrievalConfig, convex, fuse
 from tests.fakes import HashedBowEmbedder
 from tests.samples import make_docs
 
@@ -42,7 +42,7 @@ def _lexical_docs(kb: KnowledgeBase, query: str, k: int = 5) -> list[str]:
 
 def _fresh_scores(kb: KnowledgeBase, query: str) -> np.ndarray:
     """BM25 scores of the same chunks indexed from scratch in one segment: what the KB's own must equal."""
-    texts = [kb.chunks[c].title + "\n" + kb.chunks[c].text for c in kb.chunk_ids]
+    texts = [lexical_text(kb.chunks[c]) for c in kb.chunk_ids]
     return LexicalIndex([Postings.of_texts(kb.chunk_ids, texts)], kb.chunk_ids).scores(query)
 
 
@@ -90,7 +90,7 @@ def test_a_chunk_is_indexed_with_its_document_title_so_a_question_naming_it_find
 def test_an_add_writes_the_postings_of_its_chunks_alone_and_a_delete_drops_them(tmp_path):
     kb = _kb(tmp_path / "kb")
     kb.add([Document("zephyr", "Zephyr", "The zephyr wind crossed the quiet valley.")], show_progress=False)
-    seg = kb_segments.Segment(2, 1, lexical=True)
+    seg = kb_segments.Segment(2, 1, lexical=ANALYSIS)
     written = Postings.decode((kb.path / seg.lexical_file).read_bytes(), 1)
     assert written.ids.tolist() == [kb.chunks_of("zephyr")[0].id]  # the added chunk's postings, no other
     assert _lexical_docs(kb, "zephyr wind", k=1) == ["zephyr"]
@@ -127,7 +127,7 @@ def test_compaction_carries_the_postings_over_without_changing_a_score(tmp_path,
 
 def test_check_names_a_damaged_postings_file_and_repair_rebuilds_it_without_embedding_again(tmp_path):
     kb = _kb(tmp_path / "kb")
-    name = kb_segments.Segment(1, len(kb), lexical=True).lexical_file
+    name = kb_segments.Segment(1, len(kb), lexical=ANALYSIS).lexical_file
     (kb.path / name).write_bytes(b"garbage")
     report = check_kb(kb.path)
     assert not report.ok and report.files[name] == "mismatch"
@@ -141,7 +141,7 @@ def test_check_names_a_damaged_postings_file_and_repair_rebuilds_it_without_embe
 def test_postings_that_miss_a_chunk_are_damage_check_reports_and_repair_mends(tmp_path):
     kb = _kb(tmp_path / "kb")
     manifest = json.loads((kb.path / MANIFEST).read_text())
-    seg = kb_segments.Segment(1, len(kb), lexical=True)
+    seg = kb_segments.Segment(1, len(kb), lexical=ANALYSIS)
     short = Postings.of_texts(["not-a-chunk"] * len(kb), ["nothing"] * len(kb)).encode()  # right rows, wrong ids
     (kb.path / seg.lexical_file).write_bytes(short)
     manifest["files"][seg.lexical_file] = store.fingerprint(short)
@@ -159,6 +159,27 @@ def test_fusion_adds_each_rankings_weighted_reciprocal_ranks():
     assert fuse([(["a", "b", "c"], 1.0), (["b", "d", "a"], 1.0)], c=1) == ["b", "a", "d", "c"]
     assert fuse([(["a", "b"], 1.0), (["b", "a"], 3.0)], c=1) == ["b", "a"]  # the weighted ranking wins
     assert fuse([(["a"], 1.0), (["b"], 1.0)], c=60) == ["a", "b"]  # a tie: the first ranking's order
+
+
+def test_convex_fusion_adds_each_sides_scores_normalized_over_its_own_top_list():
+    cos, bm25 = np.array([0.9, 0.5, 0.1]), np.array([0.0, 8.0, 4.0])
+    # cosine over its list [0.9, 0.5]: 1, 0, 0 (0.1 is clipped); BM25 over [8, 4]: 0, 1, 0
+    fused = convex([(cos, cos[:2], 1.0), (bm25, bm25[1:], 1.0)])
+    assert fused.tolist() == [1.0, 1.0, 0.0]
+    assert convex([(cos, cos[:2], 0.3), (bm25, bm25[1:], 0.7)]).argmax() == 1  # the weights decide
+
+
+def test_the_summary_descent_ranks_the_chunks_under_its_nodes_as_search_ranks_the_kb(tmp_path):
+    kb = _kb(tmp_path / "kb")  # 24 chunks: fewer than a fusion's depth, so search sees them all
+    query = "volcano ash crater"
+    qv = kb.embedder.encode([query])[0]
+    for mode in ("dense", "lexical", "hybrid"):
+        whole = [h.chunk_id for h in kb.search(qv, k=5, text=query, retrieval=mode)]
+        ranked = [h.chunk_id for h in kb.rank_within(qv, kb.chunk_ids, 5, text=query, retrieval=mode)]
+        assert ranked[: len(whole)] == whole and len(ranked) == 5  # lexical search stops at the last match
+    some = kb.chunk_ids[::2]
+    ranked = kb.rank_within(qv, some, 3, text=query)
+    assert len(ranked) == 3 and {h.chunk_id for h in ranked} <= set(some)
 
 
 def test_hybrid_search_excludes_what_it_is_told_and_still_returns_k(tmp_path):

@@ -21,6 +21,7 @@ from hierarchy.documents import Document
 from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
+from hierarchy.lexical import ANALYSIS
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, StoreSpec
 from tests.fakes import HashedBowEmbedder
 from tests.samples import make_docs
@@ -92,7 +93,7 @@ def test_a_document_whose_source_changed_rewrites_only_its_chunk_and_keeps_its_p
     before = _files(kb.path)
     kb.add([Document(doc.id, doc.title, doc.text, {"source": "https://example.org/moved"})], show_progress=False)
     written = _written(before, _files(kb.path))
-    seg = kb_segments.Segment(2, 1, lexical=True)
+    seg = kb_segments.Segment(2, 1, lexical=ANALYSIS)
     assert sorted(written) == [MANIFEST, seg.chunks_file, seg.lexical_file, seg.vectors_file]
     again = KnowledgeBase.open(kb.path, _emb())
     assert again.chunk_ids == kb.chunk_ids and np.array_equal(again.vectors, kb.vectors)
@@ -173,7 +174,7 @@ def _as_format_1(kb: KnowledgeBase) -> None:
 def test_a_kb_of_format_1_opens_as_it_is_and_its_first_write_migrates_it(tmp_path):
     kb = _kb(tmp_path / "kb", per_topic=3)
     ids, vectors = _state(kb)
-    hits = [h.chunk_id for h in kb.search("lava eruption", k=5)]
+    hits = [h.chunk_id for h in kb.search("lava eruption", k=5, retrieval="dense")]  # what format 1 does
     _as_format_1(kb)
     old = KnowledgeBase.open(kb.path, _emb())
     assert old.chunk_ids == ids and np.array_equal(old.vectors, vectors)
