@@ -262,3 +262,66 @@ def test_index_with_no_sources_gives_an_old_kb_its_lexical_index(tmp_path):
     again = KnowledgeBase.open(kb.path, _emb())
     assert again.retrieval == "hybrid" and again.chunk_ids == kb.chunk_ids
     assert np.array_equal(again.vectors, kb.vectors) and check_kb(kb.path).lexical == len(kb)
+
+
+# -- the question issue 42 opened with, on the real embedder ------------------------------------
+
+# npm's own text (docs/content/commands/npm-audit.md, npm-link.md, ...): the description of `npm
+# audit`, and the `audit` setting every installing command documents.
+AUDIT_DESCRIPTION = """### Description
+
+The audit command submits a description of the dependencies configured in your project to your default registry \
+and asks for a report of known vulnerabilities.
+If any vulnerabilities are found, then the impact and appropriate remediation will be calculated.
+If the `fix` argument is provided, then remediations will be applied to the package tree.
+
+The command will exit with a 0 exit code if no vulnerabilities were found.
+
+Note that some vulnerabilities cannot be fixed automatically and will require manual intervention or review.
+Also note that since `npm audit fix` runs a full-fledged `npm install` under the hood, all configs that apply to \
+the installer will also apply to `npm install` -- so things like `npm audit fix --package-lock-only` will work as \
+expected.
+
+By default, the audit command will exit with a non-zero code if any vulnerability is found.
+It may be useful in CI environments to include the `--audit-level` parameter to specify the minimum vulnerability \
+level that will cause the command to fail.
+This option does not filter the report output, it simply changes the command's failure threshold.
+"""
+AUDIT_SETTING = """### Configuration
+
+#### `audit`
+
+* Default: true
+* Type: Boolean
+
+When "true" submit audit reports alongside the current npm command to the
+default registry and all registries configured for scopes. See the
+documentation for [`npm audit`](/commands/npm-audit) for details on what is
+submitted.
+"""
+DESCRIPTIONS = {
+    "npm-link": "This is handy for installing your own stuff, so that you can work on it and test iteratively "
+    "without having to continually rebuild.",
+    "npm-update": "This command will update all the packages listed to the latest version, respecting the semver "
+    "constraints of both your package and its dependencies.",
+    "npm-dedupe": "Searches the local package tree and attempts to simplify the overall structure by moving "
+    "dependencies further up the tree, where they can be more effectively shared by multiple dependent packages.",
+}
+NPM_DOCS = {
+    "npm-audit": AUDIT_DESCRIPTION,
+    **{name: f"### Description\n\n{text}\n\n{AUDIT_SETTING}" for name, text in DESCRIPTIONS.items()},
+}
+
+
+@pytest.mark.embedder
+def test_a_question_naming_a_document_retrieves_it_first_where_dense_alone_does_not(tmp_path, real_embedder):
+    kb = KnowledgeBase.create(tmp_path / "kb", real_embedder)
+    kb.add(
+        [Document(f"{n}.md", n, f"# {n}\n\n{t}", {"format": "markdown"}) for n, t in NPM_DOCS.items()],
+        show_progress=False,
+    )
+    question = "What does npm audit do, and how do I make it fix what it finds?"
+    dense = kb.search(question, k=3, retrieval="dense")
+    assert "npm-audit.md" not in {h.doc_id for h in dense}  # the `audit` settings read closer to MiniLM
+    hybrid = kb.search(question, k=3)  # a new KB's default
+    assert hybrid[0].doc_id == "npm-audit.md" and hybrid[0].heading_path == "npm-audit > Description"
