@@ -1,7 +1,7 @@
 """The logic route's named settings: "paper" is LogicConfig's defaults, "lean" is the cost-cut
-row that bench logic measured, "auto" (the default) is lean for short answers and paper for the
-reader style; RoutedRAG picks one for every logic answer (`ask --logic-preset`:
-tests/engine/test_cli_ask.py)."""
+row that bench logic measured, "grounded" is paper with its answers tied to the passages read,
+"auto" (the default) is lean for short answers and grounded for the reader style; RoutedRAG picks
+one for every logic answer (`ask --logic-preset`: tests/engine/test_cli_ask.py)."""
 
 from __future__ import annotations
 
@@ -30,15 +30,24 @@ def test_an_unknown_preset_is_refused():
         make_rag(ScriptedLLM(), logic_preset="fast")
 
 
-@pytest.mark.parametrize("preset", ["paper", "lean"])
+@pytest.mark.parametrize("preset", ["paper", "lean", "grounded"])
 def test_every_logic_answer_of_a_rag_uses_its_preset_under_the_budget(preset):
     cfg = make_rag(ScriptedLLM(), logic_preset=preset, k=4).logic_config()
     expected = preset_config(preset, k=4)
     assert all(getattr(cfg, f.name) == getattr(expected, f.name) for f in fields(LogicConfig))
 
 
-@pytest.mark.parametrize(("style", "preset"), [("short", "lean"), ("reader", "paper")])
-def test_by_default_short_answers_get_the_lean_route_and_reader_answers_the_paper_one(style, preset):
+def test_grounded_is_the_paper_route_with_its_answers_tied_to_the_passages_read():
+    changed = {
+        f.name
+        for f in fields(LogicConfig)
+        if getattr(preset_config("grounded"), f.name) != getattr(LogicConfig(), f.name)
+    }
+    assert changed == {"reshow_best", "keep_facts", "ground_retry", "cite_passages"}
+
+
+@pytest.mark.parametrize(("style", "preset"), [("short", "lean"), ("reader", "grounded")])
+def test_by_default_short_answers_get_the_lean_route_and_reader_answers_the_grounded_one(style, preset):
     cfg = make_rag(ScriptedLLM(), style=style, k=4).logic_config()
     assert cfg == preset_config(preset, k=4)
     assert make_rag(ScriptedLLM(), style=style, logic_preset="paper", k=4).logic_config() == LogicConfig(k=4)

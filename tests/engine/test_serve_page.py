@@ -89,7 +89,7 @@ def test_asking_on_the_page_shows_probabilities_answer_sources_cost_and_the_dag(
             assert [b.get_attribute("data-node") for b in boxes] == ["Q", "q1", "q2", "A"]
             assert len(browser.find_elements(By.CSS_SELECTOR, "#dag svg path.edge")) == 3  # Q->q1->q2->A
             nodes = browser.find_elements(By.CSS_SELECTOR, "#dag-nodes li")
-            assert "Steven Spielberg" in nodes[0].text and "sources: Jaws (film)" in nodes[0].text
+            assert "Steven Spielberg" in nodes[0].text and "sources: [1] Jaws (film)" in nodes[0].text
             assert "December 18, 1946" in nodes[1].text
 
             shot = artifacts_dir(tmp_path) / "serve_page.png"
