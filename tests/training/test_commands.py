@@ -3,7 +3,7 @@ from click.testing import CliRunner
 
 from training.commands import register
 
-BENCHMARKS = ["logic", "summary", "index", "reader", "global", "serve", "scale", "llm-server"]
+BENCHMARKS = ["logic", "summary", "index", "reader", "global", "serve", "scale", "llm-server", "retrieval"]
 
 
 def test_register_adds_the_router_commands_at_the_top_and_the_benchmarks_under_bench():
