@@ -1,4 +1,4 @@
-"""Twenty documentation questions on the Node.js API reference that Debian's `nodejs` package
+"""Twenty documentation questions on the Node.js API reference that the `nodejs` Debian package
 installs as Markdown (/usr/share/doc/nodejs/api/*.md), each answered under one named heading:
 what `logicroute bench retrieval` scores as hit@3 of that heading (training.bench_retrieval).
 
