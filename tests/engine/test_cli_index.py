@@ -75,3 +75,20 @@ def test_a_chunk_another_document_holds_is_reported_as_a_duplicate(tmp_path, emb
     run(emb, "index", str(tmp_path / "a"), "--kb", str(tmp_path / "kb"), "--summaries", "none")
     r = run(emb, "index", str(tmp_path / "b"), "--kb", str(tmp_path / "kb"), "--summaries", "none")
     assert "1 documents -> 0 new chunks (1 duplicates of other documents' chunks)" in r.stderr
+
+
+def test_index_retrieval_dense_is_recorded_and_ask_retrieval_holds_for_its_run(tmp_path, emb):
+    from engine.pipeline import RoutedRAG
+
+    write(tmp_path / "docs" / "lava.md", "# Lava\n\nLava flows from the crater of a volcano.")
+    built = run(emb, "index", str(tmp_path / "docs"), "--kb", str(tmp_path / "kb"), "--summaries", "none")
+    assert built.exit_code == 0, built.output
+    assert KnowledgeBase.open(tmp_path / "kb", emb).retrieval == "hybrid"  # a new KB's default
+    dense = run(emb, "index", "--kb", str(tmp_path / "kb"), "--retrieval", "dense", "--summaries", "none")
+    assert dense.exit_code == 0, dense.output
+    kb = KnowledgeBase.open(tmp_path / "kb", emb)
+    assert kb.retrieval == "dense"
+    rag = RoutedRAG(kb=kb, retrieval="hybrid", llm=object())  # what `ask --retrieval hybrid` builds
+    assert rag.kb.retrieval == "hybrid" and KnowledgeBase.open(tmp_path / "kb", emb).retrieval == "dense"
+    bad = run(emb, "index", "--kb", str(tmp_path / "kb"), "--retrieval", "bm25")
+    assert bad.exit_code == 2 and "'bm25' is not one of 'dense', 'hybrid'" in bad.output
