@@ -211,11 +211,6 @@ class LexicalIndex:
             weights = (tfs * (K1 + 1) / (tfs + norm[rows[keep]])).astype(np.float32)
             self._terms.append((part.vocab, kept, rows[keep].astype(np.int32), weights))
 
-    def search(self, text: str, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores) of the top-n rows by BM25, best first; only rows sharing a term with
-        the query; rows in `exclude` never."""
-        return top(self.scores(text), n, exclude)
-
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row (0 where no query term occurs)."""
         rows, weights = [], []
