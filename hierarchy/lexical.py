@@ -5,9 +5,10 @@ average length baked in, so an add or a delete re-scores the whole corpus, and i
 file set no segment can own; tantivy keeps its own segment files and commit point beside the
 KB's (a second commit protocol, as Milvus needs a journal). Lucene's layout fits the KB instead:
 each segment holds the postings of the chunks it added (term -> rows, term counts, chunk
-lengths), written once with the segment; the collection statistics BM25 needs (chunks, document
-frequencies, mean length) are summed over the live rows when a query is scored, so an add
-tokenizes only its chunks and a delete writes only its ids (hierarchy.kb_segments).
+lengths), written once with the segment; the collection statistics BM25 needs are taken over the
+live rows (chunks and mean length when the first search of a committed state builds the index,
+document frequencies when a query is scored), so an add tokenizes only its chunks and a delete
+writes only its ids (hierarchy.kb_segments).
 
 Text indexed: a chunk's heading path (or its document title), weighted, and its text, so a
 question naming a document's title or a section's heading finds its chunks. Tokens: lowercased
