@@ -77,7 +77,7 @@ def tiny_data(tmp_path):
 
 
 def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
-    from engine.cli import route
+    from engine.cli_ask import ask
     from training.cmd_eval import calibrate, eval_router
     from training.cmd_label import label
     from training.cmd_train import train
@@ -142,12 +142,12 @@ def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     assert card["training"]["label_files"][0]["rows"] == 21
     assert "logreg" in card["heldout"]["baselines"]
 
-    res = ok(route, ["Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"])
+    res = ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"])
     out = json.loads(res.output)
     assert out["route"] in ("chunk", "logic") and abs(sum(out["probs"].values()) - 1) < 1e-5
-    again = json.loads(ok(route, ["Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"]).output)
+    again = json.loads(ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"]).output)
     assert again["probs"] == out["probs"]  # deterministic across loads
-    assert "route:" in ok(route, ["Who wrote the novel Emma?", "--checkpoint", ckpt]).output
+    assert "route:" in ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt]).output
 
     qfile = tmp_path / "qs.txt"
     qfile.write_text("\n".join(r["question"] for r in rows) + "\n")
@@ -156,7 +156,7 @@ def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     pol = json.loads(th.read_text())
     assert pol["kind"] == "threshold" and abs(pol["meta"]["achieved_share"] - 0.3) < 0.1
     ok(calibrate, [labels, "--checkpoint", ckpt, "--token-budget", "900", "--out", tmp_path / "tb.json"])
-    res = ok(route, ["Who wrote the novel Emma?", "--checkpoint", ckpt, "--thresholds", th, "--json"])
+    res = ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--thresholds", th, "--json"])
     assert json.loads(res.output)["policy"].startswith("threshold")
 
     rep = tmp_path / "rep.json"
