@@ -207,12 +207,17 @@ def build_or_open_kb(path: Path, passages: Sequence, *, show_progress: bool = Tr
 def open_kbs(
     kb_passages: dict[str, dict], make_kb: Callable, out: Path, show_progress: bool, echo: Callable[[str], None]
 ) -> tuple[dict, dict[str, str]]:
-    """(KB by name, passage fingerprint by name), each KB under out/kb/<name>."""
+    """(KB by name, fingerprint by name), each KB under out/kb/<name>. The fingerprint is the
+    passages', plus the KB's retrieval when it is not dense: answers found by another retrieval
+    are not reused (dense answers stored before lexical retrieval existed stay valid)."""
     kbs, kb_fp = {}, {}
     for kb_name, passages in kb_passages.items():
         echo(f"knowledge base {kb_name}: {len(passages)} passages")
         kbs[kb_name] = make_kb(out / "kb" / kb_name, list(passages.values()), show_progress=show_progress)
         kb_fp[kb_name] = fingerprint(list(passages))
+        mode = getattr(kbs[kb_name], "retrieval", "dense")
+        if mode != "dense":
+            kb_fp[kb_name] += f"+{mode}"
     return kbs, kb_fp
 
 

@@ -377,3 +377,17 @@ def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
     pooled = report["systems"]["pooled"]
     assert "logreg" in report["systems_order"] and pooled["logreg"]["routes"]["logic"] == pytest.approx(1.0)
     assert pooled["logreg"]["em"] == pooled["logic"]["em"]
+
+
+def test_answers_found_by_another_retrieval_are_not_reused(tmp_path):
+    from types import SimpleNamespace
+
+    from training.bench_data import open_kbs
+
+    def kb_of(mode):
+        return lambda path, passages, show_progress: SimpleNamespace(retrieval=mode)
+
+    passages = {"nq": {"p1": "Paris is the capital of France."}}
+    _, dense = open_kbs(passages, kb_of("dense"), tmp_path, False, lambda _: None)
+    _, hybrid = open_kbs(passages, kb_of("hybrid"), tmp_path, False, lambda _: None)
+    assert hybrid["nq"] == dense["nq"] + "+hybrid"  # dense answers stored before keep their key
