@@ -1,6 +1,7 @@
 """The logic route's named settings: "paper" is LogicConfig's defaults, "lean" is the cost-cut
 row that bench logic measured, "grounded" is paper with its answers tied to the passages read,
-"auto" (the default) is lean for short answers and grounded for the reader style; RoutedRAG picks
+"lean-grounded" is lean with the same grounding rules, "auto" (the default) is lean-grounded for
+short answers and grounded for the reader style; RoutedRAG picks
 one for every logic answer (`ask --logic-preset`: tests/engine/test_cli_ask.py)."""
 
 from __future__ import annotations
@@ -37,17 +38,15 @@ def test_every_logic_answer_of_a_rag_uses_its_preset_under_the_budget(preset):
     assert all(getattr(cfg, f.name) == getattr(expected, f.name) for f in fields(LogicConfig))
 
 
-def test_grounded_is_the_paper_route_with_its_answers_tied_to_the_passages_read():
-    changed = {
-        f.name
-        for f in fields(LogicConfig)
-        if getattr(preset_config("grounded"), f.name) != getattr(LogicConfig(), f.name)
-    }
+@pytest.mark.parametrize(("grounded", "base"), [("grounded", "paper"), ("lean-grounded", "lean")])
+def test_the_grounded_presets_are_their_base_with_answers_tied_to_the_passages_read(grounded, base):
+    on, off = preset_config(grounded), preset_config(base)
+    changed = {f.name for f in fields(LogicConfig) if getattr(on, f.name) != getattr(off, f.name)}
     assert changed == {"reshow_best", "keep_facts", "ground_retry", "cite_passages"}
 
 
-@pytest.mark.parametrize(("style", "preset"), [("short", "lean"), ("reader", "grounded")])
-def test_by_default_short_answers_get_the_lean_route_and_reader_answers_the_grounded_one(style, preset):
+@pytest.mark.parametrize(("style", "preset"), [("short", "lean-grounded"), ("reader", "grounded")])
+def test_by_default_short_answers_get_the_lean_grounded_route_and_reader_answers_the_grounded_one(style, preset):
     cfg = make_rag(ScriptedLLM(), style=style, k=4).logic_config()
     assert cfg == preset_config(preset, k=4)
     assert make_rag(ScriptedLLM(), style=style, logic_preset="paper", k=4).logic_config() == LogicConfig(k=4)

@@ -4,6 +4,7 @@ that is off (its neutral value) does not throw away the answers already stored."
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from training.bench_data import BenchConfig
 
 BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
 STORE = Path(__file__).resolve().parents[2] / "docs/results/bench_mixed100/results.jsonl"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @dataclass
@@ -33,11 +35,11 @@ def test_a_switch_at_its_neutral_value_leaves_the_fingerprint_as_before_it_exist
     assert After(k=4).fingerprint() == Before(k=4).fingerprint() != Before().fingerprint()
 
 
-def test_the_committed_routing_benchmark_answers_match_todays_logic_defaults():
+def test_the_committed_routing_benchmark_answers_match_the_preset_its_command_names():
     """docs/results/bench_mixed100 judges a new router without answering again (`benchmark
     --checkpoint`) only while every question has a logic answer under the fingerprint of the preset
-    the benchmark uses by default (short answers: `auto` means lean). Answers of the other presets
-    may stay beside them (`benchmark --logic-preset paper` reuses those)."""
+    the README's benchmark command names. Answers of the other presets may stay beside them
+    (`benchmark --logic-preset paper` reuses those)."""
     rows = [json.loads(line) for line in STORE.read_text().splitlines()]
     logic = [r for r in rows if r.get("system") == "logic" and r.get("kind") == "answer"]
     by_fingerprint: dict[str, set] = {}
@@ -45,9 +47,11 @@ def test_the_committed_routing_benchmark_answers_match_todays_logic_defaults():
         by_fingerprint.setdefault(r["sig"]["logic_cfg"], set()).add((r["dataset"], r["id"]))
     questions = {(r["dataset"], r["id"]) for r in rows if r.get("kind") == "answer"}
 
+    command = next(line for line in README.read_text().splitlines() if "--out runs/bench_mixed100" in line)
+    named = re.search(r"--logic-preset (\S+)", command).group(1)
     # the fingerprint the benchmark stamps on its logic answers (training/benchmark.py: its RoutedRAG)
-    default = RoutedRAG(kb=None, style="short", **BENCH_DEFAULTS).logic_config().fingerprint()
-    assert by_fingerprint.get(default) == questions
+    stamped = RoutedRAG(kb=None, style="short", **{**BENCH_DEFAULTS, "logic_preset": named})
+    assert by_fingerprint.get(stamped.logic_config().fingerprint()) == questions
     assert set(by_fingerprint) <= {preset_config(name).fingerprint() for name in PRESETS}
     assert LogicConfig(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
     assert LogicConfig(reflect_unknown_only=True).fingerprint() != LogicConfig().fingerprint()

@@ -146,8 +146,8 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
 
 
 def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_keeps_one(tmp_path, monkeypatch):
-    """auto labels short answers with the lean logic route, reader answers with paper, as RoutedRAG
-    answers them; a label file of one preset refuses rows of another."""
+    """auto labels short answers with the lean-grounded logic route, reader answers with grounded, as
+    RoutedRAG answers them; a label file of one preset refuses rows of another."""
     presets = []
 
     def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
@@ -156,11 +156,11 @@ def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_ke
 
     monkeypatch.setattr("training.label_scorers.run_route", run_route)
     short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted")
-    assert short.logic_preset == "lean"
+    assert short.logic_preset == "lean-grounded"
     out = tmp_path / "short.jsonl"
     label_questions(QUESTIONS[1:], None, out, short, llm=object(), progress=False)
-    assert presets == [False, True] and read_labels(out)[0]["logic_preset"] == "lean"
-    with pytest.raises(LogicRouteError, match="holds labels of the lean logic preset"):
+    assert presets == [False, True] and read_labels(out)[0]["logic_preset"] == "lean-grounded"
+    with pytest.raises(LogicRouteError, match="holds labels of the lean-grounded logic preset"):
         label_questions(QUESTIONS, None, out, replace(short, logic_preset="paper"), llm=object(), progress=False)
     with pytest.raises(LogicRouteError, match="unknown logic preset"):
         LabelConfig(scorer="answer", logic_preset="fast")

@@ -212,23 +212,19 @@ PRESETS: dict[str, dict] = {
 # again the passage an earlier hop read, facts of the passages read survive the memory, a sub-answer
 # no passage states is asked again, and a reader answer is shown the passages it cites. Measured in
 # the reader style against paper and lean (docs/results/reader/logic_grounded.md).
-PRESETS["grounded"] = {
-    **PRESETS["paper"],
-    "reshow_best": True,
-    "keep_facts": 120,
-    "ground_retry": True,
-    "cite_passages": True,
-}
+GROUNDING = {"reshow_best": True, "keep_facts": 120, "ground_retry": True, "cite_passages": True}
+PRESETS["grounded"] = {**PRESETS["paper"], **GROUNDING}
+PRESETS["lean-grounded"] = {**PRESETS["lean"], **GROUNDING}
 
 
-# "auto" picks a preset by answer style: lean for short answers, grounded for the reader style.
-# Short answers: on the answer-label rows (questions 100-199 of each set, untuned) lean wins the
-# multi-hop sets (MuSiQue F1 24.1 against 19.4, 2Wiki 66.5 against 58.3) and loses one-hop NQ (56.2
-# against 66.0); routed, that loss hardly counts (docs/results/lean_logic_labels.md). Reader answers:
-# paper's memory-only final answer cited passages it never listed and lost a hop's passage to
-# sampling without replacement; grounded answers the reader questions of 2Wiki and MuSiQue right
-# more often, every citation resolving (docs/results/reader/logic_grounded.md).
-PRESET_FOR_STYLE = {"short": "lean", "reader": "grounded"}
+# "auto" picks a preset by answer style: lean-grounded for short answers, grounded for the reader
+# style. Lean is the cheaper route for short answers: on the answer-label rows (questions 100-199 of
+# each set, untuned) it wins the multi-hop sets (MuSiQue F1 24.1 against 19.4, 2Wiki 66.5 against
+# 58.3) and loses one-hop NQ (56.2 against 66.0), a loss the router hides
+# (docs/results/lean_logic_labels.md). The grounding rules fix what both presets got wrong: strict
+# sampling without replacement hid a later hop's passage, the memory lost facts read, and a
+# reader answer cited passages it never listed (docs/results/reader/logic_grounded.md).
+PRESET_FOR_STYLE = {"short": "lean-grounded", "reader": "grounded"}
 PRESET_CHOICES = ("auto", *PRESETS)
 
 

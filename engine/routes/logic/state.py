@@ -79,7 +79,9 @@ def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> l
     exclude = list(st.seen) if st.cfg.without_replacement else []
     again: list[RetrievedChunk] = []
     if exclude and st.cfg.reshow_best and spare:
-        for hits in st.kb.search_batch(list(spare), k=1):
+        batch = getattr(st.kb, "search_batch", None)
+        best = batch(list(spare), k=1) if batch else [st.kb.search(q, k=1) for q in spare]
+        for hits in best:
             if hits and hits[0].chunk_id in st.seen and all(c.chunk_id != hits[0].chunk_id for c in again):
                 again.append(hits[0])
         again = again[:k]
