@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from engine.llm.base import SETTINGS_ENV
+
 
 @pytest.fixture
 def isolated_llm_env(tmp_path, monkeypatch):
@@ -12,4 +14,6 @@ def isolated_llm_env(tmp_path, monkeypatch):
     user's cache or reaches a real server."""
     monkeypatch.setenv("LOGICROUTE_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("LOGICROUTE_NO_CACHE", "LOGICROUTE_API_KEY", "OPENAI_API_KEY", "LOGICROUTE_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    for var in SETTINGS_ENV.values():  # the user's timeout and retries: the specs set their own
         monkeypatch.delenv(var, raising=False)

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from engine.base.errors import LLMError
 from engine.llm.openai_api import OpenAILLM
+
+
+def timed(f, *args, **kw):
+    t0 = time.perf_counter()
+    try:
+        return f(*args, **kw), time.perf_counter() - t0
+    except LLMError as e:
+        return e, time.perf_counter() - t0
+
 
 HANG = object()  # a reply: the server reads the request and never answers
 

@@ -16,11 +16,11 @@ from engine.base.errors import BadQuestionError, DeadlineError, LLMError, Struct
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
 from engine.cli_options import llm_option
-from engine.llm.base import SETTINGS_ENV, LLMSettings, answer_scope, call_llm
+from engine.llm.base import LLMSettings, answer_scope, call_llm
 from engine.llm.cache import CachedLLM
 from engine.llm.factory import make_llm
 from engine.routes.common import MAX_QUESTION_CHARS, check_question
-from tests.engine.fake_endpoint import HANG, FakeEndpoint, completion_body
+from tests.engine.fake_endpoint import HANG, FakeEndpoint, completion_body, timed
 from tests.fakes import make_rag
 from tests.samples import MSGS
 
@@ -32,21 +32,6 @@ ANSWER_SCHEMA = {
     "required": ["answer"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture(autouse=True)
-def no_wait_settings_from_the_user(monkeypatch):
-    for var in SETTINGS_ENV.values():
-        monkeypatch.setenv(var, "1")  # recorded first, so whatever a test sets is undone
-        monkeypatch.delenv(var)
-
-
-def timed(f, *args, **kw):
-    t0 = time.perf_counter()
-    try:
-        return f(*args, **kw), time.perf_counter() - t0
-    except LLMError as e:
-        return e, time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------- 1. a hung endpoint

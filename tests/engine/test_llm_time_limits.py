@@ -13,14 +13,14 @@ import openai  # noqa: F401  # imported once at collection, not inside the first
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import DeadlineError, LLMError
+from engine.base.errors import DeadlineError
 from engine.budget import Budget
 from engine.cli import main
-from engine.llm.base import SETTINGS_ENV, answer_scope
+from engine.llm.base import answer_scope
 from engine.llm.factory import make_llm
 from engine.pipeline import RoutedRAG
 from engine.serve.run import ServerThread
-from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle
+from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle, timed
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, corpus_kb, step
 from tests.engine.serve_helpers import CHAIN_QUESTION, SIMPLE_QUESTION, call, film_service
 from tests.fakes import FakeRouter, make_rag
@@ -39,21 +39,6 @@ def warm_process():
 
     with FakeEndpoint("warm") as server:
         server.llm().chat(MSGS)
-
-
-@pytest.fixture(autouse=True)
-def no_wait_settings_from_the_user(monkeypatch):
-    for var in SETTINGS_ENV.values():
-        monkeypatch.setenv(var, "1")  # recorded first, so whatever a test sets is undone
-        monkeypatch.delenv(var)
-
-
-def timed(f, *args, **kw):
-    t0 = time.perf_counter()
-    try:
-        return f(*args, **kw), time.perf_counter() - t0
-    except LLMError as e:
-        return e, time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------- a trickling endpoint
