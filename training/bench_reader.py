@@ -10,15 +10,14 @@ report.md sum them up.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text, exclusive_folder
-from engine.base.metrics import CITED, cites, f1, string_acc
+from engine.base.metrics import cites, f1, string_acc
 from engine.routes import run_route
-from engine.routes.common import looks_unanswered
+from engine.routes.common import cited_numbers, looks_unanswered
 from training.jsonl_store import JsonlStore
 
 DEMO = "demo"
@@ -77,7 +76,7 @@ def reader_row(qid: str, question: str, golds: Sequence[str], ans, system: str =
         "contains_gold": string_acc(ans.text, list(golds)),
         "f1": round(f1(ans.text, list(golds)), 4),
         "cites": cites(ans.text),
-        "citations": sum(len(re.findall(r"\d+", m.group(0))) for m in CITED.finditer(ans.text)) + dropped,
+        "citations": len(cited_numbers(ans.text)) + dropped,  # as the model wrote them
         "citations_dangling": dropped,
         "sub_answers_checked": len(checked),
         "sub_answers_unsupported": sum(not x for x in checked),

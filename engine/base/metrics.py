@@ -31,9 +31,6 @@ _SPECIAL = ("yes", "no", "noanswer")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[,;-]\s*\d+)*\]")
 
 
-CITED = re.compile(r"\[(\d+)(?:\s*[,;-]\s*\d+)*\]")  # one citation marker, for counting
-
-
 def strip_citations(s: str) -> str:
     """The text without inline citation markers: "Warsaw [1]." -> "Warsaw."."""
     return _CITATION.sub("", s)

@@ -47,6 +47,11 @@ def _cited(marker: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def cited_numbers(text: str) -> list[int]:
+    """Every source number the text's [n] markers cite, as resolve_citations reads them."""
+    return [n for m in _CITATION.finditer(text) for n in _cited(m.group(2))]
+
+
 def resolve_citations(text: str, numbered: set[int]) -> tuple[str, list[int]]:
     """(text, the numbers dropped): every [n] of a reader answer names a listed source; a
     marker's numbers that name none are removed, and a marker left empty goes with its space."""

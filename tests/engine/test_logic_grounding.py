@@ -11,7 +11,7 @@ import pytest
 
 from engine.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.routes import _drop_dangling_citations, run_route
-from engine.routes.common import resolve_citations
+from engine.routes.common import cited_numbers, resolve_citations
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.grounding import supported
 from engine.routes.logic.solve import answer_logic
@@ -113,6 +113,10 @@ def test_a_sub_answer_no_passage_states_is_asked_again_over_every_passage_of_the
 )
 def test_a_citation_that_names_no_listed_source_is_removed(text, numbered, expected, dropped):
     assert resolve_citations(text, numbered) == (expected, dropped)
+
+
+def test_the_numbers_cited_are_read_as_the_resolution_reads_them():
+    assert cited_numbers("Kesh [1, 4] lies south [2-3]. [x]") == [1, 4, 2, 3]
 
 
 def test_a_dangling_citation_is_removed_from_the_answer_and_flagged():

@@ -48,10 +48,9 @@ def final_answer(st: SolveState) -> str:
         pending = [c for c in unique_chunks(st.raw) if c.chunk_id not in summarised]
         # a reader answer cites [n]: show, numbered, the passage stating each sub-answer
         cited = cited_passages(st) if cfg.cite_passages and st.style == "reader" else []
-        ahead = {c.chunk_id for c in cited + pending}
-        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in ahead]
-        cited_ids = {c.chunk_id for c in cited}
-        shown = cited + last_hop + [c for c in pending if c.chunk_id not in cited_ids]
+        pending_ids = {c.chunk_id for c in pending}
+        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
+        shown = unique_chunks(cited + last_hop + pending)
         if shown:
             context += "\n" + format_passages(shown)
     else:

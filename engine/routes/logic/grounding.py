@@ -21,7 +21,6 @@ from engine.base.types import RetrievedChunk
 from engine.llm.base import flag
 from engine.prompts.logic_step import step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.logic.config import BudgetExhausted
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.plan import SubQuestion, normalize
 from engine.routes.logic.state import SolveState, budgeted_call, known_answer, nodes_in_order, unique_chunks
@@ -80,8 +79,6 @@ def check_support(st: SolveState, group: list[SubQuestion]) -> None:
     except (StructuredOutputError, LLMError) as e:
         flag(st.trace, f"sub-answer of {', '.join(ids)} asked again over the DAG's passages: failed ({e})")
         return
-    except BudgetExhausted:
-        raise
     for n in bad:
         again = " ".join(str(c.data["answers"].get(n.id, "")).split())
         stating = [x for x in everything if supported(again, [x])]
