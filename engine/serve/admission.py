@@ -71,12 +71,20 @@ class Admission:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, self._counted, job, deadline)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=max(0.0, deadline - time.monotonic()))
+            result = await asyncio.wait_for(asyncio.shield(future), timeout=max(0.0, deadline - time.monotonic()))
         except TimeoutError:
-            with self._lock:
-                self.timed_out += 1
             future.add_done_callback(_consume)  # its late result or error is nobody's any more
-            raise DeadlineExceeded("the request's deadline passed before its answer was ready") from None
+            raise self._late() from None
+        if time.monotonic() >= deadline:
+            # a busy loop can see the thread's result before its own timer: past the deadline is
+            # 504 either way, so the caller never gets an answer cut short by the deadline as a 200
+            raise self._late()
+        return result
+
+    def _late(self) -> DeadlineExceeded:
+        with self._lock:
+            self.timed_out += 1
+        return DeadlineExceeded("the request's deadline passed before its answer was ready")
 
     def _counted(self, job: Callable[[], T], deadline: float) -> T:
         with self._lock:

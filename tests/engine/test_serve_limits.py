@@ -129,6 +129,30 @@ def test_a_request_past_its_deadline_is_a_504_and_its_place_comes_back(tmp_path)
         assert state["waiting"] == 0 and state["timed_out"] == 1
 
 
+def test_an_answer_ready_after_its_deadline_is_a_504_even_when_the_loop_sees_it_first():
+    """A busy event loop can take the answering thread's result before its own timer fires: the
+    answer the deadline cut short is still a 504, never a 200."""
+    import asyncio
+
+    from engine.serve.admission import Admission
+    from engine.serve.errors import DeadlineExceeded
+
+    admission = Admission(workers=1, queue_size=0)
+
+    async def late_answer():
+        deadline = time.monotonic() + 0.2
+        admission.admit()
+        job = asyncio.ensure_future(admission.run(lambda: time.sleep(0.4) or "cut short", deadline))
+        await asyncio.sleep(0)  # the job is on its thread
+        time.sleep(0.6)  # the loop is blocked past the deadline and the thread's end
+        return await job
+
+    with pytest.raises(DeadlineExceeded):
+        asyncio.run(late_answer())
+    assert admission.state()["timed_out"] == 1
+    admission.shutdown()
+
+
 def test_the_deadline_caps_the_answers_time_budget(tmp_path):
     service = film_service(tmp_path, deadline_seconds=30)
     budget = service.budget_for({"max_seconds": 100, "max_llm_calls": 4}, seconds_left=12.0)
