@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
-from router.forms import form_plan
+from hierarchy.question_forms import form_plan
 
 # Tokens per question of each route, used when no measured costs are given: the anchor
 # measurements in ARCHITECTURE.md (vanilla top-3 RAG ~540-640 tokens; LogicRAG ~1,180 on the
@@ -42,8 +42,9 @@ class Policy:
     forms: bool = field(
         default=True,
         metadata={
-            "help": "a question whose form names its sub-questions (router/forms.py: two options compared by a "
-            "date, a same-country check, a relation chain) goes to the logic route whatever the probabilities"
+            "help": "a question whose form names its sub-questions (hierarchy/question_forms.py: two options "
+            "compared by a date, a same-country check, a relation chain) goes to the logic route whatever the "
+            "probabilities"
         },
     )
 

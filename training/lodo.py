@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
-from router.forms import form_plan
+from hierarchy.question_forms import form_plan
 from training.eval_router import logreg_fit_proba, majority_route
 from training.fit import TrainConfig, fit, specialist_config
 from training.label_arrays import (

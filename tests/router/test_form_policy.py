@@ -1,5 +1,5 @@
 """The form policy (router.policy.decide_with_form): a question whose form names its
-sub-questions (router/forms.py) goes to the logic route whatever the probabilities; every
+sub-questions (hierarchy/question_forms.py) goes to the logic route whatever the probabilities; every
 other question gets the policy's own decision."""
 
 from __future__ import annotations

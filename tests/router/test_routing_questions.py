@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from engine.routes.common import check_question
+from hierarchy.question_forms import form_plan
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
-from router.forms import form_plan
 from router.policy import Policy
 from tests.router.routing_questions import (
     MULTI_HOP,

@@ -1,4 +1,4 @@
-"""The question's form without a model (router.structure), the structural features built on it
+"""The question's form without a model (hierarchy.question_structure), the structural features built on it
 (router.features), and checkpoints that record which features, at which version, and which
 text form they were trained on."""
 
@@ -10,10 +10,7 @@ import torch
 
 import router.features as features
 from engine.base.errors import CheckpointError
-from router.checkpoint import load_checkpoint, load_router, read_card, save_checkpoint
-from router.features import ALL_FEATURES, FEATURES, cheap_features, feature_dim, feature_set_problem, feature_versions
-from router.model import RouterConfig, RouterMLP
-from router.structure import (
+from hierarchy.question_structure import (
     Structure,
     analyze,
     chain_depth,
@@ -24,12 +21,15 @@ from router.structure import (
     count_numbers,
     count_superlatives,
 )
+from router.checkpoint import load_checkpoint, load_router, read_card, save_checkpoint
+from router.features import ALL_FEATURES, FEATURES, cheap_features, feature_dim, feature_set_problem, feature_versions
+from router.model import RouterConfig, RouterMLP
 from tests.router.tiny_setup import ROUTES, tiny_embedder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-# ---------------------------------------------------------------- router.structure
+# ---------------------------------------------------------------- hierarchy.question_structure
 
 
 def test_a_lookup_and_a_comparison_differ_in_form():
@@ -234,7 +234,7 @@ def test_a_checkpoint_with_an_unknown_feature_or_text_form_is_refused(tmp_path, 
 
 
 def test_entity_spans_are_the_names_masking_replaces_as_written():
-    from router.structure import entity_spans
+    from hierarchy.question_structure import entity_spans
 
     assert entity_spans("Who was born first, Ann Lee or Tom Ford?") == ["Ann Lee", "Tom Ford"]
     assert entity_spans('Who directed "Vertigo" and The Lord of the Rings in 2001?') == [

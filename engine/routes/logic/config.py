@@ -99,7 +99,7 @@ class LogicConfig(Settings):
             "neutral": False,
             "help": "questions of a few fixed forms (two options compared by a date, a same-country or "
             "same-nationality check, a relation chain such as 'When was the director of film X born?') get "
-            "their plan from the form, without the decomposition call (router/forms.py); any "
+            "their plan from the form, without the decomposition call (hierarchy/question_forms.py); any "
             "other question is decomposed by the LLM",
         },
     )

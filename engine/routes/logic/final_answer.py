@@ -23,7 +23,7 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
-from router.structure import question_word
+from hierarchy.question_structure import question_word
 
 
 def final_answer(st: SolveState) -> str:

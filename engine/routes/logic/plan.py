@@ -25,8 +25,8 @@ from engine.prompts.logic import (
     decompose_schema,
 )
 from engine.routes.logic.config import BudgetExhausted
-from router.forms import form_plan
-from router.structure import mask_entities
+from hierarchy.question_forms import form_plan
+from hierarchy.question_structure import mask_entities
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -247,7 +247,7 @@ def _one_node(question: str) -> list[SubQuestion]:
 
 
 def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when router.forms reads one off the question and it is a valid
+    """(the form's name, its plan) when hierarchy.question_forms reads one off the question and it is a valid
     DAG, else None: the LLM decomposes."""
     got = form_plan(question)
     if got is None:
@@ -261,7 +261,7 @@ def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
 
 def nearest_examples(question: str, embedder, n: int) -> list[str]:
     """The n example plans' questions closest in form to `question`: cosine of their MiniLM
-    vectors with names, titles and numbers masked (router.structure.mask_entities), so that
+    vectors with names, titles and numbers masked (hierarchy.question_structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. Why try it: the examples are most of the decomposition's prompt. Measured,
     the 1.5B model copies the content of the one or two plans it is shown (F1 -20 to -35 on
