@@ -271,17 +271,14 @@ def import_labels(
 
 def training_overlap(card: dict, items: dict[str, Item]) -> int:
     """How many benchmark questions the router was trained on, by (dataset, id) in the label
-    files its card lists (those still readable; paths relative to the cwd or the repository)."""
-    from training.labels import read_labels
+    files its card lists (those still readable: training.labels.card_label_paths)."""
+    from training.labels import card_label_paths, read_labels
 
-    repo = Path(__file__).resolve().parents[1]
     wanted = {(it.dataset, it.id) for it in items.values()}
     seen: set[tuple[str, str]] = set()
-    for lf in (card.get("training") or {}).get("label_files") or []:
-        p = Path(lf.get("path", "") if isinstance(lf, dict) else str(lf))
-        p = p if p.is_absolute() or p.exists() else repo / p
+    for p in card_label_paths(card):
         try:
-            rows = read_labels(p) if p.is_file() else []
+            rows = read_labels(p)
         except LogicRouteError:
             continue
         seen |= {(str(r.get("dataset")), str(r.get("id"))) for r in rows} & wanted

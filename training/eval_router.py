@@ -19,6 +19,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from training.label_arrays import inputs_for, load_label_files, routes_of
+from training.labels import card_label_paths
 from training.llm_router import llm_route
 from training.route_metrics import routing_metrics
 
@@ -56,9 +57,7 @@ def logreg_fit_proba(
 
 def card_label_files(card: dict | None) -> list[str]:
     """The training label files a router's card lists that are still on disk."""
-    return [
-        f["path"] for f in ((card or {}).get("training") or {}).get("label_files") or [] if Path(f["path"]).is_file()
-    ]
+    return [str(p) for p in card_label_paths(card)]
 
 
 def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, float]] | None:

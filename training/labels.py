@@ -149,6 +149,28 @@ def read_labels(path: str | Path) -> list[dict]:
     return read_jsonl(path, strict=True)
 
 
+REPO = Path(__file__).resolve().parents[1]
+# Label files lived under checkpoints/labels/ until they moved beside the scripts that make them;
+# a checkpoint's card (in its safetensors header, never rewritten) still names the old place.
+MOVED_LABEL_DIRS = {"checkpoints/labels/": "training/data/labels/"}
+
+
+def card_label_paths(card: dict | None) -> list[Path]:
+    """The training label files a router's card lists that are still on disk: each path as
+    written (relative to the cwd, else to the repository), else in the folder it moved to."""
+    found = []
+    for entry in ((card or {}).get("training") or {}).get("label_files") or []:
+        written = str(entry.get("path", "") if isinstance(entry, dict) else entry)
+        moved = next(
+            (new + written[len(old) :] for old, new in MOVED_LABEL_DIRS.items() if written.startswith(old)), None
+        )
+        tries = [Path(written), REPO / written] + ([Path(moved), REPO / moved] if moved else [])
+        path = next((p for p in tries if written and p.is_file()), None)
+        if path is not None:
+            found.append(path)
+    return found
+
+
 def select_questions(
     data: str | Path,
     n: int | None = None,

@@ -289,3 +289,30 @@ def test_label_refuses_complete_beside_a_cascade_before_reading_anything(tmp_pat
     res = CliRunner().invoke(label, [*args, "--stop-score", "1.0"])
     assert res.exit_code == 2 and "give one or the other" in res.output
     assert not (tmp_path / "l.jsonl").exists() and not (tmp_path / "kb").exists()
+
+
+def test_the_shipped_routers_label_files_are_found_where_they_moved_though_its_header_names_checkpoints():
+    """The checkpoint's header card is never rewritten: it still lists checkpoints/labels/...;
+    the pretty-printed card names training/data/labels/... Both resolve to the same files."""
+    from router.checkpoint import DEFAULT_CHECKPOINT, card_path, read_card
+    from training.labels import REPO, card_label_paths
+
+    header = read_card(DEFAULT_CHECKPOINT)
+    pretty = json.loads(card_path(DEFAULT_CHECKPOINT).read_text())
+    assert all(f["path"].startswith("checkpoints/labels/") for f in header["training"]["label_files"])
+    assert all(f["path"].startswith("training/data/labels/") for f in pretty["training"]["label_files"])
+    from_header, from_pretty = card_label_paths(header), card_label_paths(pretty)
+    assert len(from_header) == len(header["training"]["label_files"]) == 6
+    assert [p.resolve() for p in from_header] == [p.resolve() for p in from_pretty]
+    assert all(p.resolve().is_relative_to(REPO / "training/data/labels") for p in from_header)
+    assert not (REPO / "checkpoints/labels").exists()
+
+
+def test_a_card_label_file_missing_everywhere_is_left_out(tmp_path):
+    from training.labels import card_label_paths
+
+    there = tmp_path / "rows.jsonl"
+    there.write_text("")
+    card = {"training": {"label_files": [{"path": str(there)}, {"path": "checkpoints/labels/none.jsonl"}]}}
+    assert card_label_paths(card) == [there]
+    assert card_label_paths(None) == [] and card_label_paths({"training": {}}) == []

@@ -18,9 +18,9 @@
 # geometric mean of the answer's token probabilities), which escalation by certainty is fitted on.
 #
 # Rounds grow every set (every Medical type) by ROUND questions in turn, so an interrupted run
-# still covers every set. Label files: checkpoints/labels/answer_<set>.jsonl.
+# still covers every set. Label files: training/data/labels/answer_<set>.jsonl.
 #
-#   checkpoints/make_answer_labels.sh [MAX_PER_SET] [ROUND] [FIRST]
+#   training/data/make_answer_labels.sh [MAX_PER_SET] [ROUND] [FIRST]
 #
 # ONLY (environment, default every set): the sets this run labels, e.g. ONLY="nq squad medical";
 # two runs over disjoint sets, each pinned to one core (taskset -c 0 / -c 1), keep both cores busy
@@ -29,7 +29,7 @@
 # FIRST (default ROUND): questions per set in the first round; a resumed run that already holds
 # 70 a set starts at 80 without reopening every KB for the rounds it has done.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 MAX=${1:-100}
 ROUND=${2:-10}
 FIRST=${3:-$ROUND}
@@ -42,7 +42,7 @@ done
 TYPES=("Fact Retrieval" "Complex Reasoning" "Contextual Summarize" "Creative Generation")
 factoid() {  # SET STRIDE N [--complete]
   "$BIN/logicroute" label "$1" --kb "runs/labels_kb/$1" --build-kb --kb-questions 100 \
-    --offset 100 --stride "$2" --n "$3" ${4:-} --logic-preset paper --out "checkpoints/labels/answer_$1.jsonl"
+    --offset 100 --stride "$2" --n "$3" ${4:-} --logic-preset paper --out "training/data/labels/answer_$1.jsonl"
 }
 for entry in "${SETS[@]}"; do  # once: rows a cascade made, wherever they are
   read -r name stride <<<"$entry"
@@ -57,6 +57,6 @@ for ((n = FIRST; n <= MAX; n += ROUND)); do
     [[ " $ONLY " == *" medical "* ]] || break
     "$BIN/logicroute" label medical --kb runs/labels_kb/medical --build-kb --question-type "$type" \
       --offset 40 --n $(((n + 3) / 4)) --metric rouge_l --style reader \
-      --logic-preset paper --out checkpoints/labels/answer_medical.jsonl
+      --logic-preset paper --out training/data/labels/answer_medical.jsonl
   done
 done
