@@ -47,7 +47,7 @@ class RoutedRAG:
 
     kb: "KnowledgeBase"
     llm_spec: str = field(default=DEFAULT_LLM, metadata={"help": "LLM spec: local:MODEL, openai:MODEL[@BASE_URL]"})
-    checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint; None = shipped generalist"})
+    checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint; None: the KB's, else shipped"})
     k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
     cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
     style: str = field(
@@ -170,9 +170,9 @@ class RoutedRAG:
     def get_router(self):
         with self._lock:
             if self.router is None:
-                from router.checkpoint import load_router
+                from router.kb_router import load_for_kb  # the named checkpoint, else the KB's adapted one
 
-                self.router = load_router(self.checkpoint, embedder=self.kb.embedder)
+                self.router = load_for_kb(self.kb, self.checkpoint)
             return self.router
 
     # ------------------------------------------------------------------ routing
@@ -214,6 +214,8 @@ class RoutedRAG:
             decision = {"policy": "argmax"}
         if form:
             decision["form"] = form  # the form policy sent it to logic (router.policy.decide_with_form)
+        if label := getattr(self.router, "label", None):  # which checkpoint decided (router.kb_router)
+            decision["router"] = label
         return route, decision
 
     # ------------------------------------------------------------------ answering

@@ -209,6 +209,7 @@ class Router:
         self.routes: tuple[str, ...] = tuple(model.config.routes)
         self.features: tuple[str, ...] = tuple(model.config.features)
         self.guard = guard
+        self.label: str | None = None  # how a trace names this router (router.kb_router sets it)
 
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs

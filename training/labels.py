@@ -224,7 +224,7 @@ def check_kb_matches(questions: Sequence["Question"], kb) -> None:
         )
 
 
-def _open_label_file(out: Path, cfg: LabelConfig) -> JsonlStore:
+def open_label_file(out: Path, cfg: LabelConfig) -> JsonlStore:
     """The label file, ready for appending; refused when it holds another kind of labels."""
     store = JsonlStore(out, key=row_key, strict=True)
     for r in store.rows[:1]:
@@ -267,7 +267,7 @@ def label_questions(
     for r in cfg.routes:
         check_route(r, allow_auto=False)
     out = Path(out)
-    store = _open_label_file(out, cfg)
+    store = open_label_file(out, cfg)
     pairs = list(zip(indices or range(len(questions)), questions))
     if runner is answer_route and cfg.logic_preset != "paper":
         runner = functools.partial(answer_route, logic_preset=cfg.logic_preset)

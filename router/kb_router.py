@@ -1,0 +1,74 @@
+"""The router a knowledge base remembers: `logicroute adapt` fine-tunes a specialist for one KB
+and saves it inside the KB (ADAPTED, relative to the KB folder, so a moved or copied KB keeps
+it), recorded in the KB's manifest under MANIFEST_ENTRY. `ask`, `serve` and RoutedRAG.open(kb)
+route with it unless a checkpoint is named; the loaded Router's `label` says which router
+decided, and the answer's trace carries it.
+
+torch loads inside functions (router.checkpoint): importing this is cheap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.base.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from router.checkpoint import Router
+
+MANIFEST_ENTRY = "router"
+ADAPTED = Path("router") / "adapted.ckpt"  # inside the KB folder
+SHIPPED = "shipped generalist"
+
+
+def remembered_checkpoint(kb) -> Path | None:
+    """The checkpoint the KB's manifest records, or None when it records none. A recorded
+    checkpoint that is gone is a CheckpointError: routing with another router unannounced
+    would hide it."""
+    entry = (getattr(kb, "manifest", None) or {}).get(MANIFEST_ENTRY)
+    if not entry:
+        return None
+    path = Path(kb.path) / entry["checkpoint"]
+    if not path.is_file():
+        raise CheckpointError(
+            f"the knowledge base at {kb.path} records the router {entry['checkpoint']}, which is missing: "
+            f"run `logicroute adapt --kb {kb.path}` again, or name a router with --checkpoint"
+        )
+    return path
+
+
+def remember(kb, checkpoint: str | Path, info: dict) -> None:
+    """Record `checkpoint` (a file inside the KB folder) as the KB's router, with `info` (what it
+    was adapted from and on): one manifest commit under the KB's writer lock."""
+    rel = Path(checkpoint).resolve().relative_to(Path(kb.path).resolve())
+    with kb.writing():
+        kb.annotate(MANIFEST_ENTRY, {"checkpoint": rel.as_posix(), **info})
+
+
+def router_label(path: str | Path | None, kb=None) -> str:
+    """How a trace names the router of `path`: the KB's adapted one, the shipped generalist, or
+    the checkpoint's path."""
+    from router.checkpoint import DEFAULT_CHECKPOINT
+
+    if path is None or Path(path).resolve() == DEFAULT_CHECKPOINT.resolve():
+        return SHIPPED
+    if kb is not None:
+        try:
+            mine = remembered_checkpoint(kb)
+        except CheckpointError:
+            mine = None
+        if mine is not None and Path(path).resolve() == mine.resolve():
+            return f"adapted (kb) {path}"
+    return f"checkpoint {path}"
+
+
+def load_for_kb(kb, checkpoint: str | Path | None = None) -> "Router":
+    """The Router for answering from `kb`: `checkpoint` when one is named, else the KB's
+    remembered one, else the shipped generalist; its `label` names which."""
+    from router.checkpoint import load_router
+
+    path = checkpoint if checkpoint is not None else remembered_checkpoint(kb)
+    router = load_router(path, embedder=kb.embedder)
+    router.label = router_label(router.path, kb)
+    return router
