@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 # llama.cpp's native build crashes on these CPUs (AMX path): pin the instruction sets, adding
 # AVX-512 where /proc/cpuinfo lists it (prompt evaluation 60 -> 88 tokens/s on a 2-core Xeon here,
-# docs/results/bench_logic_avx512.md). A change of the sets rebuilds llama-cpp-python once.
+# docs/results/llm/bench_logic_avx512.md). A change of the sets rebuilds llama-cpp-python once.
 CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 cpu_has = $(filter $(1),$(CPU_FLAGS))
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON

@@ -25,7 +25,7 @@ SELF_CHECK_MAX_TOKENS = 12
 # answers. Leave-one-dataset-out on GraphRAG-Bench Medical (the reader style, the one set where
 # answers say so) summary-then-logic scored 26.0 ROUGE-L against 25.2 for logic alone at the same
 # tokens: summary answers 5 of the 23 such questions for a fifth of logic's cost, and logic
-# the rest (docs/results/retry_ladder.md).
+# the rest (docs/results/router/retry_ladder.md).
 RETRY_ROUTES: tuple[str, ...] = ("summary", "logic")
 
 

@@ -67,7 +67,8 @@ class RoutedRAG:
         metadata={
             "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
             "answers, paper for the reader style) | paper (every mechanism of the paper) | lean (the cost cuts:"
-            " 38-82% of paper's tokens, better on multi-hop sets, worse on lookups: docs/results/lean_logic_labels.md)"
+            " 38-82% of paper's tokens, better on multi-hop sets, worse on lookups:"
+            " docs/results/router/lean_logic_labels.md)"
         },
     )
     escalate: bool = field(
@@ -82,7 +83,7 @@ class RoutedRAG:
         metadata={
             "help": "a chunk/summary answer that says it has no answer ('unknown', the reader style's 'Not in the "
             "indexed documents.') is answered again up retry_routes, escalate or not; free unless it fires "
-            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/retry_ladder.md)"
+            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/router/retry_ladder.md)"
         },
     )
     retry_routes: tuple[str, ...] = field(

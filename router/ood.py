@@ -11,7 +11,7 @@ checkpoint; it is "far" below a threshold set on the training questions themselv
   in-distribution questions is flagged. 2%: the fallback for a flagged question (chunk with
   escalation) is cheap, so a few false flags cost little, and the 2nd percentile rests on twice
   as many rows of the tail as the 1st (about 20 of 1,000 rows rather than 10). The flag rates
-  measured at the 1st, 2nd and 5th percentiles are in docs/results/design_measurements.md.
+  measured at the 1st, 2nd and 5th percentiles are in docs/results/design/design_measurements.md.
 
 The reference set is capped at MAX_REFERENCE_ROWS rows (a seeded sample), stored as float16:
 2,000 x 384 values keep a MiniLM checkpoint under 2 MB. The threshold is computed on the

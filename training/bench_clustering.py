@@ -4,7 +4,7 @@ hierarchy/layers/clustering.py (Ward up to WARD_MAX rows, two stages above).
 
     python -m training.bench_clustering [--sizes 2000,5000,10000,30000,100000]
         [--methods ward,minibatch,faiss,two-stage] [--ward-max 10000] [--minibatch-max 5000]
-        [--faiss-max 30000] [--questions N] [--out docs/results/bench_clustering.md]
+        [--faiss-max 30000] [--questions N] [--out docs/results/summary/bench_clustering.md]
 
 Methods, each with k = round(m / 10) clusters at every level: Ward (sklearn, what the layers
 used up to 12k rows), sklearn MiniBatchKMeans, faiss k-means, two stages (faiss k-means into
@@ -35,7 +35,7 @@ import numpy as np
 from training.bench_clustering_eval import METHODS, QACorpus
 
 DEFAULT_SIZES = "2000,5000,10000,30000,100000"
-DEFAULT_OUT = "docs/results/bench_clustering.md"
+DEFAULT_OUT = "docs/results/summary/bench_clustering.md"
 COLUMNS = [
     ("method", "method"),
     ("level-1 s", "level1_s"),

@@ -90,7 +90,7 @@ class BenchConfig:
         default=ESCALATE_BELOW,
         metadata={
             "help": "router+confidence: a cheap answer whose confidence is below this goes to logic (fitted "
-            "leave-one-dataset-out on the short-answer labels: docs/results/lodo_confidence_escalation.md)"
+            "leave-one-dataset-out on the short-answer labels: docs/results/router/lodo/lodo_confidence_escalation.md)"
         },
     )
     cache: bool = True

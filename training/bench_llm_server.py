@@ -28,7 +28,7 @@ from engine.base.stats import percentile
 from engine.cli_options import info
 from training.bench_report import markdown_table
 
-DEFAULT_OUT = "docs/results/bench_llm_server.md"
+DEFAULT_OUT = "docs/results/serve/bench_llm_server.md"
 COLUMNS = {  # report.json's row key -> the report's column, in order
     "backend": "backend",
     "concurrency": "concurrency",

@@ -10,7 +10,7 @@ from training.bench_report import markdown_table
 
 BAR_MS = 5.0  # the retrieval budget: p50 at 100k chunks on faiss
 COLORS = {"faiss": "#4C72B0", "faiss-hnsw": "#55A868", "milvus": "#C44E52"}
-DEFAULT_OUT = "docs/results/bench_scale"
+DEFAULT_OUT = "docs/results/scale/bench_scale"
 FILES = {"json": "report.json", "md": "report.md", "png": "curves.png"}
 
 

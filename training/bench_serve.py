@@ -248,7 +248,7 @@ def report_markdown(result: dict, command: str) -> str:
     "--llm-delay", type=click.FloatRange(min=0), default=0.0, show_default=True, help="scripted backend: seconds"
 )
 @click.option("--workers", type=click.IntRange(min=1), default=8, show_default=True, help="answers at once")
-@click.option("--out", type=click.Path(dir_okay=False), default="docs/results/bench_serve.md", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default="docs/results/serve/bench_serve.md", show_default=True)
 def bench_serve(n, concurrency, route, kb_dir, llm_spec, llm_delay, workers, out):
     """Load-test `logicroute serve`: N requests at each concurrency, against a direct
     RoutedRAG.answer baseline, with a scripted LLM backend (or --llm)."""

@@ -21,7 +21,9 @@ PARTS = ("qa", "docs", "scale")
 @click.option("--corpus", default="debian-docs", show_default=True, help="text of the latency part (bench scale's)")
 @click.option("--queries", type=int, default=300, show_default=True, help="timed queries per size and mode")
 @click.option("--kb-root", default="runs/bench_retrieval", show_default=True, help="where the KBs are built, kept")
-@click.option("--out", "out_dir", default="docs/results", show_default=True, help="folder of retrieval_hybrid.md/.json")
+@click.option(
+    "--out", "out_dir", default="docs/results/retrieval", show_default=True, help="folder of retrieval_hybrid.md/.json"
+)
 @click.pass_context
 def bench_retrieval(ctx, parts, docs_folder, sizes, corpus, queries, kb_root, out_dir):
     """Dense, lexical (BM25) and hybrid retrieval, measured: recall@3/@10 of the gold passages and

@@ -56,7 +56,7 @@ class TrainConfig:
     ce_weight: float = field(default=0.1, metadata={"help": "weight of the cross-entropy anchor in the reward loss"})
     # 0: on a few hundred answer rows, early stopping on a 15% share (25-30 rows) kept a nearly
     # untrained router and swung leave-one-dataset-out by +-3.2 over 10 seeds, against +-0.3 for
-    # every row trained for max_epochs at the same mean (docs/results/router_shortcuts.md).
+    # every row trained for max_epochs at the same mean (docs/results/router/router_shortcuts.md).
     val_frac: float = field(
         default=0.0,
         metadata={"help": "stratified share of the answer labels held for early stopping; 0 = train on all of them"},

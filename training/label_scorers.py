@@ -18,7 +18,7 @@
       without replacement); context = the union (2k chunks). On HotpotQA and 2Wiki it finds
       more supporting passages than top-k and than a titles-only second hop, and at least as
       many as plain top-2k: the bridge entities help, not the extra width (figures:
-      docs/results/design_measurements.md).
+      docs/results/design/design_measurements.md).
   Because the logic context is a superset of the chunk context, logic can only tie or win on
   score; the cost term of the preference (training.labels) is what sends a question to chunk
   when the second hop adds nothing. Costs here are nominal tokens per route

@@ -7,7 +7,7 @@ Why the router needs them: answer labels are a few hundred rows. Only one set (2
 them that a multi-hop form gains from logic, so with that set left out a router trained on
 answers alone does not learn the form. The priors teach the form on hundreds of questions per set
 at no LLM cost, and the answer labels correct them. Leave-one-dataset-out, a fold's priors come
-from its training sets only (docs/results/lodo_set_priors.md).
+from its training sets only (docs/results/router/lodo/lodo_set_priors.md).
 
 A set's kind says nothing about a question's form within the set, so the router can still learn
 topic instead of form: with every HotpotQA-, 2Wiki- and MuSiQue-like topic labelled logic, "Who

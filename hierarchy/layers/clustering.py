@@ -7,7 +7,7 @@ Ward holds m^2/2 distances. The coarse step costs m * (m / COARSE_GROUP) * d an 
 hundredth of flat k-means' m * (m / 10) * d), the Ward steps about m * COARSE_GROUP: measured, the
 level-1 time and memory grow near-linearly (CPU s 1.6, 5.8, 18; MB 30, 88, 293 at 10k, 30k, 100k).
 
-Why (docs/results/bench_clustering.md, `python -m training.bench_clustering`: chunks of 1,000
+Why (docs/results/summary/bench_clustering.md, `python -m training.bench_clustering`: chunks of 1,000
 HotpotQA and 2Wiki questions' passages plus cached MiniLM vectors, the summary route's descent
 over centroid nodes, one thread on 2 shared cores):
 - Up to 10k rows Ward keeps a question's supporting passages in one cluster more often than any

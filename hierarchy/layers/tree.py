@@ -10,9 +10,9 @@ Ward agglomerative clustering up to its WARD_MAX items and two stages above (fai
 coarse groups of ~1,000 items, Ward inside each), so a level's time and memory grow near-linearly.
 Of the methods compared on real passages, Ward kept a question's supporting passages together
 most often; RAPTOR's GMM with k chosen by BIC was far slower and made clusters too large for one
-summary to cover (docs/results/design_measurements.md); why Ward stops at WARD_MAX and what the
+summary to cover (docs/results/design/design_measurements.md); why Ward stops at WARD_MAX and what the
 two stages cost and find from 2k to 100k chunks: the clustering module and
-docs/results/bench_clustering.md.
+docs/results/summary/bench_clustering.md.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode, at most
 # pick; with all ~10 chunks (~50 sentences) that was ~1.7 s a node on 2 cores, ~5 h at 100k
 # chunks, and 4 chunks embed 56% fewer texts. Below it every chunk is read: on GraphRAG-Bench
 # Medical the cap cost the summary route's contexts 1-3 points of answer coverage
-# (docs/results/bench_global_context_medical.md), the same threshold as the stores' exact search.
+# (docs/results/global/bench_global_context_medical.md), the same threshold as the stores' exact search.
 CENTRAL_CHUNKS = 4
 CENTRAL_ABOVE = 20_000
 PROGRESS_STEPS = 20  # batches per level, at least, when a level has that many clusters
@@ -261,7 +261,7 @@ def _new_cluster_threshold(kb: "KnowledgeBase", nodes: dict[str, Node], rows: di
     """5th percentile of leave-one-out member-to-centroid cosines: a member compared with its
     cluster's centroid without itself is in the position of a newly added chunk. (The inclusive
     cosine is inflated by the member's own vector: it sends added chunks of known topics to new
-    clusters; figures: docs/results/design_measurements.md.)"""
+    clusters; figures: docs/results/design/design_measurements.md.)"""
     sims = []
     for n in nodes.values():
         if n.level == 1 and len(n.children) >= 2:

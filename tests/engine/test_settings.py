@@ -14,7 +14,7 @@ from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
 from training.bench_data import BenchConfig
 
 BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
-STORE = Path(__file__).resolve().parents[2] / "docs/results/bench_mixed100/results.jsonl"
+STORE = Path(__file__).resolve().parents[2] / "docs/results/routing/bench_mixed100/results.jsonl"
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -36,7 +36,7 @@ def test_a_switch_at_its_neutral_value_leaves_the_fingerprint_as_before_it_exist
 
 
 def test_the_committed_routing_benchmark_answers_match_the_preset_its_command_names():
-    """docs/results/bench_mixed100 judges a new router without answering again (`benchmark
+    """docs/results/routing/bench_mixed100 judges a new router without answering again (`benchmark
     --checkpoint`) only while every question has a logic answer under the fingerprint of the preset
     the README's benchmark command names. Answers of the other presets may stay beside them
     (`benchmark --logic-preset paper` reuses those)."""

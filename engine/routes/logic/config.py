@@ -37,7 +37,8 @@ class LogicConfig(Settings):
         default=0,
         metadata={
             "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
-            "0 = memory only, as the paper (more raised the prompt tokens, not F1: docs/results/design_measurements.md)"
+            "0 = memory only, as the paper (more raised the prompt tokens, not F1:"
+            " docs/results/design/design_measurements.md)"
         },
     )
     direct_single_hop: bool = field(
@@ -193,7 +194,7 @@ class LogicConfig(Settings):
 
 # Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it (the
 # router's answer labels were measured with it); "lean" is the cost-cut route of
-# docs/results/bench_logic_forms.md (2Wiki first 30, short answers: F1 71.6 at 1,251 prompt tokens
+# docs/results/logic/bench_logic_forms.md (2Wiki first 30, short answers: F1 71.6 at 1,251 prompt tokens
 # a question against 69.2 at 3,228; MuSiQue 29.7 at 2,459 against 27.5 at 3,573).
 PRESETS: dict[str, dict] = {
     "paper": {},
@@ -221,7 +222,7 @@ PRESETS["lean-grounded"] = {**PRESETS["lean"], **GROUNDING}
 # style. Lean is the cheaper route for short answers: on the answer-label rows (questions 100-199 of
 # each set, untuned) it wins the multi-hop sets (MuSiQue F1 24.1 against 19.4, 2Wiki 66.5 against
 # 58.3) and loses one-hop NQ (56.2 against 66.0), a loss the router hides
-# (docs/results/lean_logic_labels.md). The grounding rules fix what both presets got wrong: strict
+# (docs/results/router/lean_logic_labels.md). The grounding rules fix what both presets got wrong: strict
 # sampling without replacement hid a later hop's passage, the memory lost facts read, and a
 # reader answer cited passages it never listed (docs/results/reader/logic_grounded.md).
 PRESET_FOR_STYLE = {"short": "lean-grounded", "reader": "grounded"}

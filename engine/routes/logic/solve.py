@@ -89,7 +89,7 @@ def answer_logic(
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
             # single lookups: the structured step + memory lose the exact phrase, and F1 drops
-            # (figures: docs/results/design_measurements.md)
+            # (figures: docs/results/design/design_measurements.md)
             trace["single_hop"] = single
             n = plan[0]
             n.rewritten = n.query = st.question
