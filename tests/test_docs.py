@@ -1,0 +1,75 @@
+"""The documents point at what is there: every relative link of a Markdown file resolves, and
+every `docs/results/...` path a document names exists (globs and {a,b} alternatives expanded),
+so moving a result file without its mentions fails here."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+RESULT_PATH = re.compile(r"docs/results/[\w./*{},$-]*")
+# where a command writes by default: named in the docs, filled by whoever runs it
+OUTPUT_DEFAULTS = {"docs/results/scale/bench_scale"}
+
+
+def markdown_files() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "*.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / f for f in listed if (ROOT / f).is_file() and not f.startswith(".venv/")]
+
+
+def broken_links(md: Path) -> list[str]:
+    broken = []
+    for target in LINK.findall(md.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL or an anchor on the same page
+        path = target.split("#", 1)[0]
+        if not (md.parent / path).exists():
+            broken.append(target)
+    return broken
+
+
+def expansions(mention: str) -> list[str]:
+    """The glob patterns a mention stands for: {a,b} alternatives apart, $VAR and * as globs."""
+    mention = re.sub(r"\*+", "*", re.sub(r"\$(\d+|[A-Za-z]+)", "*", mention.rstrip(".,:;")))
+    alt = re.search(r"\{([^{}]*)\}", mention)
+    if not alt:
+        return [mention]
+    return [e for choice in alt.group(1).split(",") for e in expansions(mention.replace(alt.group(0), choice, 1))]
+
+
+def missing_results(md: Path) -> list[str]:
+    missing = []
+    for mention in RESULT_PATH.findall(md.read_text()):
+        patterns = expansions(mention)
+        if mention.rstrip("/.,") in OUTPUT_DEFAULTS:
+            continue
+        if not all(any(ROOT.glob(p.rstrip("/"))) for p in patterns):
+            missing.append(mention)
+    return missing
+
+
+def test_every_relative_link_in_the_documents_resolves():
+    broken = {str(md.relative_to(ROOT)): b for md in markdown_files() if (b := broken_links(md))}
+    assert broken == {}
+
+
+def test_every_result_file_a_document_names_exists():
+    missing = {str(md.relative_to(ROOT)): m for md in markdown_files() if (m := missing_results(md))}
+    assert missing == {}
+
+
+def test_the_checks_catch_a_moved_file(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("[here](gone.md) [web](https://example.org) [top](#top) `docs/results/nowhere/x.md`")
+    assert broken_links(page) == ["gone.md"]
+    assert missing_results(page) == ["docs/results/nowhere/x.md"]
+    assert expansions("docs/results/a_{x,y}_$N.json") == ["docs/results/a_x_*.json", "docs/results/a_y_*.json"]
