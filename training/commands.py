@@ -1,7 +1,7 @@
 """Training's commands on the `logicroute` group: label, train, calibrate, eval-router and
 benchmark (training the router, benchmarking routing decisions) at the top, and the research
 benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
-llm-server|retrieval`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
+llm-server|retrieval|peers`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
 CLI never imports training."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from engine.cli_options import renamed
 
 BENCH_HELP = """Research benchmarks, each writing its report (see docs/results): the logic route against
 chunk, summary layers, the chunk index, reader answers, global questions, the HTTP server under
-load, how a KB scales, one LLM server process against the in-process model, and dense, lexical and
-hybrid retrieval."""
+load, how a KB scales, one LLM server process against the in-process model, dense, lexical and
+hybrid retrieval, and logicroute beside LightRAG and HippoRAG on the same ground."""
 
 
 def register(group: click.Group) -> None:
@@ -34,11 +34,20 @@ def bench_group() -> click.Group:
     from training.bench_llm_server import bench_llm_server
     from training.bench_serve import bench_serve
     from training.cmd_bench_global import bench_global
+    from training.cmd_bench_peers import bench_peers
     from training.cmd_bench_retrieval import bench_retrieval
     from training.cmd_bench_scale import bench_scale
     from training.cmd_benchmark import BENCH_COMMANDS
 
     bench = click.Group("bench", help=BENCH_HELP, short_help="Research benchmarks: logic, global, reader, scale, ...")
-    for cmd in (*BENCH_COMMANDS, bench_global, bench_serve, bench_scale, bench_llm_server, bench_retrieval):
+    for cmd in (
+        *BENCH_COMMANDS,
+        bench_global,
+        bench_serve,
+        bench_scale,
+        bench_llm_server,
+        bench_retrieval,
+        bench_peers,
+    ):
         bench.add_command(cmd)
     return bench

@@ -11,11 +11,16 @@ from __future__ import annotations
 from engine.base.errors import LogicRouteError
 from engine.prompts.passages import passages_section, with_data_rule
 
-ANSWER_SYSTEM = (
-    "You answer questions using only the given passages. Reply with the answer alone: "
+# The short style's rule on its own: `bench peers` gives it to the peer systems as well.
+SHORT_ANSWER_RULE = (
+    "Reply with the answer alone: "
     "a short phrase such as a name, a date, a number or a place, with no explanation and no "
-    "full sentence. Answer 'yes' or 'no' only when the question is a yes/no question. "
-    "If the passages do not contain the answer, give your best guess from them."
+    "full sentence. Answer 'yes' or 'no' only when the question is a yes/no question."
+)
+ANSWER_SYSTEM = (
+    "You answer questions using only the given passages. "
+    + SHORT_ANSWER_RULE
+    + " If the passages do not contain the answer, give your best guess from them."
 )
 
 # The one example both styles show of an answer that takes two passages.

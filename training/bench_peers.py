@@ -1,0 +1,150 @@
+"""`logicroute bench peers`: the contract every compared system meets, and the registry of them.
+
+A system, logicroute's own routes or a peer such as LightRAG, is one PeerAdapter: it indexes the
+set's passages once (`index`, which says what that cost), answers one question at a time
+(`answer`, which says what each answer cost) and names every setting it ran with (`settings`,
+written into the report). The harness (training/bench_peers_run.py) gives every system the same
+passages, questions, LLM and embedder, and scores every answer the same way.
+
+logicroute's rows (chunk, logic, router) go through the same contract: their index is the KB
+the routing benchmark builds (no LLM call: extractive summaries), their answers RoutedRAG's.
+The peers run in a virtual environment of their own, through a runner subprocess
+(training/bench_peers_subprocess.py), so their dependencies never meet ours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.base.errors import LogicRouteError
+
+Progress = Callable[[int, int], None]  # (passages done, passages in all)
+
+
+@dataclass
+class IndexCost:
+    """What one index build (or the part of it done in one run) cost."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    passages: int = 0
+    errors: int = 0  # LLM calls or documents the peer reported as failed; the build goes on
+
+    def add(self, other: "IndexCost") -> None:
+        for k, v in asdict(other).items():
+            setattr(self, k, getattr(self, k) + v)
+
+
+@dataclass
+class PeerAnswer:
+    """One answer and its cost. A failed answer has `error` set and is scored as empty."""
+
+    text: str
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class PeerContext:
+    """What every system of one run shares: the LLM (engine.llm LLM), the embedder (None: the
+    default MiniLM, loaded on first use), a folder of its own, top-k and the answer style."""
+
+    llm: Any
+    workdir: Path
+    embedder: Any = None
+    k: int = 3
+    style: str = "short"
+    options: dict = field(default_factory=dict)  # per-system settings from the command line
+
+
+class PeerAdapter:
+    """One compared system. Subclasses set `name` and implement the three methods; `close`
+    releases what `index` started (a subprocess, a model)."""
+
+    name = "peer"
+
+    def __init__(self, ctx: PeerContext):
+        self.ctx = ctx
+
+    def index(self, passages: Sequence, progress: Progress) -> IndexCost:
+        """Build (or continue) the index of `passages` (hierarchy.datasets.Passage: id, title,
+        text). Called again after an interruption with the passages not yet indexed."""
+        raise NotImplementedError
+
+    def answer(self, question: str) -> PeerAnswer:
+        """Answer one question from the index; errors are returned in PeerAnswer.error."""
+        raise NotImplementedError
+
+    def settings(self) -> dict:
+        """Every setting that shapes the answers (version, mode, chunk size, top-k...)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None
+
+
+class LogicrouteAdapter(PeerAdapter):
+    """logicroute's own route (`chunk`, `logic`) or its router (`router`, route auto) over the KB
+    the routing benchmark builds from the same passages: zero indexing LLM calls."""
+
+    route = "chunk"
+
+    def __init__(self, ctx: PeerContext):
+        super().__init__(ctx)
+        self.rag = None
+
+    def index(self, passages: Sequence, progress: Progress) -> IndexCost:
+        import time
+
+        from engine.pipeline import RoutedRAG
+        from training.bench_data import build_or_open_kb
+
+        t0 = time.perf_counter()
+        kb = build_or_open_kb(self.ctx.workdir.parent / "kb", list(passages), show_progress=False)
+        preset = self.ctx.options.get("logic_preset", "auto")
+        self.rag = RoutedRAG(kb=kb, llm=self.ctx.llm, k=self.ctx.k, style=self.ctx.style, logic_preset=preset)
+        self.rag.retry_unanswered = False  # each system answers as it is, no second route
+        progress(len(passages), len(passages))
+        return IndexCost(seconds=time.perf_counter() - t0, passages=len(passages))
+
+    def answer(self, question: str) -> PeerAnswer:
+        if self.rag is None:
+            raise LogicRouteError(f"{self.name}: answer before index")
+        try:
+            a = self.rag.answer(question, route="auto" if self.route == "router" else self.route)
+        except LogicRouteError as e:
+            return PeerAnswer("", error=f"{type(e).__name__}: {e}")
+        u = a.usage
+        return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(u.seconds, 3))
+
+    def settings(self) -> dict:
+        out: dict[str, Any] = {"route": "auto (router)" if self.route == "router" else self.route, "k": self.ctx.k}
+        out["style"] = self.ctx.style
+        if self.rag is not None and self.route != "chunk":
+            out["logic_config"] = self.rag.logic_config().fingerprint()
+        out["indexing"] = "passages as chunks, extractive summary layers (no LLM)"
+        return out
+
+
+def _route_adapter(route: str) -> type[PeerAdapter]:
+    return type(f"Logicroute_{route}", (LogicrouteAdapter,), {"name": route, "route": route})
+
+
+def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
+    """System name -> factory. The peers' classes live with the subprocess they need."""
+    from training.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter
+
+    reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: _route_adapter(r) for r in ("chunk", "logic", "router")}
+    reg["lightrag"] = LightRAGAdapter
+    reg["hipporag"] = HippoRAGAdapter
+    return reg
+
+
+SYSTEMS = ("chunk", "logic", "router", "lightrag", "hipporag")

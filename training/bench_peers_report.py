@@ -1,0 +1,130 @@
+"""The report of `logicroute bench peers`: one table per data set in the LogicRAG paper's shape
+(indexing tokens and time, per-query tokens and time, F1 and string accuracy), every system's
+settings, and its errors. Written as docs/results/peers/<set>.md and .json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from engine.base.files import atomic_write_json, atomic_write_text
+from training.bench_report import markdown_table
+
+COLUMNS = (
+    "system",
+    "questions",
+    "errors",
+    "index LLM calls",
+    "index tokens",
+    "index min",
+    "LLM calls/q",
+    "tokens/q",
+    "s/q",
+    "EM",
+    "F1",
+    "Acc",
+)
+
+
+def _mean(rows: list[dict], key: str) -> float:
+    return sum(r.get(key) or 0 for r in rows) / len(rows) if rows else 0.0
+
+
+def system_row(run) -> dict:
+    """One system's figures; scores over every question it was asked, a failed one scoring 0."""
+    ix, ans = run.index_rows, run.answer_rows
+    return {
+        "system": run.name,
+        "questions": len(ans),
+        "errors": sum(1 for r in ans if r.get("error")),
+        "index_llm_calls": sum(r["llm_calls"] for r in ix),
+        "index_prompt_tokens": sum(r["prompt_tokens"] for r in ix),
+        "index_completion_tokens": sum(r["completion_tokens"] for r in ix),
+        "index_minutes": round(sum(r["seconds"] for r in ix) / 60, 2),
+        "index_passages": sum(r["passages"] for r in ix),
+        "index_errors": sum(r["errors"] for r in ix),
+        "llm_calls_per_q": round(_mean(ans, "llm_calls"), 2),
+        "prompt_tokens_per_q": round(_mean(ans, "prompt_tokens"), 1),
+        "completion_tokens_per_q": round(_mean(ans, "completion_tokens"), 1),
+        "seconds_per_q": round(_mean(ans, "seconds"), 2),
+        "em": round(100 * _mean(ans, "em"), 1),
+        "f1": round(100 * _mean(ans, "f1"), 1),
+        "string_acc": round(100 * _mean(ans, "string_acc"), 1),
+        "settings": run.settings,
+        "error": run.error,
+    }
+
+
+def summarize(name, cfg, items, passages, runs, llm_name: str, notes: list[str], seconds: float) -> dict:
+    cfg_d = {k: v for k, v in asdict(cfg).items() if k != "show_progress"}
+    return {
+        "dataset": name,
+        "questions": len(items),
+        "passages": len(passages),
+        "llm": llm_name,
+        "config": cfg_d,
+        "systems": [system_row(r) for r in runs],
+        "notes": notes,
+        "seconds": round(seconds, 1),
+    }
+
+
+def _cells(s: dict) -> list:
+    tokens_q = s["prompt_tokens_per_q"] + s["completion_tokens_per_q"]
+    index_tokens = s["index_prompt_tokens"] + s["index_completion_tokens"]
+    return [
+        s["system"],
+        s["questions"],
+        s["errors"],
+        s["index_llm_calls"],
+        f"{index_tokens:,}",
+        s["index_minutes"],
+        s["llm_calls_per_q"],
+        f"{tokens_q:,.0f}",
+        s["seconds_per_q"],
+        s["em"],
+        s["f1"],
+        s["string_acc"],
+    ]
+
+
+def report_markdown(report: dict, command: str) -> str:
+    lines = [
+        f"# bench peers: {report['dataset']}",
+        "",
+        f"`{command}`",
+        "",
+        f"{report['questions']} questions, one KB of {report['passages']} passages (their passages and "
+        f"distractors), every system on {report['llm']}, the MiniLM embedder where the system takes an "
+        "embedding function, short answers; EM/F1/Acc in %, a failed answer scoring 0. Tokens are prompt + "
+        "completion as the LLM counted them; index figures are the whole build, summed over its resumed parts.",
+        "",
+        *markdown_table(COLUMNS, [_cells(s) for s in report["systems"]]),
+        "",
+        "## Settings",
+        "",
+    ]
+    for s in report["systems"]:
+        lines.append(f"- **{s['system']}**: `{json.dumps(s['settings'], sort_keys=True)}`")
+    broken = [s for s in report["systems"] if s.get("error") or s["errors"] or s["index_errors"]]
+    if broken:
+        lines += ["", "## Errors", ""]
+        for s in broken:
+            parts = [s["error"] or ""]
+            if s["index_errors"]:
+                parts.append(f"{s['index_errors']} indexing failures")
+            if s["errors"]:
+                parts.append(f"{s['errors']} of {s['questions']} answers failed")
+            lines.append(f"- {s['system']}: " + "; ".join(p for p in parts if p))
+    if report["notes"]:
+        lines += ["", "## Notes", "", *(f"- {n}" for n in report["notes"])]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: dict, folder: str | Path, command: str) -> Path:
+    """<folder>/<set>.md and .json (atomic writes); returns the Markdown file."""
+    md = Path(folder) / f"{report['dataset']}.md"
+    atomic_write_text(md, report_markdown(report, command))
+    atomic_write_json(md.with_suffix(".json"), {**report, "command": command})
+    return md

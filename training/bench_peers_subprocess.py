@@ -1,0 +1,197 @@
+"""Peers that run in a virtual environment of their own: the harness side of the peer protocol
+(training/peer_runners/protocol.py has the runner side and the message shapes).
+
+A SubprocessPeer starts its runner script with the peer venv's Python and serves the runner's
+LLM and embedding requests from the harness's own LLM (engine.llm: the same model, the same
+call cache) and embedder (MiniLM), adding every call's tokens to the cost of the command
+that made it. The peers' packages are never imported here: this file only starts a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.base.errors import LLMError, LogicRouteError
+from engine.base.types import Usage
+from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext, Progress
+
+RUNNERS = Path(__file__).resolve().parent / "peer_runners"
+WORK = Path(__file__).resolve().parents[2]  # the folder that holds the repository
+
+
+class SubprocessPeer(PeerAdapter):
+    """A peer behind a runner script. Subclasses name the runner, the pip package, and the
+    environment variable and default folder of the venv it is installed in."""
+
+    runner = ""
+    package = ""
+    venv_env = "LOGICROUTE_PEERS_VENV"
+    venv_default = WORK / "peers-venv"
+    incremental = True
+
+    def __init__(self, ctx: PeerContext):
+        super().__init__(ctx)
+        self.proc: subprocess.Popen | None = None
+        self.hello: dict = {}
+        self.failed_calls = 0  # LLM calls the harness could not serve (an indexing error each)
+
+    # --- the process --------------------------------------------------------------------
+
+    def python(self) -> Path:
+        venv = Path(self.ctx.options.get(f"{self.name}_venv") or os.environ.get(self.venv_env) or self.venv_default)
+        py = venv / "bin" / "python"
+        if not py.is_file():
+            raise LogicRouteError(
+                f"{self.name}: no Python at {py}; install the peer in a venv of its own: "
+                f"python -m venv {venv} && {venv}/bin/pip install '{self.package}' (or set ${self.venv_env})"
+            )
+        return py
+
+    def _embedder(self):
+        if self.ctx.embedder is None:
+            from engine.embedder import get_embedder
+
+            self.ctx.embedder = get_embedder()
+        return self.ctx.embedder
+
+    def _start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        log = open(self.ctx.workdir / "runner.log", "a")  # noqa: SIM115 - the runner writes here while it runs
+        self.proc = subprocess.Popen(
+            [str(self.python()), str(RUNNERS / self.runner)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=self.ctx.workdir,
+        )
+        log.close()
+        store = self.ctx.workdir / "store"
+        store.mkdir(exist_ok=True)
+        settings = {**self.peer_settings(), **self.ctx.options.get(self.name, {})}
+        self.hello, _ = self._command(
+            "hello", workdir=str(store), embedding_dim=self._embedder().dim, settings=settings
+        )
+
+    def peer_settings(self) -> dict:
+        """Settings the harness sets for every peer: the short answer style."""
+        from engine.prompts.answer import SHORT_ANSWER_RULE
+
+        return {"answer_instruction": SHORT_ANSWER_RULE} if self.ctx.style == "short" else {}
+
+    def _command(self, op: str, **args) -> tuple[dict, Usage]:
+        """Send one command and serve the runner's requests until its result; (result, usage of
+        the LLM calls it made). A command that failed in the runner raises PeerError."""
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        usage = Usage()
+        self._send({"op": op, **args})
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self.proc.wait()
+                self.proc = None
+                raise LogicRouteError(f"{self.name} runner exited during {op}: see {self.ctx.workdir / 'runner.log'}")
+            msg = json.loads(line)
+            if "rpc" in msg:
+                self._send(self._serve(msg, usage))
+            elif "error" in msg:
+                raise PeerError(msg["error"], usage)
+            else:
+                return msg.get("result") or {}, usage
+
+    def _send(self, obj: dict) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.proc.stdin.flush()
+
+    def _serve(self, msg: dict, usage: Usage) -> dict:
+        try:
+            if msg["rpc"] == "embed":
+                return {"vectors": self._embedder().encode(msg["texts"]).tolist()}
+            schema = {"type": "object"} if msg.get("json") else None  # what response_format json_object asks
+            c = self.ctx.llm.chat(msg["messages"], schema=schema, max_tokens=int(msg.get("max_tokens") or 512))
+            usage.add(c)
+            return {"text": c.text}
+        except LLMError as e:  # the peer sees a failed call, as from an endpoint; it is counted
+            usage.llm_calls += 1
+            self.failed_calls += 1
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None:
+                self._command("close")
+                self._send({"op": "quit"})
+                self.proc.wait(timeout=60)
+        except (LogicRouteError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self.proc = None
+
+    # --- the contract -------------------------------------------------------------------
+
+    def settings(self) -> dict:
+        self._start()
+        return {
+            "package": f"{self.hello.get('package')}=={self.hello.get('version')}",
+            "embedder": self._embedder().spec or "MiniLM",
+            **self.hello.get("settings", {}),
+        }
+
+    def index(self, passages: Sequence, progress: Progress) -> IndexCost:
+        self._start()
+        before = self.failed_calls
+        t0 = time.perf_counter()
+        batch = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
+        try:
+            result, u = self._command("index", passages=batch)
+        except PeerError as e:
+            raise LogicRouteError(f"{self.name} index: {e}") from None
+        ids = {p.id for p in passages}
+        failed = len(ids & set(result.get("failed", [])))
+        progress(len(passages), len(passages))
+        return IndexCost(
+            u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, len(passages),
+            failed + self.failed_calls - before,
+        )  # fmt: skip
+
+    def answer(self, question: str) -> PeerAnswer:
+        t0 = time.perf_counter()
+        try:
+            self._start()
+            result, u = self._command("answer", question=question)
+            error = None
+        except PeerError as e:
+            result, u, error = {}, e.usage, str(e)
+        except LogicRouteError as e:  # the runner died: the next question starts a new one
+            result, u, error = {}, Usage(), str(e)
+        text = str(result.get("text") or "").strip()
+        return PeerAnswer(text, u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, error)
+
+
+class PeerError(LogicRouteError):
+    """A command that failed inside the runner; `usage`: the LLM calls it made before."""
+
+    def __init__(self, message: str, usage: Usage):
+        super().__init__(message)
+        self.usage = usage
+
+
+class LightRAGAdapter(SubprocessPeer):
+    name = "lightrag"
+    runner = "lightrag_runner.py"
+    package = "lightrag-hku==1.5.7"
+
+
+class HippoRAGAdapter(SubprocessPeer):
+    name = "hipporag"
+    runner = "hipporag_runner.py"
+    package = "hipporag==2.0.0a3"
+    venv_env = "LOGICROUTE_HIPPORAG_VENV"
+    venv_default = WORK / "peers-venv-hipporag"  # its torch/vllm/openai pins clash with LightRAG's
