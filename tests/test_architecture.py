@@ -1,4 +1,4 @@
-"""The code's shape, as the README's layout section states it: small modules, short
+"""The code's shape, as docs/design.md states it: small modules, short
 functions, no import cycles. (The layer order itself is import-linter's contract in
 pyproject.toml, checked by `make test`.)"""
 

@@ -1,9 +1,11 @@
-"""The documents point at what is there: every relative link of a Markdown file resolves, and
-every `docs/results/...` path a document names exists (globs and {a,b} alternatives expanded),
-so moving a result file without its mentions fails here."""
+"""The documents point at what is there: every relative link of a Markdown file resolves, every
+`docs/results/...` path a document names exists (globs and {a,b} alternatives expanded), and every
+module, object and source path docs/design.md names is in the code, so moving a result file or
+renaming what the design describes without its mentions fails here."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 from pathlib import Path
@@ -67,9 +69,39 @@ def test_every_result_file_a_document_names_exists():
     assert missing == {}
 
 
+def unknown_names(md: Path) -> list[str]:
+    """Backquoted dotted names under our packages (`engine.routes.ROUTES`) that do not import,
+    and backquoted source paths (`engine/routes/`) that are not there."""
+    unknown = []
+    for name in re.findall(r"`((?:engine|hierarchy|router|training)(?:\.\w+)+)`", md.read_text()):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            if obj is None:
+                unknown.append(name)
+            break
+    for path in re.findall(r"`((?:engine|hierarchy|router|training|checkpoints|tests)/[\w/.-]*)`", md.read_text()):
+        if not (ROOT / path).exists():
+            unknown.append(path)
+    return unknown
+
+
+def test_the_design_document_names_only_what_the_code_has():
+    assert unknown_names(ROOT / "docs/design.md") == []
+
+
 def test_the_checks_catch_a_moved_file(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("[here](gone.md) [web](https://example.org) [top](#top) `docs/results/nowhere/x.md`")
     assert broken_links(page) == ["gone.md"]
     assert missing_results(page) == ["docs/results/nowhere/x.md"]
     assert expansions("docs/results/a_{x,y}_$N.json") == ["docs/results/a_x_*.json", "docs/results/a_y_*.json"]
+    page.write_text(
+        "`engine.routes.ROUTES` `engine.routes.NO_SUCH` `hierarchy.no_module` `engine/routes/` `engine/gone.py`"
+    )
+    assert unknown_names(page) == ["engine.routes.NO_SUCH", "hierarchy.no_module", "engine/gone.py"]
