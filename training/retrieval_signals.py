@@ -3,7 +3,7 @@ the router could read after retrieval and before answering (issue: a router that
 
 `eval-router --lodo --kb-root DIR` adds them to its ranking check: does any of them rank, within a
 left-out set, the questions where logic beats chunk above the others? Each label row is searched
-again in the KB it was answered from (DIR/<set>, the folders checkpoints/make_answer_labels.sh
+again in the KB it was answered from (DIR/<set>, the folders training/data/make_answer_labels.sh
 builds), the question as asked, k as the row's own.
 
 | signal | what |
@@ -71,7 +71,7 @@ def row_signals(rows: Sequence[dict], kb_root: str | Path, embedder) -> dict[str
         if not KnowledgeBase.exists(folder):
             raise LogicRouteError(
                 f"no knowledge base for {dataset} at {folder}: --kb-root names the folder holding one KB per "
-                "label set (checkpoints/make_answer_labels.sh builds them under runs/labels_kb)"
+                "label set (training/data/make_answer_labels.sh builds them under runs/labels_kb)"
             )
         kb = KnowledgeBase.open(folder, embedder=embedder)
         k = int(rows[ix[0]].get("k") or 3)
