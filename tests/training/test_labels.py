@@ -306,6 +306,8 @@ def test_the_shipped_routers_label_files_are_found_where_they_moved_though_its_h
     assert [p.resolve() for p in from_header] == [p.resolve() for p in from_pretty]
     assert all(p.resolve().is_relative_to(REPO / "training/data/labels") for p in from_header)
     assert not (REPO / "checkpoints/labels").exists()
+    # the pretty-printed card is the header's card with the moved folder renamed, nothing else
+    assert pretty == json.loads(json.dumps(header).replace("checkpoints/labels/", "training/data/labels/"))
 
 
 def test_a_card_label_file_missing_everywhere_is_left_out(tmp_path):
