@@ -32,7 +32,8 @@ class IndexCost:
     completion_tokens: int = 0
     seconds: float = 0.0
     passages: int = 0
-    errors: int = 0  # LLM calls or documents the peer reported as failed; the build goes on
+    errors: int = 0  # documents the peer reported as failed; the build goes on
+    failed_calls: int = 0  # LLM calls the harness could not serve (the peer may have retried them)
 
     def add(self, other: "IndexCost") -> None:
         for k, v in asdict(other).items():

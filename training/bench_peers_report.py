@@ -44,6 +44,7 @@ def system_row(run) -> dict:
         "index_minutes": round(sum(r["seconds"] for r in ix) / 60, 2),
         "index_passages": sum(r["passages"] for r in ix),
         "index_errors": sum(r["errors"] for r in ix),
+        "index_failed_calls": sum(r.get("failed_calls", 0) for r in ix),
         "llm_calls_per_q": round(_mean(ans, "llm_calls"), 2),
         "prompt_tokens_per_q": round(_mean(ans, "prompt_tokens"), 1),
         "completion_tokens_per_q": round(_mean(ans, "completion_tokens"), 1),
@@ -107,13 +108,17 @@ def report_markdown(report: dict, command: str) -> str:
     ]
     for s in report["systems"]:
         lines.append(f"- **{s['system']}**: `{json.dumps(s['settings'], sort_keys=True)}`")
-    broken = [s for s in report["systems"] if s.get("error") or s["errors"] or s["index_errors"]]
+    broken = [
+        s for s in report["systems"] if s.get("error") or s["errors"] or s["index_errors"] or s["index_failed_calls"]
+    ]
     if broken:
         lines += ["", "## Errors", ""]
         for s in broken:
             parts = [s["error"] or ""]
             if s["index_errors"]:
-                parts.append(f"{s['index_errors']} indexing failures")
+                parts.append(f"{s['index_errors']} of {s['index_passages']} passages failed to index")
+            if s["index_failed_calls"]:
+                parts.append(f"{s['index_failed_calls']} indexing LLM calls failed")
             if s["errors"]:
                 parts.append(f"{s['errors']} of {s['questions']} answers failed")
             lines.append(f"- {s['system']}: " + "; ".join(p for p in parts if p))

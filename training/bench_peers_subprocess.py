@@ -158,7 +158,7 @@ class SubprocessPeer(PeerAdapter):
         progress(len(passages), len(passages))
         return IndexCost(
             u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, len(passages),
-            failed + self.failed_calls - before,
+            failed, self.failed_calls - before,
         )  # fmt: skip
 
     def answer(self, question: str) -> PeerAnswer:
