@@ -17,9 +17,9 @@ RESULT_PATH = re.compile(r"docs/results/[\w./*{},$-]*")
 OUTPUT_DEFAULTS = {"docs/results/scale/bench_scale"}
 
 
-def markdown_files() -> list[Path]:
+def tracked(pattern: str) -> list[Path]:
     listed = subprocess.run(
-        ["git", "ls-files", "*.md"],
+        ["git", "ls-files", pattern],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -48,11 +48,13 @@ def expansions(mention: str) -> list[str]:
     return [e for choice in alt.group(1).split(",") for e in expansions(mention.replace(alt.group(0), choice, 1))]
 
 
-def missing_results(md: Path) -> list[str]:
+def missing_results(md: Path, files_only: bool = False) -> list[str]:
+    """The docs/results paths `md` names that are not there; files_only: only those naming a
+    file (code cites reports by file, and names output folders a run fills)."""
     missing = []
     for mention in RESULT_PATH.findall(md.read_text()):
         patterns = expansions(mention)
-        if mention.rstrip("/.,") in OUTPUT_DEFAULTS:
+        if mention.rstrip("/.,") in OUTPUT_DEFAULTS or (files_only and not re.search(r"\.\w+$", mention.rstrip(".,"))):
             continue
         if not all(any(ROOT.glob(p.rstrip("/"))) for p in patterns):
             missing.append(mention)
@@ -60,12 +62,18 @@ def missing_results(md: Path) -> list[str]:
 
 
 def test_every_relative_link_in_the_documents_resolves():
-    broken = {str(md.relative_to(ROOT)): b for md in markdown_files() if (b := broken_links(md))}
+    broken = {str(md.relative_to(ROOT)): b for md in tracked("*.md") if (b := broken_links(md))}
     assert broken == {}
 
 
 def test_every_result_file_a_document_names_exists():
-    missing = {str(md.relative_to(ROOT)): m for md in markdown_files() if (m := missing_results(md))}
+    missing = {str(md.relative_to(ROOT)): m for md in tracked("*.md") if (m := missing_results(md))}
+    assert missing == {}
+
+
+def test_every_result_file_the_code_cites_exists():
+    code = [py for py in tracked("*.py") if py != Path(__file__).resolve()]  # this file's examples are made up
+    missing = {str(py.relative_to(ROOT)): m for py in code if (m := missing_results(py, files_only=True))}
     assert missing == {}
 
 
@@ -100,6 +108,8 @@ def test_the_checks_catch_a_moved_file(tmp_path):
     page.write_text("[here](gone.md) [web](https://example.org) [top](#top) `docs/results/nowhere/x.md`")
     assert broken_links(page) == ["gone.md"]
     assert missing_results(page) == ["docs/results/nowhere/x.md"]
+    page.write_text("DEFAULT_OUT = 'docs/results/new_folder' # see docs/results/gone.md.")
+    assert missing_results(page, files_only=True) == ["docs/results/gone.md."]
     assert expansions("docs/results/a_{x,y}_$N.json") == ["docs/results/a_x_*.json", "docs/results/a_y_*.json"]
     page.write_text(
         "`engine.routes.ROUTES` `engine.routes.NO_SUCH` `hierarchy.no_module` `engine/routes/` `engine/gone.py`"
