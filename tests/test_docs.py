@@ -28,13 +28,20 @@ def tracked(pattern: str) -> list[Path]:
     return [ROOT / f for f in listed if (ROOT / f).is_file() and not f.startswith(".venv/")]
 
 
+def anchors(md: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as '-'."""
+    headings = re.findall(r"^#+ (.+)$", md.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
 def broken_links(md: Path) -> list[str]:
     broken = []
     for target in LINK.findall(md.read_text()):
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
-            continue  # a URL or an anchor on the same page
-        path = target.split("#", 1)[0]
-        if not (md.parent / path).exists():
+        if re.match(r"[a-z]+:", target):
+            continue  # a URL
+        path, _, anchor = target.partition("#")
+        page = md.parent / path if path else md
+        if not page.exists() or (anchor and page.suffix == ".md" and anchor not in anchors(page)):
             broken.append(target)
     return broken
 
@@ -105,8 +112,9 @@ def test_the_design_document_names_only_what_the_code_has():
 
 def test_the_checks_catch_a_moved_file(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("[here](gone.md) [web](https://example.org) [top](#top) `docs/results/nowhere/x.md`")
-    assert broken_links(page) == ["gone.md"]
+    page.write_text("# Top: the `page`\n[here](gone.md) [web](https://example.org) [top](#top-the-page) [no](#nowhere)")
+    assert broken_links(page) == ["gone.md", "#nowhere"]
+    page.write_text("`docs/results/nowhere/x.md`")
     assert missing_results(page) == ["docs/results/nowhere/x.md"]
     page.write_text("DEFAULT_OUT = 'docs/results/new_folder' # see docs/results/gone.md.")
     assert missing_results(page, files_only=True) == ["docs/results/gone.md."]
