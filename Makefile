@@ -17,7 +17,7 @@ LLAMA_CMAKE_ARGS += $(if $(call cpu_has,avx_vnni),-DGGML_AVX_VNNI=ON)
 LLAMA_STAMP := $(VENV)/.llama-cpp-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-10)
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint browser corpus clean
+.PHONY: install demo test lint browser corpus clean peers
 
 install: $(STAMP)
 
@@ -50,6 +50,17 @@ browser:
 	command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
 	  echo "note: no chromium/chromedriver: the page's browser test will be skipped"
+
+# The peers of `logicroute bench peers`, each in a venv of its own beside the repository (never in
+# .venv: hipporag pins torch 2.5.1 and vllm); the pins are the adapters' (pyproject's [peers] extras).
+PEERS_VENV ?= ../peers-venv
+HIPPORAG_VENV ?= ../peers-venv-hipporag
+peer_pin = $(shell $(BIN)/python -c "from training.bench_peers_subprocess import $(1) as A; print(A.package)")
+peers: install
+	test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q "$(call peer_pin,LightRAGAdapter)"
+	test -x $(HIPPORAG_VENV)/bin/python || $(PY) -m venv $(HIPPORAG_VENV)
+	$(HIPPORAG_VENV)/bin/pip install -q "$(call peer_pin,HippoRAGAdapter)"
 
 lint: install
 	$(BIN)/ruff check .

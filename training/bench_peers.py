@@ -118,8 +118,12 @@ class LogicrouteAdapter(PeerAdapter):
     def answer(self, question: str) -> PeerAnswer:
         if self.rag is None:
             raise LogicRouteError(f"{self.name}: answer before index")
+        from engine.pipeline import Budget
+
+        # the routing benchmark's cap: the route's own default would make answers depend on machine load
+        budget = Budget(max_seconds=float(self.ctx.options.get("logic_max_seconds", 1800)))
         try:
-            a = self.rag.answer(question, route="auto" if self.route == "router" else self.route)
+            a = self.rag.answer(question, route="auto" if self.route == "router" else self.route, budget=budget)
         except LogicRouteError as e:
             return PeerAnswer("", error=f"{type(e).__name__}: {e}")
         u = a.usage

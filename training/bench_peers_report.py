@@ -5,6 +5,7 @@ settings, and its errors. Written as docs/results/peers/<set>.md and .json."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def summarize(name, cfg, items, passages, runs, llm_name: str, notes: list[str],
         "systems": [system_row(r) for r in runs],
         "notes": notes,
         "seconds": round(seconds, 1),
+        # wall times depend on what else the machine ran: the load says how busy it was
+        "machine": f"{os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f}",
     }
 
 
@@ -99,7 +102,8 @@ def report_markdown(report: dict, command: str) -> str:
         f"{report['questions']} questions, one KB of {report['passages']} passages (their passages and "
         f"distractors), every system on {report['llm']}, the MiniLM embedder where the system takes an "
         "embedding function, short answers; EM/F1/Acc in %, a failed answer scoring 0. Tokens are prompt + "
-        "completion as the LLM counted them; index figures are the whole build, summed over its resumed parts.",
+        "completion as the LLM counted them; index figures are the whole build, summed over its resumed parts. "
+        f"Machine: {report.get('machine', '?')}.",
         "",
         *markdown_table(COLUMNS, [_cells(s) for s in report["systems"]]),
         "",
