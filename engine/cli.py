@@ -26,7 +26,6 @@ from engine.cli_options import (  # the shared options; plugins import them from
     check_llm_spec,
     configure_logging,
     default_llm_spec,
-    export_llm_settings,
     info,
     injected_embedder,
     llm_option,
@@ -41,7 +40,6 @@ log = logging.getLogger("logicroute.cli")
 __all__ = [
     "ROUTE_CHOICES",
     "default_llm_spec",
-    "export_llm_settings",
     "injected_embedder",
     "llm_option",
     "main",

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LLMError, LogicRouteError
-from engine.llm.base import DEFAULT_LLM, SETTINGS_ENV, parse_settings
+from engine.llm.base import DEFAULT_LLM
 from engine.llm.urls import redact
 
 ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
@@ -27,35 +27,14 @@ def default_llm_spec() -> str:
     return os.environ.get("LOGICROUTE_LLM", DEFAULT_LLM)
 
 
-def export_llm_settings(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> None:
-    """--llm-setting goes to the environment, so every LLM the command builds, and every process
-    it starts, waits as long as asked (engine.llm.factory.make_llm)."""
-    try:
-        settings = parse_settings(list(pairs), "--llm-setting")
-    except LogicRouteError as e:
-        raise click.BadParameter(str(e)) from None
-    for key, var in SETTINGS_ENV.items():
-        if getattr(settings, key) is not None:
-            os.environ[var] = f"{getattr(settings, key):g}"
+LLM_HELP = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL; a remote one may end in ?timeout=SECONDS&retries=N"
 
 
-def llm_option(f=None, *, help: str = "local:MODEL, openai:MODEL or openai:MODEL@BASE_URL"):
-    """The --llm option of every command ($LOGICROUTE_LLM, else the local model), with the
-    remote endpoint's --llm-setting."""
+def llm_option(f=None, *, help: str = LLM_HELP):
+    """The --llm option of every command ($LOGICROUTE_LLM, else the local model). How long a
+    remote endpoint is waited on is part of the spec (engine.llm.base.parse_spec)."""
     spec = click.option("--llm", "llm_spec", default=default_llm_spec, show_default=DEFAULT_LLM, help=help)
-    setting = click.option(
-        "--llm-setting",
-        multiple=True,
-        metavar="KEY=VALUE",
-        expose_value=False,
-        callback=export_llm_settings,
-        help="remote LLM: timeout=SECONDS per try, retries=N (repeatable; a spec's ?timeout=&retries= win)",
-    )
-
-    def both(command):
-        return spec(setting(command))
-
-    return both(f) if f is not None else both
+    return spec(f) if f is not None else spec
 
 
 def style_option(default: str):
@@ -136,7 +115,7 @@ def check_llm_spec(spec: str) -> None:
             )
         return
     keyed = os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    if not keyed and not (s.base_url or os.environ.get("LOGICROUTE_BASE_URL")):
+    if not keyed and not s.base_url:
         raise LLMError(f"no API key for {redact(spec)}: set LOGICROUTE_API_KEY or OPENAI_API_KEY")
 
 

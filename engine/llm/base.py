@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,9 +43,8 @@ class LLM(Protocol):
 @dataclass(frozen=True)
 class LLMSettings:
     """How long a remote backend waits for its endpoint. None leaves the choice to the next
-    source: the spec's query, then the settings passed in code, then the environment
-    ($LOGICROUTE_LLM_TIMEOUT, $LOGICROUTE_LLM_RETRIES), then the backend's default. The local
-    backend runs in process and takes neither."""
+    source: the spec's query, then the settings passed in code, then the backend's default. The
+    local backend runs in process and takes neither."""
 
     timeout: float | None = None  # seconds one try may wait for the response
     retries: int | None = None  # extra tries after the first on transient failures
@@ -63,14 +61,14 @@ class LLMSettings:
         """These settings, with what they leave open taken from `fallback`."""
         if fallback is None:
             return self
-        return replace(self, **{k: getattr(fallback, k) for k in SETTINGS_ENV if getattr(self, k) is None})
+        return replace(self, **{k: getattr(fallback, k) for k in SETTING_KEYS if getattr(self, k) is None})
 
     def query(self) -> str:
         """The spec's query form: 'timeout=10&retries=1' ('' when nothing is set)."""
-        return "&".join(f"{k}={getattr(self, k):g}" for k in SETTINGS_ENV if getattr(self, k) is not None)
+        return "&".join(f"{k}={getattr(self, k):g}" for k in SETTING_KEYS if getattr(self, k) is not None)
 
 
-SETTINGS_ENV = {"timeout": "LOGICROUTE_LLM_TIMEOUT", "retries": "LOGICROUTE_LLM_RETRIES"}
+SETTING_KEYS = ("timeout", "retries")
 
 
 def parse_settings(pairs: list[str], where: str) -> LLMSettings:
@@ -79,16 +77,10 @@ def parse_settings(pairs: list[str], where: str) -> LLMSettings:
     for pair in pairs:
         key, eq, value = pair.partition("=")
         key = key.strip()
-        if not eq or key not in SETTINGS_ENV:
+        if not eq or key not in SETTING_KEYS:
             raise LogicRouteError(f"bad LLM setting {redact(pair)!r} in {where}: expected timeout=SECONDS or retries=N")
         values[key] = _setting_value(key, value.strip(), where)
     return LLMSettings(**values)
-
-
-def settings_from_env() -> LLMSettings:
-    return LLMSettings(
-        **{k: _setting_value(k, os.environ[v].strip(), f"${v}") for k, v in SETTINGS_ENV.items() if os.environ.get(v)}
-    )
 
 
 def _setting_value(key: str, value: str, where: str) -> float | int:

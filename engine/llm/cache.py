@@ -90,7 +90,7 @@ class CachedLLM:
                     self._ready = True
             except (sqlite3.Error, OSError) as e:
                 raise LogicRouteError(
-                    f"LLM cache {self.path} is unusable ({e}): delete it, or run with LOGICROUTE_NO_CACHE=1"
+                    f"LLM cache {self.path} is unusable ({e}): delete it, or run with --no-cache"
                 ) from e
             self._local.conn = conn
         return conn
@@ -133,7 +133,7 @@ class CachedLLM:
             )
         except sqlite3.Error as e:
             raise LogicRouteError(
-                f"LLM cache {self.path} is unreadable ({e}): delete it, or run with LOGICROUTE_NO_CACHE=1"
+                f"LLM cache {self.path} is unreadable ({e}): delete it, or run with --no-cache"
             ) from e
 
     def _put(self, key: str, c: Completion) -> None:

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, parse_spec
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def make_llm(spec: str = DEFAULT_LLM, *, cache: bool | str | Path = True, settings: LLMSettings | None = None) -> LLM:
-    """Build the LLM a spec names, wrapped in the on-disk cache unless `cache` is False or
-    LOGICROUTE_NO_CACHE=1. `cache` may also be the SQLite file to use. Nothing loads or
+    """Build the LLM a spec names, wrapped in the on-disk cache unless `cache` is False (the
+    commands' --no-cache). `cache` may also be the SQLite file to use. Nothing loads or
     connects here: backends start on their first call.
 
     How long a remote endpoint is waited on (LLMSettings: timeout in seconds per try, retries
     after the first try), first set wins:
       1. the spec's query: 'openai:MODEL@BASE_URL?timeout=10&retries=1'
       2. `settings` (RoutedRAG(llm_settings=...))
-      3. $LOGICROUTE_LLM_TIMEOUT, $LOGICROUTE_LLM_RETRIES (the CLI's --llm-setting sets them)
-      4. 60 s and 4 retries.
+      3. 60 s and 4 retries.
     None of them is part of the cache key: they change how long we wait, not the answer.
     The local backend runs in process and ignores them."""
     s = parse_spec(spec)
@@ -35,9 +29,9 @@ def make_llm(spec: str = DEFAULT_LLM, *, cache: bool | str | Path = True, settin
     else:
         from engine.llm.openai_api import OpenAILLM
 
-        wait = s.settings.over(settings)  # the environment is read by the backend
+        wait = s.settings.over(settings)
         llm = OpenAILLM(s.model, base_url=s.base_url, timeout=wait.timeout, max_retries=wait.retries)
-    if cache is False or _env_flag("LOGICROUTE_NO_CACHE"):
+    if cache is False:
         return llm
     from engine.llm.cache import CachedLLM
 

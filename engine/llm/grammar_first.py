@@ -55,7 +55,9 @@ def _grammar_first_chain(llama: Any, grammar: Any) -> Any:
 
     dtype = np.dtype(TOKEN_DATA)
     if dtype.itemsize != ctypes.sizeof(llama_cpp.llama_token_data):
-        raise RuntimeError("llama_token_data changed layout: run with LOGICROUTE_GRAMMAR_FIRST=0")
+        from engine.llm.local import LLAMA_CPP_VERSION
+
+        raise RuntimeError(f"llama_token_data changed layout: install llama-cpp-python=={LLAMA_CPP_VERSION}")
     chain = _internals.LlamaSampler()
     grammar_sampler = llama_cpp.llama_sampler_init_grammar(
         llama._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")

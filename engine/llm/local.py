@@ -7,15 +7,17 @@ Prompt evaluation dominates on CPU (~50 tokens/s here), and every prompt of one 
 the same system text and few-shot examples. A prefix cache keeps the model state after recent
 calls and restores the one sharing the longest prefix with the next prompt, so only the new
 suffix is evaluated (a 729-token decomposition prompt: 19 tokens evaluated, 24 s -> 8 s).
-`Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only;
-engine.llm.llama_state saves and restores its states without llama-cpp-python's 311 MB logits
-copy ($LOGICROUTE_LEAN_STATE=0: the stock pair, for comparisons).
-Grammar-constrained (JSON) greedy calls decode through engine.llm.grammar_first, which shows the
-grammar the top candidates instead of the whole vocabulary: same tokens, ~28% faster decoding
-($LOGICROUTE_GRAMMAR_FIRST=0: the stock sampler, for comparisons).
-Decoding drafts from the context (engine.llm.lookup_draft): a reply that repeats its prompt,
-as step answers and JSON keys do, takes several tokens per forward pass
-($LOGICROUTE_LOOKUP_DRAFT=0: one token a pass, for comparisons).
+`Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only.
+
+Three changes to llama-cpp-python's internals make the one decoding path (measured against the
+stock library, docs/results/bench_logic_quiet.md and bench_logic_lookup_draft.md; each has a
+test against the stock path): engine.llm.llama_state saves and restores prefix-cache states
+without the 311 MB logits copy (same tokens, ~1 s a call less); engine.llm.grammar_first shows a
+JSON grammar the top candidates instead of the whole vocabulary (same tokens, 0.86x the LLM
+time); engine.llm.lookup_draft decodes several tokens a pass where the reply repeats its context
+(0.80-0.86x the LLM time, F1 within a question's noise). They reach into private attributes, so
+they are made for one library version, LLAMA_CPP_VERSION (pinned in pyproject's extras); under
+any other the stock library decodes, with a warning.
 llama-cpp-python tokenizes the rendered chat template with special tokens on: every message is
 neutralised first against the model's own control tokens (engine.llm.control_tokens), so no
 document or question can open a turn of its own.
@@ -23,6 +25,7 @@ document or question can open a turn of its own.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -36,18 +39,9 @@ from engine.llm.control_tokens import marker_pattern, neutralise_messages, vocab
 
 _REGISTRY: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _REGISTRY_LOCK = threading.Lock()
-DEFAULT_PREFIX_CACHE_MB = 1024
-
-
-def prefix_cache_mb() -> int:
-    """$LOGICROUTE_PREFIX_CACHE_MB (0 = off), else the default."""
-    raw = os.environ.get("LOGICROUTE_PREFIX_CACHE_MB", "").strip()
-    if not raw:
-        return DEFAULT_PREFIX_CACHE_MB
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        raise LLMError(f"LOGICROUTE_PREFIX_CACHE_MB must be a whole number of megabytes, got {raw!r}") from None
+PREFIX_CACHE_MB = 1024  # model states kept for the prefix cache
+LLAMA_CPP_VERSION = "0.3.36"  # the llama-cpp-python whose internals grammar_first, llama_state, lookup_draft patch
+log = logging.getLogger("logicroute.llm")
 
 
 class _EvalCounter:
@@ -99,9 +93,15 @@ def _logprob_of(llama: Any, token: int, row: int) -> float | None:
     return float(logits[token] - (top + np.log(np.exp(logits - top).sum())))
 
 
-def _env_off(name: str) -> bool:
-    """An on-by-default switch turned off (0, false, no, off): for A/B runs against the stock path."""
-    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
+def patches_apply(version: str) -> bool:
+    """Whether the internals patches fit this llama-cpp-python version; a warning when not."""
+    if version == LLAMA_CPP_VERSION:
+        return True
+    log.warning(
+        f"llama-cpp-python {version} is not {LLAMA_CPP_VERSION}: decoding with the stock library "
+        f"(slower; pip install llama-cpp-python=={LLAMA_CPP_VERSION} for the faster path)"
+    )
+    return False
 
 
 def usable_cpus() -> int:
@@ -128,18 +128,18 @@ def _shared_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threadin
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=0, verbose=False)
             except Exception as e:  # llama.cpp reports load failures as ValueError/RuntimeError
                 raise LLMError(f"cannot load local model {path}: {e}") from e
-            if not _env_off("LOGICROUTE_GRAMMAR_FIRST"):
-                from engine.llm.grammar_first import install
+            import llama_cpp
 
-                install(llama)
-            mb = prefix_cache_mb()
-            if mb:
-                from engine.llm import llama_state
+            from engine.llm import llama_state
 
-                if not _env_off("LOGICROUTE_LEAN_STATE"):
-                    llama_state.install(llama)
-                llama.set_cache(llama_state.prefix_cache(mb << 20))
-            if not _env_off("LOGICROUTE_LOOKUP_DRAFT"):
+            patched = patches_apply(llama_cpp.__version__)
+            if patched:
+                from engine.llm import grammar_first
+
+                grammar_first.install(llama)
+                llama_state.install(llama)
+            llama.set_cache(llama_state.prefix_cache(PREFIX_CACHE_MB << 20))
+            if patched:
                 from engine.llm import lookup_draft
 
                 lookup_draft.install(llama)

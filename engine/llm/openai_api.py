@@ -26,7 +26,7 @@ from typing import Any
 
 from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import Completion
-from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure, settings_from_env
+from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure
 from engine.llm.control_tokens import neutralise_messages
 from engine.llm.urls import check_base_url, redact
 
@@ -44,9 +44,8 @@ class _BadReply(Exception):
 
 class OpenAILLM:
     """timeout: seconds per try, by the wall clock, the whole reply included; max_retries: extra
-    tries after the first on transient failures (so 4 means up to 5 tries); None takes
-    $LOGICROUTE_LLM_TIMEOUT / $LOGICROUTE_LLM_RETRIES, else 60 s and 4. Other errors (auth, 4xx)
-    fail at once."""
+    tries after the first on transient failures (so 4 means up to 5 tries); None takes 60 s and 4.
+    Other errors (auth, 4xx) fail at once."""
 
     def __init__(
         self,
@@ -63,13 +62,12 @@ class OpenAILLM:
         cooldown: float = DEFAULT_COOLDOWN,
     ) -> None:
         self.model = model
-        self.base_url = base_url or os.environ.get("LOGICROUTE_BASE_URL") or None
+        self.base_url = base_url or None
         if self.base_url:  # a typo fails here, in one line, not after every retry
-            check_base_url(self.base_url, "the base URL" if base_url else "$LOGICROUTE_BASE_URL")
+            check_base_url(self.base_url, "the base URL")
         self.api_key = api_key or os.environ.get("LOGICROUTE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        env = settings_from_env()
-        self.timeout = next(v for v in (timeout, env.timeout, DEFAULT_TIMEOUT) if v is not None)
-        self.max_retries = next(v for v in (max_retries, env.retries, DEFAULT_RETRIES) if v is not None)
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.max_retries = DEFAULT_RETRIES if max_retries is None else max_retries
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.cooldown = cooldown

@@ -68,10 +68,9 @@ def test_ask_refuses_a_malformed_url_before_anything_loads_or_any_try(monkeypatc
     assert opened == []
 
 
-def test_a_malformed_base_url_from_the_environment_is_refused_when_the_llm_is_made(monkeypatch):
-    monkeypatch.setenv("LOGICROUTE_BASE_URL", "localhost:8000/v1")
-    with pytest.raises(LogicRouteError, match=r"^bad base URL 'localhost:8000/v1' in \$LOGICROUTE_BASE_URL: "):
-        OpenAILLM("m")
+def test_a_malformed_base_url_is_refused_when_the_llm_is_made():
+    with pytest.raises(LogicRouteError, match=r"^bad base URL 'localhost:8000/v1' in the base URL: "):
+        OpenAILLM("m", base_url="localhost:8000/v1")
 
 
 # ---------------------------------------------------------------- credentials are never shown

@@ -71,8 +71,9 @@ def test_make_llm_builds_backends_lazily_and_wraps_in_cache(tmp_path, monkeypatc
     assert isinstance(remote, OpenAILLM) and remote.name == "openai:m@http://h:1/v1"
     assert remote._client is None
 
-    monkeypatch.setenv("LOGICROUTE_NO_CACHE", "1")
-    assert isinstance(make_llm("local:qwen2.5-coder-1.5b"), LocalLLM)
+    monkeypatch.setenv("LOGICROUTE_NO_CACHE", "1")  # no longer read: cache=False (--no-cache) turns it off
+    assert isinstance(make_llm("local:qwen2.5-coder-1.5b"), CachedLLM)
+    assert isinstance(make_llm("local:qwen2.5-coder-1.5b", cache=False), LocalLLM)
     with pytest.raises(LogicRouteError):
         make_llm("nope")
 

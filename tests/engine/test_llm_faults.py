@@ -46,15 +46,14 @@ def test_a_hung_endpoint_returns_within_the_configured_timeout():
     assert seconds < 4  # two tries of 0.2 s and a backoff of at most 1 s, not 5 of 60 s
 
 
-def test_timeout_and_retries_come_from_the_spec_the_code_the_cli_and_the_environment(monkeypatch):
+def test_timeout_and_retries_come_from_the_spec_then_the_code_never_the_environment(monkeypatch):
     url = "http://h:1/v1"
     llm = make_llm(f"openai:m@{url}", cache=False)
     assert (llm.timeout, llm.max_retries, llm.name) == (60, 4, f"openai:m@{url}")  # the defaults
-    monkeypatch.setenv("LOGICROUTE_LLM_TIMEOUT", "7.5")
-    monkeypatch.setenv("LOGICROUTE_LLM_RETRIES", "2")
-    assert (make_llm(f"openai:m@{url}", cache=False).timeout, make_llm(f"openai:m@{url}").inner.max_retries) == (7.5, 2)
+    monkeypatch.setenv("LOGICROUTE_LLM_TIMEOUT", "7.5")  # no longer read: the spec says how long to wait
+    assert make_llm(f"openai:m@{url}", cache=False).timeout == 60
     settings = LLMSettings(timeout=3, retries=0)
-    assert make_llm(f"openai:m@{url}", cache=False, settings=settings).timeout == 3  # code beats the environment
+    assert make_llm(f"openai:m@{url}", cache=False, settings=settings).timeout == 3
     spec = f"openai:m@{url}?retries=1"
     llm = make_llm(spec, cache=False, settings=settings)
     assert (llm.timeout, llm.max_retries, llm.name) == (3, 1, f"openai:m@{url}")  # the spec beats code; not the key
@@ -67,10 +66,10 @@ def test_timeout_and_retries_come_from_the_spec_the_code_the_cli_and_the_environ
         llm = make_llm(llm_spec, cache=False)
         click.echo(f"{llm.timeout:g} {llm.max_retries}")
 
-    out = CliRunner().invoke(command, ["--llm", f"openai:m@{url}", "--llm-setting", "timeout=0.5"])
-    assert (out.exit_code, out.output) == (0, "0.5 2\n")
-    bad = CliRunner().invoke(command, ["--llm-setting", "timeout=soon"])
-    assert bad.exit_code == 2 and "expected a number of seconds" in bad.output
+    out = CliRunner().invoke(command, ["--llm", f"openai:m@{url}?timeout=0.5"])
+    assert (out.exit_code, out.output) == (0, "0.5 4\n")
+    bad = CliRunner().invoke(command, ["--llm", f"openai:m@{url}?timeout=soon"])
+    assert bad.exit_code == 1 and "expected a number of seconds" in str(bad.exception)
 
 
 def test_no_call_outlives_the_answers_deadline_but_one_reserve_try():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -230,3 +231,26 @@ def test_real_local_model_evaluates_only_the_suffix_after_a_shared_prefix(monkey
     assert second.prompt_tokens_evaluated < second.prompt_tokens - 100
     again = ask("Which colour is the sky on a clear day?")
     assert again.text == first.text
+
+
+# ---------------------------------------------------------------- the internals patches' library version
+
+
+def test_the_internals_patches_are_made_for_the_llama_cpp_version_every_install_pins():
+    from engine.llm.local import LLAMA_CPP_VERSION
+
+    root = Path(__file__).resolve().parents[2]
+    pinned = {
+        *re.findall(r'"llama-cpp-python(?:\[\w+\])?==([\d.]+)"', (root / "pyproject.toml").read_text()),
+        *re.findall(r"llama-cpp-python==([\d.]+)", (root / "Makefile").read_text()),
+    }
+    assert pinned == {LLAMA_CPP_VERSION}
+
+
+def test_another_llama_cpp_version_decodes_with_the_stock_library_and_says_so(caplog):
+    from engine.llm.local import LLAMA_CPP_VERSION, patches_apply
+
+    assert patches_apply(LLAMA_CPP_VERSION) and not caplog.records
+    with caplog.at_level("WARNING", logger="logicroute.llm"):
+        assert not patches_apply("0.4.0")
+    assert f"llama-cpp-python 0.4.0 is not {LLAMA_CPP_VERSION}: decoding with the stock library" in caplog.text

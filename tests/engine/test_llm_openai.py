@@ -126,15 +126,13 @@ def test_openai_client_made_on_first_call_with_our_settings(monkeypatch):
         return FakeClient(["ok", "ok again"])
 
     monkeypatch.setattr(openai, "OpenAI", factory)
-    monkeypatch.setenv("LOGICROUTE_BASE_URL", "http://env:9/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    llm = OpenAILLM("m", timeout=5)
+    llm = OpenAILLM("m", base_url="http://env:9/v1", timeout=5)
     assert made == [] and llm.name == "openai:m@http://env:9/v1"
     assert llm.chat(MSGS).text == "ok" and llm.chat(MSGS).text == "ok again"  # one client, reused
     assert made[0].pop("http_client") is not None  # the wall-clock limit of every try (test_llm_faults)
     assert made == [{"api_key": "sk-test", "base_url": "http://env:9/v1", "timeout": 5, "max_retries": 0}]
 
-    monkeypatch.delenv("LOGICROUTE_BASE_URL")
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(LLMError, match="no API key"):
         OpenAILLM("gpt-4o-mini").chat(MSGS)
