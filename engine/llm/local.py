@@ -10,7 +10,7 @@ suffix is evaluated (a 729-token decomposition prompt: 19 tokens evaluated, 24 s
 `Completion.prompt_tokens_evaluated` reports what was evaluated. The cache changes speed only.
 
 Three changes to llama-cpp-python's internals make the one decoding path (measured against the
-stock library, docs/results/bench_logic_quiet.md and bench_logic_lookup_draft.md; each has a
+stock library, docs/results/llm/bench_logic_quiet.md and bench_logic_lookup_draft.md; each has a
 test against the stock path): engine.llm.llama_state saves and restores prefix-cache states
 without the 311 MB logits copy (same tokens, ~1 s a call less); engine.llm.grammar_first shows a
 JSON grammar the top candidates instead of the whole vocabulary (same tokens, 0.86x the LLM
