@@ -1,4 +1,4 @@
-"""Training's commands on the `logicroute` group: label, train, calibrate, eval-router and
+"""Training's commands on the `logicroute` group: label, train, adapt, calibrate, eval-router and
 benchmark (training the router, benchmarking routing decisions) at the top, and the research
 benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
 llm-server|retrieval|peers`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
@@ -17,12 +17,13 @@ hybrid retrieval, and logicroute beside LightRAG and HippoRAG on the same ground
 
 
 def register(group: click.Group) -> None:
+    from training.cmd_adapt import COMMANDS as adapt_commands
     from training.cmd_benchmark import COMMANDS as benchmark_commands
     from training.cmd_eval import COMMANDS as eval_commands
     from training.cmd_label import COMMANDS as label_commands
     from training.cmd_train import COMMANDS as train_commands
 
-    for cmd in (*label_commands, *train_commands, *eval_commands, *benchmark_commands):
+    for cmd in (*label_commands, *train_commands, *adapt_commands, *eval_commands, *benchmark_commands):
         group.add_command(cmd)
     bench = bench_group()
     group.add_command(bench)

@@ -1,0 +1,169 @@
+"""The report of `logicroute adapt` (report.json + report.md in the adaptation's folder): the
+questions written, kept and rejected; the label distribution; on the held-out part the routed
+score, tokens and LLM calls of the generalist, the specialist, each fixed route and the oracle;
+and the time and LLM calls each phase took, per question kind.
+
+Held-out scores are read from the label rows (each route's answer was made and scored once), so
+comparing routers costs no LLM call. Routers decide by argmax here; `far` is the share of the
+held-out questions each router's out-of-distribution guard flags (those `ask` would send to its
+fallback instead)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.base.files import atomic_write_text
+from training.adapt_labels import AGREEMENT_METRIC, OWN, WRITTEN
+
+SYSTEM_ORDER = ("generalist", "specialist")
+
+
+def _cost(row: dict, route: str, key: str) -> float:
+    c = row["costs"][route]
+    value = c.get(key, c.get(f"{key}_est"))
+    return float(value or 0.0)
+
+
+def systems_table(rows: Sequence[dict], decisions: dict[str, list[str]], run_routes: Sequence[str]) -> dict:
+    """name -> {n, score, tokens, llm_calls, route_share}: each router's decisions, every route
+    run (always that route) and the oracle, averaged over `rows`."""
+    picks = dict(decisions)
+    for r in run_routes:
+        picks[f"always {r}"] = [r] * len(rows)
+    picks["oracle"] = [row["oracle"] for row in rows]
+    out = {}
+    for name, chosen in picks.items():
+        share = Counter(chosen)
+        out[name] = {
+            "n": len(rows),
+            "score": round(100 * float(np.mean([row["scores"][p] for row, p in zip(rows, chosen)])), 1),
+            "tokens": round(float(np.mean([_cost(row, p, "tokens") for row, p in zip(rows, chosen)])), 1),
+            "llm_calls": round(float(np.mean([_cost(row, p, "llm_calls") for row, p in zip(rows, chosen)])), 2),
+            "route_share": {r: round(share[r] / len(rows), 3) for r in rows[0]["scores"]},
+        }
+    return out
+
+
+def heldout_section(rows: Sequence[dict], routers: dict, run_routes: Sequence[str]) -> dict:
+    """Per dataset of the held-out rows (written: F1 against the constructed answer; own:
+    agreement), the systems table, and each router's far share."""
+    out = {}
+    for ds, metric in ((WRITTEN, "token F1 against the constructed answer"), (OWN, AGREEMENT_METRIC)):
+        part = [r for r in rows if r.get("dataset") == ds]
+        if not part:
+            continue
+        questions = [r["question"] for r in part]
+        decisions, far = {}, {}
+        for name, router in routers.items():
+            p = router.probs_array(questions)
+            decisions[name] = [router.routes[i] for i in p.argmax(1)]
+            flags = [o["far"] for o in router.ood(questions) if o is not None]
+            far[name] = round(sum(flags) / len(part), 3) if flags else None
+        out[ds] = {"metric": metric, "systems": systems_table(part, decisions, run_routes), "far_share": far}
+    return out
+
+
+def label_section(rows: Sequence[dict], run_routes: Sequence[str]) -> dict:
+    """The label distribution (oracle route counts) and, per question kind, the share of questions
+    each route answered right (score >= 0.5), and the labelling's LLM calls, tokens and seconds."""
+    kinds: dict[str, dict] = {}
+    for r in rows:
+        k = kinds.setdefault(str(r.get("type")), {"n": 0, "right": Counter(), "llm_calls": 0, "tokens": 0, "s": 0.0})
+        k["n"] += 1
+        for route in run_routes:
+            k["right"][route] += r["scores"][route] >= 0.5
+            c = r["costs"][route]
+            k["llm_calls"] += int(c.get("llm_calls", 0))
+            k["tokens"] += int(c.get("tokens", 0))
+            k["s"] += float(c.get("seconds", 0.0))
+    per_kind = {
+        kind: {
+            "n": k["n"],
+            "right_share": {route: round(k["right"][route] / k["n"], 3) for route in run_routes},
+            "llm_calls": k["llm_calls"],
+            "tokens": k["tokens"],
+            "seconds": round(k["s"], 1),
+        }
+        for kind, k in sorted(kinds.items())
+    }
+    return {
+        "rows": len(rows),
+        "oracle": dict(Counter(r["oracle"] for r in rows)),
+        "oracle_by_dataset": {
+            ds: dict(Counter(r["oracle"] for r in rows if r.get("dataset") == ds))
+            for ds in sorted({str(r.get("dataset")) for r in rows})
+        },
+        "all_zero": sum(bool(r.get("all_zero")) for r in rows),
+        "per_kind": per_kind,
+    }
+
+
+def writing_section(report) -> dict:
+    """The writer's report (training.adapt_questions.WritingReport) as JSON."""
+    if report is None:
+        return {}
+    return {
+        "written": dict(report.written),
+        "kept": dict(report.kept),
+        "rejected": dict(report.rejected),
+        "llm_calls": report.llm_calls,
+        "tokens": report.prompt_tokens + report.completion_tokens,
+        "seconds": round(report.seconds, 1),
+    }
+
+
+def write_report(folder: Path, report: dict) -> Path:
+    """report.json and report.md in `folder` (atomic writes); returns the Markdown's path."""
+    atomic_write_text(folder / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    md = folder / "report.md"
+    atomic_write_text(md, render_markdown(report))
+    return md
+
+
+def _table(head: Sequence[str], body: list[Sequence]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in body]
+    return lines + [""]
+
+
+def render_markdown(rep: dict) -> str:
+    lines = [f"# Adapting the router to {rep['kb']}", ""]
+    lines += [f"LLM `{rep['llm']}`, generalist `{rep['generalist']}`, routes run: {', '.join(rep['routes_run'])}.", ""]
+    w = rep.get("writing") or {}
+    if w:
+        lines += ["## Questions written", ""]
+        kinds = sorted(set(w["written"]) | set(w["kept"]))
+        lines += _table(("kind", "written", "kept"), [(k, w["written"].get(k, 0), w["kept"].get(k, 0)) for k in kinds])
+        lines += _table(("rejected because", "questions"), sorted(w["rejected"].items()))
+    lab = rep["labels"]
+    lines += ["## Labels", "", f"{lab['rows']} rows, {lab['all_zero']} where no route answered (not trained on).", ""]
+    lines += _table(
+        ("dataset", *rep["routes"]),
+        [(d, *(c.get(r, 0) for r in rep["routes"])) for d, c in lab["oracle_by_dataset"].items()],
+    )
+    lines += ["Per question kind: the share each route answered right (score >= 0.5), and what labelling cost.", ""]
+    head = ("kind", "n", *(f"{r} right" for r in rep["routes_run"]), "LLM calls", "tokens", "seconds")
+    body = [
+        (k, v["n"], *(v["right_share"][r] for r in rep["routes_run"]), v["llm_calls"], v["tokens"], v["seconds"])
+        for k, v in lab["per_kind"].items()
+    ]
+    lines += _table(head, body)
+    for ds, part in rep["heldout"].items():
+        lines += [f"## Held-out ({ds}: {part['metric']})", ""]
+        body = [
+            (name, m["n"], m["score"], m["tokens"], m["llm_calls"], m["route_share"])
+            for name, m in part["systems"].items()
+        ]
+        lines += _table(("system", "n", "score", "tokens", "LLM calls", "routes"), body)
+        far = ", ".join(f"{k} {v}" for k, v in part["far_share"].items())
+        lines += [f"Share flagged out of distribution: {far}.", ""]
+    lines += ["## Time and LLM calls of this run", ""]
+    body = [(p, v.get("seconds"), v.get("llm_calls", ""), v.get("tokens", "")) for p, v in rep["phases"].items()]
+    lines += _table(("phase", "seconds", "LLM calls", "tokens"), body)
+    lines += [f"Router saved to `{rep['checkpoint']}` and recorded in the KB: `ask` and `serve` use it.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""The `adapt` command of the `logicroute` CLI (training.adapt). Registered on the `logicroute`
+group by training/commands.py.
+
+Only click, the standard library and engine.cli's shared options at module level:
+`logicroute --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import click
+
+from engine.cli_options import info, injected_embedder, llm_option
+
+AGREEMENT_HELP = (
+    'your own questions, without answers (a .txt line each, JSONL with "question", or a QA data file): each is '
+    "labelled by agreement: where a cheap route's answer has token F1 >= 0.5 with the logic route's answer the "
+    "cheap route is preferred, else logic"
+)
+
+
+@click.command()
+@click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="the knowledge base to adapt to")
+@click.option("--n", type=click.IntRange(min=1), default=200, show_default=True, help="questions to write and label")
+@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False), help=AGREEMENT_HELP)
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="time budget for writing and labelling; the specialist is trained on what is labelled by then and a "
+    "rerun continues [default: none]",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="questions labelled at once: for an OpenAI-compatible endpoint (vLLM, llama.cpp's server) that serves "
+    "requests in parallel; the local model answers one call at a time",
+)
+@llm_option(help="the LLM that writes the questions and answers them on every route (your LLM: the labels are its)")
+@click.option(
+    "--from",
+    "from_ckpt",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="the router to fine-tune [default: the shipped generalist]",
+)
+@click.option(
+    "--routes",
+    default=None,
+    help="routes to run, e.g. chunk,logic (logic among them) [default: every route of the router the KB can run; "
+    "summary needs the KB's summary layers]",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="which questions are written, the split, training")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="folder of the adaptation's files: questions.jsonl, labels.jsonl, report.md, report.json [default: KB/adapt]",
+)
+@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache (a rerun then pays every call)")
+@click.pass_context
+def adapt(ctx, kb_dir, n, questions_file, minutes, concurrency, llm_spec, from_ckpt, routes, seed, out, no_cache):
+    """Adapt the router to the knowledge base --kb and your LLM, with no labelled question: questions are written
+    from the KB's own chunks (single-hop, bridge, comparison, overview), with their answers known; every route
+    answers them with your LLM; the shipped generalist is fine-tuned on those labels (a 20% held-out part is
+    reported) and saved in the KB, which `ask` and `serve` then route with. Resumable: rerun the same command after
+    an interruption. Report: KB/adapt/report.md."""
+    from engine.cli_options import check_llm_spec
+    from engine.llm.factory import make_llm
+    from training.adapt import adapt as run_adapt
+
+    check_llm_spec(llm_spec)
+    wanted = tuple(r.strip() for r in routes.split(",") if r.strip()) if routes else None
+    result = run_adapt(
+        kb_dir,
+        make_llm(llm_spec, cache=not no_cache),
+        generalist=from_ckpt,
+        n=n,
+        questions_file=questions_file,
+        minutes=minutes,
+        concurrency=concurrency,
+        seed=seed,
+        out=out,
+        routes=wanted,
+        llm_spec=llm_spec,
+        embedder=injected_embedder(ctx),
+    )
+    rep = result.report
+    q = rep["questions"]
+    info(f"{q['written_kept']} questions written and kept, {q['own']} of yours; {q['labelled']} labelled")
+    if q["left"]:
+        info(f"{q['left']} questions not labelled in the time budget: rerun the same command to label them")
+    for ds, part in rep["heldout"].items():
+        cells = "  ".join(f"{name} {m['score']} ({m['tokens']:.0f} tok)" for name, m in part["systems"].items())
+        click.echo(f"held-out {ds} (n={next(iter(part['systems'].values()))['n']}): {cells}")
+    click.echo(f"router saved in the KB: {result.checkpoint} (ask and serve use it); report: {result.report_path}")
+
+
+COMMANDS = [adapt]
