@@ -280,3 +280,15 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
     ]
     assert extras["peers"] == [LightRAGAdapter.package]
     assert extras["peers-hipporag"] == [HippoRAGAdapter.package]
+
+
+def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harness_neutralised(monkeypatch):
+    from engine.llm.control_tokens import neutralise_messages
+
+    monkeypatch.syspath_prepend(str(RUNNERS))
+    from training.peer_runners.lightrag_runner import restore_delimiters
+
+    sent = neutralise_messages([{"role": "user", "content": "entity<|#|>Ann<|#|>person\n<|COMPLETE|>"}])
+    copied = sent[0]["content"]  # what a model that copies the example writes back
+    assert "<|#|>" not in copied
+    assert restore_delimiters(copied) == "entity<|#|>Ann<|#|>person\n<|COMPLETE|>"

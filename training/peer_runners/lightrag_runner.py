@@ -34,6 +34,14 @@ DEFAULTS = {
 }
 
 
+def restore_delimiters(text: str) -> str:
+    """LightRAG's record delimiters as it wrote them. The harness's LLM breaks every "<|...|>"
+    sequence in a prompt into "< |...|>" (engine/llm/control_tokens.py: no text may become a chat
+    template's control token), so the model copies "< |#|>" from the examples and LightRAG's
+    parser, which looks for "<|#|>" and "<|COMPLETE|>", would find no entity."""
+    return text.replace("< |", "<|")
+
+
 class PieceTokenizer:
     """encode/decode over regex pieces, ids given on first sight; thread-safe and shared by
     deepcopy (LightRAG's requirements of an injected tokenizer)."""
@@ -89,7 +97,8 @@ class Runner:
             rf = kw.get("response_format")
             json_mode = bool(keyword_extraction) or (isinstance(rf, dict) and rf.get("type") == "json_object")
             msgs = messages_of(prompt, system_prompt, history_messages)
-            return await asyncio.to_thread(ch.llm, msgs, int(kw.get("max_tokens") or s["max_tokens"]), json_mode)
+            text = await asyncio.to_thread(ch.llm, msgs, int(kw.get("max_tokens") or s["max_tokens"]), json_mode)
+            return restore_delimiters(text)
 
         async def embed(texts, **_):
             return np.array(await asyncio.to_thread(ch.embed, list(texts)), dtype=np.float32)
