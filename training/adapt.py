@@ -159,7 +159,7 @@ def adapt(
     phases["training"] = _phase(t0)
 
     from router.kb_router import remember
-    from training.adapt_report import heldout_section, label_section, write_report, writing_section
+    from training.adapt_report import examples, heldout_section, label_section, write_report, writing_section
 
     report = {
         "kb": str(kb.path),
@@ -176,6 +176,7 @@ def adapt(
         "split": {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1},
         "heldout": heldout_section(held_rows, routers, run_routes),
         "phases": phases,
+        "examples": examples(run.rows, run_routes),
     }
     phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
     remember(

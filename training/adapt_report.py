@@ -68,15 +68,26 @@ def heldout_section(rows: Sequence[dict], routers: dict, run_routes: Sequence[st
     return out
 
 
+RIGHT = 0.5  # a route "answers right" at this score or more
+
+
+def needs_logic(row: dict, run_routes: Sequence[str]) -> bool:
+    """Every cheaper route run fails and logic succeeds: the question needs the DAG's second hop."""
+    cheap = [r for r in run_routes if r != "logic"]
+    return row["scores"].get("logic", 0.0) >= RIGHT and all(row["scores"][r] < RIGHT for r in cheap)
+
+
 def label_section(rows: Sequence[dict], run_routes: Sequence[str]) -> dict:
     """The label distribution (oracle route counts) and, per question kind, the share of questions
-    each route answered right (score >= 0.5), and the labelling's LLM calls, tokens and seconds."""
+    each route answered right (score >= RIGHT), the share only logic answered right, and the
+    labelling's LLM calls, tokens and seconds."""
     kinds: dict[str, dict] = {}
     for r in rows:
         k = kinds.setdefault(str(r.get("type")), {"n": 0, "right": Counter(), "llm_calls": 0, "tokens": 0, "s": 0.0})
         k["n"] += 1
+        k["right"]["only logic"] += needs_logic(r, run_routes)
         for route in run_routes:
-            k["right"][route] += r["scores"][route] >= 0.5
+            k["right"][route] += r["scores"][route] >= RIGHT
             c = r["costs"][route]
             k["llm_calls"] += int(c.get("llm_calls", 0))
             k["tokens"] += int(c.get("tokens", 0))
@@ -85,6 +96,7 @@ def label_section(rows: Sequence[dict], run_routes: Sequence[str]) -> dict:
         kind: {
             "n": k["n"],
             "right_share": {route: round(k["right"][route] / k["n"], 3) for route in run_routes},
+            "only_logic_share": round(k["right"]["only logic"] / k["n"], 3),
             "llm_calls": k["llm_calls"],
             "tokens": k["tokens"],
             "seconds": round(k["s"], 1),
@@ -104,17 +116,38 @@ def label_section(rows: Sequence[dict], run_routes: Sequence[str]) -> dict:
 
 
 def writing_section(report) -> dict:
-    """The writer's report (training.adapt_questions.WritingReport) as JSON."""
+    """The writer's report (training.adapt_questions.WritingReport) as JSON: over every row of its
+    file, earlier runs' included."""
     if report is None:
         return {}
     return {
+        "attempted": dict(getattr(report, "attempted", {}) or {}),
         "written": dict(report.written),
         "kept": dict(report.kept),
         "rejected": dict(report.rejected),
+        "rejected_by_kind": {k: dict(v) for k, v in (getattr(report, "rejected_by_kind", {}) or {}).items()},
+        "cost_by_kind": dict(getattr(report, "cost_by_kind", {}) or {}),
         "llm_calls": report.llm_calls,
         "tokens": report.prompt_tokens + report.completion_tokens,
         "seconds": round(report.seconds, 1),
     }
+
+
+def examples(rows: Sequence[dict], run_routes: Sequence[str], per_kind: int = 20) -> dict[str, list[dict]]:
+    """Up to `per_kind` label rows of each kind: the question, its answer, each route's answer and score."""
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        shown = out.setdefault(str(r.get("type")), [])
+        if len(shown) < per_kind:
+            pred = r.get("answers_pred") or {}
+            shown.append(
+                {
+                    "question": r["question"],
+                    "answer": (r.get("answers") or [""])[0],
+                    "routes": {x: {"answer": pred.get(x), "score": r["scores"][x]} for x in run_routes},
+                }
+            )
+    return out
 
 
 def write_report(folder: Path, report: dict) -> Path:
@@ -136,20 +169,33 @@ def render_markdown(rep: dict) -> str:
     lines += [f"LLM `{rep['llm']}`, generalist `{rep['generalist']}`, routes run: {', '.join(rep['routes_run'])}.", ""]
     w = rep.get("writing") or {}
     if w:
-        lines += ["## Questions written", ""]
-        kinds = sorted(set(w["written"]) | set(w["kept"]))
-        lines += _table(("kind", "written", "kept"), [(k, w["written"].get(k, 0), w["kept"].get(k, 0)) for k in kinds])
+        lines += ["## Questions written", "", "Over every question in the writer's file (earlier runs' too).", ""]
+        kinds = sorted(set(w["attempted"]) | set(w["written"]) | set(w["kept"]))
+        head = ("kind", "tried", "written", "kept", "rejected (why)", "LLM calls", "tokens", "seconds")
+        body = []
+        for k in kinds:
+            why = ", ".join(f"{r} {c}" for r, c in sorted(w["rejected_by_kind"].get(k, {}).items()))
+            cost = w["cost_by_kind"].get(k, {})
+            row = (w["attempted"].get(k, 0), w["written"].get(k, 0), w["kept"].get(k, 0), why or "-")
+            body.append((k, *row, cost.get("llm_calls", ""), cost.get("tokens", ""), cost.get("seconds", "")))
+        lines += _table(head, body)
         lines += _table(("rejected because", "questions"), sorted(w["rejected"].items()))
+        lines += [f"Notes: {'; '.join(rep['writing_notes'])}", ""] if rep.get("writing_notes") else []
     lab = rep["labels"]
     lines += ["## Labels", "", f"{lab['rows']} rows, {lab['all_zero']} where no route answered (not trained on).", ""]
     lines += _table(
         ("dataset", *rep["routes"]),
         [(d, *(c.get(r, 0) for r in rep["routes"])) for d, c in lab["oracle_by_dataset"].items()],
     )
-    lines += ["Per question kind: the share each route answered right (score >= 0.5), and what labelling cost.", ""]
-    head = ("kind", "n", *(f"{r} right" for r in rep["routes_run"]), "LLM calls", "tokens", "seconds")
+    lines += [
+        f"Per question kind: the share each route answered right (score >= {RIGHT}), the share only logic "
+        "answered right (the cheaper routes failed: the question needs its second hop), and what labelling cost.",
+        "",
+    ]
+    head = ("kind", "n", *(f"{r} right" for r in rep["routes_run"]), "only logic", "LLM calls", "tokens", "seconds")
     body = [
-        (k, v["n"], *(v["right_share"][r] for r in rep["routes_run"]), v["llm_calls"], v["tokens"], v["seconds"])
+        (k, v["n"], *(v["right_share"][r] for r in rep["routes_run"]), v["only_logic_share"])
+        + (v["llm_calls"], v["tokens"], v["seconds"])
         for k, v in lab["per_kind"].items()
     ]
     lines += _table(head, body)
@@ -166,4 +212,18 @@ def render_markdown(rep: dict) -> str:
     body = [(p, v.get("seconds"), v.get("llm_calls", ""), v.get("tokens", "")) for p, v in rep["phases"].items()]
     lines += _table(("phase", "seconds", "LLM calls", "tokens"), body)
     lines += [f"Router saved to `{rep['checkpoint']}` and recorded in the KB: `ask` and `serve` use it.", ""]
+    for kind, shown in (rep.get("examples") or {}).items():
+        lines += [f"## Examples: {kind}", ""]
+        head = ("question", "answer", *(f"{r} (score)" for r in rep["routes_run"]))
+        body = [
+            (_cell(e["question"]), _cell(e["answer"]))
+            + tuple(f"{_cell(e['routes'][r]['answer'])} ({e['routes'][r]['score']:.2f})" for r in rep["routes_run"])
+            for e in shown
+        ]
+        lines += _table(head, body)
     return "\n".join(lines)
+
+
+def _cell(text) -> str:
+    """Text fit for one Markdown table cell."""
+    return " ".join(str(text or "").split()).replace("|", "\\|")[:200]

@@ -90,6 +90,9 @@ def test_the_report_compares_routers_fixed_routes_and_the_oracle_on_the_held_out
     assert rep["labels"]["oracle"] == {"logic": 24, "chunk": 24}
     assert rep["labels"]["per_kind"]["bridge"]["right_share"] == {"chunk": 0.0, "logic": 1.0}
     assert rep["labels"]["per_kind"]["bridge"]["llm_calls"] == 24 * 3
+    assert rep["labels"]["per_kind"]["bridge"]["only_logic_share"] == 1.0  # chunk alone fails, logic succeeds
+    assert rep["labels"]["per_kind"]["single"]["only_logic_share"] == 0.0
+    assert len(rep["examples"]["bridge"]) == 20 and rep["examples"]["single"][0]["routes"]["chunk"]["score"] == 1.0
     held = rep["heldout"]["adapt"]["systems"]
     assert set(held) == {"generalist", "specialist", "always chunk", "always logic", "oracle"}
     assert held["oracle"]["score"] == 100.0 and held["always chunk"]["llm_calls"] == 1.0
@@ -98,6 +101,7 @@ def test_the_report_compares_routers_fixed_routes_and_the_oracle_on_the_held_out
     assert rep["phases"]["labelling"]["llm_calls"] == 48 * 3 and rep["phases"]["writing"]["llm_calls"] == 48
     md = res.report_path.read_text()
     assert "## Held-out (adapt" in md and "| specialist |" in md and "router/adapted.ckpt" in md
+    assert "## Examples: bridge" in md and "volcano answer 0 (1.00)" in md
 
 
 def test_the_specialist_moves_decisions_toward_its_labels(adapted, generalist):
