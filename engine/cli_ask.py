@@ -1,10 +1,10 @@
 """`logicroute ask`: one question, or a file of them, answered from a knowledge base (engine.cli
 adds it to its group); with --dry-run, the router's decision only (engine.cli_route).
 
-The routing controls map onto RoutedRAG: --thresholds (from `logicroute calibrate`) and the
-limits --max-llm-calls / --max-prompt-tokens / --max-seconds make its Budget
-(engine.budget.Budget.from_policy), --escalate its escalation default. The --llm spec is checked
-before anything loads. Libraries load inside the command: `logicroute --help` stays instant.
+Every RoutedRAG setting comes from one RagConfig (engine.config, docs/configuration.md): a TOML
+file (--config), `--set KEY=VALUE` pairs over it, then --llm, --style and --escalate when given
+(and $LOGICROUTE_LLM). The --llm spec is checked before anything loads. Libraries load inside
+the command: `logicroute --help` stays instant.
 
 A file of questions is answered with a progress bar, and each answer is written as soon as it
 is made (--out: appended and flushed, in the order they finish; stdout: in input order): a run
@@ -25,14 +25,14 @@ import click
 
 from engine.cli_options import (
     ROUTE_CHOICES,
-    answering_options,
     check_llm_spec,
+    config_of,
+    config_options,
     llm_option,
     read_items,
     style_option,
 )
 from engine.cli_route import NOTICE_MIN_QUESTIONS, routing_notice
-from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 from engine.sources_text import format_sources
 
 __all__ = ["NOTICE_MIN_QUESTIONS", "answer_record", "ask", "print_answer", "routing_notice"]
@@ -70,34 +70,12 @@ log = logging.getLogger("logicroute.cli")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="with --questions")
 @click.option("--route", type=click.Choice(ROUTE_CHOICES), default="auto", show_default=True)
 @click.option(
-    "--thresholds",
-    type=click.Path(exists=True, dir_okay=False),
-    help="thresholds.json from `logicroute calibrate`: P(logic) >= its threshold goes to logic (default: argmax)",
-)
-@click.option(
     "--escalate",
     is_flag=True,
-    help="also check the chunk/summary answers that give an answer (a self-check call, or --escalate-below) "
+    help="also check the chunk/summary answers that give an answer (a self-check call, or escalate_below) "
     "and retry the failing ones on the logic route",
 )
-@answering_options
-@click.option(
-    "--escalate-below",
-    type=click.FloatRange(min=0, max=1, min_open=True),
-    help="with --escalate: a chunk/summary answer whose confidence (the local model's mean token probability) "
-    "is below this goes to logic, with no self-check call",
-)
-@click.option("--max-llm-calls", type=click.IntRange(min=1), help="LLM calls per answer, at most")
-@click.option("--max-prompt-tokens", type=click.IntRange(min=1), help="prompt tokens per answer, at most")
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), help="seconds per answer, at most")
-@click.option("--k", default=3, show_default=True, help="chunks per retrieval")
-@click.option(
-    "--retrieval",
-    type=click.Choice(["dense", "hybrid"]),
-    default=None,
-    help="how every retrieval finds chunks [default: the KB's own, hybrid when it was indexed with BM25]",
-)
-@click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)")
+@config_options
 @click.option("--json", "as_json", is_flag=True, help="print the whole Answer as JSON (--questions: add the trace)")
 @click.option(
     "--trace-format",
@@ -105,16 +83,7 @@ log = logging.getLogger("logicroute.cli")
     default="none",
     help="also print the trace (mermaid: the logic route's DAG)",
 )
-@click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @style_option("reader")
-@click.option(
-    "--ood-policy",
-    type=click.Choice(OOD_POLICIES),
-    default=DEFAULT_OOD_POLICY,
-    show_default=True,
-    help="a question far from the router's training questions (auto route only): chunk with escalation, "
-    "chunk, logic, or the router's own route; it is flagged either way",
-)
 @llm_option
 @click.pass_context
 def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurrency, route, **options):
@@ -126,33 +95,23 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
         raise click.UsageError("give a QUESTION or --questions FILE")
     if questions_file is None and (out is not None or skip_bad):
         raise click.UsageError("--out and --skip-bad go with --questions")
+    config = config_of(ctx, options)
     if dry_run:
         from engine.cli_route import dry_run as decide
 
-        return decide(ctx, question, questions_file, options["checkpoint"], options["thresholds"], options["as_json"])
+        return decide(ctx, question, questions_file, config.checkpoint, config.budget, options["as_json"])
     if kb_dir is None:
         raise click.UsageError("Missing option '--kb' (the knowledge base folder; only --dry-run needs none)")
     if questions_file is not None and options["trace_format"] == "mermaid":
         raise click.UsageError("--trace-format mermaid draws one answer: give a QUESTION")
-    check_llm_spec(options["llm_spec"])  # a bad spec or a missing key fails now, not after the models load
-    budget = budget_of(options, route)
+    check_llm_spec(config.llm_spec)  # a bad spec or a missing key fails now, not after the models load
+    b = config.budget
+    limits = {n: getattr(b, n) for n in ("max_llm_calls", "max_prompt_tokens", "max_seconds") if b and getattr(b, n)}
+    log.debug("budget limits %s, threshold %s", limits, b.threshold if b else None)
+    if config.budget is not None and config.budget.threshold is not None and route != "auto":
+        log.warning(f"budget.thresholds decides routes; --route {route} forces one, so it is not used")
     items = read_batch(questions_file, skip_bad) if questions_file else None
-    rag = RoutedRAG.open(
-        kb_dir,
-        llm_spec=options["llm_spec"],
-        checkpoint=options["checkpoint"],
-        k=options["k"],
-        retrieval=options["retrieval"],
-        cache=not options["no_cache"],
-        ood_policy=options["ood_policy"],
-        style=options["style"],
-        escalate=options["escalate"],
-        retry_unanswered=not options["no_retry"],
-        retry_routes=options["retry_routes"],
-        logic_preset=options["logic_preset"],
-        escalate_below=options["escalate_below"],
-        budget=budget,
-    )
+    rag = RoutedRAG.open(kb_dir, **config.options())
     if items is not None:
         with_trace = options["as_json"] or options["trace_format"] == "json"
         answers = answer_file(rag, items, out, concurrency, route, with_trace)
@@ -162,24 +121,6 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
                 log.warning(notice)
         return
     show(rag.answer(question, route=route), options["as_json"], options["trace_format"])
-
-
-def budget_of(options: dict, route: str):
-    """The Budget of the routing options: the thresholds file's policy plus the limits; None
-    when none is given (the router's argmax, no limits)."""
-    from engine.budget import Budget
-
-    limits = {
-        name: options[name]
-        for name in ("max_llm_calls", "max_prompt_tokens", "max_seconds")
-        if options[name] is not None
-    }
-    log.debug("budget limits %s, thresholds %s", limits, options["thresholds"])
-    if options["thresholds"]:
-        if route != "auto":
-            log.warning(f"--thresholds decides routes; --route {route} forces one, so it is not used")
-        return Budget.from_policy(options["thresholds"], **limits)
-    return Budget(**limits) if limits else None
 
 
 def read_batch(path: str, skip_bad: bool = False) -> list:

@@ -63,36 +63,46 @@ def logic_preset_option(f):
         default="auto",
         show_default=True,
         help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
-        "auto (lean for --style short, paper for reader: what each measured best in)",
+        "grounded and lean-grounded (answers tied to the passages read), auto (lean-grounded for --style short, "
+        "grounded for reader)",
     )(f)
 
 
-def answering_options(f):
-    """--logic-preset, --no-retry and --retry-routes, for `ask` and `serve`: the RoutedRAG fields
-    logic_preset, retry_unanswered and retry_routes."""
+def config_options(f):
+    """--config and --set: RoutedRAG's settings (engine.config.RagConfig) for `ask` and `serve`."""
     f = click.option(
-        "--no-retry",
-        is_flag=True,
-        help="keep a chunk/summary answer that says it has no answer (default: answer it again up --retry-routes)",
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="one setting over --config (repeatable): k=5, logic_preset=lean, retrieval=dense, checkpoint=FILE, "
+        "cache=false, retry_routes=logic, retry_unanswered=false, escalate_below=0.6, ood_policy=chunk, "
+        "budget.max_seconds=60, budget.max_llm_calls=6, budget.thresholds=thresholds.json, ... "
+        "(docs/configuration.md)",
     )(f)
-    f = click.option(
-        "--retry-routes",
-        default="summary,logic",
-        show_default=True,
-        callback=_retry_routes,
-        help="where an answer that says it has none is answered again: these routes in turn, each costlier "
-        "than the last answer's, until one answers (logic alone: --retry-routes logic)",
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="a TOML file of RoutedRAG's settings, its cost limits in a [budget] table (docs/configuration.md)",
     )(f)
-    return logic_preset_option(f)
 
 
-def _retry_routes(ctx, param, value: str) -> tuple[str, ...]:
-    from engine.escalation import check_retry_routes
+def config_of(ctx: click.Context, options: dict):
+    """The RagConfig of a command: $LOGICROUTE_LLM, then --config, then --set, then the --llm,
+    --style and --escalate given on the command line. A bad key or value is a ConfigError (one line)."""
+    from click.core import ParameterSource
 
-    try:
-        return check_retry_routes([r.strip() for r in value.split(",") if r.strip()])
-    except LogicRouteError as e:
-        raise click.BadParameter(str(e)) from None
+    from engine.config import RagConfig
+
+    base = {"llm_spec": os.environ["LOGICROUTE_LLM"]} if os.environ.get("LOGICROUTE_LLM") else {}
+    sets = list(options.get("sets", ()))
+    for name in ("llm_spec", "style"):
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            sets.append(f"{name}={options[name]}")
+    if options.get("escalate"):
+        sets.append("escalate=true")
+    return RagConfig.load(options.get("config_file"), sets, base=base)
 
 
 def check_llm_spec(spec: str) -> None:

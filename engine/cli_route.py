@@ -76,14 +76,17 @@ def route_items(router, items: list[QuestionItem], policy=None, *, source: objec
     return done
 
 
-def dry_run(ctx, question: str | None, questions_file: str | None, checkpoint, thresholds, as_json: bool) -> None:
-    """`ask --dry-run`: the router's decision for QUESTION, or for every question of the file."""
+def dry_run(ctx, question: str | None, questions_file: str | None, checkpoint, budget, as_json: bool) -> None:
+    """`ask --dry-run`: the router's decision for QUESTION, or for every question of the file,
+    under the budget's calibrated threshold when it has one (as RoutedRAG decides), else argmax."""
     from engine.cli_options import injected_embedder, read_items
     from engine.routes.common import check_question
     from router.checkpoint import load_router
     from router.policy import Policy
 
-    policy = Policy.load(thresholds) if thresholds else None
+    policy = None
+    if budget is not None and budget.threshold is not None:
+        policy = Policy(kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share)
     if questions_file:
         items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
         router = load_router(checkpoint, embedder=injected_embedder(ctx))
@@ -110,7 +113,7 @@ def ood_line(ood: dict | None) -> str:
         return "ood: no guard (this checkpoint stores no reference set of training questions)"
     measured = f"similarity {ood['similarity']:.3f}, threshold {ood['threshold']:.3f}"
     if ood["far"]:
-        return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per --ood-policy"
+        return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per its ood_policy"
     return f"ood: near the router's training questions ({measured})"
 
 
@@ -122,13 +125,13 @@ def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
         return None
     advice = (
         "calibrate a threshold on questions like these (`logicroute calibrate QUESTIONS --logic-share S --out "
-        "thresholds.json`, then `--thresholds thresholds.json`) or train a router on your own labels "
+        "thresholds.json`, then `--set budget.thresholds=thresholds.json`) or train a router on your own labels "
         "(`logicroute train specialist`)"
     )
     if all(o is not None and o.get("far") for o in oods):
         return (
             f"all {n} questions are far from the router's training questions, so its routes are guesses "
-            f"(each was answered per --ood-policy): {advice}"
+            f"(each was answered per the ood_policy setting): {advice}"
         )
     if len(set(routes)) == 1:
         return f"the router sent all {n} questions to the {routes[0]} route; if they need different routes, {advice}"

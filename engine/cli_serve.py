@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import click
 
-from engine.cli_options import answering_options, check_llm_spec, info, injected_embedder, llm_option, style_option
+from engine.cli_options import (
+    check_llm_spec,
+    config_of,
+    config_options,
+    info,
+    injected_embedder,
+    llm_option,
+    style_option,
+)
 from engine.llm.urls import redact
-from engine.ood_policy import DEFAULT_OOD_POLICY, OOD_POLICIES
 
 
 def server_options(f):
@@ -32,28 +39,13 @@ def server_options(f):
             help="without a key, also answer requests for this Host name (repeatable); by default only "
             "localhost, 127.0.0.1, [::1] and --host, so a web page cannot rebind its name to this server",
         ),
-        click.option("--checkpoint", default=None, help="router checkpoint (default: shipped generalist)"),
-        click.option(
-            "--thresholds",
-            type=click.Path(exists=True, dir_okay=False),
-            help="thresholds.json from `logicroute calibrate`: every request's default routing policy "
-            "(default: argmax)",
-        ),
-        click.option("--k", default=3, show_default=True, help="chunks per retrieval"),
         click.option(
             "--escalate",
             is_flag=True,
             help="by default, also check the chunk/summary answers that give an answer (a self-check call, or "
-            "--escalate-below) and retry the failing ones on the logic route",
+            "escalate_below) and retry the failing ones on the logic route",
         ),
-        answering_options,
-        click.option(
-            "--escalate-below",
-            type=click.FloatRange(min=0, max=1, min_open=True),
-            help="when escalating, a chunk/summary answer whose confidence (the local model's mean token "
-            "probability) is below this goes to logic, with no self-check call",
-        ),
-        click.option("--ood-policy", type=click.Choice(OOD_POLICIES), default=DEFAULT_OOD_POLICY, show_default=True),
+        config_options,
         click.option(
             "--concurrency",
             type=click.IntRange(min=1),
@@ -76,7 +68,6 @@ def server_options(f):
             show_default=True,
             help="seconds a request may take, queue included (504 after)",
         ),
-        click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache"),
         style_option("reader"),
         llm_option,
         click.pass_context,
@@ -93,9 +84,9 @@ def open_service(ctx, options: dict, *, allow_writes: bool):
     from engine.serve.config import ServeConfig, key_from_env
     from engine.serve.service import AnswerService
 
-    llm_spec = options["llm_spec"]
-    check_llm_spec(llm_spec)
-    local = parse_spec(llm_spec).backend == "local"
+    rag_config = config_of(ctx, options)
+    check_llm_spec(rag_config.llm_spec)
+    local = parse_spec(rag_config.llm_spec).backend == "local"
     config = ServeConfig(
         host=options["host"],
         port=options["port"],
@@ -107,23 +98,7 @@ def open_service(ctx, options: dict, *, allow_writes: bool):
         allow_writes=allow_writes,
     )
     info(f"loading the knowledge base {options['kb_dir']} and the router ...")
-    service = AnswerService.open(
-        options["kb_dir"],
-        config,
-        thresholds=options["thresholds"],
-        embedder=injected_embedder(ctx),
-        llm_spec=llm_spec,
-        checkpoint=options["checkpoint"],
-        k=options["k"],
-        cache=not options["no_cache"],
-        style=options["style"],
-        escalate=options["escalate"],
-        retry_unanswered=not options["no_retry"],
-        retry_routes=options["retry_routes"],
-        logic_preset=options["logic_preset"],
-        escalate_below=options["escalate_below"],
-        ood_policy=options["ood_policy"],
-    )
+    service = AnswerService.open(options["kb_dir"], config, embedder=injected_embedder(ctx), **rag_config.options())
     service.warm_up()
     return service, local
 
@@ -147,7 +122,7 @@ def serve(ctx, allow_writes, **options):
     config = service.config
     host, port = config.host, config.port
     answering = "one answer at a time (local model)" if local else f"{config.workers} answers at once"
-    shown = redact(options["llm_spec"])  # never an endpoint's password
+    shown = redact(service.base.llm_spec)  # never an endpoint's password
     info(
         f"serving {service.kb_summary()['chunks']} chunks with {shown}: {answering}, {config.queue_size} may wait\n"
         f"  page     http://{url_host(host)}:{port}/\n"

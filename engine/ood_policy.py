@@ -1,7 +1,7 @@
 """What RoutedRAG does with a question far from the router's training questions (router.ood).
 
 A router only knows the questions it was trained on; on a question unlike any of them its
-probabilities are a guess. The policy (RoutedRAG.ood_policy, `logicroute ask --ood-policy`):
+probabilities are a guess. The policy (RagConfig.ood_policy: `logicroute ask --set ood_policy=...`):
 
 - "chunk-escalate" (default): the chunk route with escalation on: the cheapest answer, retried
   on the logic route when it looks unanswered or the self-check says the passages do not

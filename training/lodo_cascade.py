@@ -20,8 +20,8 @@ TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
 ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (hierarchy.question_forms)
 ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
-ROUTER_RETRY_LOGIC = "router+forms+retry:logic"  # the retry straight to logic (--retry-routes logic)
-RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: --escalate-below
+ROUTER_RETRY_LOGIC = "router+forms+retry:logic"  # the retry straight to logic (retry_routes=logic)
+RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: escalate_below
 ESCALATING = (ROUTER_CASCADE, CHUNK_CASCADE, ROUTER_RETRY, ROUTER_RETRY_LOGIC, RETRY_CASCADE)  # pay for attempts
 
 

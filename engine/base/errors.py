@@ -49,6 +49,10 @@ class DataFormatError(LogicRouteError):
     """A malformed record inside a supported format (names file and line)."""
 
 
+class ConfigError(LogicRouteError):
+    """A configuration (engine.config.RagConfig: a file, a --set pair) with an unknown key or a bad value."""
+
+
 class LLMError(LogicRouteError):
     """The LLM could not be reached or kept failing after retries."""
 

@@ -76,7 +76,7 @@ class AnswerService:
         from hierarchy.kb import KnowledgeBase
 
         kb = KnowledgeBase.open(kb_dir, embedder)
-        budget = Budget.from_policy(thresholds) if thresholds else None
+        budget = Budget.from_policy(thresholds) if thresholds else rag_options.pop("budget", None)
         return cls(RoutedRAG(kb=kb, budget=budget, **rag_options), config)
 
     def warm_up(self) -> None:
@@ -129,7 +129,7 @@ class AnswerService:
                 f"unknown budget option(s) {', '.join(sorted(unknown))}: use {', '.join(LIMIT_FIELDS)}"
             )
         left = max(seconds_left, 0.001)
-        wanted["max_seconds"] = min(wanted.get("max_seconds") or left, left)
+        wanted["max_seconds"] = min(wanted.get("max_seconds") or default.max_seconds or left, left)
         wanted["hard_seconds"] = left
         return dataclasses.replace(default, **wanted)
 

@@ -57,7 +57,7 @@ def test_a_thresholds_file_sends_a_question_to_logic_that_argmax_keeps_on_chunk(
     res = ask(q, "--kb", tmp_path, "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["route"] == "chunk" and opened.options[-1]["budget"] is None
-    res = ask(q, "--kb", tmp_path, "--json", "--thresholds", thresholds_file(tmp_path, 0.3))
+    res = ask(q, "--kb", tmp_path, "--json", "--set", f"budget.thresholds={thresholds_file(tmp_path, 0.3)}")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["route"] == "logic"
@@ -66,7 +66,8 @@ def test_a_thresholds_file_sends_a_question_to_logic_that_argmax_keeps_on_chunk(
 
 def test_the_limits_bound_the_logic_route(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "1970"})
-    args = ["--route", "logic", "--max-llm-calls", "5", "--max-prompt-tokens", "900", "--max-seconds", "30"]
+    args = ["--route", "logic", "--set", "budget.max_llm_calls=5", "--set", "budget.max_prompt_tokens=900"]
+    args += ["--set", "budget.max_seconds=30"]
     res = ask("When was it built?", "--kb", tmp_path, *args)
     assert res.exit_code == 0, res.output
     budget = opened.options[-1]["budget"]
@@ -77,14 +78,15 @@ def test_the_limits_bound_the_logic_route(opened, tmp_path):
 
 def test_a_prompt_token_limit_no_call_fits_in_is_one_line_and_no_call(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"": "Paris"})
-    res = ask(NEAR_CHUNK[0], "--kb", tmp_path, "--max-prompt-tokens", 25)
+    res = ask(NEAR_CHUNK[0], "--kb", tmp_path, "--set", "budget.max_prompt_tokens=25")
     assert res.exit_code == 2 and opened.llm.calls == []  # not a blank answer and exit 0
     assert res.output.startswith("error: max_prompt_tokens=25 allows no LLM call: ") and res.output.count("\n") == 1
 
 
 def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "1970"})
-    res = ask("When? [p=0.9]", "--kb", tmp_path, "--thresholds", thresholds_file(tmp_path, 0.5), "--max-llm-calls", 4)
+    thresholds = f"budget.thresholds={thresholds_file(tmp_path, 0.5)}"
+    res = ask("When? [p=0.9]", "--kb", tmp_path, "--set", thresholds, "--set", "budget.max_llm_calls=4")
     assert res.exit_code == 0, res.output
     budget = opened.options[-1]["budget"]
     assert (budget.threshold, budget.max_llm_calls) == (0.5, 4)
@@ -103,7 +105,7 @@ def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, 
     assert out["trace"]["escalated_from"]["route"] == "chunk"
     assert opened.options[-1]["escalate"] is False and opened.options[-1]["retry_unanswered"] is True
     opened.llm = llm()
-    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--no-retry")
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--set", "retry_unanswered=false")
     assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["retry_unanswered"] is False
 
 
@@ -111,9 +113,9 @@ def test_the_retry_ladder_is_an_option_and_a_ladder_that_does_not_climb_is_refus
     opened.llm = ScriptedLLM(rules={"Question:": "Warsaw"})
     ask("Where?", "--kb", tmp_path, "--route", "chunk")
     assert opened.options[-1]["retry_routes"] == ("summary", "logic")  # the default: summary first
-    ask("Where?", "--kb", tmp_path, "--route", "chunk", "--retry-routes", "logic")
+    ask("Where?", "--kb", tmp_path, "--route", "chunk", "--set", "retry_routes=logic")
     assert opened.options[-1]["retry_routes"] == ("logic",)
-    res = ask("Where?", "--kb", tmp_path, "--retry-routes", "logic,summary")
+    res = ask("Where?", "--kb", tmp_path, "--set", "retry_routes=logic,summary")
     assert res.exit_code == 2 and "cheaper to costlier" in res.output
 
 
@@ -124,16 +126,16 @@ def test_escalate_turns_the_checks_on(opened, tmp_path):
     assert json.loads(res.output)["route"] == "logic"
     assert opened.options[-1]["escalate"] is True and opened.options[-1]["escalate_below"] is None
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
-    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--escalate", "--escalate-below", "0.6")
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--escalate", "--set", "escalate_below=0.6")
     assert res.exit_code == 0 and opened.options[-1]["escalate_below"] == 0.6
-    res = ask("When was he born?", "--kb", tmp_path, "--escalate", "--escalate-below", "1.5")
+    res = ask("When was he born?", "--kb", tmp_path, "--escalate", "--set", "escalate_below=1.5")
     assert res.exit_code == 2 and "1.5" in res.output
 
 
 def test_a_thresholds_file_that_is_not_a_threshold_policy_is_one_line(opened, tmp_path):
     bad = tmp_path / "argmax.json"
     Policy(kind="argmax").save(bad)
-    res = CliRunner().invoke(main, ["ask", "Who?", "--kb", str(tmp_path), "--thresholds", str(bad)])
+    res = CliRunner().invoke(main, ["ask", "Who?", "--kb", str(tmp_path), "--set", f"budget.thresholds={bad}"])
     assert res.exit_code == 2 and res.output.startswith("error: ") and "threshold policy" in res.output
     assert opened.options == []  # refused before the KB opened
 
@@ -174,7 +176,7 @@ def test_each_answer_is_written_as_it_is_made_and_a_rerun_answers_only_the_rest(
     qfile = tmp_path / "qs.txt"
     qfile.write_text("\n".join(NEAR_CHUNK) + "\n")
     out = tmp_path / "answers.jsonl"
-    args = ("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--no-retry")
+    args = ("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--set", "retry_unanswered=false")
     opened.llm = ScriptedLLM(rules={"": down_for_emma})
     first = CliRunner().invoke(main, ["ask", *map(str, args), "--concurrency", "1"])
     assert first.exit_code == 2 and "the endpoint is down" in first.stderr
@@ -197,7 +199,9 @@ def test_a_half_written_line_or_another_files_answers_are_not_taken_as_answered(
     stale = {"line": 1, "question": "What is the capital of Chad?", "answer": "N'Djamena"}
     out.write_text(json.dumps(stale) + '\n{"line": 2, "question": "What is the ca')  # killed mid-line
     opened.llm = ScriptedLLM(rules={"": by_question})
-    res = ask("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--no-retry")
+    res = ask(
+        "--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--set", "retry_unanswered=false"
+    )
     assert res.exit_code == 0, res.output
     assert [json.loads(x)["answer"] for x in out.read_text().splitlines()] == ["Paris", "Lima", "Jane Austen"]
 
@@ -283,7 +287,7 @@ def test_a_batch_all_far_from_the_training_questions_gets_a_notice(opened, tmp_p
     qfile = tmp_path / "qs.txt"
     mixed = ["Who was the first king? [far]", "Give an overview of it [far]", "What is it? [far]"]
     qfile.write_text("".join(mixed[i % 3] + f" {i}\n" for i in range(NOTICE_MIN_QUESTIONS)))
-    res = ask("--questions", qfile, "--kb", tmp_path, "--ood-policy", "chunk")
+    res = ask("--questions", qfile, "--kb", tmp_path, "--set", "ood_policy=chunk")
     assert res.exit_code == 0, res.output
     assert "far from the router's training questions" in res.stderr and "logicroute calibrate" in res.stderr
 
@@ -381,7 +385,9 @@ def test_the_models_confidence_is_shown_with_a_cheap_answer_and_kept_in_each_jso
 
 def test_ask_passes_the_logic_preset(opened, tmp_path):
     opened.llm = ScriptedLLM(replies=["Warsaw"])
-    res = ask("Where was Marie Curie born?", "--kb", tmp_path, "--route", "chunk", "--json", "--logic-preset", "lean")
+    res = ask(
+        "Where was Marie Curie born?", "--kb", tmp_path, "--route", "chunk", "--json", "--set", "logic_preset=lean"
+    )
     assert res.exit_code == 0 and json.loads(res.output)["text"] == "Warsaw"
     assert opened.options[-1]["logic_preset"] == "lean"
-    assert ask("Where?", "--kb", tmp_path, "--logic-preset", "fast").exit_code == 2
+    assert ask("Where?", "--kb", tmp_path, "--set", "logic_preset=fast").exit_code == 2

@@ -148,7 +148,16 @@ def test_verbose_shows_debug_lines(tmp_path, monkeypatch):
         raise SystemExit(0)
 
     monkeypatch.setattr(RoutedRAG, "open", classmethod(stop))
-    args = ["ask", "Who?", "--kb", str(tmp_path), "--max-llm-calls", "3", "--llm", "local:qwen2.5-coder-0.5b"]
+    args = [
+        "ask",
+        "Who?",
+        "--kb",
+        str(tmp_path),
+        "--set",
+        "budget.max_llm_calls=3",
+        "--llm",
+        "local:qwen2.5-coder-0.5b",
+    ]
     res = CliRunner().invoke(main, ["-v", *args])
     assert "debug: budget limits {'max_llm_calls': 3}" in res.stderr
     res = CliRunner().invoke(main, args)

@@ -43,7 +43,7 @@ def run_route(path, checkpoint, emb=None, **kw):
 
     res = CliRunner().invoke(
         main,
-        ["ask", "--dry-run", "--questions", str(path), "--checkpoint", str(checkpoint), "--json"],
+        ["ask", "--dry-run", "--questions", str(path), "--set", f"checkpoint={checkpoint}", "--json"],
         obj={"embedder": emb or embedder()},
         **kw,
     )

@@ -68,9 +68,9 @@ def test_ask_on_a_trickling_endpoint_ends_at_max_seconds(monkeypatch, tmp_path):
     monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
     with FakeEndpoint(Trickle()) as server:
         spec = f"openai:m@{server.url}?timeout=5&retries=0"
-        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--max-seconds", "1"]
+        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--set", "budget.max_seconds=1"]
         t0 = time.perf_counter()
-        res = CliRunner().invoke(main, [*args, "--no-cache", "--llm", spec])
+        res = CliRunner().invoke(main, [*args, "--set", "cache=false", "--llm", spec])
         seconds = time.perf_counter() - t0
     assert (res.exit_code, res.output) == (2, f"error: {server.url} (m): stopped at the 1 s limit before a reply\n")
     assert seconds < 4  # not the 12 s the reply takes, nor the 5 s timeout
@@ -172,8 +172,20 @@ def test_an_answer_the_deadline_ends_keeps_what_was_found_and_says_the_limit(mon
     # the chunk answer comes at once; the self-check that would escalate it hangs past the 1 s limit
     monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
     with FakeEndpoint("Acme was founded by Ann Lee [1].", HANG) as server:
-        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--escalate", "--max-seconds", "1"]
-        res = CliRunner().invoke(main, [*args, "--no-cache", "--llm", f"openai:m@{server.url}?timeout=5&retries=0"])
+        args = [
+            "ask",
+            QUESTION,
+            "--kb",
+            str(tmp_path),
+            "--route",
+            "chunk",
+            "--escalate",
+            "--set",
+            "budget.max_seconds=1",
+        ]
+        res = CliRunner().invoke(
+            main, [*args, "--set", "cache=false", "--llm", f"openai:m@{server.url}?timeout=5&retries=0"]
+        )
     assert res.exit_code == 0 and "answer: Acme was founded by Ann Lee [1]." in res.output
     flags = [line for line in res.output.splitlines() if line.startswith("flag: ")]
     assert flags == [

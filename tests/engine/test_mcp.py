@@ -226,7 +226,8 @@ def test_the_command_over_stdio_answers_about_a_pdf_with_its_page(tmp_path):
     with FakeEndpoint("The keeper counted 412 ships [1].") as llm:
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "engine.cli", "-q", "mcp", "--kb", str(kb), "--llm", f"openai:m@{llm.url}", "--no-cache"],
+            args=["-m", "engine.cli", "-q", "mcp", "--kb", str(kb), "--llm", f"openai:m@{llm.url}"]
+            + ["--set", "cache=false"],
             env={"LOGICROUTE_CACHE_DIR": str(tmp_path / "cache")},
         )
 

@@ -109,10 +109,10 @@ def test_ask_takes_the_ood_policy_and_prints_the_flag(monkeypatch, tmp_path):
         return make_rag(llm, router=FakeGuardedRouter(), ood_policy=ood_policy)
 
     monkeypatch.setattr(RoutedRAG, "open", classmethod(open_fake))
-    args = ["ask", FAR_LOGIC_QUESTION, "--kb", str(tmp_path), "--ood-policy", "logic"]
+    args = ["ask", FAR_LOGIC_QUESTION, "--kb", str(tmp_path), "--set", "ood_policy=logic"]
     res = CliRunner().invoke(main, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "route: logic" in res.output
     assert "flag: out of distribution" in res.output and "(ood policy logic)" in res.output
-    res = CliRunner().invoke(main, [*args[:-1], "sometimes"])
+    res = CliRunner().invoke(main, [*args[:-1], "ood_policy=sometimes"])
     assert res.exit_code == 2 and "sometimes" in res.output

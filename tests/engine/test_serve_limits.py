@@ -214,6 +214,6 @@ def test_serve_passes_the_escalation_threshold_to_every_answer(tmp_path, monkeyp
 
     monkeypatch.setattr(AnswerService, "open", classmethod(fake_open))
     (tmp_path / "kb").mkdir()
-    r = CliRunner().invoke(main, ["serve", "--kb", str(tmp_path / "kb"), "--escalate", "--escalate-below", "0.6"])
+    r = CliRunner().invoke(main, ["serve", "--kb", str(tmp_path / "kb"), "--escalate", "--set", "escalate_below=0.6"])
     assert r.exit_code == 0, r.output
     assert seen["escalate"] is True and seen["escalate_below"] == 0.6

@@ -235,18 +235,18 @@ def test_a_dry_run_reports_the_ood_flag(generalist, tmp_path):
         assert res.exit_code == 0, res.output
         return res.output
 
-    out = json.loads(invoke(UNRELATED, "--checkpoint", generalist, "--json"))
+    out = json.loads(invoke(UNRELATED, "--set", f"checkpoint={generalist}", "--json"))
     assert out["ood"]["far"] is True and out["ood"]["similarity"] < out["ood"]["threshold"]
-    assert "ood: FAR" in invoke(UNRELATED, "--checkpoint", generalist)
-    assert "ood: near" in invoke(NEAR, "--checkpoint", generalist)
+    assert "ood: FAR" in invoke(UNRELATED, "--set", f"checkpoint={generalist}")
+    assert "ood: near" in invoke(NEAR, "--set", f"checkpoint={generalist}")
 
     qfile = tmp_path / "qs.jsonl"
     qfile.write_text(json.dumps({"question": NEAR}) + "\n" + json.dumps({"question": UNRELATED}) + "\n")
-    lines = [json.loads(x) for x in invoke("--questions", qfile, "--checkpoint", generalist).splitlines()]
+    lines = [json.loads(x) for x in invoke("--questions", qfile, "--set", f"checkpoint={generalist}").splitlines()]
     assert [x["question"] for x in lines] == [NEAR, UNRELATED]
     assert [x["ood"]["far"] for x in lines] == [False, True]
 
     old = old_checkpoint(tmp_path / "old.ckpt")
-    assert json.loads(invoke(UNRELATED, "--checkpoint", old, "--json"))["ood"] is None
-    assert "ood: no guard" in invoke(UNRELATED, "--checkpoint", old)
-    assert json.loads(invoke("--questions", qfile, "--checkpoint", old).splitlines()[0])["ood"] is None
+    assert json.loads(invoke(UNRELATED, "--set", f"checkpoint={old}", "--json"))["ood"] is None
+    assert "ood: no guard" in invoke(UNRELATED, "--set", f"checkpoint={old}")
+    assert json.loads(invoke("--questions", qfile, "--set", f"checkpoint={old}").splitlines()[0])["ood"] is None

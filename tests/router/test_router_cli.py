@@ -142,12 +142,14 @@ def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     assert card["training"]["label_files"][0]["rows"] == 21
     assert "logreg" in card["heldout"]["baselines"]
 
-    res = ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"])
+    res = ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--set", f"checkpoint={ckpt}", "--json"])
     out = json.loads(res.output)
     assert out["route"] in ("chunk", "logic") and abs(sum(out["probs"].values()) - 1) < 1e-5
-    again = json.loads(ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--json"]).output)
+    again = json.loads(
+        ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--set", f"checkpoint={ckpt}", "--json"]).output
+    )
     assert again["probs"] == out["probs"]  # deterministic across loads
-    assert "route:" in ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt]).output
+    assert "route:" in ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--set", f"checkpoint={ckpt}"]).output
 
     qfile = tmp_path / "qs.txt"
     qfile.write_text("\n".join(r["question"] for r in rows) + "\n")
@@ -156,7 +158,18 @@ def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     pol = json.loads(th.read_text())
     assert pol["kind"] == "threshold" and abs(pol["meta"]["achieved_share"] - 0.3) < 0.1
     ok(calibrate, [labels, "--checkpoint", ckpt, "--token-budget", "900", "--out", tmp_path / "tb.json"])
-    res = ok(ask, ["--dry-run", "Who wrote the novel Emma?", "--checkpoint", ckpt, "--thresholds", th, "--json"])
+    res = ok(
+        ask,
+        [
+            "--dry-run",
+            "Who wrote the novel Emma?",
+            "--set",
+            f"checkpoint={ckpt}",
+            "--set",
+            f"budget.thresholds={th}",
+            "--json",
+        ],
+    )
     assert json.loads(res.output)["policy"].startswith("threshold")
 
     rep = tmp_path / "rep.json"
@@ -178,7 +191,7 @@ def test_cli_errors_are_clean(tmp_path, tiny_data):
 
     run = CliRunner()
     res = run.invoke(
-        main, ["route", "Who?", "--checkpoint", str(tmp_path / "nope.ckpt")], obj={"embedder": tiny_embedder()}
+        main, ["route", "Who?", "--set", f"checkpoint={tmp_path / 'nope.ckpt'}"], obj={"embedder": tiny_embedder()}
     )
     assert res.exit_code == 2 and "not found" in res.output
     res = run.invoke(
