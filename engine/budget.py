@@ -4,7 +4,7 @@ check that refuses up front a budget no LLM call fits in."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
@@ -63,6 +63,23 @@ class Budget:
         if policy.kind != "threshold" or policy.route != "logic":
             raise LogicRouteError("a Budget takes a threshold policy on the logic route")
         return cls(threshold=float(policy.threshold), logic_share=policy.target_share, **limits)
+
+
+LIMITS = ("max_llm_calls", "max_prompt_tokens", "max_seconds")  # what a route is bounded by (Route.bounded)
+
+
+def limits_of(budget: Budget | None) -> dict:
+    """The limits `budget` sets on a route: {name: value} of those it has."""
+    return {} if budget is None else {n: getattr(budget, n) for n in LIMITS if getattr(budget, n) is not None}
+
+
+def left_after(budget: Budget | None, spent: Usage) -> Budget | None:
+    """What `budget` leaves for a later route once `spent` is paid: each limit less its part of
+    `spent` (call too_little_left first: what is left must still be a budget)."""
+    if budget is None:
+        return None
+    used = {"max_llm_calls": spent.llm_calls, "max_prompt_tokens": spent.prompt_tokens, "max_seconds": spent.seconds}
+    return replace(budget, **{n: v - used[n] for n, v in limits_of(budget).items()})
 
 
 def too_little_left(budget: Budget, spent: Usage) -> bool:

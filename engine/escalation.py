@@ -1,21 +1,19 @@
-"""Escalation's parts: the self-check (do the passages a cheap answer used answer the question?),
-the ladder of routes an answer that says it has none is retried on, and what an escalated answer
-is, the later route's answer carrying the attempt it replaced. RoutedRAG._maybe_escalate decides
-when."""
+"""Escalation's policy: the self-check (do the passages a cheap answer used answer the question?),
+the model's own certainty, the ladder of routes an answer that says it has none is retried on,
+and what an escalated answer is, the later route's answer carrying the attempt it replaced.
+Nothing here runs a route: RoutedRAG._escalate runs the steps these decide."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, RetrievedChunk, Usage
-from engine.budget import Budget, too_little_left
 from engine.llm.base import LLM, call_llm, flag
 from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
-from engine.routes import ROUTES, check_route
-from engine.routes.common import looks_unanswered
+from engine.routes import ROUTES, SummaryRoute, check_route
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -45,33 +43,20 @@ def routes_after(route: str, ladder: Sequence[str]) -> list[str]:
     return [r for r in ladder if ROUTES.index(r) > ROUTES.index(route)]
 
 
-def retry_up_the_ladder(
-    ans: Answer,
-    reason: str,
-    ladder: Sequence[str],
-    run: Callable[[str, Answer], Answer],
-    budget: "Budget | None",
-    verb: str = "retried on",
-) -> Answer:
-    """`ans` says it has no answer (`reason`): the ladder's routes costlier than its own in turn,
-    `run(route, answer so far)` each, while every answer says it has none. Each step is merged
-    (merge_escalated), so the result carries every attempt and pays for all of them. A step the
-    answer's deadline ends keeps the answer so far, flagged: a time limit never costs what was
-    found. `verb` names the step in flags ("escalated to" for escalation's one step to logic)."""
-    for route in routes_after(ans.route, ladder):
-        if budget is not None and too_little_left(budget, ans.usage):
-            flag(ans.trace, f"not {verb} {route} ({reason}): too little budget left")
-            return ans
-        try:
-            later = run(route, ans)
-        except DeadlineError as e:
-            flag(ans.trace, f"not {verb} {route} ({reason}): {e}")
-            return ans
-        ans = merge_escalated(ans, later, reason)
-        reason = looks_unanswered(ans.text)
-        if reason is None:
-            break
-    return ans
+def ladder_for(kb: "KnowledgeBase", routes: Sequence[str]) -> tuple[str, ...]:
+    """The ladder `routes`, less summary on a KB without summary layers (it would answer as chunk did)."""
+    from hierarchy.layers.persist import has_summary_layers
+
+    if SummaryRoute.name in routes and not has_summary_layers(kb):
+        return tuple(r for r in routes if r != SummaryRoute.name)
+    return tuple(routes)
+
+
+def confidence_reason(ans: Answer, below: float) -> str | None:
+    """The reason to escalate a cheap answer whose confidence (the model's certainty, in its
+    trace) is under `below`; None when it is not."""
+    confidence = ans.trace["confidence"]
+    return f"low confidence ({confidence:.2f} < {below:g})" if confidence < below else None
 
 
 def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answer) -> str | None:

@@ -21,21 +21,21 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.errors import LogicRouteError
-from engine.base.types import Answer, Usage
-from engine.budget import Budget, check_a_call_fits, too_little_left
-from engine.escalation import RETRY_ROUTES, check_retry_routes, retry_up_the_ladder, self_check_reason
+from engine import escalation
+from engine.base.errors import DeadlineError, LogicRouteError
+from engine.base.types import Answer
+from engine.budget import Budget, check_a_call_fits, left_after, limits_of, too_little_left
 from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
-from engine.routes import CHEAP_ROUTES, check_route, run_route
+from engine.routes import CHEAP_ROUTES, TOP_ROUTE, Route, RouteContext, check_route, route_set
 from engine.routes.common import check_question, looks_unanswered
 from engine.routes.logic.config import PRESET_CHOICES, LogicConfig, preset_config, resolve_preset
+from engine.routes.summary_config import SummaryConfig
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -87,7 +87,7 @@ class RoutedRAG:
         },
     )
     retry_routes: tuple[str, ...] = field(
-        default=RETRY_ROUTES,
+        default=escalation.RETRY_ROUTES,
         metadata={
             "help": "the retry's ladder: the routes costlier than the first answer's are tried in this order "
             "until one answers (summary, logic: the cheap summary first; logic alone: ('logic',))"
@@ -122,18 +122,23 @@ class RoutedRAG:
         },
     )
     retrieval: str | None = field(default=None, metadata={"help": "hybrid | dense | lexical; None: the KB's own"})
+    summary_config: SummaryConfig | None = field(
+        default=None, metadata={"help": "the summary route's settings (engine.routes.summary_config); None: defaults"}
+    )
 
     def __post_init__(self) -> None:
         if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
             raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         check_ood_policy(self.ood_policy)
-        self.retry_routes = check_retry_routes(self.retry_routes)
+        self.retry_routes = escalation.check_retry_routes(self.retry_routes)
         if self.logic_preset not in PRESET_CHOICES:
             raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
         check_style(self.style)
         self._lock = threading.Lock()
         if self.kb is not None and self.retrieval is not None:  # every route's searches (hierarchy.retrieval)
             self.kb.use_retrieval(self.retrieval)
+        # the routes with this instance's settings (a budget's limits are put on per answer)
+        self._routes: dict[str, Route] = route_set(self.summary_config, self.logic_config())
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -198,7 +203,7 @@ class RoutedRAG:
         from router.policy import calibrate_share
 
         qs = [check_question(q) for q in questions]
-        p = [pr.get("logic", 0.0) for pr in self.route_probs_many(qs)]
+        p = [pr.get(TOP_ROUTE, 0.0) for pr in self.route_probs_many(qs)]
         return Budget(threshold=calibrate_share(p, logic_share), logic_share=logic_share, **limits)
 
     def _decide(self, probs: dict[str, float], budget: Budget | None, question: str) -> tuple[str, dict]:
@@ -206,7 +211,7 @@ class RoutedRAG:
 
         if budget is not None and budget.threshold is not None:
             policy = Policy(
-                kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
+                kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share
             )
             route, form = decide_with_form(probs, policy, question)
             decision = {"policy": "threshold", "threshold": budget.threshold, "logic_share": budget.logic_share}
@@ -270,7 +275,7 @@ class RoutedRAG:
             if budget is not None and budget.logic_share is not None and budget.threshold is None:
                 from router.policy import calibrate_share
 
-                t = calibrate_share([p.get("logic", 0.0) for p in probs_list], budget.logic_share)
+                t = calibrate_share([p.get(TOP_ROUTE, 0.0) for p in probs_list], budget.logic_share)
                 budget = replace(budget, threshold=t)
             decided = [self._decide(p, budget, q) for p, q in zip(probs_list, qs)]
             oods: list[OodOutcome | None] = [
@@ -324,7 +329,7 @@ class RoutedRAG:
         with answer_scope(seconds, start=t0, hard_seconds=hard):
             ans = self._run_route(q, route, budget)
             if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
-                ans = self._maybe_escalate(q, ans, budget, checks=escalate)
+                ans = self._escalate(q, ans, budget, checks=escalate)
         ans.route_probs = probs
         ans.trace.setdefault("llm_calls", [])
         ans.trace.setdefault("flags", [])
@@ -336,43 +341,30 @@ class RoutedRAG:
         return ans
 
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
-        logic_config = self.logic_config(budget) if route == "logic" else None
-        return run_route(route, q, self.kb, self.get_llm(), k=self.k, logic_config=logic_config, style=self.style)
+        """`route`'s answer to the checked question `q`, inside `budget`'s limits."""
+        on = self._routes[route].bounded(limits_of(budget))
+        return on.answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
 
-    def logic_config(self, budget: Budget | None = None, spent: Usage | None = None):
-        """The LogicConfig for one answer: top-k, plus the budget's limits minus what `spent` used."""
-        wanted: dict = {"k": self.k}
-        if budget is not None:
-            spent = spent or Usage()
-            if budget.max_llm_calls is not None:
-                wanted["max_llm_calls"] = budget.max_llm_calls - spent.llm_calls
-            if budget.max_prompt_tokens is not None:
-                wanted["max_prompt_tokens"] = budget.max_prompt_tokens - spent.prompt_tokens
-            if budget.max_seconds is not None:
-                wanted["max_seconds"] = budget.max_seconds - spent.seconds
-        names = {f.name for f in fields(LogicConfig)}
-        missing = sorted(set(wanted) - names)
-        if missing:
-            raise LogicRouteError(f"the logic route does not support the budget option(s) {', '.join(missing)}")
-        return preset_config(resolve_preset(self.logic_preset, self.style), **wanted)
+    def logic_config(self) -> LogicConfig:
+        """The logic route's settings: the preset (logic_preset, for this style) at this top-k."""
+        return preset_config(resolve_preset(self.logic_preset, self.style), k=self.k)
 
     # ------------------------------------------------------------------ escalation
-    def _maybe_escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
-        """Up the retry ladder after `first` when its text says it has no answer; logic when
-        (checks: escalation on) a cheap answer's confidence is below escalate_below or the
-        self-check says its passages do not answer."""
+    def _escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
+        """Up the retry ladder when `first` says it has no answer; with `checks` (escalation on), to
+        the top route when its confidence is under escalate_below or the self-check fails it."""
         reason = looks_unanswered(first.text)
         if reason is not None and self.retry_unanswered:
-            first = retry_up_the_ladder(first, reason, self._retry_ladder(), partial(self._retry_on, q, budget), budget)
+            ladder = escalation.ladder_for(self.kb, self.retry_routes)
+            first = self._climb(q, first, reason, ladder, budget, "retried on")
             if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:
                 return first
             reason = None  # a cheap route of the ladder answered: checked as any cheap answer
         if not checks:
             return first
-        confidence = first.trace.get("confidence") if self.escalate_below is not None else None
-        if reason is None and confidence is not None:  # the model's own certainty: no extra call
-            if confidence < self.escalate_below:
-                reason = f"low confidence ({confidence:.2f} < {self.escalate_below:g})"
+        confident = self.escalate_below is not None and first.trace.get("confidence") is not None
+        if reason is None and confident:  # the model's own certainty: no extra call
+            reason = escalation.confidence_reason(first, self.escalate_below)
         elif reason is None and self.self_check:
             if budget is not None and too_little_left(budget, first.usage):
                 flag(first.trace, "no self-check: too little budget left")
@@ -380,24 +372,29 @@ class RoutedRAG:
             reason = self.self_check_reason(q, first)
         if reason is None:
             return first
-        escalate = partial(self._retry_on, q, budget)
-        return retry_up_the_ladder(first, reason, ("logic",), escalate, budget, "escalated to")
+        return self._climb(q, first, reason, (TOP_ROUTE,), budget, "escalated to")
 
-    def _retry_ladder(self) -> tuple[str, ...]:
-        """retry_routes, less summary on a KB without summary layers (it would answer as chunk did)."""
-        from hierarchy.layers.persist import has_summary_layers
-
-        if "summary" in self.retry_routes and not has_summary_layers(self.kb):
-            return tuple(r for r in self.retry_routes if r != "summary")
-        return self.retry_routes
-
-    def _retry_on(self, q: str, budget: Budget | None, route: str, spent: Answer) -> Answer:
-        return self._run_logic_after(q, spent, budget) if route == "logic" else self._run_route(q, route, budget)
-
-    def _run_logic_after(self, q: str, first: Answer, budget: Budget | None) -> Answer:
-        cfg = self.logic_config(budget, spent=first.usage)
-        return run_route("logic", q, self.kb, self.get_llm(), k=self.k, logic_config=cfg, style=self.style)
+    def _climb(
+        self, q: str, ans: Answer, reason: str, ladder: tuple[str, ...], budget: Budget | None, verb: str
+    ) -> Answer:
+        """The ladder's routes costlier than `ans`'s in turn, within what the budget leaves, until one
+        answers; each step merged (merge_escalated: every attempt kept and paid for). A step its
+        deadline ends keeps the answer so far, flagged. `verb` names the step in flags."""
+        for route in escalation.routes_after(ans.route, ladder):
+            if budget is not None and too_little_left(budget, ans.usage):
+                flag(ans.trace, f"not {verb} {route} ({reason}): too little budget left")
+                return ans
+            try:
+                later = self._run_route(q, route, left_after(budget, ans.usage))
+            except DeadlineError as e:
+                flag(ans.trace, f"not {verb} {route} ({reason}): {e}")
+                return ans
+            ans = escalation.merge_escalated(ans, later, reason)
+            reason = looks_unanswered(ans.text)
+            if reason is None:
+                break
+        return ans
 
     def self_check_reason(self, question: str, answer: Answer) -> str | None:
         """engine.escalation.self_check_reason on this instance's KB and LLM (the benchmark replays it)."""
-        return self_check_reason(self.kb, self.get_llm(), question, answer)
+        return escalation.self_check_reason(self.kb, self.get_llm(), question, answer)

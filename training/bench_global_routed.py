@@ -15,7 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROUTES = ("chunk", "summary", "logic")  # the router's routes, each the bench system of that name
+from engine.routes import ROUTES  # the router's routes, each the bench system of that name
+
 DERIVED = ("router", "oracle")
 ABOUT = {
     "router": "the router's pick among chunk, summary and logic, answered by that system (no new call)",

@@ -118,10 +118,11 @@ def system_settings(system: System, k: int, wide_chunks: int, logic_max_seconds:
 
 def answer_with(system: System, settings, question: str, kb, llm, k: int, style: str) -> "Answer":
     """One answer of `system` (settings from system_settings) in `style`."""
-    if system.route == "summary":
+    from engine.routes import RouteContext, SummaryRoute, answer_on, make_route
+    from engine.routes.common import check_question
+
+    if system.route == SummaryRoute.name:  # as measured: a reader answer's citations are kept as written
         from engine.routes.summary import answer_summary
 
-        return answer_summary(question, kb, llm, k=k, style=style, config=settings)
-    from engine.routes import run_route
-
-    return run_route(system.route, question, kb, llm, k=k, logic_config=settings, style=style)
+        return answer_summary(check_question(question), kb, llm, k=k, style=style, config=settings)
+    return answer_on(make_route(system.route, settings), question, RouteContext(kb, llm, k, style))

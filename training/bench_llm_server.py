@@ -26,6 +26,7 @@ from engine.base.errors import LogicRouteError
 from engine.base.files import atomic_write_text
 from engine.base.stats import percentile
 from engine.cli_options import info
+from engine.routes import ROUTES
 from training.bench_report import markdown_table
 
 DEFAULT_OUT = "docs/results/serve/bench_llm_server.md"
@@ -228,7 +229,7 @@ def report_markdown(result: dict, command: str) -> str:
 @click.option("--dataset", default="nq", show_default=True, help="shared data set the questions come from")
 @click.option("--n", type=click.IntRange(min=1), default=16, show_default=True, help="questions per run")
 @click.option("--concurrency", default="1,4", show_default=True, help="comma-separated answer_many concurrencies")
-@click.option("--route", type=click.Choice(["chunk", "summary", "logic"]), default="chunk", show_default=True)
+@click.option("--route", type=click.Choice(ROUTES), default=ROUTES[0], show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, help="model threads")
 @click.option(
     "--server-timeout",

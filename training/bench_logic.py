@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.llm.base import DEFAULT_LLM
-from engine.routes import run_route
+from engine.routes import ChunkRoute, LogicRoute, RouteContext, answer_on
 from engine.routes.logic.config import PRESETS, LogicConfig
 from hierarchy.datasets import SHARED_FILES, shared_data_dir
 from training.answer_scores import answer_scores
@@ -178,8 +178,8 @@ def _qtype(q) -> str:
 
 def _run_one(system: str, q, kb, llm, k: int) -> dict:
     t0 = time.perf_counter()
-    route = "chunk" if system == "chunk" else "logic"
-    ans = run_route(route, q.text, kb, llm, k=k, logic_config=system_config(system, k))
+    route = ChunkRoute() if system == ChunkRoute.name else LogicRoute(system_config(system, k))
+    ans = answer_on(route, q.text, RouteContext(kb, llm, k))
     wall = time.perf_counter() - t0
     tr = ans.trace
     return {

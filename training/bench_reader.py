@@ -16,7 +16,7 @@ from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text, exclusive_folder
 from engine.base.metrics import cites, f1, string_acc
-from engine.routes import run_route
+from engine.routes import RouteContext, answer_on, make_route
 from engine.routes.common import cited_numbers, looks_unanswered
 from training.jsonl_store import JsonlStore
 
@@ -158,7 +158,7 @@ def run_bench_reader(
         t0 = time.perf_counter()
         for system, (qid, question, golds) in tqdm(todo, desc="bench reader", unit="answer", disable=not progress):
             style, on, cfg = parsed[system]
-            ans = run_route(on, question, kb, llm, k=k, logic_config=cfg, style=style)
+            ans = answer_on(make_route(on, cfg), question, RouteContext(kb, llm, k, style))
             store.append(reader_row(qid, question, golds, ans, system))
         by_system = {s: [store.get((s, it[0])) for it in items] for s in systems}
         report = {

@@ -38,6 +38,7 @@ import click
 from engine.base.stats import percentile
 from engine.base.types import Completion
 from engine.cli_options import info
+from engine.routes import ROUTE_CHOICES, ROUTES
 from training.bench_report import markdown_table
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "engine" / "demo"
@@ -239,7 +240,7 @@ def report_markdown(result: dict, command: str) -> str:
 @click.command("serve")
 @click.option("--requests", "n", type=click.IntRange(min=1), default=500, show_default=True, help="requests per run")
 @click.option("--concurrency", default="1,8,32", show_default=True, help="comma-separated client concurrencies")
-@click.option("--route", type=click.Choice(["auto", "chunk", "summary", "logic"]), default="chunk", show_default=True)
+@click.option("--route", type=click.Choice(ROUTE_CHOICES), default=ROUTES[0], show_default=True)
 @click.option(
     "--kb", "kb_dir", type=click.Path(file_okay=False), help="a KB to serve (default: the demo corpus, indexed)"
 )

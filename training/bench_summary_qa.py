@@ -144,8 +144,7 @@ def bench_qa(
     show_progress: bool,
 ) -> dict:
     from engine.llm.factory import make_llm
-    from engine.routes.chunk import answer_chunk
-    from engine.routes.summary import answer_summary
+    from engine.routes import ChunkRoute, RouteContext, SummaryRoute, answer_on
 
     # A cache of its own: a first run times real calls (not other runs' cache hits), a rerun resumes.
     llm = make_llm(llm_spec, cache=out_dir / "llm_cache.sqlite")
@@ -155,13 +154,13 @@ def bench_qa(
         passages = full if corpus == "full" else small
         kb, cost = _kb_with_layers(out_dir / f"kb_{corpus}", passages, "extractive", None, show_progress)
         systems = {
-            "chunk": lambda q, kb=kb: answer_chunk(q, kb, llm, k=k),
-            "summary_extractive": lambda q, kb=kb: answer_summary(q, kb, llm, k=k),
+            "chunk": lambda q, kb=kb: answer_on(ChunkRoute(), q, RouteContext(kb, llm, k)),
+            "summary_extractive": lambda q, kb=kb: answer_on(SummaryRoute(), q, RouteContext(kb, llm, k)),
         }
         layer_costs = {"extractive": cost}
         if corpus == "small" and llm_summaries:
             kb_llm, cost_llm = _kb_with_layers(out_dir / f"kb_{corpus}_llm", passages, "llm", llm, show_progress)
-            systems["summary_llm"] = lambda q, kb=kb_llm: answer_summary(q, kb, llm, k=k)
+            systems["summary_llm"] = lambda q, kb=kb_llm: answer_on(SummaryRoute(), q, RouteContext(kb, llm, k))
             layer_costs["llm"] = cost_llm
         entry: dict = {"passages": len(passages), "chunks": len(kb), "layer_costs": layer_costs, "systems": {}}
         for name, fn in systems.items():

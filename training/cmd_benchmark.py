@@ -12,6 +12,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli_options import llm_option, logic_preset_option, style_option
+from engine.routes import ROUTES
 from training.answer_scores import ALIASES, METRICS
 from training.bench_data import ESCALATE_BELOW
 
@@ -335,7 +336,7 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
 @click.argument("data", default="demo")
 @click.option("--n", type=int, default=30, show_default=True, help="questions of DATA (the demo has 8)")
 @click.option("--offset", type=int, default=0, show_default=True, help="first question of DATA")
-@click.option("--route", type=click.Choice(["chunk", "summary", "logic"]), default="chunk", show_default=True)
+@click.option("--route", type=click.Choice(ROUTES), default=ROUTES[0], show_default=True)
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option(
     "--system",

@@ -1,6 +1,6 @@
 """How each route does on one question: the two scorers behind router labels.
 
-- ``answer``: run every route with the LLM (engine.routes.run_route), score its answer against
+- ``answer``: run every route with the LLM (engine.routes.answer_on), score its answer against
   the gold answers (F1 by default; EM or LogicRAG's string accuracy selectable) and record its
   cost (LLM calls, tokens, seconds). Faithful but slow: several LLM calls per question.
 - ``retrieval`` (LLM-free): score the context each route would hand the LLM:
@@ -37,7 +37,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from engine.base.metrics import normalize_answer
-from engine.routes import ROUTES, check_route, run_route
+from engine.routes import ROUTES, LogicRoute, RouteContext, answer_on, check_route, make_route
 from engine.routes.summary import summary_context
 from router.features import SPAN
 from router.policy import NOMINAL_TOKENS
@@ -256,8 +256,8 @@ def answer_route(route: str, question: str, kb, llm, k: int = 3, style: str = "s
     """The answer scorer's default runner: the route as the registry runs it."""
     from engine.routes.logic.config import preset_config
 
-    logic_config = preset_config(logic_preset, k=k, max_seconds=LOGIC_MAX_SECONDS) if route == "logic" else None
-    return run_route(route, question, kb, llm, k=k, logic_config=logic_config, style=style)
+    config = preset_config(logic_preset, k=k, max_seconds=LOGIC_MAX_SECONDS) if route == LogicRoute.name else None
+    return answer_on(make_route(route, config), question, RouteContext(kb, llm, k, style))
 
 
 def score_answer(

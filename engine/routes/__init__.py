@@ -1,33 +1,135 @@
-"""The routes and their registry: ROUTES is the one list of route names, `run_route` the one
-dispatch. Adding a route means one module and one line in RUNNERS.
+"""The routes and their registry. A route is an object (Route): its name, its cost rank, its own
+settings, and `answer(question, context)`. ROUTE_TYPES is the one registry: ROUTES (the names,
+cheapest first) is read off it, and the CLI's choices, the server's schemas, the OpenAI-compatible
+model list, the retry ladder and the benchmarks all take the names from here. Adding a route means
+one module and one class below.
+
+A route answers a question already checked (engine.routes.common.check_question) in a style
+already checked (engine.prompts.answer.check_style): RoutedRAG checks both once per answer, and
+`answer_on` does for a caller that runs one route by itself (the benchmarks, the labels).
 
 Route modules load on first use, so importing this package is instant."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from engine.base.errors import LogicRouteError
 from engine.prompts.answer import check_style
+from engine.routes.common import check_question
+from engine.routes.logic.config import LogicConfig
+from engine.routes.summary_config import SummaryConfig
 
 if TYPE_CHECKING:
     from engine.base.types import Answer
     from engine.llm.base import LLM
-    from engine.routes.logic.config import LogicConfig
     from hierarchy.kb import KnowledgeBase
 
-# Cheapest first: benchmarks, labels and escalation read this order.
-ROUTES: tuple[str, ...] = ("chunk", "summary", "logic")
-# The routes escalation may leave for "logic".
-CHEAP_ROUTES: tuple[str, ...] = ("chunk", "summary")
 AUTO = "auto"
 
-RUNNERS: dict[str, str] = {
-    "chunk": "engine.routes.chunk:run",
-    "summary": "engine.routes.summary:run",
-    "logic": "engine.routes.logic.solve:run",
+
+@dataclass(frozen=True)
+class RouteContext:
+    """What every route answers with: the KB, the LLM, the passages per retrieval and the answer
+    style (engine.prompts.answer: short | reader)."""
+
+    kb: "KnowledgeBase"
+    llm: "LLM"
+    k: int = 3
+    style: str = "short"
+
+
+class Route(Protocol):
+    """A route: `name`, `cost_rank` (0 = cheapest; the order the retry ladder climbs), `cheap`
+    (one call over retrieved passages: its answers are checked, and retried up the ladder when
+    they say they have none), its own `config` (of type `settings`; None: the route's defaults),
+    and `answer`. `bounded(limits)` is the route under a budget's limits (max_llm_calls,
+    max_prompt_tokens, max_seconds left for it)."""
+
+    name: ClassVar[str]
+    cost_rank: ClassVar[int]
+    cheap: ClassVar[bool]
+    settings: ClassVar[type | None]
+    config: object
+
+    def answer(self, question: str, ctx: RouteContext) -> "Answer": ...
+
+    def bounded(self, limits: dict) -> "Route": ...
+
+
+@dataclass(frozen=True)
+class ChunkRoute:
+    """One retrieval over the chunks, one answer call (engine.routes.chunk)."""
+
+    name: ClassVar[str] = "chunk"
+    cost_rank: ClassVar[int] = 0
+    cheap: ClassVar[bool] = True
+    settings: ClassVar[type | None] = None
+    config: None = None
+
+    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+        from engine.routes.chunk import answer_chunk
+
+        return _cited(answer_chunk(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style), ctx.style)
+
+    def bounded(self, limits: dict) -> "ChunkRoute":
+        return self  # one call: nothing for a limit to cut
+
+
+@dataclass(frozen=True)
+class SummaryRoute:
+    """Retrieval from the summary layers, one answer call (engine.routes.summary)."""
+
+    name: ClassVar[str] = "summary"
+    cost_rank: ClassVar[int] = 1
+    cheap: ClassVar[bool] = True
+    settings: ClassVar[type | None] = SummaryConfig
+    config: SummaryConfig | None = None
+
+    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+        from engine.routes.summary import answer_summary
+
+        ans = answer_summary(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style, config=self.config)
+        return _cited(ans, ctx.style)
+
+    def bounded(self, limits: dict) -> "SummaryRoute":
+        return self  # one call: nothing for a limit to cut
+
+
+@dataclass(frozen=True)
+class LogicRoute:
+    """LogicRAG: a DAG of sub-questions solved rank by rank (engine.routes.logic). Its config's
+    k wins over the context's (no config: LogicConfig(k=ctx.k)); a budget's limits become its
+    config's max_* (it stops solving and answers from what it found)."""
+
+    name: ClassVar[str] = "logic"
+    cost_rank: ClassVar[int] = 2
+    cheap: ClassVar[bool] = False
+    settings: ClassVar[type | None] = LogicConfig
+    config: LogicConfig | None = None
+
+    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+        from engine.routes.logic.solve import answer_logic
+
+        cfg = self.config or LogicConfig(k=ctx.k)
+        return _cited(answer_logic(question, ctx.kb, ctx.llm, cfg, style=ctx.style), ctx.style)
+
+    def bounded(self, limits: dict) -> "LogicRoute":
+        return LogicRoute(replace(self.config or LogicConfig(), **limits)) if limits else self
+
+
+ROUTE_TYPES: dict[str, type] = {
+    t.name: t for t in sorted((ChunkRoute, SummaryRoute, LogicRoute), key=lambda t: t.cost_rank)
 }
+# Cheapest first: benchmarks, labels and escalation read this order.
+ROUTES: tuple[str, ...] = tuple(ROUTE_TYPES)
+# The routes whose answers are checked and may be answered again on a costlier route.
+CHEAP_ROUTES: tuple[str, ...] = tuple(n for n, t in ROUTE_TYPES.items() if t.cheap)
+# The costliest route: where escalation sends a cheap answer that fails its check.
+TOP_ROUTE: str = ROUTES[-1]
+# The choices a caller may name: the router's decision, or one route forced.
+ROUTE_CHOICES: tuple[str, ...] = (AUTO, *ROUTES)
 
 
 def check_route(route: str, *, allow_auto: bool = True) -> str:
@@ -46,28 +148,34 @@ def check_routes(routes) -> tuple[str, ...]:
     return tuple(r for r in ROUTES if r in routes)
 
 
-def run_route(
-    route: str,
-    question: str,
-    kb: "KnowledgeBase",
-    llm: "LLM",
-    *,
-    k: int = 3,
-    logic_config: "LogicConfig | None" = None,
-    style: str = "short",
-) -> "Answer":
-    """Answer `question` on one route in answer `style` (engine.prompts.answer: short | reader).
-    The logic route takes `logic_config` (default: LogicConfig(k=k))."""
-    module, _, name = RUNNERS[check_route(route, allow_auto=False)].partition(":")
-    runner = getattr(importlib.import_module(module), name)
-    ans = runner(question, kb, llm, k=k, logic_config=logic_config, style=check_style(style))
-    if style == "reader":
-        _drop_dangling_citations(ans)
-    return ans
+def make_route(name: str, config=None) -> Route:
+    """The route `name` with `config` (its own settings type; None: its defaults)."""
+    kind = ROUTE_TYPES[check_route(name, allow_auto=False)]
+    if config is not None and (kind.settings is None or not isinstance(config, kind.settings)):
+        wanted = f"a {kind.settings.__name__}" if kind.settings else "none"
+        raise LogicRouteError(f"the {name} route's settings are {wanted}, got {type(config).__name__}")
+    return kind(config)
 
 
-def _drop_dangling_citations(ans: "Answer") -> None:
+def route_set(*configs) -> dict[str, Route]:
+    """Every route by name, each with the config among `configs` of its settings type (else its defaults)."""
+    by_type = {type(c): c for c in configs if c is not None}
+    return {name: kind(by_type.get(kind.settings)) for name, kind in ROUTE_TYPES.items()}
+
+
+def answer_on(route: "str | Route", question: str, ctx: RouteContext) -> "Answer":
+    """One route's answer to a question not checked yet, for callers that run a route by itself:
+    the question and the style are checked here, as RoutedRAG checks them."""
+    if isinstance(route, str):
+        route = make_route(route)
+    check_style(ctx.style)
+    return route.answer(check_question(question), ctx)
+
+
+def _cited(ans: "Answer", style: str) -> "Answer":
     """A reader answer's [n] that names no listed, numbered source is removed, and flagged."""
+    if style != "reader":
+        return ans
     from engine.llm.base import flag
     from engine.routes.common import resolve_citations
 
@@ -79,3 +187,4 @@ def _drop_dangling_citations(ans: "Answer") -> None:
         ans.text = text
         if "answer" in ans.trace:
             ans.trace["answer"] = text
+    return ans

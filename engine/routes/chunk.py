@@ -8,15 +8,15 @@ from engine.base.types import Answer, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
-from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
+from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer, note_confidence
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
 
-def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: str = "short") -> Answer:
+def answer_chunk(q: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: str = "short") -> Answer:
+    """`q` as check_question returns it (the route registry's callers check it once)."""
     watch = Stopwatch()
-    q = check_question(question)
     usage = Usage()
     trace: dict = {"route": "chunk", "llm_calls": [], "flags": []}
     chunks = kb.search(q, k=k)
@@ -34,8 +34,3 @@ def answer_chunk(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, st
     return Answer(
         text=clean_answer(c.text, style), route="chunk", usage=usage, trace=trace, sources=numbered_sources(chunks)
     )
-
-
-def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:
-    """The registry's entry (engine.routes.run_route)."""
-    return answer_chunk(question, kb, llm, k=k, style=style)

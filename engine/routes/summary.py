@@ -113,6 +113,13 @@ def summary_context(
     cfg = summary_config(config, options)
     q = check_question(question)
     layers = require_layers(kb) if layers is None else layers
+    return _context(q, kb, k, query_vector, layers, cfg)
+
+
+def _context(
+    q: str, kb: "KnowledgeBase", k: int, query_vector: np.ndarray | None, layers: "Layers", cfg: SummaryConfig
+) -> tuple[list[RetrievedChunk], dict]:
+    """summary_context for a checked question and the layers loaded."""
     flags: list[str] = []
     k = max(1, int(k))
     qv = np.asarray(query_vector if query_vector is not None else kb.embedder.encode([q])[0], dtype=np.float32)
@@ -307,7 +314,7 @@ def _tree_passages(
 
 
 def answer_summary(
-    question: str,
+    q: str,
     kb: "KnowledgeBase",
     llm: LLM,
     *,
@@ -318,13 +325,13 @@ def answer_summary(
 ) -> Answer:
     """Answer from the summary layers: summary_context (the variant `config` / `options`
     choose, SummaryConfig fields), then one answer-only LLM call. A KB without layers (indexed
-    with --summaries none) is answered on the chunk route, flagged."""
+    with --summaries none) is answered on the chunk route, flagged. `q` as check_question
+    returns it (the route registry's callers check it once)."""
     from hierarchy.layers.persist import load_layers
     from hierarchy.layers.search import BUILD_HINT
 
     watch = Stopwatch()
     cfg = summary_config(config, options)
-    q = check_question(question)
     layers = load_layers(kb)
     if layers is None:
         ans = answer_chunk(q, kb, llm, k=k, style=style)
@@ -335,7 +342,7 @@ def answer_summary(
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
     if cfg != SummaryConfig():
         trace["summary_config"] = asdict(cfg)
-    context, visited = summary_context(q, kb, k=k, layers=layers, config=cfg)
+    context, visited = _context(q, kb, k, None, layers, cfg)
     for f in visited.pop("flags"):
         flag(trace, f)
     trace.update(visited)
@@ -355,8 +362,3 @@ def answer_summary(
     return Answer(
         text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace, sources=numbered_sources(context)
     )
-
-
-def run(question: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, logic_config=None, style: str = "short") -> Answer:
-    """The registry's entry (engine.routes.run_route)."""
-    return answer_summary(question, kb, llm, k=k, style=style)

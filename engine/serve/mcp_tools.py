@@ -28,6 +28,7 @@ from pydantic import Field
 
 from engine.base.errors import LogicRouteError, MissingExtraError
 from engine.base.types import RetrievedChunk, Source
+from engine.routes import ROUTE_CHOICES
 from engine.serve.errors import INTERNAL, ServeError, error_body, kind_of
 from engine.serve.payloads import answer_json
 from engine.serve.schemas import MAX_DOCUMENTS, MAX_TEXT_CHARS, DocumentBody
@@ -46,7 +47,7 @@ INSTRUCTIONS = (
 log = logging.getLogger("logicroute.mcp")
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
-RouteName = Literal["auto", "chunk", "summary", "logic"]
+RouteName = Literal[ROUTE_CHOICES]  # "auto" or a route of the registry
 StyleName = Literal["reader", "short"]
 
 

@@ -26,13 +26,14 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request  # at module level: FastAPI resolves a handler's annotations here
 
+from engine.routes import ROUTE_CHOICES
 from engine.serve.errors import BadRequest, NotFound, error_body, kind_of
 from engine.serve.payloads import answer_json
 from engine.serve.schemas import ChatBody
 from engine.serve.service import AnswerService, QueryOptions
 
 MODEL_PREFIX = "logicroute-"
-MODEL_ROUTES = {f"{MODEL_PREFIX}{r}": r for r in ("auto", "chunk", "summary", "logic")}
+MODEL_ROUTES = {f"{MODEL_PREFIX}{r}": r for r in ROUTE_CHOICES}
 OWNER = "logicroute"
 _PIECES = re.compile(r"\S+\s*|\s+")  # words with their trailing space: streamed text joins back exactly
 log = logging.getLogger("logicroute.serve")

@@ -8,7 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Route = Literal["auto", "chunk", "summary", "logic"]
+from engine.routes import ROUTE_CHOICES
+
+Route = Literal[ROUTE_CHOICES]  # "auto" or a route of the registry
 Style = Literal["reader", "short"]
 MAX_TEXT_CHARS = 4000  # a question or chat message (check_question applies the word limit)
 MAX_MESSAGES = 64

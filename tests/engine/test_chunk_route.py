@@ -7,6 +7,7 @@ import re
 import pytest
 
 from engine.base.errors import BadQuestionError, LogicRouteError
+from engine.routes import ChunkRoute, RouteContext, answer_on
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import clean_answer, looks_unanswered
 from hierarchy.documents import Chunk
@@ -41,13 +42,13 @@ def test_retrieves_k_chunks_once_and_answers_with_one_call():
 def test_empty_question_is_refused_before_any_work(question):
     llm = ScriptedLLM([])
     with pytest.raises(BadQuestionError, match="empty"):
-        answer_chunk(question, KB, llm)
+        answer_on(ChunkRoute(), question, RouteContext(KB, llm))
     assert llm.calls == []
 
 
 def test_question_over_the_budget_is_refused():
     with pytest.raises(BadQuestionError, match="limit"):
-        answer_chunk("why " * 1000, KB, ScriptedLLM([]))
+        answer_on(ChunkRoute(), "why " * 1000, RouteContext(KB, ScriptedLLM([])))
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import re
 import pytest
 
 from engine.base.errors import BadQuestionError, LLMError
+from engine.routes import LogicRoute, RouteContext, answer_on
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.render import trace_to_mermaid
 from engine.routes.logic.solve import answer_logic
@@ -189,7 +190,7 @@ def test_llm_error_mid_dag_answers_from_memory_so_far():
 @pytest.mark.parametrize("q", ["", "   \n\t"])
 def test_empty_question_is_rejected(q):
     with pytest.raises(BadQuestionError):
-        answer_logic(q, corpus_kb(), ScriptedLLM([]))
+        answer_on(LogicRoute(), q, RouteContext(corpus_kb(), ScriptedLLM([])))
 
 
 # ---------------------------------------------------------------- memory and context

@@ -166,7 +166,7 @@ def test_a_confidence_threshold_outside_0_1_is_refused(bad):
 def fake_summary():
     """The summary route as one booked answer call over the KB's first two chunks."""
 
-    def run(question, kb, llm, k=3, logic_config=None, style="short"):
+    def answer_summary(question, kb, llm, k=3, style="short", config=None):
         retrieved = [{"chunk_id": cid, "score": 1.0} for cid in list(kb.chunks)[:2]]
         usage, trace = Usage(), {"route": "summary", "llm_calls": [], "flags": [], "retrieved": retrieved}
         c = call_llm(
@@ -174,12 +174,12 @@ def fake_summary():
         )
         return Answer(text=c.text, route="summary", usage=usage, trace=trace)
 
-    return run
+    return answer_summary
 
 
 @pytest.fixture
 def summary_route(monkeypatch):
-    monkeypatch.setattr("engine.routes.summary.run", fake_summary())
+    monkeypatch.setattr("engine.routes.summary.answer_summary", fake_summary())
     monkeypatch.setattr("hierarchy.layers.persist.has_summary_layers", lambda kb: True)
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
 
@@ -214,7 +214,7 @@ def test_a_ladder_of_logic_alone_and_a_summary_answer_skip_the_summary_step(summ
 
 def test_a_kb_without_summary_layers_retries_on_logic_directly(monkeypatch):
     summarized = []
-    monkeypatch.setattr("engine.routes.summary.run", lambda *a, **kw: summarized.append(a))
+    monkeypatch.setattr("engine.routes.summary.answer_summary", lambda *a, **kw: summarized.append(a))
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     ans = make_rag(ScriptedLLM(replies=["unknown", "plan", "Warsaw"])).answer("Where?", route="chunk")
     assert ans.route == "logic" and not summarized  # summary would only have answered as chunk did

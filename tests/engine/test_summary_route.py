@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.base.errors import BadQuestionError, KBError
+from engine.routes import RouteContext, SummaryRoute, answer_on
 from engine.routes.summary import answer_summary, summary_context
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
@@ -42,7 +43,7 @@ def test_without_layers_the_route_answers_on_chunks_and_says_how_to_build_them(t
 def test_empty_question(kb):
     for q in ("", "   \n"):
         with pytest.raises(BadQuestionError):
-            answer_summary(q, kb, ScriptedLLM(["x"]))
+            answer_on(SummaryRoute(), q, RouteContext(kb, ScriptedLLM(["x"])))
 
 
 def test_descends_from_top_to_chunks_with_one_llm_call(kb):

@@ -90,13 +90,13 @@ def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(
     under the lean settings, chunk and summary copied; the row says which preset it holds."""
     ran = []
 
-    def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
-        ran.append((route, logic_config))
-        lean = logic_config is not None and logic_config.short_prompts
-        text = {"chunk": "Paris", "summary": "Lyon", "logic": "Paris" if lean else "Nice"}[route]
-        return Answer(text=text, route=route, usage=Usage(llm_calls=1, prompt_tokens=100 + 50 * lean), trace={})
+    def answer_on(route, question, ctx):
+        ran.append((route.name, route.config))
+        lean = route.config is not None and route.config.short_prompts
+        text = {"chunk": "Paris", "summary": "Lyon", "logic": "Paris" if lean else "Nice"}[route.name]
+        return Answer(text=text, route=route.name, usage=Usage(llm_calls=1, prompt_tokens=100 + 50 * lean), trace={})
 
-    monkeypatch.setattr("training.label_scorers.run_route", run_route)
+    monkeypatch.setattr("training.label_scorers.answer_on", answer_on)
     paper_file, lean_file = tmp_path / "paper.jsonl", tmp_path / "lean.jsonl"
     paper = LabelConfig(
         scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", logic_preset="paper"
@@ -127,8 +127,8 @@ def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(
 
 def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "training.label_scorers.run_route",
-        lambda route, *a, **kw: Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={}),
+        "training.label_scorers.answer_on",
+        lambda route, *a, **kw: Answer(text="Paris", route=route.name, usage=Usage(llm_calls=1), trace={}),
     )
     reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
     assert reader.logic_preset == "grounded"  # auto: the reader style's preset
@@ -150,11 +150,11 @@ def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_ke
     RoutedRAG answers them; a label file of one preset refuses rows of another."""
     presets = []
 
-    def run_route(route, question, kb, llm, k, logic_config=None, style="short"):
-        presets.append(logic_config is not None and logic_config.short_prompts)
-        return Answer(text="Paris", route=route, usage=Usage(llm_calls=1), trace={})
+    def answer_on(route, question, ctx):
+        presets.append(route.config is not None and route.config.short_prompts)
+        return Answer(text="Paris", route=route.name, usage=Usage(llm_calls=1), trace={})
 
-    monkeypatch.setattr("training.label_scorers.run_route", run_route)
+    monkeypatch.setattr("training.label_scorers.answer_on", answer_on)
     short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted")
     assert short.logic_preset == "lean-grounded"
     out = tmp_path / "short.jsonl"

@@ -23,7 +23,7 @@ Modules (import from the exact one; this package imports nothing):
     config        LogicConfig, its fingerprint, the budget-stop exception
     plan          sub-questions, decomposition, validation, repair, topological ranks   (1-2)
     state         one question's solving state, the budgeted LLM call, retrieval without replacement
-    solve         the rank-by-rank loop, memory, reflection; `answer_logic`, `run`   (3-7)
+    solve         the rank-by-rank loop, memory, reflection; `answer_logic`          (3-7)
     final_answer  the answer over memory + sub-answers + computed comparisons   (8)
     compare       the computed "A or B?" date and "same X?" conclusions given to the final answer
     render        a Mermaid flowchart of a trace

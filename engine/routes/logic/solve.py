@@ -1,7 +1,7 @@
 """The logic route's solving: the DAG rank by rank with one retrieval and one structured call
 per rank, the rolling memory and self-reflection (steps 3-7 of the package docstring), then the
-final answer (final_answer.py). `answer_logic` answers one question; `run` is the route
-registry's entry.
+final answer (final_answer.py). `answer_logic` answers one question (engine.routes.LogicRoute
+is the registry's entry).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
 from engine.llm.base import LLM, Stopwatch, flag
-from engine.prompts.answer import check_style
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.common import check_question
 from engine.routes.logic.config import BudgetExhausted, LogicConfig
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
@@ -59,13 +57,13 @@ MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop
 
 
 def answer_logic(
-    question: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None, style: str = "short"
+    q: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None, style: str = "short"
 ) -> Answer:
-    """Answer one question with query-time DAG reasoning. Raises BadQuestionError on an empty
-    question; other failures fall back visibly (trace["flags"]) instead of raising, except an
-    LLMError on the final answer when nothing at all was answered."""
+    """Answer one question with query-time DAG reasoning. `q` and `style` as check_question and
+    check_style return them (the route registry's callers check them once). Failures fall back
+    visibly (trace["flags"]) instead of raising, except an LLMError on the final answer when
+    nothing at all was answered."""
     watch = Stopwatch()
-    q = check_question(question)
     cfg = config or LogicConfig()
     usage = Usage()
     trace: dict = {
@@ -79,7 +77,7 @@ def answer_logic(
         "memory": [],
         "reflection": [],
     }
-    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=check_style(style))
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style)
     try:
         plan = _plan(st)
         add_nodes(st.nodes, plan)
@@ -135,19 +133,6 @@ def _plan(st: SolveState) -> list[SubQuestion]:
         cfg.plan_questions,
         examples,
     )
-
-
-def run(
-    question: str,
-    kb: "KnowledgeBase",
-    llm: LLM,
-    *,
-    k: int = 3,
-    logic_config: LogicConfig | None = None,
-    style: str = "short",
-) -> Answer:
-    """The registry's entry (engine.routes.run_route): `logic_config`, or LogicConfig(k=k)."""
-    return answer_logic(question, kb, llm, logic_config or LogicConfig(k=k), style=style)
 
 
 # ---------------------------------------------------------------- solving
