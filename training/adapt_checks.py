@@ -24,12 +24,14 @@ from engine.base.types import RetrievedChunk, Usage
 from training.adapt_candidates import STOP_WORDS, Candidate, entity_name
 
 RIGHT_F1 = 0.5  # an answer this close to the constructed one counts as getting it
+WRITE_TOKENS = 120  # a reply is ~40-70 tokens; a runaway field is cut here instead of at 160+ (slow on CPU)
 READ_MAX_CHUNKS = 8  # an overview's reader check shows at most this many of its chunks
 _YES_NO = ("yes", "no")
 _EARLIER = frozenset("first earlier older oldest before earliest".split())  # noqa: SIM905
 _LATER = frozenset("later last younger youngest after latest recent newer".split())  # noqa: SIM905
 _STOP = frozenset(STOP_WORDS.split())
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_NAMED = re.compile(r"[\w.'’-]+")
 
 
 class Rejected(Exception):
@@ -86,7 +88,7 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
         msgs, schema, names = p.single_messages(c.title, c.text), p.SINGLE_SCHEMA, ("question", "answer")
     elif cand.kind == "bridge":
         a, b = cand.chunks
-        msgs = p.bridge_messages(a.title, a.text, cand.entity, b.title, b.text)
+        msgs = p.bridge_messages(a.title, a.text, cand.entity, b.title, b.text, subject=entity_name(a.title))
         schema, names = p.BRIDGE_SCHEMA, ("description", "question", "answer")
     elif cand.kind == "comparison":
         a, b = cand.chunks
@@ -96,7 +98,9 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
         titles = list(cand.titles)
         msgs, schema, names = p.overview_messages(titles, cand.summary), p.OVERVIEW_SCHEMA, ("question", "answer")
     try:
-        c = call_llm(llm, msgs, purpose=f"write {cand.kind}", usage=usage, trace=trace, schema=schema, max_tokens=160)
+        c = call_llm(
+            llm, msgs, purpose=f"write {cand.kind}", usage=usage, trace=trace, schema=schema, max_tokens=WRITE_TOKENS
+        )
     except StructuredOutputError:
         raise Rejected("malformed") from None
     got = _fields(c, names)
@@ -116,12 +120,24 @@ def _bridge_question(hop2: str, description: str, entity: str) -> str:
     raise Rejected("malformed")
 
 
-def _check_bridge(cand: Candidate, question: str) -> None:
+def names_subject(question: str, chunks) -> bool:
+    """The question names something its chunks name: a word of a title, or a capitalised word,
+    number or dotted name ("path.relative") that occurs in them; not "the river" alone."""
+    source = set(_tokens(" ".join(f"{c.title} {c.text}" for c in chunks))) - _STOP
+    titled = {t for c in chunks for t in _tokens(entity_name(c.title)) if len(t) >= 3} - _STOP
+    words = _NAMED.findall(question)[1:]  # the first word is capitalised anyway
+    named = {t for w in words if w[:1].isupper() or any(ch.isdigit() or ch in "._" for ch in w) for t in _tokens(w)}
+    return bool((named & source) or (titled & set(_tokens(question))))
+
+
+def _check_bridge(cand: Candidate, question: str, description: str) -> None:
     a, b = cand.chunks
     if _has_phrase(question, b.title):  # first: a title always holds its entity's name
         raise Rejected("names the second title")
     if names_entity(question, cand.entity, known=entity_name(a.title)):
         raise Rejected("names the intermediate answer")
+    if not names_entity(description, entity_name(a.title)):  # else the first hop is not needed to find it
+        raise Rejected("does not lead from the first chunk's subject")
 
 
 def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) -> None:
@@ -179,7 +195,9 @@ def attempt(cand: Candidate, kb, llm) -> dict:
     try:
         question, answer, details = _write(cand, llm, usage, trace)
         if cand.kind == "bridge":
-            _check_bridge(cand, question)
+            _check_bridge(cand, question, details["description"])
+        if cand.kind == "single" and not names_subject(question, cand.chunks):
+            raise Rejected("names no subject")
         if cand.kind == "comparison":
             _check_comparison(cand, question, answer, details)
         elif _has_phrase(question, answer):

@@ -35,7 +35,8 @@ def _shot(user: str, reply: dict) -> list[dict]:
 SINGLE_SYSTEM = (
     "Write one question that the passage answers, and its answer. The answer is a short span "
     "copied from the passage: a name, a place, a date or a number. The question names its "
-    "subject, so a reader understands it without the passage. No yes/no questions."
+    "subject as the passage names it (never 'the river' or 'the city'), so a reader understands "
+    "it without the passage. No yes/no questions."
 )
 _SINGLE_SHOT = _shot(
     passages_section("[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in 1903."),
@@ -52,16 +53,17 @@ def single_messages(title: str, text: str) -> list[dict]:
 
 
 BRIDGE_SYSTEM = (
-    "Passage 1 mentions ENTITY; passage 2 is about ENTITY. Reply with: description, how passage 1 "
-    'describes ENTITY without its name ("the mayor of Velmora"); question, a question about ENTITY '
-    "that passage 2 answers and that names ENTITY exactly; answer, a short span copied from passage 2."
+    "Passage 1 is about SUBJECT and mentions ENTITY; passage 2 is about ENTITY. Reply with: "
+    'description, what ENTITY is to SUBJECT, naming SUBJECT but not ENTITY ("the mayor of Velmora"); '
+    "question, a question about ENTITY that passage 2 answers and that names ENTITY exactly; answer, "
+    "a short span copied from passage 2."
 )
 _BRIDGE_SHOT = _shot(
     passages_section(
         "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
         "[2] Christopher Nolan: Christopher Nolan was born in London on 30 July 1970."
     )
-    + "\n\nENTITY: Christopher Nolan",
+    + "\n\nSUBJECT: Inception\nENTITY: Christopher Nolan",
     {
         "description": "the director of Inception",
         "question": "In which city was Christopher Nolan born?",
@@ -70,12 +72,15 @@ _BRIDGE_SHOT = _shot(
 )
 
 
-def bridge_messages(title_a: str, text_a: str, entity: str, title_b: str, text_b: str) -> list[dict]:
+def bridge_messages(
+    title_a: str, text_a: str, entity: str, title_b: str, text_b: str, subject: str | None = None
+) -> list[dict]:
+    """`subject`: how chunk A's subject is named [default: its title]."""
     passages = passages_section(f"[1] {title_a}: {text_a}\n[2] {title_b}: {text_b}")
     return [
         {"role": "system", "content": with_data_rule(BRIDGE_SYSTEM)},
         *_BRIDGE_SHOT,
-        {"role": "user", "content": f"{passages}\n\nENTITY: {entity}"},
+        {"role": "user", "content": f"{passages}\n\nSUBJECT: {subject or title_a}\nENTITY: {entity}"},
     ]
 
 

@@ -87,6 +87,11 @@ def test_the_bridge_prompt_shows_both_passages_and_the_linking_name_and_the_ques
             "names the second title",
         ),
         ({**BRIDGE_REPLY, "question": "Where was the mayor born?"}, "Odile Brankov", "malformed"),
+        (
+            {**BRIDGE_REPLY, "description": "the mayor elected in 2019"},
+            "Odile Brankov",
+            "does not lead from the first chunk's subject",
+        ),
     ],
 )
 def test_a_bridge_question_never_names_its_intermediate_answer_or_second_title(tmp_path, reply, mayor_title, reason):
@@ -115,6 +120,12 @@ SINGLE = {"question": "In which village was Odile Brankov born?", "answer": "Kes
             "the answer is in the question",
         ),
         ({**SINGLE, "answer": "  "}, "no idea", "", "malformed"),
+        (
+            {"question": "In which village was the politician born?", "answer": "Kesh"},
+            "no idea",
+            "",
+            "names no subject",
+        ),
     ],
 )
 def test_a_single_hop_question_is_rejected_by_each_check(tmp_path, reply, closed, read, reason):
