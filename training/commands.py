@@ -1,7 +1,7 @@
 """Training's commands on the `logicroute` group: label, train, adapt, calibrate, eval-router and
 benchmark (training the router, benchmarking routing decisions) at the top, and the research
 benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
-llm-server|retrieval|peers`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
+llm-server|retrieval|peers|adapt`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
 CLI never imports training."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def register(group: click.Group) -> None:
 def bench_group() -> click.Group:
     from training.bench_llm_server import bench_llm_server
     from training.bench_serve import bench_serve
+    from training.cmd_bench_adapt import bench_adapt
     from training.cmd_bench_global import bench_global
     from training.cmd_bench_peers import bench_peers
     from training.cmd_bench_retrieval import bench_retrieval
@@ -49,6 +50,7 @@ def bench_group() -> click.Group:
         bench_llm_server,
         bench_retrieval,
         bench_peers,
+        bench_adapt,
     ):
         bench.add_command(cmd)
     return bench

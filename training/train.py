@@ -156,9 +156,11 @@ def train_generalist(
     progress: bool = False,
     notes: str = "",
     card_extras: dict | None = None,
+    leave_out: str | None = None,
 ) -> dict:
     """Train on the mix of label files, save checkpoint + card, return the card. card_extras:
-    more card entries (e.g. "lodo": the recipe's leave-one-dataset-out figures)."""
+    more card entries (e.g. "lodo": the recipe's leave-one-dataset-out figures). leave_out: a
+    data set none of whose priors train it either (a leave-one-dataset-out generalist)."""
     from router.checkpoint import save_checkpoint
 
     cfg = cfg or TrainConfig()
@@ -169,6 +171,8 @@ def train_generalist(
     rows = [r for r in read if trained_on(r, cfg)]
     x = inputs_for(rows, embedder, cfg.features, cfg.text_form)
     priors = build_priors(read, routes, cfg, embedder)
+    if priors is not None and leave_out:
+        priors = priors.without(leave_out)
     model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress, priors=priors)
 
     train_rows = [rows[i] for i in tr]

@@ -1,0 +1,140 @@
+"""`logicroute bench adapt` (training.bench_adapt) on tiny label rows with a stand-in for adapt:
+the left-out set trains no generalist, its KB holds its own passages only, every fine-tuning
+seed is judged on the set's label rows, and the verdict applies issue 43's bar."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+from hierarchy.datasets import Question
+from hierarchy.kb import KnowledgeBase
+from router.checkpoint import read_card
+from tests.fakes import HashedBowEmbedder
+from training.bench_adapt import GENERALIST, SPECIALIST, bench_adapt, verdict
+from training.fit import TrainConfig
+from training.label_scorers import LabelConfig
+from training.labels import make_row
+from training.train import train_generalist
+
+TOPICS = {
+    "films": ["Vertigo", "Psycho", "Alien", "Jaws"],
+    "rivers": ["Danube", "Rhine", "Volga", "Nile"],
+    "painters": ["Monet", "Munch", "Goya", "Klimt"],
+}
+CFG = TrainConfig(
+    features=("comparison",),
+    hidden=(8, 4),
+    dropout=0.0,
+    lr=0.05,
+    max_epochs=15,
+    patience=15,
+    val_frac=0.2,
+    prior_per_set=0,
+    hop_priors=0,
+    hop_pairs=0,
+)
+LONGER = replace(CFG, max_epochs=60, patience=60)  # the stand-in specialist learns its one route for sure
+LABELS = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake")
+COSTS = {"chunk": {"tokens": 700, "llm_calls": 1}, "logic": {"tokens": 3000, "llm_calls": 5}}
+
+
+def write_set(tmp_path, dataset: str, names: list[str]) -> tuple[str, str]:
+    """A generic data file (each question with its own passage) and its label file: comparisons
+    are answered only by logic, lookups by both routes."""
+    data, labels = [], []
+    for i, (a, b) in enumerate(zip(names, names[1:] + names[:1])):
+        for kind, text in (("cmp", f"Which came first, {a} or {b}?"), ("one", f"Where is {a} from?")):
+            qid = f"{dataset}-{kind}{i}"
+            passage = {"title": a, "text": f"{a} is a {dataset[:-1]} known as entry {i} of the {dataset} list."}
+            data.append({"id": qid, "question": text, "answers": ["x"], "passages": [passage]})
+            q = Question(id=qid, text=text, answers=["x"], type=kind, supporting=[], dataset=dataset)
+            scores = {"chunk": 0.0, "logic": 1.0} if kind == "cmp" else {"chunk": 1.0, "logic": 1.0}
+            labels.append(json.dumps(make_row(q, scores, COSTS, LABELS, index=len(labels))))
+    data_file, label_file = tmp_path / f"{dataset}.jsonl", tmp_path / f"answer_{dataset}.jsonl"
+    data_file.write_text("".join(json.dumps(r) + "\n" for r in data))
+    label_file.write_text("\n".join(labels) + "\n")
+    return str(data_file), str(label_file)
+
+
+def always_logic_adapt(tmp_path, embedder, calls: list):
+    """Stands in for training.adapt.adapt: the 'specialist' it saves in the KB was trained on rows
+    where only logic ever answers, so it routes every question to logic."""
+    _, logic_only = write_set(tmp_path, "logicland", ["A", "B", "C", "D"])
+    rows = [json.loads(line) for line in Path(logic_only).read_text().splitlines()]
+    for r in rows:
+        r["scores"] = {"chunk": 0.0, "logic": 1.0}
+        r.update(make_row(Question(r["id"], r["question"], ["x"], None, [], r["dataset"]), r["scores"], COSTS, LABELS))
+    (tmp_path / "logic_only.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def adapt(kb_path, llm, **kw):
+        calls.append({"kb": str(kb_path), **kw})
+        ckpt = tmp_path / "kb_router" / "adapted.ckpt"
+        ckpt.parent.mkdir(exist_ok=True)
+        train_generalist([tmp_path / "logic_only.jsonl"], ckpt, LONGER, embedder=embedder)
+        report = {"questions": {"written_kept": 7, "labelled": 7, "left": 0}, "phases": {"writing": {"seconds": 1.0}}}
+        return SimpleNamespace(checkpoint=ckpt, report=report)
+
+    return adapt
+
+
+def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adapted_router(tmp_path):
+    emb = HashedBowEmbedder(dim=32)
+    files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}
+    calls: list = []
+    report = bench_adapt(
+        ["films"],
+        [label for _, label in files.values()],
+        tmp_path / "work",
+        tmp_path / "out",
+        llm=None,
+        n=7,
+        embedder=emb,
+        cfg=CFG,
+        adapt_fn=always_logic_adapt(tmp_path, emb, calls),
+        data={"films": files["films"][0]},
+        progress=False,
+        echo=lambda s: None,
+    )
+    part = report["sets"]["films"]
+    # the generalist never saw the left-out set
+    assert sorted(part["generalist_trained_on"]) == sorted([files["rivers"][1], files["painters"][1]])
+    card = read_card(tmp_path / "work" / "films" / "generalist.ckpt")
+    assert {f["path"] for f in card["training"]["label_files"]} == set(part["generalist_trained_on"])
+    # the KB holds the left-out set's passages and nothing else
+    kb = KnowledgeBase.open(tmp_path / "work" / "films" / "kb", emb)
+    assert sorted(c.title for c in kb.chunks.values()) == sorted(TOPICS["films"])
+    # adapt ran once per fine-tuning seed on the same questions (seed 0) and folder, from the LODO generalist
+    assert [c["train_options"] for c in calls] == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    assert {(c["seed"], c["n"], str(c["out"]), str(c["generalist"])) for c in calls} == {
+        (0, 7, str(tmp_path / "work" / "films" / "adapt"), str(tmp_path / "work" / "films" / "generalist.ckpt"))
+    }
+    systems = part["systems"]
+    seeds = part["specialist_seeds"]
+    assert [s["seed"] for s in seeds] == [0, 1, 2]
+    assert all(s["shares"]["logic"] > systems[GENERALIST]["shares"]["logic"] for s in seeds)  # the stand-in's routes
+    assert systems[SPECIALIST]["score"] == round(sum(s["score"] for s in seeds) / 3, 1)
+    assert all((tmp_path / "work" / "films" / f"specialist-seed{i}.ckpt").is_file() for i in range(3))
+    assert systems["always chunk"]["score"] == 50.0 and systems["oracle"]["tokens"] == (4 * 700 + 4 * 3000) / 8
+    assert systems[GENERALIST]["n"] == 8
+    # always logic's tokens: the bar's token limit fails it
+    # the stand-in routes nearly all to logic: over the bar's half of always-logic's tokens
+    assert part["verdict"]["token_share_of_logic"] > 0.5 and not part["verdict"]["passes"]
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "## left out: films (8 questions" in md and "| adapted specialist | " in md
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["sets"]["films"]["verdict"] == part["verdict"]
+
+
+def _system(score: float, tokens: float) -> dict:
+    return {"score": score, "tokens": tokens}
+
+
+def test_the_bar_is_a_gain_over_the_generalist_or_nearly_the_best_route_at_half_of_logics_tokens():
+    base = {GENERALIST: _system(40.0, 900), "always chunk": _system(41.0, 800), "always logic": _system(46.0, 3000)}
+    assert verdict({**base, SPECIALIST: _system(42.0, 1400)}, ["chunk", "logic"])["passes"]  # +2
+    assert verdict({**base, SPECIALIST: _system(45.0, 1500)}, ["chunk", "logic"])["passes"]  # 1 below logic
+    assert not verdict({**base, SPECIALIST: _system(41.9, 1400)}, ["chunk", "logic"])["passes"]
+    too_dear = verdict({**base, SPECIALIST: _system(46.0, 1600)}, ["chunk", "logic"])
+    assert not too_dear["passes"] and too_dear["best_fixed_route"] == "logic"

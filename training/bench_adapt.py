@@ -1,0 +1,249 @@
+"""`logicroute bench adapt`: does `logicroute adapt` make the router better on a corpus it never
+saw? Judged leave-one-dataset-out on shared data (issue 43), for each left-out set S:
+
+1. the LODO generalist: the shipped recipe (its card's settings) trained on every answer-label
+   file but S's, and on no prior of S (training.train.train_generalist, leave_out);
+2. S's corpus: a KB of the passages of S's answer-label questions only (training.passage_kb,
+   with extractive summary layers so the summary route and overview questions exist);
+3. `adapt` on that KB from the LODO generalist, with no question of S given to it
+   (training.adapt.adapt): written questions, their labels, then fine-tuning once per seed (the
+   questions and labels are made once and reused; only the fine-tuning seed changes);
+4. both routers judged on S's real questions through S's existing answer-label rows (their
+   per-route scores and costs, so no new answer is made), beside each fixed route and the oracle
+   (training.lodo.judge), the specialist as the mean over the seeds.
+
+The bar (issue 43): the adapted router's score >= the LODO generalist's + 2, or within 1 of the
+best fixed route, at no more than 50% of always-logic's tokens."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from engine.base.errors import LogicRouteError
+
+SETS = ("musique", "medical", "2wiki")
+SEEDS = (0, 1, 2)
+GAIN = 2.0  # points over the LODO generalist
+NEAR_BEST = 1.0  # points below the best fixed route
+TOKEN_SHARE = 0.5  # of always-logic's tokens per question
+SPECIALIST = "adapted specialist"
+GENERALIST = "LODO generalist"
+
+
+def shipped_label_files(checkpoint: str | Path | None = None) -> list[str]:
+    """The answer-label files the shipped generalist (or `checkpoint`) was trained on, as its card
+    lists them: the card file beside it (kept up to date when files move), else the embedded one."""
+    from router.checkpoint import DEFAULT_CHECKPOINT, card_path, read_card
+
+    ckpt = Path(checkpoint or DEFAULT_CHECKPOINT)
+    side = card_path(ckpt)
+    card = json.loads(side.read_text()) if side.is_file() else read_card(ckpt)
+    files = [f["path"] for f in (card.get("training") or {}).get("label_files", [])]
+    missing = [f for f in files if not Path(f).is_file()]
+    if not files or missing:
+        why = f"{', '.join(missing)} not found" if missing else "its card lists no label files"
+        raise LogicRouteError(f"{ckpt}: {why}; pass --labels")
+    return files
+
+
+def is_set(dataset: str, name: str) -> bool:
+    """A label row's dataset is the shared set `name` (GraphRAG-Bench rows say graphrag_<name>)."""
+    return dataset == name or dataset.endswith(f"_{name}")
+
+
+def split_files(files: Sequence[str | Path], name: str) -> tuple[list[str], list[dict], str]:
+    """(the files without a row of `name`, the rows of `name`, its dataset as the rows spell it)."""
+    from training.label_arrays import load_label_files
+
+    keep, held = [], []
+    for f in files:
+        rows = load_label_files([f])
+        mine = [r for r in rows if is_set(str(r["dataset"]), name)]
+        held += mine
+        if not mine:
+            keep.append(str(f))
+    if not held:
+        raise LogicRouteError(f"no answer-label row of {name!r} in {', '.join(map(str, files))}")
+    return keep, held, str(held[0]["dataset"])
+
+
+def set_passages(name: str, rows: Sequence[dict], data: str | Path | None = None) -> list:
+    """The passages of the questions `rows` label (matched by id): the corpus S's questions come
+    with. `data`: S's data file [default: the shared set named `name`]."""
+    from hierarchy.datasets import load_dataset, resolve_data
+
+    data = data or resolve_data(name)
+    ds = load_dataset(data)
+    asked = {str(r["id"]) for r in rows}
+    by_id = {p.id: p for p in ds.passages}
+    taken = [q for q in ds.questions if str(q.id) in asked]
+    if not taken:
+        raise LogicRouteError(f"{name}: none of its {len(rows)} label rows' question ids is in {data}")
+    ids = dict.fromkeys(pid for q in taken for pid in q.passages)
+    return [by_id[pid] for pid in ids if pid in by_id]
+
+
+def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None]:
+    """The router's route for each question (its own decision, argmax) and the share its guard
+    flags out of distribution (None without a guard)."""
+    decided = router.decide_many(list(questions))
+    oods = [d["ood"] for d in decided if d["ood"] is not None]
+    far = round(sum(bool(o["far"]) for o in oods) / len(oods), 3) if oods else None
+    return [d["route"] for d in decided], far
+
+
+def _mean(tables: Sequence[dict]) -> dict:
+    """Mean of the judge's figures over seeds (route shares averaged too)."""
+    out = dict(tables[0])
+    for k in ("score", "tokens", "llm_calls", "agreement"):
+        out[k] = round(sum(t[k] for t in tables) / len(tables), 3 if k == "agreement" else 1)
+    out["shares"] = {r: round(sum(t["shares"][r] for t in tables) / len(tables), 3) for r in tables[0]["shares"]}
+    far = [t.get("far") for t in tables if t.get("far") is not None]
+    out["far"] = round(sum(far) / len(far), 3) if far else None
+    return out
+
+
+def verdict(systems: dict, routes: Sequence[str]) -> dict:
+    """Whether the adapted router meets issue 43's bar on this set, with the figures it compares."""
+    spec, gen = systems[SPECIALIST], systems[GENERALIST]
+    fixed = {r: systems[f"always {r}"] for r in routes}
+    best = max(fixed, key=lambda r: fixed[r]["score"])
+    logic_tokens = fixed["logic"]["tokens"] if "logic" in fixed else None
+    gain = spec["score"] >= gen["score"] + GAIN
+    near = spec["score"] >= fixed[best]["score"] - NEAR_BEST
+    cheap = logic_tokens is None or spec["tokens"] <= TOKEN_SHARE * logic_tokens
+    return {
+        "gain_over_generalist": round(spec["score"] - gen["score"], 1),
+        "best_fixed_route": best,
+        "below_best_fixed": round(fixed[best]["score"] - spec["score"], 1),
+        "token_share_of_logic": round(spec["tokens"] / logic_tokens, 3) if logic_tokens else None,
+        "passes": bool((gain or near) and cheap),
+    }
+
+
+def judge_set(
+    name: str,
+    label_files: Sequence[str | Path],
+    work: Path,
+    llm,
+    *,
+    n: int,
+    seeds: Sequence[int] = SEEDS,
+    embedder=None,
+    cfg=None,
+    llm_spec: str | None = None,
+    adapt_fn: Callable | None = None,
+    data: str | Path | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] = print,
+) -> dict:
+    """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
+    what `work` holds (the generalist, the KB, adapt's questions and labels)."""
+    from router.checkpoint import load_router
+    from training.label_arrays import routes_of
+    from training.lodo import judge
+    from training.passage_kb import passages_kb
+    from training.train import train_generalist
+
+    if adapt_fn is None:
+        from training.adapt import adapt as adapt_fn
+    work.mkdir(parents=True, exist_ok=True)
+    train_files, rows, dataset = split_files(label_files, name)
+    generalist = work / "generalist.ckpt"
+    if not generalist.is_file():
+        echo(f"{name}: training the LODO generalist on {len(train_files)} label files (none of {dataset})")
+        notes = f"leave-one-dataset-out generalist without {dataset} (bench adapt)"
+        train_generalist(train_files, generalist, cfg, embedder=embedder, leave_out=dataset, notes=notes)
+    passages = set_passages(name, rows, data)
+    echo(f"{name}: KB of the {len(passages)} passages of its {len(rows)} labelled questions")
+    kb = passages_kb(work / "kb", passages, embedder, layers=True, show_progress=progress)
+    routes = list(routes_of(rows))
+    questions = [r["question"] for r in rows]
+
+    def judged(router) -> dict:
+        decided, far = decisions(router, questions)
+        return {**judge(rows, decided, routes), "far": far}
+
+    systems = {GENERALIST: judged(load_router(generalist, embedder=kb.embedder))}
+    per_seed, adapted = [], {}
+    for seed in seeds:
+        echo(f"{name}: adapting (fine-tuning seed {seed})")
+        res = adapt_fn(
+            kb.path,
+            llm,
+            generalist=generalist,
+            n=n,
+            seed=0,  # the same questions, labels and held-out split for every fine-tuning seed
+            out=work / "adapt",
+            train_options={"seed": seed},
+            llm_spec=llm_spec,
+            embedder=kb.embedder,
+            progress=progress,
+        )
+        kept = work / f"specialist-seed{seed}.ckpt"
+        shutil.copyfile(res.checkpoint, kept)  # the KB's own copy is the next seed's
+        per_seed.append({"seed": seed, **judged(load_router(res.checkpoint, embedder=kb.embedder))})
+        adapted = res.report
+    systems[SPECIALIST] = _mean(per_seed)
+    for r in routes:
+        systems[f"always {r}"] = judge(rows, [r] * len(rows), routes)
+    systems["oracle"] = judge(rows, [row["oracle"] for row in rows], routes)
+    return {
+        "set": name,
+        "dataset": dataset,
+        "questions": len(rows),
+        "passages": len(passages),
+        "chunks": len(kb),
+        "generalist_trained_on": train_files,
+        "systems": systems,
+        "specialist_seeds": per_seed,
+        "verdict": verdict(systems, routes),
+        "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
+    }
+
+
+def bench_adapt(
+    sets: Sequence[str],
+    label_files: Sequence[str | Path],
+    work: str | Path,
+    out: str | Path,
+    llm,
+    *,
+    n: int,
+    seeds: Sequence[int] = SEEDS,
+    embedder=None,
+    cfg=None,
+    llm_spec: str | None = None,
+    adapt_fn: Callable | None = None,
+    data: Mapping[str, str | Path] | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] = print,
+    command: str = "",
+) -> dict:
+    """judge_set for each set, then report.md + report.json under `out` (written after each set,
+    so a long run shows what it has). `data`: a set's data file by name [default: the shared set]."""
+    from training.bench_adapt_report import write_report
+
+    report: dict = {"command": command, "n": n, "seeds": list(seeds), "label_files": [str(f) for f in label_files]}
+    report["sets"] = {}
+    for name in sets:
+        report["sets"][name] = judge_set(
+            name,
+            label_files,
+            Path(work) / name,
+            llm,
+            n=n,
+            seeds=seeds,
+            embedder=embedder,
+            cfg=cfg,
+            llm_spec=llm_spec,
+            adapt_fn=adapt_fn,
+            data=(data or {}).get(name),
+            progress=progress,
+            echo=echo,
+        )
+        write_report(Path(out), report)
+    return report

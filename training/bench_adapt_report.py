@@ -1,0 +1,125 @@
+"""The report of `logicroute bench adapt` (training.bench_adapt): report.json as measured, and
+report.md with one table per left-out set, the specialist's figure per seed, the verdict against
+issue 43's bar, and what adapting cost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.base.files import atomic_write_text
+
+
+def write_report(folder: Path, report: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    path = folder / "report.md"
+    atomic_write_text(path, render(report))
+    return path
+
+
+def _shares(m: dict) -> str:
+    return ", ".join(f"{r} {v:.0%}" for r, v in m["shares"].items() if v)
+
+
+def _far(m: dict) -> str:
+    return "" if m.get("far") is None else f"{m['far']:.0%}"
+
+
+def _set_section(name: str, part: dict) -> list[str]:
+    v = part["verdict"]
+    lines = [
+        f"## left out: {name} ({part['questions']} questions; KB of {part['passages']} passages, "
+        f"{part['chunks']} chunks)",
+        "",
+        "| system | score | tokens / q | LLM calls / q | agreement with oracle | route shares | flagged far |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s, m in part["systems"].items():
+        lines.append(
+            f"| {s} | {m['score']} | {m['tokens']:,.0f} | {m['llm_calls']} | {m['agreement']} | {_shares(m)} | "
+            f"{_far(m)} |"
+        )
+    seeds = part["specialist_seeds"]
+    lines += [
+        "",
+        "adapted specialist per fine-tuning seed: "
+        + ", ".join(f"seed {s['seed']} {s['score']} ({s['tokens']:,.0f} tokens)" for s in seeds),
+        "",
+        f"verdict: {'PASSES' if v['passes'] else 'does not pass'}: {v['gain_over_generalist']:+} over the LODO "
+        f"generalist (bar +2), {v['below_best_fixed']} below the best fixed route ({v['best_fixed_route']}; bar 1), "
+        + (f"{v['token_share_of_logic']:.0%} of always-logic's tokens (bar 50%)" if v["token_share_of_logic"] else ""),
+        "",
+    ]
+    lines += _adaptation(part.get("adaptation") or {})
+    return lines
+
+
+def _adaptation(a: dict) -> list[str]:
+    """What adapt wrote and what it cost, from its own report."""
+    lines = []
+    q, w = a.get("questions") or {}, a.get("writing") or {}
+    if q:
+        lines.append(
+            f"adapt: {q.get('written_kept')} written questions kept, {q.get('labelled')} labelled"
+            + (f", {q['left']} left unlabelled" if q.get("left") else "")
+        )
+    if w:
+        lines.append(f"writing: `{json.dumps(w, ensure_ascii=False)}`")
+    for note in a.get("writing_notes") or []:
+        lines.append(f"- {note}")
+    phases = a.get("phases") or {}
+    if phases:
+        cells = [
+            f"{k} {p.get('seconds', 0):,.0f} s"
+            + (
+                f", {p['llm_calls']} LLM calls, {p.get('tokens') or 0:,} tokens"
+                if p.get("llm_calls") is not None
+                else ""
+            )
+            for k, p in phases.items()
+        ]
+        lines.append("cost: " + "; ".join(cells))
+    return [*lines, ""] if lines else []
+
+
+def _calls(phase: dict) -> str:
+    if phase.get("llm_calls") is None:
+        return ""
+    return f", {phase['llm_calls']} LLM calls, {phase.get('tokens') or 0:,} tokens"
+
+
+def render(report: dict) -> str:
+    sets = report.get("sets", {})
+    lines = [
+        "# `logicroute adapt` judged leave-one-dataset-out",
+        "",
+        f"Command: `{report.get('command', '')}`",
+        "",
+        f"For each left-out set: the generalist trained without it (the shipped recipe, none of its priors), "
+        f"`adapt` on a KB of its questions' passages only (n = {report.get('n')} written questions, no question "
+        f"of the set given), judged on the set's real questions through its answer-label rows (no new answers). "
+        f"The adapted specialist is the mean over fine-tuning seeds {', '.join(map(str, report.get('seeds', [])))}. "
+        "Bar (issue 43): specialist >= LODO generalist + 2, or within 1 of the best fixed route, at <= 50% of "
+        "always-logic's tokens. 'flagged far': the share the router's out-of-distribution guard flags.",
+        "",
+    ]
+    if sets:
+        lines += [
+            "| left out | LODO generalist | adapted specialist | best fixed route | always logic tokens | oracle "
+            "| passes |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, part in sets.items():
+            s, v = part["systems"], part["verdict"]
+            best = s[f"always {v['best_fixed_route']}"]
+            logic = s.get("always logic", {}).get("tokens", 0)
+            lines.append(
+                f"| {name} | {s['LODO generalist']['score']} | {s['adapted specialist']['score']} | "
+                f"{v['best_fixed_route']} {best['score']} | {logic:,.0f} | {s['oracle']['score']} | "
+                f"{'yes' if v['passes'] else 'no'} |"
+            )
+        lines.append("")
+    for name, part in sets.items():
+        lines += _set_section(name, part)
+    return "\n".join(lines)
