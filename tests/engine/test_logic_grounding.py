@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine.base.types import Answer, RetrievedChunk, Source, Usage
-from engine.routes import _drop_dangling_citations, run_route
+from engine.routes import LogicRoute, RouteContext, _cited, answer_on, make_route
 from engine.routes.common import cited_numbers, resolve_citations
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.grounding import supported
@@ -122,7 +122,7 @@ def test_the_numbers_cited_are_read_as_the_resolution_reads_them():
 def test_a_dangling_citation_is_removed_from_the_answer_and_flagged():
     src = Source.of(1, RetrievedChunk("c", "d", "Kesh", "Kesh is a village.", 1.0))
     ans = Answer("Kesh [1] is a village [3].", "chunk", Usage(), {"flags": []}, sources=[src])
-    _drop_dangling_citations(ans)
+    _cited(ans, "reader")
     assert ans.text == "Kesh [1] is a village." and ans.flags == ["citation [3] named no listed source: removed"]
 
 
@@ -130,7 +130,8 @@ def test_a_dangling_citation_is_removed_from_the_answer_and_flagged():
 def test_every_route_drops_a_reader_citation_that_names_nothing(route):
     replies = [*chain(), "Born in Kesh [2] [9]."] if route == "logic" else ["Born in Kesh [2] [9]."]
     cfg = LogicConfig(cite_passages=True)
-    ans = run_route(route, QUESTION, velmora_kb(), ScriptedLLM(replies), logic_config=cfg, style="reader")
+    on = make_route(route, cfg if route == LogicRoute.name else None)
+    ans = answer_on(on, QUESTION, RouteContext(velmora_kb(), ScriptedLLM(replies), style="reader"))
     numbered = {s.n for s in ans.sources if s.n}
     assert 2 in numbered and 9 not in numbered
     assert ans.text == "Born in Kesh [2]." and any("[9]" in f for f in ans.flags)
