@@ -53,8 +53,11 @@ def entity_name(title: str) -> str:
 
 
 def _usable_name(name: str) -> bool:
+    """A title other chunks can be said to name: a proper name ("Kesh") or an identifier
+    ("path.relative"), not a common word a documentation file is titled by ("path", "events")."""
     words = name.split()
-    return 0 < len(words) <= MAX_TITLE_WORDS and len(name) >= 3 and name.lower() not in _STOP
+    marked = any(ch.isupper() or ch.isdigit() or ch in "._" for ch in name)
+    return 0 < len(words) <= MAX_TITLE_WORDS and len(name) >= 3 and name.lower() not in _STOP and marked
 
 
 def single_candidates(chunks: list, rng: random.Random) -> Iterator[Candidate]:

@@ -63,6 +63,9 @@ def test_a_bridge_links_a_chunk_to_the_other_document_whose_title_it_names():
     assert ("Odile Brankov", "Kesh", "Kesh") in pairs
     assert all(a != b for a, b, _ in pairs)  # never a chunk's own document
     assert not bridge_pairs(kb_chunks(kb_of(*((d.title, d.text) for d in DOCS))))  # no text names another title
+    # a file titled by a common word ("path") is not a name other chunks mention
+    docs = kb_of(("path", "The path module joins paths."), ("fs", "Use fs.readFile and pass a path to it, or a URL."))
+    assert not bridge_pairs(kb_chunks(docs))
 
 
 def test_the_bridge_prompt_shows_both_passages_and_the_linking_name_and_the_question_hides_it(tmp_path):
@@ -265,3 +268,29 @@ def test_overview_questions_come_from_summary_nodes_and_are_skipped_with_a_note_
     assert q.kind == "overview" and len(q.chunk_ids) >= 2 and set(q.chunk_ids) <= set(kb.chunk_ids)
     _, report = run(tmp_path, ardun_kb(), resumable_llm(), n=1, kinds={"overview": 1, "single": 1}, name="o.jsonl")
     assert any(note.startswith("no overview questions: the KB has no summary layers") for note in report.notes)
+
+
+@pytest.mark.local_llm
+@pytest.mark.embedder
+def test_the_local_model_writes_kept_questions_from_the_demo_corpus(tmp_path, real_embedder):
+    """A couple of questions from the shipped demo corpus with the real local model: each kept
+    one passed every check, and a bridge hides the entity that links its two chunks."""
+    from pathlib import Path
+
+    from engine.llm.factory import make_llm
+    from hierarchy.indexing import index_sources
+
+    corpus = Path(__file__).resolve().parents[2] / "engine" / "demo" / "corpus.jsonl"
+    kb = index_sources(tmp_path / "kb", [corpus], summaries="none", embedder=real_embedder).kb
+    llm = make_llm(cache=tmp_path / "llm_cache.sqlite")
+    kept, report = write_questions(
+        kb, llm, n=2, out=tmp_path / "q.jsonl", kinds={"single": 1, "bridge": 1}, minutes=8, progress=False
+    )
+    assert kept, report.to_dict()
+    rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert report.llm_calls == sum(r["llm_calls"] for r in rows) > 0
+    for q in kept:
+        assert q.question and q.answer and set(q.chunk_ids) <= set(kb.chunk_ids)
+        if q.kind == "bridge":
+            entity = next(r["details"]["entity"] for r in rows if r["id"] == q.id)
+            assert entity.lower() not in q.question.lower() and len(set(q.titles)) == 2
