@@ -77,6 +77,8 @@ def adapt(
     minutes: float | None = None,
     concurrency: int = 1,
     seed: int = 0,
+    train_seed: int | None = None,
+    judge: Sequence[str | Path] = (),
     out: str | Path | None = None,
     routes: Sequence[str] | None = None,
     kinds: Mapping[str, float] | None = None,
@@ -91,7 +93,10 @@ def adapt(
     """Adapt the router to the KB at `kb_path` (see the module docstring). `writer` and `runner`
     stand in for the question writer and the routes (tests); `minutes` bounds writing and
     labelling together (training always runs on what is labelled; a rerun labels the rest).
-    `train_options` override fields of training.fit.specialist_config (the paper's recipe)."""
+    `train_options` override fields of training.fit.specialist_config (the paper's recipe).
+    `seed` picks the questions written and the held-out split; `train_seed` (default: seed) the
+    fine-tuning alone, so that seeds of training reuse one set of labels. `judge`: label files
+    of real questions (`logicroute label` rows) the routers are also judged on, without an LLM call."""
     from hierarchy.kb import KnowledgeBase
     from router.checkpoint import DEFAULT_CHECKPOINT, check_embedder, read_card
 
@@ -154,12 +159,17 @@ def adapt(
     t0 = time.perf_counter()
     train_rows, held_rows = split_rows(run.rows, holdout, seed)
     ckpt, routers = _train(
-        kb, generalist, out, train_rows, held_rows, {**TRAINING, "seed": seed, **(train_options or {})}
+        kb,
+        generalist,
+        out,
+        train_rows,
+        held_rows,
+        {**TRAINING, "seed": seed if train_seed is None else train_seed, **(train_options or {})},
     )
     phases["training"] = _phase(t0)
 
     from router.kb_router import remember
-    from training.adapt_report import examples, heldout_section, label_section, write_report, writing_section
+    from training import adapt_report as ar
 
     report = {
         "kb": str(kb.path),
@@ -169,14 +179,16 @@ def adapt(
         "routes": list(card["routes"]),
         "routes_run": list(run_routes),
         "seed": seed,
+        "train_seed": seed if train_seed is None else train_seed,
         "questions": {"written_kept": len(written), "own": len(own), "labelled": len(run.rows), "left": run.left},
-        "writing": writing_section(wreport),
+        "writing": ar.writing_section(wreport),
         "writing_notes": list(getattr(wreport, "notes", []) or []),
-        "labels": label_section(run.rows, run_routes),
+        "labels": ar.label_section(run.rows, run_routes),
         "split": {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1},
-        "heldout": heldout_section(held_rows, routers, run_routes),
+        "heldout": ar.heldout_section(held_rows, routers, run_routes),
+        "judged": ar.judged_section(judge, routers),
         "phases": phases,
-        "examples": examples(run.rows, run_routes),
+        "examples": ar.examples(run.rows, run_routes),
     }
     phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
     remember(
@@ -184,7 +196,7 @@ def adapt(
         ckpt,
         {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)},
     )
-    report_path = write_report(out, report)
+    report_path = ar.write_report(out, report)
     return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=labels)
 
 

@@ -49,22 +49,38 @@ def systems_table(rows: Sequence[dict], decisions: dict[str, list[str]], run_rou
     return out
 
 
+def routed(rows: Sequence[dict], routers: dict, run_routes: Sequence[str], metric: str) -> dict:
+    """The systems table of `rows` with each router's argmax decisions, and each router's far share."""
+    questions = [r["question"] for r in rows]
+    decisions, far = {}, {}
+    for name, router in routers.items():
+        p = router.probs_array(questions)
+        decisions[name] = [router.routes[i] for i in p.argmax(1)]
+        flags = [o["far"] for o in router.ood(questions) if o is not None]
+        far[name] = round(sum(flags) / len(rows), 3) if flags else None
+    return {"metric": metric, "systems": systems_table(rows, decisions, run_routes), "far_share": far}
+
+
 def heldout_section(rows: Sequence[dict], routers: dict, run_routes: Sequence[str]) -> dict:
     """Per dataset of the held-out rows (written: F1 against the constructed answer; own:
     agreement), the systems table, and each router's far share."""
     out = {}
     for ds, metric in ((WRITTEN, "token F1 against the constructed answer"), (OWN, AGREEMENT_METRIC)):
         part = [r for r in rows if r.get("dataset") == ds]
-        if not part:
-            continue
-        questions = [r["question"] for r in part]
-        decisions, far = {}, {}
-        for name, router in routers.items():
-            p = router.probs_array(questions)
-            decisions[name] = [router.routes[i] for i in p.argmax(1)]
-            flags = [o["far"] for o in router.ood(questions) if o is not None]
-            far[name] = round(sum(flags) / len(part), 3) if flags else None
-        out[ds] = {"metric": metric, "systems": systems_table(part, decisions, run_routes), "far_share": far}
+        if part:
+            out[ds] = routed(part, routers, run_routes, metric)
+    return out
+
+
+def judged_section(files: Sequence, routers: dict) -> dict:
+    """Per label file of real questions (answer-label rows `logicroute label` made: each route's
+    answer already scored against the gold answer), the routers judged on them: no LLM call."""
+    from training.label_arrays import load_label_files, routes_of
+
+    out = {}
+    for f in files:
+        rows = load_label_files([f])
+        out[str(f)] = routed(rows, routers, routes_of(rows), f"{rows[0].get('metric', 'score')} against gold answers")
     return out
 
 
@@ -199,8 +215,10 @@ def render_markdown(rep: dict) -> str:
         for k, v in lab["per_kind"].items()
     ]
     lines += _table(head, body)
-    for ds, part in rep["heldout"].items():
-        lines += [f"## Held-out ({ds}: {part['metric']})", ""]
+    parts = [(f"Held-out ({ds}", part) for ds, part in rep["heldout"].items()]
+    parts += [(f"Judged on real questions ({f}", part) for f, part in (rep.get("judged") or {}).items()]
+    for title, part in parts:
+        lines += [f"## {title}: {part['metric']})", ""]
         body = [
             (name, m["n"], m["score"], m["tokens"], m["llm_calls"], m["route_share"])
             for name, m in part["systems"].items()

@@ -53,6 +53,20 @@ AGREEMENT_HELP = (
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="which questions are written, the split, training")
 @click.option(
+    "--train-seed",
+    type=int,
+    default=None,
+    help="seed of the fine-tuning alone [default: --seed]: seeds of training over one set of labels (no LLM call "
+    "is repeated; copy KB/router/adapted.ckpt and the report between runs, the next run replaces them)",
+)
+@click.option(
+    "--judge",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="label file of real questions (`logicroute label` rows, answers already scored): the generalist, the "
+    "specialist, each route and the oracle are also judged on it in the report, without an LLM call (repeatable)",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False),
     default=None,
@@ -60,7 +74,22 @@ AGREEMENT_HELP = (
 )
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache (a rerun then pays every call)")
 @click.pass_context
-def adapt(ctx, kb_dir, n, questions_file, minutes, concurrency, llm_spec, from_ckpt, routes, seed, out, no_cache):
+def adapt(
+    ctx,
+    kb_dir,
+    n,
+    questions_file,
+    minutes,
+    concurrency,
+    llm_spec,
+    from_ckpt,
+    routes,
+    seed,
+    train_seed,
+    judge,
+    out,
+    no_cache,
+):
     """Adapt the router to the knowledge base --kb and your LLM, with no labelled question: questions are written
     from the KB's own chunks (single-hop, bridge, comparison, overview), with their answers known; every route
     answers them with your LLM; the shipped generalist is fine-tuned on those labels (a 20% held-out part is
@@ -81,6 +110,8 @@ def adapt(ctx, kb_dir, n, questions_file, minutes, concurrency, llm_spec, from_c
         minutes=minutes,
         concurrency=concurrency,
         seed=seed,
+        train_seed=train_seed,
+        judge=judge,
         out=out,
         routes=wanted,
         llm_spec=llm_spec,
@@ -91,9 +122,11 @@ def adapt(ctx, kb_dir, n, questions_file, minutes, concurrency, llm_spec, from_c
     info(f"{q['written_kept']} questions written and kept, {q['own']} of yours; {q['labelled']} labelled")
     if q["left"]:
         info(f"{q['left']} questions not labelled in the time budget: rerun the same command to label them")
-    for ds, part in rep["heldout"].items():
+    parts = [(f"held-out {ds}", part) for ds, part in rep["heldout"].items()]
+    parts += [(f"judged on {f}", part) for f, part in rep["judged"].items()]
+    for title, part in parts:
         cells = "  ".join(f"{name} {m['score']} ({m['tokens']:.0f} tok)" for name, m in part["systems"].items())
-        click.echo(f"held-out {ds} (n={next(iter(part['systems'].values()))['n']}): {cells}")
+        click.echo(f"{title} (n={next(iter(part['systems'].values()))['n']}): {cells}")
     click.echo(f"router saved in the KB: {result.checkpoint} (ask and serve use it); report: {result.report_path}")
 
 

@@ -209,18 +209,47 @@ def test_a_malformed_questions_file_names_its_line_before_any_work(tmp_path, gen
 # ---------------------------------------------------------------- the command
 
 
-def test_the_adapt_command_adapts_the_kb_and_prints_where_the_router_and_report_are(tmp_path, generalist, monkeypatch):
+def judge_file(path) -> str:
+    """Answer-label rows of four real questions: chunk right on the bank ones, logic on all."""
+    from hierarchy.datasets import Question
+    from training.labels import make_row
+
+    cfg = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake", style="short")
+    costs = {"chunk": {"tokens": 500, "llm_calls": 1}, "summary": {"tokens": 600, "llm_calls": 1}}
+    costs["logic"] = {"tokens": 2000, "llm_calls": 4}
+    rows = []
+    for i, topic in enumerate(["volcano", "bank"] * 2):
+        q = Question(f"r{i}", f"Which {topic} was first?", ["x"], None, [], "real")
+        scores = {"chunk": float(topic == "bank"), "summary": 0.0, "logic": 1.0}
+        rows.append(make_row(q, scores, costs, cfg, index=i))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_training_for_free(
+    tmp_path, generalist, monkeypatch
+):
     import engine.llm.factory as factory
     import training.adapt_questions as writer_mod
     from engine.cli import main
 
     tiny_kb(tmp_path / "kb")
+    llms = []
     monkeypatch.setattr(writer_mod, "write_questions", ScriptedWriter(QUESTIONS[:8] + QUESTIONS[24:32]))
     monkeypatch.setattr(adapt_mod, "answer_route", runner)
-    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: route_llm(RIGHT))
-    args = ["adapt", "--kb", str(tmp_path / "kb"), "--n", "16", "--from", str(generalist)]
+    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.append(route_llm(RIGHT)) or llms[-1])
+    real = judge_file(tmp_path / "real.jsonl")
+    args = ["adapt", "--kb", str(tmp_path / "kb"), "--n", "16", "--from", str(generalist), "--judge", real]
     res = CliRunner().invoke(main, args, obj={"embedder": embedder()}, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "16 questions written and kept" in res.output and "held-out adapt" in res.output
     assert f"router saved in the KB: {tmp_path / 'kb' / ADAPTED}" in res.output
-    assert (tmp_path / "kb" / "adapt" / "report.md").is_file()
+    report = tmp_path / "kb" / "adapt" / "report.json"
+    judged = json.loads(report.read_text())["judged"][real]["systems"]
+    assert judged["oracle"]["score"] == 100.0 and judged["always chunk"]["score"] == 50.0
+    assert judged["always logic"]["tokens"] == 2000.0 and "judged on" in res.output
+    assert len(llms[0].calls) == 16 * 3
+
+    again = CliRunner().invoke(main, [*args, "--train-seed", "1"], obj={"embedder": embedder()})
+    assert again.exit_code == 0, again.output
+    assert len(llms[1].calls) == 0 and json.loads(report.read_text())["train_seed"] == 1  # the labels were kept
