@@ -220,7 +220,7 @@ def render_markdown(rep: dict) -> str:
     for title, part in parts:
         lines += [f"## {title}: {part['metric']})", ""]
         body = [
-            (name, m["n"], m["score"], m["tokens"], m["llm_calls"], m["route_share"])
+            (name, m["n"], m["score"], m["tokens"], m["llm_calls"], _shares(m["route_share"]))
             for name, m in part["systems"].items()
         ]
         lines += _table(("system", "n", "score", "tokens", "LLM calls", "routes"), body)
@@ -240,6 +240,10 @@ def render_markdown(rep: dict) -> str:
         ]
         lines += _table(head, body)
     return "\n".join(lines)
+
+
+def _shares(share: dict) -> str:
+    return ", ".join(f"{r} {v:.0%}" for r, v in share.items() if v)
 
 
 def _cell(text) -> str:
