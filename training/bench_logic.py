@@ -35,6 +35,7 @@ from hierarchy.datasets import SHARED_FILES, shared_data_dir
 from training.answer_scores import answer_scores
 from training.bench_logic_report import build_report, report_markdown
 from training.jsonl_store import JsonlStore
+from training.logic_experiment import experiment
 
 # data set name -> file under the shared data folder
 DATASETS = {
@@ -119,7 +120,9 @@ _CHANGED = {
     "logic-lean-forms-ev100": {**LEAN_UNKNOWN, "plan_forms": True},
     # LEAN_UNKNOWN with whole chunks, except the evidence of form-plan sub-questions (100 tokens
     # each), plans read off forms: the logic route's "lean" preset, whose one home is PRESETS
-    "logic-lean-forms-compressed": PRESETS["lean"],
+    "logic-lean-forms-compressed": {
+        f: v for f, v in asdict(PRESETS["lean"]).items() if v != getattr(PRESETS["paper"], f)
+    },
     "logic-no-merge": {"merge_same_rank": False},
     "logic-no-memory": {"rolling_memory": False},
     "logic-with-replacement": {"without_replacement": False},
@@ -140,9 +143,9 @@ def system_config(system: str, k: int = 3, max_seconds: float = BENCH_MAX_SECOND
     if system == "chunk":
         return None
     if system == "logic":
-        return LogicConfig(k=k, max_seconds=max_seconds)
+        return experiment(k=k, max_seconds=max_seconds)
     if system in _CHANGED:
-        return LogicConfig(k=k, max_seconds=max_seconds, **_CHANGED[system])
+        return experiment(k=k, max_seconds=max_seconds, **_CHANGED[system])
     raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
 
 

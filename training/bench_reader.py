@@ -26,13 +26,15 @@ DEMO = "demo"
 def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     """(style, route, LogicConfig | None) of a system spec "[STYLE:]NAME[+FIELD=VALUE...]":
     STYLE short or reader (default reader); NAME a route (chunk, summary, logic) or a logic
-    preset (engine.routes.logic.config.PRESETS); +FIELD=VALUE sets one LogicConfig field on top,
-    for ablations ("reader:lean+reshow_best=0"). The wall-clock budget is relaxed as in
-    bench logic, so a loaded machine does not change the answers."""
+    preset (engine.routes.logic.config.PRESETS); +FIELD=VALUE sets one field of its
+    LogicExperiment on top (a LogicConfig field or a fixed mechanism), for ablations
+    ("reader:lean+reshow_best=0"). The wall-clock budget is relaxed as in bench logic, so a
+    loaded machine does not change the answers."""
     from dataclasses import fields
 
     from engine.routes import ROUTES
     from engine.routes.logic.config import PRESETS, preset_config
+    from training.logic_experiment import LogicExperiment, experiment
 
     style, _, rest = spec.rpartition(":")
     style = style or "reader"
@@ -46,16 +48,18 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     preset = "paper" if name == "logic" else name
     if preset not in PRESETS:
         raise ValueError(f"{spec}: {name!r} is neither a route nor a logic preset ({', '.join(PRESETS)})")
-    types = {f.name: f.type for f in fields(preset_config(preset))}
+    types = {f.name: f.type for f in fields(LogicExperiment)}
     over: dict = {}
     for item in sets:
         key, _, value = item.partition("=")
         if key not in types:
-            raise ValueError(f"{spec}: unknown LogicConfig field {key!r}")
+            raise ValueError(f"{spec}: unknown LogicExperiment field {key!r}")
         kind = str(types[key])
         cast = {"bool": lambda v: v not in ("0", "false", "False"), "int": int, "float": float}.get(kind, str)
         over[key] = cast(value)
-    return style, "logic", preset_config(preset, k=k, max_seconds=max_seconds, **over)
+    if not over:
+        return style, "logic", preset_config(preset, k=k, max_seconds=max_seconds)
+    return style, "logic", experiment(preset, k=k, max_seconds=max_seconds, **over)
 
 
 def reader_row(qid: str, question: str, golds: Sequence[str], ans, system: str = "") -> dict:
@@ -63,9 +67,9 @@ def reader_row(qid: str, question: str, golds: Sequence[str], ans, system: str =
     shown = " ".join(s.text for s in ans.sources)
     gold_shown = bool(string_acc(shown, list(golds)))  # a gold answer inside the passages shown
     refused = looks_unanswered(ans.text) is not None
-    nodes = (ans.trace.get("dag") or {}).get("nodes", []) if ans.route == "logic" else []
+    nodes = (ans.trace.dag or {}).get("nodes", []) if ans.route == "logic" else []
     checked = [n["supported"] for n in nodes if n.get("supported") is not None]
-    dropped = len(ans.trace.get("citations_dropped", []))
+    dropped = len(ans.trace.citations_dropped or [])
     return {
         "system": system,
         "id": qid,

@@ -17,9 +17,13 @@ class Settings:
         was before the field existed; holding it, the field is left out of the hash, so adding a
         switch keeps every stored answer valid (benchmark answer stores, label runs)."""
         neutral = {f.name: f.metadata["neutral"] for f in fields(self) if "neutral" in f.metadata}
-        kept = {k: v for k, v in asdict(self).items() if not (k in neutral and v == neutral[k])}
+        kept = {k: v for k, v in self.fingerprint_values().items() if not (k in neutral and v == neutral[k])}
         blob = json.dumps(kept, sort_keys=True).encode()
         return hashlib.sha1(blob).hexdigest()[:10]
+
+    def fingerprint_values(self) -> dict:
+        """What the fingerprint hashes: every field."""
+        return asdict(self)
 
     @classmethod
     def help(cls) -> dict[str, str]:

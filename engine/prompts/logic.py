@@ -78,8 +78,8 @@ _SHORT_EXAMPLES = (
 )
 
 
-# The question-list plan (LogicConfig.plan_questions): the reply is a JSON list of sub-question
-# strings; ids follow their position and dependencies are the #qN placeholders, so the ids and
+# The question-list plan (the plan_questions mechanism, for experiments): the reply is a JSON list of
+# sub-question strings; ids follow their position and dependencies are the #qN placeholders, so the ids and
 # depends_on lists (a third of the examples' tokens, and of the reply's) are never written.
 DECOMPOSE_SYSTEM_QUESTIONS = (
     "Split the question into sub-questions, each asking one fact about one named thing. A thing "
@@ -110,7 +110,8 @@ def _plan_lines(nodes: list[tuple[str, str, list[str]]]) -> str:
     return "\n".join(lines)
 
 
-# Every example plan's question, in the prompt's order: the pool LogicConfig.plan_examples picks from.
+# Every example plan's question, in the prompt's order: the pool the plan_examples mechanism (for
+# experiments) picks from.
 DECOMPOSE_EXAMPLE_QUESTIONS = tuple(q for q, _ in _DECOMPOSE_EXAMPLES)
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from engine.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.routes.chunk import answer_chunk
-from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.solve import answer_logic
 from engine.routes.summary import answer_summary
 from engine.sources_text import format_sources
@@ -22,6 +21,7 @@ from hierarchy.layers.update import build_layers
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, SUFFICIENT, corpus_kb, node, step
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB
 from tests.samples import make_docs
+from training.logic_experiment import LogicExperiment
 
 NPM = [
     Chunk("u1", "npm-uninstall.md", "npm-uninstall", "npm uninstall removes a package.", 0,
@@ -126,7 +126,7 @@ def test_logic_sources_are_numbered_as_the_final_prompt_shows_raw_chunks():
     llm = ScriptedLLM(
         [CHAIN_PLAN, {"answers": {"q1": "Steven Spielberg"}}, {"answers": {"q2": "1946"}}, SUFFICIENT, "1946"]
     )
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(rolling_memory=False))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(rolling_memory=False))
     assert [s.n for s in ans.sources] == list(range(1, len(ans.sources) + 1))
     assert all(shown_under(prompt_of(llm), s) for s in ans.sources)
     for s in ans.sources:
@@ -136,7 +136,7 @@ def test_logic_sources_are_numbered_as_the_final_prompt_shows_raw_chunks():
 
 def test_logic_sources_seen_only_through_the_memory_have_no_number_but_name_their_sub_questions():
     llm = chain_llm()
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(final_chunks=0))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(final_chunks=0))
     retrieved = node(ans, "q1")["chunk_ids"] + node(ans, "q2")["chunk_ids"]
     assert [s.chunk_id for s in ans.sources] == retrieved
     assert all(s.n is None for s in ans.sources) and "[1]" not in prompt_of(llm)
@@ -145,7 +145,7 @@ def test_logic_sources_seen_only_through_the_memory_have_no_number_but_name_thei
 
 def test_logic_last_hop_chunks_shown_beside_the_memory_are_numbered_first():
     llm = chain_llm()
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(k=1, final_chunks=3))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(k=1, final_chunks=3))
     shown, memory_only = ans.sources
     assert (shown.n, shown.chunk_id, shown.used_by) == (1, node(ans, "q2")["chunk_ids"][0], ["q2"])
     assert shown_under(prompt_of(llm), shown)

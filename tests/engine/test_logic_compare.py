@@ -7,7 +7,6 @@ Runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embedder).
 
 from __future__ import annotations
 
-from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
     COMPARE_PLAN,
@@ -19,6 +18,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import ScriptedLLM
+from training.logic_experiment import LogicExperiment
 
 
 def test_comparison_same_rank_is_one_merged_retrieval_and_one_call():
@@ -75,7 +75,7 @@ def test_same_question_gets_a_computed_yes_or_no():
 def test_comparison_without_merging_is_one_retrieval_and_call_per_node():
     llm = ScriptedLLM([COMPARE_PLAN, step({"q1": "1936"}), step({"q2": "1961"}), SUFFICIENT, "Ann Lee"])
     kb = corpus_kb()
-    ans = answer_logic(COMPARE_Q, kb, llm, LogicConfig(merge_same_rank=False))
+    ans = answer_logic(COMPARE_Q, kb, llm, LogicExperiment(merge_same_rank=False))
     assert [s["k"] for s in kb.searches] == [3, 3]
     assert purposes(ans) == ["decompose", "step q1", "step q2", "reflect 1", "answer"]
     assert ans.trace["retrieval_rounds"] == 2

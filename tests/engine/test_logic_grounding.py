@@ -19,6 +19,7 @@ from hierarchy.documents import Chunk
 from tests.engine.logic_scripts import SUFFICIENT, node, plan, purposes, step
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB
 from tests.samples import VELMORA
+from training.logic_experiment import LogicExperiment
 
 QUESTION = "Where was the mayor of Velmora born?"
 PLAN = plan(("q1", "Who is the mayor of Velmora?", []), ("q2", "Where was #q1 born?", ["q1"]))
@@ -60,14 +61,14 @@ def final_prompt(llm: ScriptedLLM) -> str:
 
 def test_a_fact_the_memory_dropped_reaches_the_final_answer_when_it_names_a_sub_answer():
     llm = ScriptedLLM([*chain(q2_answer="unknown"), "Kesh"])
-    answer_logic(QUESTION, velmora_kb(), llm, LogicConfig(keep_facts=120, reflection=False))
+    answer_logic(QUESTION, velmora_kb(), llm, LogicExperiment(keep_facts=120, reflection=False))
     prompt = final_prompt(llm)
     assert "born in Kesh" in prompt and "From the passages read" in prompt
 
 
 def test_without_the_fact_rule_the_final_answer_reads_the_memory_alone():
     llm = ScriptedLLM([*chain(q2_answer="unknown"), "Kesh"])
-    answer_logic(QUESTION, velmora_kb(), llm, LogicConfig(reflection=False))
+    answer_logic(QUESTION, velmora_kb(), llm, LogicExperiment(reflection=False))
     assert "born in Kesh" not in final_prompt(llm)
 
 

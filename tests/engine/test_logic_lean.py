@@ -30,8 +30,9 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
+from training.logic_experiment import LogicExperiment
 
-LEAN = LogicConfig(evidence_tokens=100, short_prompts=True, reflect_when_unsure=True, fold_final=True)
+LEAN = LogicExperiment(evidence_tokens=100, short_prompts=True, reflect_when_unsure=True, fold_final=True)
 
 LONG = RetrievedChunk(
     "c9",
@@ -73,7 +74,7 @@ def test_step_call_shows_only_the_selected_sentences():
     llm = ScriptedLLM(
         [CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "December 18, 1946"}), SUFFICIENT, "x"]
     )
-    ans = answer_logic(CHAIN_Q, kb, llm, LogicConfig(evidence_tokens=12))
+    ans = answer_logic(CHAIN_Q, kb, llm, LogicExperiment(evidence_tokens=12))
     first_step = ans.trace["steps"][0]
     evidence = first_step["evidence"]
     assert evidence["compressed"] and evidence["tokens_after"] < evidence["tokens_before"]
@@ -115,7 +116,7 @@ def test_reflection_without_notes_sees_the_sub_answers_but_not_the_memory():
     replies = [CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Jaws: Spielberg"), step({"q2": "1950"}, "MEMO")]
     for notes in (True, False):
         llm = ScriptedLLM([*replies, SUFFICIENT, "1950"])
-        ans = answer_logic(CHAIN_Q, lean_kb(), llm, LogicConfig(reflect_notes=notes))
+        ans = answer_logic(CHAIN_Q, lean_kb(), llm, LogicExperiment(reflect_notes=notes))
         assert purposes(ans)[3] == "reflect 1"
         shown = llm.calls[3]["messages"][-1]["content"]
         assert "q1: Who is the director of film Jaws? -> Steven Spielberg" in shown
@@ -278,4 +279,4 @@ def test_the_route_sends_the_chosen_examples_and_the_trace_names_them():
     assert len(chosen) == 2 and chosen == nearest_examples("Who directed the film Jaws?", kb.embedder, 2)
     assert llm.calls[0]["messages"] == decompose_messages("Who directed the film Jaws?", True, examples=chosen)
     with pytest.raises(ValueError, match="plan_examples"):
-        LogicConfig(plan_examples=-1)
+        LogicExperiment(plan_examples=-1)

@@ -8,7 +8,6 @@ Runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embedder).
 
 from __future__ import annotations
 
-from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.plan import (
     SubQuestion,
     build_graph,
@@ -31,6 +30,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import ScriptedLLM
+from training.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- the DAG module
 
@@ -155,5 +155,5 @@ def test_a_plan_restating_the_question_is_answered_like_the_chunk_route():
 def test_with_direct_single_hop_off_a_one_node_plan_goes_through_the_dag():
     q = "Who directed the film Vertigo?"
     llm = ScriptedLLM([plan(("q1", q, [])), step({"q1": "Alfred Hitchcock"}), SUFFICIENT, "Alfred Hitchcock"])
-    ans = answer_logic(q, corpus_kb(), llm, LogicConfig(direct_single_hop=False))
+    ans = answer_logic(q, corpus_kb(), llm, LogicExperiment(direct_single_hop=False))
     assert purposes(ans) == ["decompose", "step q1", "reflect 1", "answer"] and "single_hop" not in ans.trace

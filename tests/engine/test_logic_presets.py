@@ -2,7 +2,7 @@
 row that bench logic measured, "grounded" is paper with its answers tied to the passages read,
 "lean-grounded" is lean with the same grounding rules, "auto" (the default) is lean-grounded for
 short answers and grounded for the reader style; RoutedRAG picks
-one for every logic answer (`ask --logic-preset`: tests/engine/test_cli_ask.py)."""
+one for every logic answer (`ask --set logic_preset=NAME`: tests/engine/test_cli_ask.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,27 @@ from dataclasses import fields
 import pytest
 
 from engine.base.errors import LogicRouteError
-from engine.routes.logic.config import LogicConfig, preset_config
+from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig, preset_config
 from tests.fakes import ScriptedLLM, make_rag
 from training.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
+from training.logic_experiment import LogicExperiment, experiment
 
 
 def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():
     assert preset_config("paper", k=3) == LogicConfig(k=3)
-    assert preset_config("lean", k=3, max_seconds=BENCH_MAX_SECONDS) == system_config("logic-lean-forms-compressed")
+    lean = preset_config("lean", k=3, max_seconds=BENCH_MAX_SECONDS)
+    row = system_config("logic-lean-forms-compressed")
+    assert experiment(lean) == row and lean.fingerprint() == row.fingerprint()  # the row's stored answers are lean's
     # what that row is: the reflect-unknown lean row with whole chunks, form plans, form evidence 100
     measured = {**LEAN_UNKNOWN, "evidence_tokens": 0, "plan_forms": True, "form_evidence_tokens": 100}
-    assert preset_config("lean") == LogicConfig(**measured)
+    assert experiment("paper", **measured) == experiment("lean")
+
+
+@pytest.mark.parametrize("preset", ["paper", "lean", "grounded", "lean-grounded"])
+def test_an_experiment_that_changes_no_mechanism_is_its_preset_to_the_fingerprint(preset):
+    assert {f: getattr(LogicExperiment(), f) for f in FIXED_MECHANISMS} == FIXED_MECHANISMS
+    assert experiment(preset, k=5).fingerprint() == preset_config(preset, k=5).fingerprint()
+    assert experiment(preset, reflection=False).fingerprint() != preset_config(preset).fingerprint()
 
 
 def test_an_unknown_preset_is_refused():

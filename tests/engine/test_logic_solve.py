@@ -14,7 +14,7 @@ import pytest
 
 from engine.base.errors import BadQuestionError, LLMError
 from engine.routes import LogicRoute, RouteContext, answer_on
-from engine.routes.logic.config import LogicConfig
+from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig
 from engine.routes.logic.render import trace_to_mermaid
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
@@ -29,6 +29,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import Cut, ScriptedLLM
+from training.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- dependent nodes
 
@@ -149,7 +150,7 @@ def test_reflection_is_bounded_by_max_rounds():
 
 def test_reflection_off_makes_no_reflection_call():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), "1946"])
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(reflection=False))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(reflection=False))
     assert not any(p.startswith("reflect") for p in purposes(ans)) and ans.trace["reflection"] == []
 
 
@@ -200,7 +201,7 @@ def test_rolling_memory_off_puts_raw_chunks_in_the_final_context():
     llm = ScriptedLLM(
         [CHAIN_PLAN, {"answers": {"q1": "Steven Spielberg"}}, {"answers": {"q2": "1946"}}, SUFFICIENT, "1946"]
     )
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(rolling_memory=False))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(rolling_memory=False))
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "directed by Steven Spielberg" in final and "born on December 18, 1946" in final
     assert "memory" not in llm.calls[1]["schema"]["properties"] and ans.trace["memory"] == []
@@ -217,7 +218,7 @@ def test_rolling_memory_is_the_final_context_and_is_capped():
             "1946",
         ]
     )
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(memory_words=20, final_chunks=0))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(memory_words=20, final_chunks=0))
     assert len(ans.trace["memory"][0].split()) == 20
     final = llm.calls[-1]["messages"][-1]["content"]
     assert "Spielberg born 1946." in final and "Cincinnati" not in final  # summary, not raw chunks
@@ -233,7 +234,7 @@ def test_final_answer_sees_the_last_hops_raw_chunks_beside_the_memory():
             "1946",
         ]
     )
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(k=1, final_chunks=3))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(k=1, final_chunks=3))
     final = llm.calls[-1]["messages"][-1]["content"]
     q2_chunk = node(ans, "q2")["chunk_ids"][0]
     assert "Spielberg born 1946." in final and CORPUS[q2_chunk].split(": ", 1)[1] in final
@@ -252,7 +253,7 @@ def test_sampling_without_replacement_excludes_earlier_chunks():
 def test_with_replacement_allows_repeats():
     llm = ScriptedLLM([CHAIN_PLAN, step({"q1": "Steven Spielberg"}), step({"q2": "1946"}), SUFFICIENT, "1946"])
     kb = corpus_kb()
-    ans = answer_logic(CHAIN_Q, kb, llm, LogicConfig(without_replacement=False))
+    ans = answer_logic(CHAIN_Q, kb, llm, LogicExperiment(without_replacement=False))
     assert kb.searches[1]["exclude"] == []
     assert set(node(ans, "q1")["chunk_ids"]) & set(node(ans, "q2")["chunk_ids"])  # c1/c2 come back
 
@@ -260,28 +261,17 @@ def test_with_replacement_allows_repeats():
 # ---------------------------------------------------------------- settings and rendering
 
 
-def test_config_documents_every_field():
+def test_config_documents_every_field_a_user_chooses_and_experiments_every_fixed_mechanism():
     h = LogicConfig.help()
     assert set(h) == {
         "k",
         "max_rounds",
-        "merge_same_rank",
-        "rolling_memory",
-        "without_replacement",
-        "reflection",
         "memory_words",
-        "final_chunks",
-        "direct_single_hop",
-        "evidence_tokens",
         "short_prompts",
-        "compact_examples",
-        "plan_questions",
-        "plan_examples",
         "plan_forms",
         "form_evidence_tokens",
         "reflect_when_unsure",
         "reflect_unknown_only",
-        "reflect_notes",
         "fold_final",
         "reshow_best",
         "keep_facts",
@@ -291,6 +281,8 @@ def test_config_documents_every_field():
         "max_prompt_tokens",
         "max_seconds",
     }
+    assert set(LogicExperiment.help()) == set(h) | set(FIXED_MECHANISMS)
+    assert all(LogicExperiment.help().values())
     assert all(h.values())
     c = LogicConfig()
     assert (c.k, c.max_rounds, c.memory_words, c.max_llm_calls, c.max_prompt_tokens, c.max_seconds) == (

@@ -12,6 +12,7 @@ from engine.base.settings import Settings
 from engine.pipeline import RoutedRAG
 from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
 from training.bench_data import BenchConfig
+from training.logic_experiment import LogicExperiment
 
 BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
 STORE = Path(__file__).resolve().parents[2] / "docs/results/routing/bench_mixed100/results.jsonl"
@@ -53,5 +54,5 @@ def test_the_committed_routing_benchmark_answers_match_the_preset_its_command_na
     stamped = RoutedRAG(kb=None, style="short", **{**BENCH_DEFAULTS, "logic_preset": named})
     assert by_fingerprint.get(stamped.logic_config().fingerprint()) == questions
     assert set(by_fingerprint) <= {preset_config(name).fingerprint() for name in PRESETS}
-    assert LogicConfig(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
+    assert LogicExperiment(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
     assert LogicConfig(reflect_unknown_only=True).fingerprint() != LogicConfig().fingerprint()

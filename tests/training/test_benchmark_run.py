@@ -18,6 +18,7 @@ from tests.samples import PASSAGES
 from training.bench_data import BenchConfig
 from training.benchmark import RESULTS_FILE, run_benchmark
 from training.jsonl_store import JsonlStore
+from training.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- a whole run with fakes
 
@@ -243,11 +244,10 @@ def test_rows_of_another_setup_are_not_reused(tmp_path):
 
 
 def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_path):
-    from engine.routes.logic.config import LogicConfig
 
     class LastHopChunksRAG(ScriptRAG):
         def logic_config(self, budget=None, spent=None):
-            return LogicConfig(k=self.k, final_chunks=3)
+            return LogicExperiment(k=self.k, final_chunks=3)
 
     files = write_data(tmp_path)
     llm = scripted()

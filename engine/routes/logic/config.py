@@ -2,97 +2,57 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from engine.base.settings import Settings
 
+# The mechanisms every preset runs the same way: the paper's four (graph pruning by merging a
+# rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
+# self-reflection) on, the rest as measured best. They are not settings: experiments vary them
+# (the benchmarks' ablations: training/logic_experiment.py, a LogicConfig with a field of each
+# name), and the route reads them through mechanism().
+FIXED_MECHANISMS: dict = {
+    "merge_same_rank": True,
+    "rolling_memory": True,
+    "without_replacement": True,
+    "reflection": True,
+    "final_chunks": 0,  # raw chunks of the last hop shown to the final answer beside the memory
+    "direct_single_hop": True,  # a one-lookup plan is answered as the chunk route does
+    "evidence_tokens": 0,  # a step call's passages compressed to this many tokens (0: whole)
+    "compact_examples": False,  # the decomposition's examples as text lines, not JSON turns
+    "plan_questions": False,  # the plan as a JSON list of sub-question strings
+    "plan_examples": 0,  # only the N example plans closest in form (0: the fixed set)
+    "reflect_notes": True,  # the reflection call sees the rolling memory
+}
+# Added after answers were stored: at this value a mechanism is left out of fingerprints.
+_FIXED_NEUTRAL = {"plan_examples": 0}
 
-@dataclass
+
+def mechanism(cfg: "LogicConfig", name: str):
+    """The route's fixed mechanism `name`, or the value an experiment's config gives it."""
+    return getattr(cfg, name, FIXED_MECHANISMS[name])
+
+
+@dataclass(frozen=True)
 class LogicConfig(Settings):
-    """Knobs of the logic route. The four switches exist for ablations; all on = the paper."""
+    """What a user chooses for the logic route: a preset (PRESETS) with k and the budget's limits
+    on top. The presets are named values of it; the mechanisms they share are FIXED_MECHANISMS."""
 
     k: int = field(default=3, metadata={"help": "chunks retrieved per sub-question (a merged rank gets k x its size)"})
     max_rounds: int = field(default=3, metadata={"help": "self-reflection rounds at most (each may add sub-questions)"})
-    merge_same_rank: bool = field(
-        default=True,
-        metadata={"help": "graph pruning: one retrieval + one LLM call per topological rank (off: per sub-question)"},
-    )
-    rolling_memory: bool = field(
-        default=True,
-        metadata={
-            "help": "context pruning: keep a query-oriented summary instead of raw chunks "
-            "(off: raw chunks concatenated)"
-        },
-    )
-    without_replacement: bool = field(
-        default=True,
-        metadata={"help": "never retrieve a chunk twice for one question, so later retrievals bring new evidence"},
-    )
-    reflection: bool = field(
-        default=True,
-        metadata={"help": "after the DAG is solved, check sufficiency and add sub-questions if evidence is missing"},
-    )
     memory_words: int = field(default=150, metadata={"help": "cap of the rolling memory in words (~ tokens * 0.75)"})
-    final_chunks: int = field(
-        default=0,
-        metadata={
-            "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
-            "0 = memory only, as the paper (more raised the prompt tokens, not F1:"
-            " docs/results/design/design_measurements.md)"
-        },
-    )
-    direct_single_hop: bool = field(
-        default=True,
-        metadata={
-            "help": "a plan of one node restating the question (one lookup) is answered as the chunk route does: "
-            "one retrieval, one answer over the raw chunks; off: step call, memory and reflection as for any DAG"
-        },
-    )
-    evidence_tokens: int = field(
-        default=0,
-        metadata={
-            "help": "context compression: a step call sees at most this many tokens of its retrieved chunks per "
-            "sub-question, their sentences closest to it by embedding (0 = the whole chunks)"
-        },
-    )
     form_evidence_tokens: int = field(
         default=0,
         metadata={
             "neutral": 0,
             "help": "context compression for the sub-questions of a form plan only (plan_forms: attribute lookups "
-            "such as 'When was #q1 born?', answered by one sentence); 0 = evidence_tokens applies to them too. Why: "
+            "such as 'When was #q1 born?', answered by one sentence); 0 = whole passages. Why only there: "
             "compression lost MuSiQue's bridge facts, which sit in long paragraphs of LLM-planned sub-questions",
         },
     )
     short_prompts: bool = field(
         default=False,
         metadata={"help": "the shorter decomposition and step prompts (fewer few-shot examples, shorter rules)"},
-    )
-    compact_examples: bool = field(
-        default=False,
-        metadata={
-            "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
-            "turns (with short_prompts 301 prompt tokens instead of 479; the reply is JSON either way). Measured "
-            "on 2Wiki with the local 1.5B model: it copies the lines' content, F1 68.2 -> 54.0"
-        },
-    )
-    plan_questions: bool = field(
-        default=False,
-        metadata={
-            "help": "the plan as a JSON list of sub-question strings (ids by position, dependencies from their #qN "
-            "placeholders) instead of objects with an id and depends_on: a shorter prompt and reply; "
-            "the short prompt's rules and examples"
-        },
-    )
-    plan_examples: int = field(
-        default=0,
-        metadata={
-            "neutral": 0,
-            "help": "the decomposition shows only this many example plans, those closest in form to the question "
-            "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
-            "on 2Wiki with the local 1.5B model: it copies the plans shown, F1 -20 (2 shown) and -35 (1), and "
-            "the question costs more tokens",
-        },
     )
     plan_forms: bool = field(
         default=False,
@@ -118,13 +78,6 @@ class LogicConfig(Settings):
             "help": "with reflect_when_unsure: reflect only while a sub-question has no answer (unknown), not when "
             "an answer is merely not found word for word in its passages (2Wiki, 30 questions: 13 of 14 such "
             "reflections found the facts sufficient or proposed sub-questions already asked)",
-        },
-    )
-    reflect_notes: bool = field(
-        default=True,
-        metadata={
-            "help": "show the rolling memory to the reflection call beside the sub-questions' answers "
-            "(off: the answers alone, ~150 fewer prompt tokens a reflection at memory_words 150)"
         },
     )
     fold_final: bool = field(
@@ -178,44 +131,46 @@ class LogicConfig(Settings):
             or self.max_rounds < 0
             or self.memory_words < 10
             or self.max_llm_calls < 1
-            or self.final_chunks < 0
-            or self.evidence_tokens < 0
             or self.form_evidence_tokens < 0
-            or self.plan_examples < 0
             or self.keep_facts < 0
         ):
             raise ValueError(
-                f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, "
-                f"max_llm_calls >= 1 and final_chunks, evidence_tokens, form_evidence_tokens, plan_examples, "
-                f"keep_facts >= 0 "
-                f"are required (got {self})"
+                f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, max_llm_calls >= 1 and "
+                f"form_evidence_tokens, keep_facts >= 0 are required (got {self})"
             )
+
+    def fingerprint_values(self) -> dict:
+        """The settings and the fixed mechanisms: a result stored under a config that set a
+        mechanism to its fixed value (before it was fixed) keeps its fingerprint."""
+        fixed = {k: v for k, v in FIXED_MECHANISMS.items() if _FIXED_NEUTRAL.get(k, object()) != v}
+        return {**fixed, **asdict(self)}
 
 
 # Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it (the
 # router's answer labels were measured with it); "lean" is the cost-cut route of
 # docs/results/logic/bench_logic_forms.md (2Wiki first 30, short answers: F1 71.6 at 1,251 prompt tokens
 # a question against 69.2 at 3,228; MuSiQue 29.7 at 2,459 against 27.5 at 3,573).
-PRESETS: dict[str, dict] = {
-    "paper": {},
-    "lean": {
-        "evidence_tokens": 0,
-        "form_evidence_tokens": 100,
-        "short_prompts": True,
-        "reflect_when_unsure": True,
-        "reflect_unknown_only": True,
-        "fold_final": True,
-        "memory_words": 150,
-        "plan_forms": True,
-    },
-}
+PAPER = LogicConfig()
+LEAN = LogicConfig(
+    form_evidence_tokens=100,
+    short_prompts=True,
+    reflect_when_unsure=True,
+    reflect_unknown_only=True,
+    fold_final=True,
+    memory_words=150,
+    plan_forms=True,
+)
 # "grounded": the paper's route with its answers tied to the passages read: a later hop may see
 # again the passage an earlier hop read, facts of the passages read survive the memory, a sub-answer
 # no passage states is asked again, and a reader answer is shown the passages it cites. Measured in
 # the reader style against paper and lean (docs/results/reader/logic_grounded.md).
 GROUNDING = {"reshow_best": True, "keep_facts": 120, "ground_retry": True, "cite_passages": True}
-PRESETS["grounded"] = {**PRESETS["paper"], **GROUNDING}
-PRESETS["lean-grounded"] = {**PRESETS["lean"], **GROUNDING}
+PRESETS: dict[str, LogicConfig] = {
+    "paper": PAPER,
+    "lean": LEAN,
+    "grounded": replace(PAPER, **GROUNDING),
+    "lean-grounded": replace(LEAN, **GROUNDING),
+}
 
 
 # "auto" picks a preset by answer style: lean-grounded for short answers, grounded for the reader
@@ -242,7 +197,7 @@ def preset_config(name: str, **settings) -> LogicConfig:
     """The LogicConfig of preset `name`, with `settings` (k, budgets, ...) on top."""
     if name not in PRESETS:
         raise ValueError(f"unknown logic preset {name!r}: one of {', '.join(PRESETS)}")
-    return LogicConfig(**{**PRESETS[name], **settings})
+    return replace(PRESETS[name], **settings)
 
 
 class BudgetExhausted(Exception):

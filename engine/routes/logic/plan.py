@@ -265,7 +265,8 @@ def nearest_examples(question: str, embedder, n: int) -> list[str]:
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. Why try it: the examples are most of the decomposition's prompt. Measured,
     the 1.5B model copies the content of the one or two plans it is shown (F1 -20 to -35 on
-    2Wiki: docs/results/logic/bench_logic_cost_2wiki.md), so LogicConfig.plan_examples is 0 by default."""
+    2Wiki: docs/results/logic/bench_logic_cost_2wiki.md), so the plan_examples mechanism is fixed
+    at 0 (engine.routes.logic.config.FIXED_MECHANISMS)."""
     pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
     vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
     sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows

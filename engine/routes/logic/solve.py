@@ -16,7 +16,7 @@ from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.logic.config import BudgetExhausted, LogicConfig
+from engine.routes.logic.config import BudgetExhausted, LogicConfig, mechanism
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
@@ -83,7 +83,7 @@ def answer_logic(
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
-        single = cfg.direct_single_hop and len(plan) == 1 and is_copy(st.question, plan[0].question)
+        single = mechanism(cfg, "direct_single_hop") and len(plan) == 1 and is_copy(st.question, plan[0].question)
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
             # single lookups: the structured step + memory lose the exact phrase, and F1 drops
@@ -97,7 +97,7 @@ def answer_logic(
             )
         else:
             _solve_pending(st)
-            if cfg.reflection:
+            if mechanism(cfg, "reflection"):
                 _reflect_loop(st)
     except BudgetExhausted as e:
         flag(trace, f"{e}: answered from the memory so far")
@@ -122,15 +122,16 @@ def _plan(st: SolveState) -> list[SubQuestion]:
         st.trace["plan_form"] = form[0]
         return form[1]
     examples = None
-    if cfg.plan_examples:
-        examples = st.trace["plan_examples"] = nearest_examples(st.question, st.kb.embedder, cfg.plan_examples)
+    wanted = mechanism(cfg, "plan_examples")
+    if wanted:
+        examples = st.trace["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
     return decompose(
         st.question,
         partial(budgeted_call, st),
         st.trace,
         cfg.short_prompts,
-        cfg.compact_examples,
-        cfg.plan_questions,
+        mechanism(cfg, "compact_examples"),
+        mechanism(cfg, "plan_questions"),
         examples,
     )
 
@@ -146,7 +147,7 @@ def _solve_pending(st: SolveState) -> None:
     for group in rank_groups(ranks, only=pending):
         for i in group:
             _rewrite(st, st.nodes[i], g)
-        if st.cfg.merge_same_rank:
+        if mechanism(st.cfg, "merge_same_rank"):
             _solve_group(st, [st.nodes[i] for i in group])
         else:
             for i in group:
@@ -210,7 +211,8 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     }
     st.trace["steps"].append(step)
     ids = [n.id for n in group]
-    if cfg.rolling_memory:
+    rolling = mechanism(cfg, "rolling_memory")
+    if rolling:
         shown = chunks
         budget = _evidence_budget(cfg, group)
         if budget:
@@ -221,15 +223,15 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
         passages = format_passages(unique_chunks(st.raw))
         notes = ""
     msgs = step_messages(
-        st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, cfg.rolling_memory, cfg.short_prompts
+        st.question, notes, passages, list(zip(ids, texts)), cfg.memory_words, rolling, cfg.short_prompts
     )
-    schema = step_schema(ids, cfg.memory_words, cfg.rolling_memory)
-    max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if cfg.rolling_memory else 10)
+    schema = step_schema(ids, cfg.memory_words, rolling)
+    max_tokens = 40 * len(ids) + (int(cfg.memory_words / 0.75) + 20 if rolling else 10)
     try:
         c = budgeted_call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
         data = c.data
     except StructuredOutputError as e:
-        data = _after_cut_memory(st, e, msgs, ids) if cfg.rolling_memory else None
+        data = _after_cut_memory(st, e, msgs, ids) if rolling else None
         if data is None:
             # keep the evidence: a step without "memory" has its chunks passed raw to the final answer
             flag(st.trace, f"step {','.join(ids)} output malformed ({e}): its chunks kept raw, answers unknown")
@@ -238,7 +240,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
             return
     for n in group:
         n.answer = _first_line(str(data["answers"].get(n.id, "")))
-    if cfg.rolling_memory:
+    if rolling:
         st.memory = _cap(data.get("memory", ""), cfg.memory_words)
         step["memory"] = st.memory
         st.trace["memory"].append(st.memory)
@@ -276,7 +278,7 @@ def _evidence_budget(cfg: LogicConfig, group: list[SubQuestion]) -> int:
     form_evidence_tokens when every node comes from a form plan, else evidence_tokens."""
     if cfg.form_evidence_tokens and all(n.origin == "form" for n in group):
         return cfg.form_evidence_tokens
-    return cfg.evidence_tokens
+    return mechanism(cfg, "evidence_tokens")
 
 
 # ---------------------------------------------------------------- reflection
@@ -292,7 +294,7 @@ def _reflect_loop(st: SolveState) -> None:
         try:
             c = budgeted_call(
                 st,
-                reflect_messages(st.question, facts, st.memory if st.cfg.reflect_notes else ""),
+                reflect_messages(st.question, facts, st.memory if mechanism(st.cfg, "reflect_notes") else ""),
                 purpose=f"reflect {rnd}",
                 schema=reflect_schema(),
                 max_tokens=REFLECT_MAX_TOKENS,

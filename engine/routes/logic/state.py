@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from engine.base.types import RetrievedChunk, Usage
 from engine.llm.base import LLM, Stopwatch, call_llm, reserve_left, stopped_words
 from engine.routes.common import says_unknown
-from engine.routes.logic.config import BudgetExhausted, LogicConfig
+from engine.routes.logic.config import BudgetExhausted, LogicConfig, mechanism
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
@@ -76,7 +76,7 @@ def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> l
     match of each query in `spare` (a rank's sub-questions) is shown again even when already
     retrieved: a later hop's one passage may have been read by an earlier hop, and excluding it
     hid the answer (the Velmora question: q1 read the mayor's page, q2 asked where she was born)."""
-    exclude = list(st.seen) if st.cfg.without_replacement else []
+    exclude = list(st.seen) if mechanism(st.cfg, "without_replacement") else []
     again: list[RetrievedChunk] = []
     if exclude and st.cfg.reshow_best and spare:
         batch = getattr(st.kb, "search_batch", None)

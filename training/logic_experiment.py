@@ -1,0 +1,112 @@
+"""The logic route under experiment: LogicExperiment is a LogicConfig with a switch for each of
+the route's fixed mechanisms (engine.routes.logic.config.FIXED_MECHANISMS): the paper's four, each
+turned off in turn for its ablation, and the prompt forms and cost cuts measured against them.
+The bench commands build it (bench logic's systems, bench reader's `preset+FIELD=VALUE` specs) and
+pass it where a LogicConfig goes: the route reads each mechanism through
+engine.routes.logic.config.mechanism, so the product's config holds only what a user chooses.
+
+Its defaults are the product's fixed values, so LogicExperiment(**preset fields) answers as the
+preset does, and its fingerprint is the one the same settings had before the mechanisms were
+fixed: stored benchmark answers stay valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from engine.routes.logic.config import FIXED_MECHANISMS, PRESETS, LogicConfig
+
+
+@dataclass(frozen=True)
+class LogicExperiment(LogicConfig):
+    """A LogicConfig with the fixed mechanisms as switches (defaults: the product's values)."""
+
+    merge_same_rank: bool = field(
+        default=FIXED_MECHANISMS["merge_same_rank"],
+        metadata={"help": "graph pruning: one retrieval + one LLM call per topological rank (off: per sub-question)"},
+    )
+    rolling_memory: bool = field(
+        default=FIXED_MECHANISMS["rolling_memory"],
+        metadata={
+            "help": "context pruning: keep a query-oriented summary instead of raw chunks "
+            "(off: raw chunks concatenated)"
+        },
+    )
+    without_replacement: bool = field(
+        default=FIXED_MECHANISMS["without_replacement"],
+        metadata={"help": "never retrieve a chunk twice for one question, so later retrievals bring new evidence"},
+    )
+    reflection: bool = field(
+        default=FIXED_MECHANISMS["reflection"],
+        metadata={"help": "after the DAG is solved, check sufficiency and add sub-questions if evidence is missing"},
+    )
+    final_chunks: int = field(
+        default=FIXED_MECHANISMS["final_chunks"],
+        metadata={
+            "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
+            "0 = memory only, as the paper (more raised the prompt tokens, not F1:"
+            " docs/results/design/design_measurements.md)"
+        },
+    )
+    direct_single_hop: bool = field(
+        default=FIXED_MECHANISMS["direct_single_hop"],
+        metadata={
+            "help": "a plan of one node restating the question (one lookup) is answered as the chunk route does: "
+            "one retrieval, one answer over the raw chunks; off: step call, memory and reflection as for any DAG"
+        },
+    )
+    evidence_tokens: int = field(
+        default=FIXED_MECHANISMS["evidence_tokens"],
+        metadata={
+            "help": "context compression: a step call sees at most this many tokens of its retrieved chunks per "
+            "sub-question, their sentences closest to it by embedding (0 = the whole chunks)"
+        },
+    )
+    compact_examples: bool = field(
+        default=FIXED_MECHANISMS["compact_examples"],
+        metadata={
+            "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
+            "turns (with short_prompts 301 prompt tokens instead of 479; the reply is JSON either way). Measured "
+            "on 2Wiki with the local 1.5B model: it copies the lines' content, F1 68.2 -> 54.0"
+        },
+    )
+    plan_questions: bool = field(
+        default=FIXED_MECHANISMS["plan_questions"],
+        metadata={
+            "help": "the plan as a JSON list of sub-question strings (ids by position, dependencies from their #qN "
+            "placeholders) instead of objects with an id and depends_on: a shorter prompt and reply; "
+            "the short prompt's rules and examples"
+        },
+    )
+    plan_examples: int = field(
+        default=FIXED_MECHANISMS["plan_examples"],
+        metadata={
+            "neutral": 0,
+            "help": "the decomposition shows only this many example plans, those closest in form to the question "
+            "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
+            "on 2Wiki with the local 1.5B model: it copies the plans shown, F1 -20 (2 shown) and -35 (1), and "
+            "the question costs more tokens",
+        },
+    )
+    reflect_notes: bool = field(
+        default=FIXED_MECHANISMS["reflect_notes"],
+        metadata={
+            "help": "show the rolling memory to the reflection call beside the sub-questions' answers "
+            "(off: the answers alone, ~150 fewer prompt tokens a reflection at memory_words 150)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.final_chunks < 0 or self.evidence_tokens < 0 or self.plan_examples < 0:
+            raise ValueError(f"bad LogicExperiment: final_chunks, evidence_tokens, plan_examples >= 0 (got {self})")
+
+    def fingerprint_values(self) -> dict:
+        return asdict(self)  # its fields hold every mechanism
+
+
+def experiment(base: LogicConfig | str = "paper", **settings) -> LogicExperiment:
+    """A LogicExperiment: a preset's settings (its name or a LogicConfig), with `settings` (any
+    LogicConfig field or mechanism) on top."""
+    config = PRESETS[base] if isinstance(base, str) else base
+    return LogicExperiment(**{**{f.name: getattr(config, f.name) for f in fields(config)}, **settings})
