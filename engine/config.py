@@ -40,7 +40,10 @@ class RagConfig:
         default=DEFAULT_LLM,
         metadata={"help": "the LLM: local:MODEL, openai:MODEL or openai:MODEL@BASE_URL (?timeout=S&retries=N)"},
     )
-    checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint; none: the shipped generalist"})
+    checkpoint: str | None = field(
+        default=None,
+        metadata={"help": "router checkpoint; none: the KB's own (logicroute adapt), else the shipped one"},
+    )
     k: int = field(default=3, metadata={"help": "passages per retrieval"})
     style: str = field(
         default="reader",
