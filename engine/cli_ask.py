@@ -15,7 +15,6 @@ When all are answered, --out is rewritten in input order.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -116,7 +115,7 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
         with_trace = options["as_json"] or options["trace_format"] == "json"
         answers = answer_file(rag, items, out, concurrency, route, with_trace)
         if route == "auto":
-            notice = routing_notice([router_route(a) for a in answers], [a.trace.get("ood") for a in answers])
+            notice = routing_notice([router_route(a) for a in answers], [a.trace.ood for a in answers])
             if notice:
                 log.warning(notice)
         return
@@ -153,23 +152,13 @@ def answer_record(question: str, ans, with_trace: bool = False, line: int | None
         "route_probs": ans.route_probs,
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
-        "ood": ans.trace.get("ood"),
-        "confidence": ans.trace.get("confidence"),
+        "ood": ans.trace.ood,
+        "confidence": ans.trace.confidence,
+        "sources": [s.to_dict() for s in ans.sources],
     }
-    sources = getattr(ans, "sources", None)  # Answer.sources, where this version has it
-    if sources is not None:
-        record["sources"] = [_jsonable(s) for s in sources]
     if with_trace:
-        record["trace"] = ans.trace
+        record["trace"] = ans.trace.to_dict()
     return record
-
-
-def _jsonable(x):
-    if hasattr(x, "to_dict"):
-        return x.to_dict()
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return dataclasses.asdict(x)
-    return x
 
 
 def answer_file(rag, items: list, out: str | None, concurrency: int, route: str, with_trace: bool) -> list:
@@ -264,8 +253,8 @@ def _appender(out: str | None, kept: dict[int, dict]):
 
 def router_route(ans) -> str:
     """The route the router chose, before an out-of-distribution fallback replaced it."""
-    ood = ans.trace.get("ood") or {}
-    return ood.get("router_route") or (ans.trace.get("decision") or {}).get("route") or ans.route
+    ood = ans.trace.ood or {}
+    return ood.get("router_route") or (ans.trace.decision or {}).get("route") or ans.route
 
 
 def show(ans, as_json: bool, trace_format: str) -> None:
@@ -275,9 +264,9 @@ def show(ans, as_json: bool, trace_format: str) -> None:
     else:
         print_answer(ans)
     if trace_format == "json" and not as_json:
-        click.echo(json.dumps(ans.trace, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(ans.trace.to_dict(), indent=2, ensure_ascii=False))
     elif trace_format == "mermaid":
-        if not (ans.trace.get("dag") or {}).get("nodes"):
+        if not (ans.trace.dag or {}).get("nodes"):
             why = "it built none" if ans.route == "logic" else "only the logic route decomposes a question"
             click.echo(f"no DAG to draw: this answer took the {ans.route} route ({why})")
             return
@@ -294,8 +283,8 @@ def print_answer(ans, question: str | None = None) -> None:
         probs = "  (" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
     click.echo(f"route: {ans.route}{probs}")
     click.secho(f"answer: {ans.text}", fg="green")
-    if ans.trace.get("confidence") is not None:  # the model's certainty: low means likely wrong
-        click.echo(f"confidence: {ans.trace['confidence']:.2f}")
+    if ans.trace.confidence is not None:  # the model's certainty: low means likely wrong
+        click.echo(f"confidence: {ans.trace.confidence:.2f}")
     lines = format_sources(ans)
     if lines:
         click.echo("sources:")

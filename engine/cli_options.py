@@ -17,8 +17,8 @@ import click
 from engine.base.errors import LLMError, LogicRouteError
 from engine.llm.base import DEFAULT_LLM
 from engine.llm.urls import redact
+from engine.routes import ROUTE_CHOICES as ROUTE_CHOICES  # the --route choices, from the registry
 
-ROUTE_CHOICES = ("auto", "chunk", "summary", "logic")
 LOGGER = "logicroute"
 log = logging.getLogger("logicroute.cli")
 

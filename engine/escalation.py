@@ -6,11 +6,12 @@ Nothing here runs a route: RoutedRAG._escalate runs the steps these decide."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, RetrievedChunk, Usage
-from engine.llm.base import LLM, call_llm, flag
+from engine.llm.base import LLM, call_llm
 from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import ROUTES, SummaryRoute, check_route
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 
 SELF_CHECK_MAX_TOKENS = 12
 # An answer that says it has none goes up this ladder, one costlier route at a time, until one
-# answers. Leave-one-dataset-out on GraphRAG-Bench Medical (the reader style, the one set where
-# answers say so) summary-then-logic scored 26.0 ROUGE-L against 25.2 for logic alone at the same
-# tokens: summary answers 5 of the 23 such questions for a fifth of logic's cost, and logic
-# the rest (docs/results/router/retry_ladder.md).
-RETRY_ROUTES: tuple[str, ...] = ("summary", "logic")
+# answers: every route above the cheapest. Leave-one-dataset-out on GraphRAG-Bench Medical (the
+# reader style, the one set where answers say so) summary-then-logic scored 26.0 ROUGE-L against
+# 25.2 for logic alone at the same tokens: summary answers 5 of the 23 such questions for a fifth
+# of logic's cost, and logic the rest (docs/results/router/retry_ladder.md).
+RETRY_ROUTES: tuple[str, ...] = ROUTES[1:]
 
 
 def check_retry_routes(routes: Sequence[str]) -> tuple[str, ...]:
@@ -55,7 +56,7 @@ def ladder_for(kb: "KnowledgeBase", routes: Sequence[str]) -> tuple[str, ...]:
 def confidence_reason(ans: Answer, below: float) -> str | None:
     """The reason to escalate a cheap answer whose confidence (the model's certainty, in its
     trace) is under `below`; None when it is not."""
-    confidence = ans.trace["confidence"]
+    confidence = ans.trace.confidence
     return f"low confidence ({confidence:.2f} < {below:g})" if confidence < below else None
 
 
@@ -66,28 +67,29 @@ def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answ
     passages = passages_of(kb, answer)
     if not passages:
         return None
+    booked = {"llm_calls": answer.trace.llm_calls, "flags": answer.trace.flags}  # call_llm books here
     try:
         c = call_llm(
             llm,
             self_check_messages(question, answer.text, passages),
             purpose="self_check",
             usage=answer.usage,
-            trace=answer.trace,
+            trace=booked,
             schema=SELF_CHECK_SCHEMA,
             max_tokens=SELF_CHECK_MAX_TOKENS,
         )
     except (StructuredOutputError, DeadlineError) as e:
-        flag(answer.trace, f"self-check failed ({e}); answer kept")
+        answer.trace.flag(f"self-check failed ({e}); answer kept")
         return None
     answered = bool((c.data or {}).get("answered", True))
-    answer.trace["self_check"] = {"answered": answered}
+    answer.trace.self_check = {"answered": answered}
     return None if answered else "self-check: the passages do not answer the question"
 
 
 def passages_of(kb: "KnowledgeBase", ans: Answer) -> str:
     """The text the route answered from, rebuilt from the chunk ids in its trace."""
     chunks = []
-    for r in ans.trace.get("retrieved", []) or []:
+    for r in ans.trace.retrieved or []:
         cid = r.get("chunk_id") if isinstance(r, dict) else None
         ch = kb.chunks.get(cid) if cid else None
         if ch is not None:
@@ -101,17 +103,19 @@ def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
     usage = Usage()
     usage.merge(first.usage)
     usage.merge(second.usage)
-    trace = dict(second.trace)
     # a call keeps the route it was made on: `first` may itself be an escalated answer
-    first_calls = [{"route": first.route, **c} for c in first.trace.get("llm_calls", [])]
-    trace["llm_calls"] = first_calls + [{"route": second.route, **c} for c in second.trace.get("llm_calls", [])]
-    trace["flags"] = [f"{first.route}: {f}" for f in first.trace.get("flags", [])] + list(second.trace.get("flags", []))
-    flag(trace, f"escalated from {first.route} to {second.route}: {reason}")
-    trace["escalated_from"] = {
-        "route": first.route,
-        "text": first.text,
-        "reason": reason,
-        "usage": first.usage.to_dict(),
-        "trace": first.trace,
-    }
+    calls = [{"route": a.route, **c} for a in (first, second) for c in a.trace.llm_calls]
+    trace = replace(
+        second.trace,
+        llm_calls=calls,
+        flags=[f"{first.route}: {f}" for f in first.trace.flags] + second.trace.flags,
+        escalated_from={
+            "route": first.route,
+            "text": first.text,
+            "reason": reason,
+            "usage": first.usage.to_dict(),
+            "trace": first.trace.to_dict(),
+        },
+    )
+    trace.flag(f"escalated from {first.route} to {second.route}: {reason}")
     return Answer(text=second.text, route=second.route, usage=usage, trace=trace, sources=second.sources)

@@ -29,7 +29,7 @@ from engine import escalation
 from engine.base.errors import DeadlineError, LogicRouteError
 from engine.base.types import Answer
 from engine.budget import Budget, check_a_call_fits, left_after, limits_of, too_little_left
-from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope, flag
+from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope
 from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
 from engine.prompts.answer import check_style
 from engine.routes import CHEAP_ROUTES, TOP_ROUTE, Route, RouteContext, check_route, route_set
@@ -331,12 +331,10 @@ class RoutedRAG:
             if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
                 ans = self._escalate(q, ans, budget, checks=escalate)
         ans.route_probs = probs
-        ans.trace.setdefault("llm_calls", [])
-        ans.trace.setdefault("flags", [])
-        ans.trace["decision"] = {"route": route, **decision}
-        ans.trace["ood"] = ood.trace if ood is not None else None
+        ans.trace.decision = {"route": route, **decision}
+        ans.trace.ood = ood.trace if ood is not None else None
         if ood is not None and ood.flag:
-            flag(ans.trace, ood.flag)
+            ans.trace.flag(ood.flag)
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
         return ans
 
@@ -362,12 +360,12 @@ class RoutedRAG:
             reason = None  # a cheap route of the ladder answered: checked as any cheap answer
         if not checks:
             return first
-        confident = self.escalate_below is not None and first.trace.get("confidence") is not None
+        confident = self.escalate_below is not None and first.trace.confidence is not None
         if reason is None and confident:  # the model's own certainty: no extra call
             reason = escalation.confidence_reason(first, self.escalate_below)
         elif reason is None and self.self_check:
             if budget is not None and too_little_left(budget, first.usage):
-                flag(first.trace, "no self-check: too little budget left")
+                first.trace.flag("no self-check: too little budget left")
                 return first
             reason = self.self_check_reason(q, first)
         if reason is None:
@@ -382,12 +380,12 @@ class RoutedRAG:
         deadline ends keeps the answer so far, flagged. `verb` names the step in flags."""
         for route in escalation.routes_after(ans.route, ladder):
             if budget is not None and too_little_left(budget, ans.usage):
-                flag(ans.trace, f"not {verb} {route} ({reason}): too little budget left")
+                ans.trace.flag(f"not {verb} {route} ({reason}): too little budget left")
                 return ans
             try:
                 later = self._run_route(q, route, left_after(budget, ans.usage))
             except DeadlineError as e:
-                flag(ans.trace, f"not {verb} {route} ({reason}): {e}")
+                ans.trace.flag(f"not {verb} {route} ({reason}): {e}")
                 return ans
             ans = escalation.merge_escalated(ans, later, reason)
             reason = looks_unanswered(ans.text)

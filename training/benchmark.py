@@ -142,11 +142,9 @@ def _answer_row(route: str, it: Item, sig: dict, ans=None, error: str | None = N
             seconds=round(u.seconds, 4),
             llm_seconds_uncached=round(u.llm_seconds_uncached, 3),
             flags=list(ans.flags),
-            confidence=ans.trace.get("confidence"),  # the model's certainty: router+confidence replays it
+            confidence=ans.trace.confidence,  # the model's certainty: router+confidence replays it
             # the chunks the route answered from: the self-check is replayed on them (bench_cascade)
-            retrieved=[
-                r["chunk_id"] for r in ans.trace.get("retrieved") or [] if isinstance(r, dict) and "chunk_id" in r
-            ],
+            retrieved=[r["chunk_id"] for r in ans.trace.retrieved or [] if isinstance(r, dict) and "chunk_id" in r],
         )
     else:
         row.update(

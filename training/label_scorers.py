@@ -289,8 +289,8 @@ def score_answer(
             "seconds": round(u.seconds or (time.perf_counter() - t0), 3),
         }
         extra["answers_pred"][r] = ans.text
-        if ans.trace.get("confidence") is not None:  # the cheap routes' own certainty, for escalation
-            extra.setdefault("confidence", {})[r] = ans.trace["confidence"]
+        if ans.trace.confidence is not None:  # the cheap routes' own certainty, for escalation
+            extra.setdefault("confidence", {})[r] = ans.trace.confidence
         if ans.flags:  # visible fallbacks (a budget stop, a repaired plan): the label may be degraded
             extra.setdefault("flags", {})[r] = list(ans.flags)
     if not extra["errors"]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.base.trace import Trace
+
 HEADING_SEP = " > "  # between the headings of a heading path ("Title > Section > Subsection")
 
 
@@ -171,13 +173,16 @@ class Answer:
     text: str
     route: str
     usage: Usage
-    trace: dict = field(default_factory=dict)
+    trace: Trace = field(default_factory=Trace)  # a route's record (a dict) becomes a Trace
     route_probs: dict[str, float] | None = None
     sources: list[Source] = field(default_factory=list)  # what the answer was built on
 
+    def __post_init__(self) -> None:
+        self.trace = Trace.of(self.trace)
+
     @property
     def flags(self) -> list[str]:
-        return self.trace.get("flags", [])
+        return self.trace.flags
 
     def to_dict(self) -> dict:
         return {
@@ -185,6 +190,6 @@ class Answer:
             "route": self.route,
             "route_probs": self.route_probs,
             "usage": self.usage.to_dict(),
-            "trace": self.trace,
+            "trace": self.trace.to_dict(),
             "sources": [s.to_dict() for s in self.sources],
         }

@@ -176,15 +176,14 @@ def _cited(ans: "Answer", style: str) -> "Answer":
     """A reader answer's [n] that names no listed, numbered source is removed, and flagged."""
     if style != "reader":
         return ans
-    from engine.llm.base import flag
     from engine.routes.common import resolve_citations
 
     numbered = {s.n for s in ans.sources if s.n is not None}
     text, dropped = resolve_citations(ans.text, numbered)
-    ans.trace["citations_dropped"] = dropped
+    ans.trace.citations_dropped = dropped
     if dropped:
-        flag(ans.trace, f"citation {', '.join(f'[{n}]' for n in dropped)} named no listed source: removed")
+        ans.trace.flag(f"citation {', '.join(f'[{n}]' for n in dropped)} named no listed source: removed")
         ans.text = text
-        if "answer" in ans.trace:
-            ans.trace["answer"] = text
+        if "answer" in ans.trace.details:  # the logic route's record of its final answer
+            ans.trace.details["answer"] = text
     return ans

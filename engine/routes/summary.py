@@ -335,8 +335,8 @@ def answer_summary(
     layers = load_layers(kb)
     if layers is None:
         ans = answer_chunk(q, kb, llm, k=k, style=style)
-        ans.trace["fallback_from"] = "summary"
-        flag(ans.trace, f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
+        ans.trace.fallback_from = "summary"
+        ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
     usage = Usage()
     trace: dict = {"route": "summary", "llm_calls": [], "flags": []}

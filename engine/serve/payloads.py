@@ -16,20 +16,20 @@ def answer_json(ans: "Answer", *, with_trace: bool = False) -> dict:
         "answer": ans.text,
         "route": ans.route,
         "route_probs": ans.route_probs,
-        "decision": ans.trace.get("decision"),
+        "decision": ans.trace.decision,
         "sources": [s.to_dict() for s in ans.sources],
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
-        "ood": ans.trace.get("ood"),
+        "ood": ans.trace.ood,
         # how sure the model was of a chunk/summary answer (local model; None when not reported)
-        "confidence": ans.trace.get("confidence"),
+        "confidence": ans.trace.confidence,
         "dag": dag_of(ans),
     }
-    escalated = ans.trace.get("escalated_from")
+    escalated = ans.trace.escalated_from
     if escalated:
         out["escalated_from"] = {k: escalated.get(k) for k in ("route", "text", "reason", "usage")}
     if with_trace:
-        out["trace"] = ans.trace
+        out["trace"] = ans.trace.to_dict()
     return out
 
 
@@ -39,7 +39,7 @@ def dag_of(ans: "Answer") -> dict | None:
     on the other routes and for a logic answer that built no DAG. A node's `sources` are
     positions in the answer's `sources` list (0-based): a logic answer also lists, without a
     number, the chunks only its sub-questions saw."""
-    dag = ans.trace.get("dag") or {}
+    dag = ans.trace.dag or {}
     nodes = dag.get("nodes") or []
     if not nodes:
         return None
@@ -48,7 +48,7 @@ def dag_of(ans: "Answer") -> dict | None:
         for node_id in s.used_by:
             sources_of.setdefault(node_id, []).append(i)
     return {
-        "question": ans.trace.get("question"),
+        "question": ans.trace.question,
         "nodes": [
             {
                 "id": n.get("id"),

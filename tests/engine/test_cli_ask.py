@@ -7,14 +7,13 @@ the command passes (so what they do is the real RoutedRAG's doing)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
 import engine.routes.logic.solve as logic_mod
-from engine.base.types import Answer, Usage
+from engine.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.cli import main
 from engine.cli_ask import NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.pipeline import RoutedRAG
@@ -256,17 +255,12 @@ def test_skip_bad_answers_the_good_lines_and_counts_the_bad_ones_by_number(opene
     assert alone.exit_code == 2 and "--skip-bad go with --questions" in alone.output
 
 
-@dataclass
-class Source:
-    title: str
-    passage: int
-
-
-def test_a_record_carries_the_sources_when_the_answer_has_them():
-    fields = dict(text="Lima", route="chunk", route_probs=None, usage=Usage(), trace={}, flags=[])
-    assert "sources" not in answer_record("Q?", SimpleNamespace(**fields))  # an Answer of before `sources`
-    ans = SimpleNamespace(**fields, sources=[Source("Peru", 1), {"title": "Lima"}])
-    assert answer_record("Q?", ans)["sources"] == [{"title": "Peru", "passage": 1}, {"title": "Lima"}]
+def test_a_record_carries_the_answers_sources_and_its_trace_as_json():
+    src = Source.of(1, RetrievedChunk("c1", "peru", "Peru", "Lima is the capital of Peru.", 0.9))
+    trace = {"route": "chunk", "llm_calls": [], "flags": [], "confidence": 0.8}
+    record = answer_record("Q?", Answer("Lima", "chunk", Usage(), trace, sources=[src]), with_trace=True)
+    assert record["sources"] == [src.to_dict()] and record["confidence"] == 0.8 and record["ood"] is None
+    assert json.loads(json.dumps(record))["trace"] == trace
 
 
 # ---------------------------------------------------------------- the notice on a badly routed batch

@@ -186,7 +186,7 @@ class SureRAG(CascadeRAG):
     def _run_route(self, q, route, budget=None):
         ans = super()._run_route(q, route, budget)
         if route != "logic":
-            ans.trace["confidence"] = 0.95 if ans.text == BY_QUESTION[q][0] else 0.3
+            ans.trace.confidence = 0.95 if ans.text == BY_QUESTION[q][0] else 0.3
         return ans
 
 
