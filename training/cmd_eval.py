@@ -76,7 +76,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     if gated not in router.routes:
         raise LogicRouteError(f"the router has no route {gated!r} (routes: {', '.join(router.routes)})")
     costs = {r: NOMINAL_TOKENS.get(r, NOMINAL_TOKENS["logic"]) for r in router.routes}
-    cost_source = "nominal (ARCHITECTURE.md anchor)"
+    cost_source = "nominal (router.policy.NOMINAL_TOKENS)"
     if costs_file:
         from training.labels import read_labels, route_cost
 

@@ -182,9 +182,7 @@ def _rewrite(st: SolveState, n: SubQuestion, g) -> None:
             max_tokens=REWRITE_MAX_TOKENS,
         )
         text = _first_line(c.text)
-    except BudgetExhausted:
-        raise
-    except LLMError as e:
+    except LLMError as e:  # a BudgetExhausted is not one: it stops solving
         flag(st.trace, f"rewrite of {n.id} failed ({e}): parents' answers appended instead")
         text = ""
     if not text:
