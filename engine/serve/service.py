@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.budget import Budget
 from engine.llm.urls import redact
-from engine.routes import ROUTES, check_route
+from engine.routes import ROUTES
 from engine.routes.common import check_question
 from engine.serve.admission import Admission
 from engine.serve.config import ServeConfig
@@ -97,15 +97,14 @@ class AnswerService:
         """One answer (runs on an answering thread). `deadline` (time.monotonic) becomes the
         answer's Budget(max_seconds) unless the request asked for less, so the logic route stops
         solving and answers from what it found instead of running past it. `cancel`: set when
-        the client goes away; no LLM call starts after it (ClientGone)."""
-        q = check_question(question)
-        check_route(options.route)
+        the client goes away; no LLM call starts after it (ClientGone). The question and the route
+        are checked by RoutedRAG.answer (and by the HTTP app before the request takes a queue place)."""
         budget = self.budget_for(options.limits, deadline - time.monotonic())
         rag = self.rag_for(options.style)
 
         def run():
             check_cancelled(cancel)  # its client left while it waited in the queue
-            ans = rag.answer(q, route=options.route, budget=budget, escalate=options.escalate)
+            ans = rag.answer(question, route=options.route, budget=budget, escalate=options.escalate)
             check_cancelled(cancel)  # an answer cut short for a client that left is nobody's answer
             return ans
 
