@@ -130,10 +130,17 @@ class LogicrouteAdapter(PeerAdapter):
         return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(u.seconds, 3))
 
     def settings(self) -> dict:
+        from engine.routes.logic.config import preset_config, resolve_preset
+
         out: dict[str, Any] = {"route": "auto (router)" if self.route == "router" else self.route, "k": self.ctx.k}
         out["style"] = self.ctx.style
-        if self.rag is not None and self.route != "chunk":
-            out["logic_config"] = self.rag.logic_config().fingerprint()
+        if self.route != "chunk":  # what RoutedRAG.logic_config() resolves, known before the KB is open
+            preset = resolve_preset(self.ctx.options.get("logic_preset", "auto"), self.ctx.style)
+            out["logic_preset"] = preset
+            out["logic_config"] = preset_config(preset, k=self.ctx.k).fingerprint()
+            out["logic_max_seconds"] = float(self.ctx.options.get("logic_max_seconds", 1800))
+        if self.route == "router":
+            out["router"] = "the shipped generalist"
         out["indexing"] = "passages as chunks, extractive summary layers (no LLM)"
         return out
 

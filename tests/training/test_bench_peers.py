@@ -189,6 +189,26 @@ def test_an_unknown_system_is_an_error_naming_the_choices(tmp_path, fake):
         run(tmp_path, systems=("nope",))
 
 
+def test_logicroutes_own_rows_index_with_no_llm_call_and_book_each_answers_usage(tmp_path, fake, monkeypatch):
+    from hierarchy.documents import Chunk
+    from tests.fakes import WordOverlapKB
+    from training.bench_peers import builtin_registry
+
+    def kb_of(path, passages, show_progress=True):
+        return WordOverlapKB(Chunk(p.id, p.id, p.title, p.text, 0) for p in passages)
+
+    monkeypatch.setattr("training.bench_data.build_or_open_kb", kb_of)
+    llm = ScriptedLLM(rules={q: gold for q, gold, *_ in FACTS})
+    cfg = PeersConfig(data=write_set(tmp_path), systems=("chunk",), out=str(tmp_path / "out"), n=4)
+    cfg.show_progress = False
+    report = run_peers(cfg, {"chunk": builtin_registry()["chunk"]}, llm, echo=lambda s: None)
+    row = report["systems"][0]
+    assert row["index_llm_calls"] == 0 and row["index_passages"] == 8
+    assert row["questions"] == 4 and row["em"] == 100.0 and row["llm_calls_per_q"] == 1.0
+    assert row["prompt_tokens_per_q"] == pytest.approx(llm.reported_tokens[0] / 4, abs=0.1)
+    assert row["settings"]["route"] == "chunk" and row["settings"]["k"] == 3
+
+
 # ------------------------------------------------------------- the subprocess protocol
 
 ECHO_RUNNER = """
