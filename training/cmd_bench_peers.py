@@ -101,6 +101,10 @@ def bench_peers(
     options = _options(settings, venvs, logic_preset)
     proc = None
     if serve_local:
+        import signal
+
+        # a `kill` of this command must stop the server too: SIGTERM unwinds through the finally below
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         llm_spec, proc = _serve(llm_spec, server_port, server_ctx, threads, Path(out))
     args = next((sys.argv[i + 1 :] for i, a in enumerate(sys.argv) if a == "peers"), [])
     command = " ".join(["logicroute bench peers", *args])
