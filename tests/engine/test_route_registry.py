@@ -1,0 +1,90 @@
+"""The route registry: every surface that names routes reads them off it, and a route carries
+its own settings."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from engine.base.errors import LogicRouteError
+from engine.budget import Budget, left_after, limits_of
+from engine.pipeline import RoutedRAG
+from engine.routes import (
+    CHEAP_ROUTES,
+    ROUTE_CHOICES,
+    ROUTES,
+    TOP_ROUTE,
+    ChunkRoute,
+    LogicRoute,
+    RouteContext,
+    SummaryRoute,
+    answer_on,
+    make_route,
+    route_set,
+)
+from engine.routes.logic.config import LogicConfig
+from engine.routes.summary_config import SummaryConfig
+from tests.fakes import FakeRouter, HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb, make_rag
+from tests.samples import PASSAGES
+
+
+def test_the_routes_are_ordered_by_cost_and_the_cheap_ones_climb_to_the_top():
+    assert ROUTES == ("chunk", "summary", "logic") and ("auto", *ROUTES) == ROUTE_CHOICES
+    assert ROUTES[:-1] == CHEAP_ROUTES and TOP_ROUTE == "logic"
+
+
+def test_every_surface_that_names_routes_offers_the_registrys_names():
+    from engine.cli_ask import ask
+    from engine.escalation import RETRY_ROUTES
+    from engine.serve.mcp_tools import RouteName
+    from engine.serve.openai_compat import MODEL_ROUTES
+    from engine.serve.schemas import QueryBody
+
+    route_option = next(p for p in ask.params if p.name == "route")
+    assert tuple(route_option.type.choices) == ROUTE_CHOICES
+    assert tuple(QueryBody.model_json_schema()["properties"]["route"]["enum"]) == ROUTE_CHOICES
+    assert typing.get_args(RouteName) == ROUTE_CHOICES
+    assert tuple(MODEL_ROUTES.values()) == ROUTE_CHOICES
+    assert ROUTES[1:] == RETRY_ROUTES
+
+
+def test_a_route_takes_only_its_own_settings():
+    assert make_route("summary", SummaryConfig(context_words=200)).config.context_words == 200
+    with pytest.raises(LogicRouteError, match="the chunk route's settings are none"):
+        make_route("chunk", LogicConfig())
+    with pytest.raises(LogicRouteError, match="a LogicConfig"):
+        make_route("logic", SummaryConfig())
+
+
+def test_a_route_set_gives_each_route_the_settings_of_its_type():
+    summary, logic = SummaryConfig(collapsed=True), LogicConfig(k=5)
+    routes = route_set(summary, logic)
+    assert routes == {"chunk": ChunkRoute(), "summary": SummaryRoute(summary), "logic": LogicRoute(logic)}
+
+
+def test_a_budget_bounds_the_logic_route_and_what_it_leaves_after_an_attempt():
+    budget = Budget(max_llm_calls=8, max_seconds=30.0, threshold=0.4)
+    assert LogicRoute(LogicConfig(k=4)).bounded(limits_of(budget)).config == LogicConfig(
+        k=4, max_llm_calls=8, max_seconds=30.0
+    )
+    assert ChunkRoute().bounded(limits_of(budget)) == ChunkRoute()  # one call: nothing to cut
+    spent = make_rag(ScriptedLLM(["Warsaw"]), style="short").answer("Where was Marie Curie born?", route="chunk")
+    left = left_after(budget, spent.usage)
+    assert left.max_llm_calls == 7 and left.max_seconds == 30.0 - spent.usage.seconds and left.threshold == 0.4
+    assert left_after(None, spent.usage) is None
+
+
+def test_the_routed_rag_passes_its_summary_settings_to_the_summary_route(tmp_path):
+    kb = layered_kb(tmp_path / "kb", HashedBowEmbedder())
+    rag = RoutedRAG(kb=kb, llm=ScriptedLLM(["lava"]), router=FakeRouter(), summary_config=SummaryConfig(collapsed=True))
+    ans = rag.answer("Which volcano eruption had lava?", route="summary")
+    assert ans.route == "summary" and ans.trace["collapsed"] and ans.trace["summary_config"]["collapsed"]
+
+
+def test_a_route_run_by_itself_checks_the_question_and_the_style_first():
+    kb, llm = WordOverlapKB.titled(PASSAGES), ScriptedLLM(["Warsaw"])
+    with pytest.raises(LogicRouteError, match="style"):
+        answer_on("chunk", "Where was Marie Curie born?", RouteContext(kb, llm, style="long"))
+    ans = answer_on("chunk", "  Where was   Marie Curie born? ", RouteContext(kb, llm))
+    assert ans.text == "Warsaw" and "Question: Where was Marie Curie born?" in llm.calls[0]["messages"][-1]["content"]
