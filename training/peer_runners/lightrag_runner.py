@@ -29,6 +29,8 @@ DEFAULTS = {
     "max_tokens": 1024,  # per LLM call unless LightRAG asks for a number
     "llm_max_async": 1,  # the local model answers one call at a time
     "llm_timeout_s": 3600,
+    # the harness serves one request at a time: an embedding may wait behind a long LLM call
+    "embedding_timeout_s": 3600,
     "response_type": "a short phrase",
     "answer_instruction": "",
 }
@@ -109,6 +111,7 @@ class Runner:
             llm_model_name="harness",
             llm_model_max_async=s["llm_max_async"],
             default_llm_timeout=s["llm_timeout_s"],
+            default_embedding_timeout=s["embedding_timeout_s"],
             embedding_func=EmbeddingFunc(embedding_dim=dim, max_token_size=512, func=embed),
             tokenizer=Tokenizer("pieces", PieceTokenizer()),
             chunk_token_size=s["chunk_token_size"],
