@@ -1,9 +1,10 @@
 """RagConfig: everything a user sets on RoutedRAG, in one documented object (docs/configuration.md
-is its table). The commands read it from a TOML file (`--config FILE`) and `--set KEY=VALUE`
-pairs; a library user passes it to RoutedRAG:
+is its table). RoutedRAG is a RagConfig with a knowledge base and its parts, so the settings have
+this one home. The commands read it from a TOML file (`--config FILE`) and `--set KEY=VALUE`
+pairs; a library user passes it, or its fields, to RoutedRAG:
 
     config = RagConfig.load("logicroute.toml", sets=["k=5", "budget.max_seconds=60"])
-    rag = RoutedRAG.open("kb/", config=config)
+    rag = RoutedRAG.open("kb/", config=config)          # or RoutedRAG.open("kb/", k=5, ...)
 
 The file holds the fields below at the top level and the cost limits in a [budget] table
 (engine.budget.Budget: max_llm_calls, max_prompt_tokens, max_seconds, and `thresholds`, the file
@@ -28,11 +29,10 @@ from engine.ood_policy import DEFAULT_OOD_POLICY, check_ood_policy
 from engine.prompts.answer import check_style
 from engine.routes.logic.config import PRESET_CHOICES
 
-RETRIEVALS = ("hybrid", "dense", "lexical")
 BUDGET_KEYS = ("max_llm_calls", "max_prompt_tokens", "max_seconds", "thresholds")
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True)
 class RagConfig:
     """What a user chooses for RoutedRAG. Defaults are what `ask` does without options."""
 
@@ -89,19 +89,21 @@ class RagConfig:
             raise ConfigError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
         if self.logic_preset not in PRESET_CHOICES:
             raise ConfigError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
-        if self.retrieval is not None and self.retrieval not in RETRIEVALS:
-            raise ConfigError(f"unknown retrieval {self.retrieval!r}: one of {', '.join(RETRIEVALS)}")
+        if self.retrieval is not None:
+            from hierarchy.retrieval import check_mode
+
+            check_mode(self.retrieval)
         check_style(self.style)
         check_ood_policy(self.ood_policy)
-        object.__setattr__(self, "retry_routes", check_retry_routes(self.retry_routes))
+        self.retry_routes = check_retry_routes(self.retry_routes)
 
     @classmethod
     def help(cls) -> dict[str, str]:
-        return {f.name: f.metadata["help"] for f in fields(cls)}
+        return {f.name: f.metadata["help"] for f in fields(RagConfig)}
 
     def options(self) -> dict:
-        """The fields as keyword arguments (RoutedRAG takes them by the same names)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The settings as keyword arguments (RoutedRAG takes them by the same names)."""
+        return {f.name: getattr(self, f.name) for f in fields(RagConfig)}
 
     @classmethod
     def load(
@@ -132,7 +134,7 @@ class RagConfig:
 
     @classmethod
     def from_dict(cls, values: dict, budget: dict | None = None, where: str = "the configuration") -> "RagConfig":
-        names = [f.name for f in fields(cls) if f.name != "budget"]
+        names = [f.name for f in fields(RagConfig) if f.name != "budget"]
         unknown = sorted(set(values) - set(names)) + sorted(f"budget.{k}" for k in set(budget or {}) - set(BUDGET_KEYS))
         if unknown:
             raise ConfigError(

@@ -29,85 +29,29 @@ from engine import escalation
 from engine.base.errors import DeadlineError, LogicRouteError
 from engine.base.types import Answer
 from engine.budget import Budget, check_a_call_fits, left_after, limits_of, too_little_left
-from engine.llm.base import DEFAULT_LLM, LLM, LLMSettings, answer_scope
-from engine.ood_policy import DEFAULT_OOD_POLICY, OodOutcome, apply_ood_policy, check_ood_policy
-from engine.prompts.answer import check_style
+from engine.config import RagConfig
+from engine.llm.base import LLM, LLMSettings, answer_scope
+from engine.ood_policy import OodOutcome, apply_ood_policy
 from engine.routes import CHEAP_ROUTES, TOP_ROUTE, Route, RouteContext, check_route, route_set
 from engine.routes.common import check_question, looks_unanswered
-from engine.routes.logic.config import PRESET_CHOICES, LogicConfig, preset_config, resolve_preset
+from engine.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.routes.summary_config import SummaryConfig
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
 
-@dataclass
-class RoutedRAG:
-    """A knowledge base + an LLM + a router. Everything heavy loads on first use."""
+@dataclass(kw_only=True)
+class RoutedRAG(RagConfig):
+    """A knowledge base + an LLM + a router, answering under a RagConfig's settings (its fields:
+    engine.config, docs/configuration.md). Everything heavy loads on first use."""
 
     kb: "KnowledgeBase"
-    llm_spec: str = field(default=DEFAULT_LLM, metadata={"help": "LLM spec: local:MODEL, openai:MODEL[@BASE_URL]"})
-    checkpoint: str | None = field(default=None, metadata={"help": "router checkpoint; None: the KB's, else shipped"})
-    k: int = field(default=3, metadata={"help": "chunks per retrieval (LogicRAG uses 3)"})
-    cache: bool = field(default=True, metadata={"help": "on-disk LLM call cache"})
-    style: str = field(
-        default="reader",
-        metadata={
-            "help": "answer style: reader (sentences citing passages [n], 'Not in the indexed documents.' "
-            "instead of a guess) | short (the answer phrase, what EM/F1 benchmarks score)"
-        },
-    )
     llm: LLM | None = field(default=None, metadata={"help": "an LLM object; overrides llm_spec"})
     llm_settings: LLMSettings | None = field(
         default=None,
         metadata={"help": "timeout (s per try) and retries of a remote LLM; the spec's ?timeout=&retries= win"},
     )
-    logic_preset: str = field(
-        default="auto",
-        metadata={
-            "help": "the logic route's settings (engine.routes.logic.config.PRESETS): auto (lean for short "
-            "answers, paper for the reader style) | paper (every mechanism of the paper) | lean (the cost cuts:"
-            " 38-82% of paper's tokens, better on multi-hop sets, worse on lookups:"
-            " docs/results/router/lean_logic_labels.md)"
-        },
-    )
-    escalate: bool = field(
-        default=False,
-        metadata={
-            "help": "default for answer(escalate=None): also check the chunk/summary answers that give an answer "
-            "(confidence below escalate_below, else a self-check call) and retry the failing ones on logic"
-        },
-    )
-    retry_unanswered: bool = field(
-        default=True,
-        metadata={
-            "help": "a chunk/summary answer that says it has no answer ('unknown', the reader style's 'Not in the "
-            "indexed documents.') is answered again up retry_routes, escalate or not; free unless it fires "
-            "(leave-one-dataset-out, GraphRAG-Bench Medical: docs/results/router/retry_ladder.md)"
-        },
-    )
-    retry_routes: tuple[str, ...] = field(
-        default=escalation.RETRY_ROUTES,
-        metadata={
-            "help": "the retry's ladder: the routes costlier than the first answer's are tried in this order "
-            "until one answers (summary, logic: the cheap summary first; logic alone: ('logic',))"
-        },
-    )
-    self_check: bool = field(
-        default=True,
-        metadata={
-            "help": "when escalating, also ask the LLM whether the passages answer the question (one extra call)"
-        },
-    )
-    escalate_below: float | None = field(
-        default=None,
-        metadata={
-            "help": "when escalating, a chunk/summary answer whose confidence (the geometric mean probability "
-            "of its tokens; the local model reports it) is below this goes to logic, and no self-check call "
-            "is made for it; None, or an LLM without token probabilities: the self-check decides"
-        },
-    )
-    budget: Budget | None = field(default=None, metadata={"help": "default Budget for answer(budget=None)"})
     router: object | None = field(
         default=None,
         metadata={
@@ -115,25 +59,12 @@ class RoutedRAG:
             "overrides checkpoint"
         },
     )
-    ood_policy: str = field(
-        default=DEFAULT_OOD_POLICY,
-        metadata={
-            "help": "a question far from the router's training questions: chunk-escalate | chunk | logic | route"
-        },
-    )
-    retrieval: str | None = field(default=None, metadata={"help": "hybrid | dense | lexical; None: the KB's own"})
     summary_config: SummaryConfig | None = field(
         default=None, metadata={"help": "the summary route's settings (engine.routes.summary_config); None: defaults"}
     )
 
     def __post_init__(self) -> None:
-        if self.escalate_below is not None and not 0.0 < self.escalate_below <= 1.0:
-            raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
-        check_ood_policy(self.ood_policy)
-        self.retry_routes = escalation.check_retry_routes(self.retry_routes)
-        if self.logic_preset not in PRESET_CHOICES:
-            raise LogicRouteError(f"unknown logic preset {self.logic_preset!r}: one of {', '.join(PRESET_CHOICES)}")
-        check_style(self.style)
+        super().__post_init__()
         self._lock = threading.Lock()
         if self.kb is not None and self.retrieval is not None:  # every route's searches (hierarchy.retrieval)
             self.kb.use_retrieval(self.retrieval)
@@ -142,10 +73,11 @@ class RoutedRAG:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def open(cls, kb: str | Path, **options) -> "RoutedRAG":
+    def open(cls, kb: str | Path, config: RagConfig | None = None, **options) -> "RoutedRAG":
+        """The KB at `kb` under `config`'s settings (default: RagConfig()), `options` over them."""
         from hierarchy.kb import KnowledgeBase
 
-        return cls(kb=KnowledgeBase.open(kb), **options)
+        return cls(kb=KnowledgeBase.open(kb), **{**(config.options() if config else {}), **options})
 
     @classmethod
     def build(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 _LAZY = {
     "RoutedRAG": "engine.pipeline",
+    "RagConfig": "engine.config",
     "Budget": "engine.budget",
     "Answer": "engine.base.types",
     "Source": "engine.base.types",
