@@ -51,6 +51,13 @@ AGREEMENT_HELP = (
     help="routes to run, e.g. chunk,logic (logic among them) [default: every route of the router the KB can run; "
     "summary needs the KB's summary layers]",
 )
+@click.option(
+    "--kinds",
+    default=None,
+    metavar="KIND=WEIGHT,...",
+    help="how the questions written are shared among the kinds single, bridge, comparison and overview, e.g. "
+    "single=1,bridge=2 (a kind left out is not written) [default: the writer's shares]",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="which questions are written, the split, training")
 @click.option(
     "--train-seed",
@@ -84,6 +91,7 @@ def adapt(
     llm_spec,
     from_ckpt,
     routes,
+    kinds,
     seed,
     train_seed,
     judge,
@@ -114,6 +122,7 @@ def adapt(
         judge=judge,
         out=out,
         routes=wanted,
+        kinds=_kinds(kinds),
         llm_spec=llm_spec,
         embedder=injected_embedder(ctx),
     )
@@ -128,6 +137,20 @@ def adapt(
         cells = "  ".join(f"{name} {m['score']} ({m['tokens']:.0f} tok)" for name, m in part["systems"].items())
         click.echo(f"{title} (n={next(iter(part['systems'].values()))['n']}): {cells}")
     click.echo(f"router saved in the KB: {result.checkpoint} (ask and serve use it); report: {result.report_path}")
+
+
+def _kinds(value: str | None) -> dict[str, float] | None:
+    """--kinds single=1,bridge=2 as {kind: weight}; the writer checks the names."""
+    if not value:
+        return None
+    out = {}
+    for part in (p.strip() for p in value.split(",") if p.strip()):
+        kind, _, weight = part.partition("=")
+        try:
+            out[kind.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise click.BadParameter(f"{part!r}: give KIND=WEIGHT, e.g. bridge=2", param_hint="--kinds") from None
+    return out
 
 
 COMMANDS = [adapt]

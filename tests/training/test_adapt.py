@@ -253,3 +253,14 @@ def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_train
     again = CliRunner().invoke(main, [*args, "--train-seed", "1"], obj={"embedder": embedder()})
     assert again.exit_code == 0, again.output
     assert len(llms[1].calls) == 0 and json.loads(report.read_text())["train_seed"] == 1  # the labels were kept
+
+
+def test_kinds_are_read_as_weights_and_a_bad_weight_names_the_option():
+    import click
+
+    from training.cmd_adapt import _kinds
+
+    assert _kinds("single=1, bridge=2.5,overview") == {"single": 1.0, "bridge": 2.5, "overview": 1.0}
+    assert _kinds(None) is None
+    with pytest.raises(click.BadParameter, match="KIND=WEIGHT"):
+        _kinds("bridge=lots")
