@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from engine.base.errors import LogicRouteError
 from engine.base.types import Usage
@@ -54,12 +53,8 @@ class Budget:
 
     @classmethod
     def from_policy(cls, policy, **limits) -> "Budget":
-        """A Budget from a threshold policy: a router.policy.Policy or the path of the
-        thresholds.json that `logicroute calibrate` writes."""
-        if isinstance(policy, (str, Path)):
-            from router.policy import Policy
-
-            policy = Policy.load(policy)
+        """A Budget from a threshold policy (router.policy.Policy; a thresholds.json file:
+        engine.config.thresholds_budget)."""
         if policy.kind != "threshold" or policy.route != "logic":
             raise LogicRouteError("a Budget takes a threshold policy on the logic route")
         return cls(threshold=float(policy.threshold), logic_share=policy.target_share, **limits)
@@ -96,12 +91,12 @@ def check_a_call_fits(budget: Budget | None, questions: Sequence[str], kb, k: in
     route's cheapest answer is one call over the question and its k best passages (the chunk
     route's only call; the logic route's final answer when it has to stop at once), so a budget
     below that prompt makes no call and gives a blank answer. The prompt is estimated as the logic
-    route estimates every call it may make (engine.routes.logic.state.estimate_prompt_tokens)."""
+    route estimates every call it may make (engine.llm.base.estimate_prompt_tokens)."""
     if budget is None or budget.max_prompt_tokens is None or not questions:
         return
+    from engine.llm.base import estimate_prompt_tokens
     from engine.prompts.answer import answer_messages
     from engine.prompts.passages import format_passages
-    from engine.routes.logic.state import estimate_prompt_tokens
 
     def smallest(q: str) -> int:
         return estimate_prompt_tokens(answer_messages(q, format_passages(kb.search(q, k=k)), style=style))

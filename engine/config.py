@@ -153,10 +153,17 @@ class RagConfig:
             raise ConfigError(f"{where}: {e}") from None
 
 
+def thresholds_budget(path: str | Path, **limits) -> Budget:
+    """The Budget of the thresholds.json that `logicroute calibrate` writes, with `limits`."""
+    from router.policy import Policy
+
+    return Budget.from_policy(Policy.load(path), **limits)
+
+
 def _budget(values: dict) -> Budget | None:
     thresholds = values.pop("thresholds", None)
     if thresholds:
-        return Budget.from_policy(thresholds, **values)
+        return thresholds_budget(thresholds, **values)
     return Budget(**values) if values else None
 
 

@@ -238,9 +238,9 @@ class FakeGuardedRouter(FakeRouter):
 def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
     """A stand-in for answer_logic: two LLM calls booked like the real route."""
 
-    def answer_logic(question, kb, llm, config=None, style="short"):
+    def answer_logic(question, kb, llm, config=None, style="short", budget=None):
         if calls_log is not None:
-            calls_log.append({"question": question, "config": config})
+            calls_log.append({"question": question, "config": config, "budget": budget})
         usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": []}}
         call_llm(
             llm, [{"role": "user", "content": f"Decompose: {question}"}], purpose="decompose", usage=usage, trace=trace

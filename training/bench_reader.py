@@ -33,7 +33,7 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     from dataclasses import fields
 
     from engine.routes import ROUTES
-    from engine.routes.logic.config import PRESETS, preset_config
+    from engine.routes.logic.config import PRESETS
     from training.logic_experiment import LogicExperiment, experiment
 
     style, _, rest = spec.rpartition(":")
@@ -57,8 +57,6 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
         kind = str(types[key])
         cast = {"bool": lambda v: v not in ("0", "false", "False"), "int": int, "float": float}.get(kind, str)
         over[key] = cast(value)
-    if not over:
-        return style, "logic", preset_config(preset, k=k, max_seconds=max_seconds)
     return style, "logic", experiment(preset, k=k, max_seconds=max_seconds, **over)
 
 

@@ -254,9 +254,9 @@ LOGIC_MAX_SECONDS = 1800.0
 
 def answer_route(route: str, question: str, kb, llm, k: int = 3, style: str = "short", logic_preset: str = "paper"):
     """The answer scorer's default runner: the route as the registry runs it."""
-    from engine.routes.logic.config import preset_config
+    from training.logic_experiment import experiment
 
-    config = preset_config(logic_preset, k=k, max_seconds=LOGIC_MAX_SECONDS) if route == LogicRoute.name else None
+    config = experiment(logic_preset, k=k, max_seconds=LOGIC_MAX_SECONDS) if route == LogicRoute.name else None
     return answer_on(make_route(route, config), question, RouteContext(kb, llm, k, style))
 
 

@@ -1,6 +1,7 @@
 """The logic route under experiment: LogicExperiment is a LogicConfig with a switch for each of
 the route's fixed mechanisms (engine.routes.logic.config.FIXED_MECHANISMS): the paper's four, each
-turned off in turn for its ablation, and the prompt forms and cost cuts measured against them.
+turned off in turn for its ablation, and the prompt forms and cost cuts measured against them; and
+caps of its own where an answer's budget sets none (bench logic relaxes the time).
 The bench commands build it (bench logic's systems, bench reader's `preset+FIELD=VALUE` specs) and
 pass it where a LogicConfig goes: the route reads each mechanism through
 engine.routes.logic.config.mechanism, so the product's config holds only what a user chooses.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from engine.routes.logic.config import FIXED_MECHANISMS, PRESETS, LogicConfig
+from engine.routes.logic.config import FIXED_MECHANISMS, LOGIC_CAPS, PRESETS, LogicConfig
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,19 @@ class LogicExperiment(LogicConfig):
             "help": "show the rolling memory to the reflection call beside the sub-questions' answers "
             "(off: the answers alone, ~150 fewer prompt tokens a reflection at memory_words 150)"
         },
+    )
+
+    max_llm_calls: int = field(
+        default=LOGIC_CAPS.max_llm_calls,
+        metadata={"help": "the experiment's own cap of LLM calls a question (an answer's budget wins)"},
+    )
+    max_prompt_tokens: int = field(
+        default=LOGIC_CAPS.max_prompt_tokens,
+        metadata={"help": "the experiment's own cap of prompt tokens a question (an answer's budget wins)"},
+    )
+    max_seconds: float = field(
+        default=LOGIC_CAPS.max_seconds,
+        metadata={"help": "the experiment's own cap of seconds a question: bench logic relaxes it (BENCH_MAX_SECONDS)"},
     )
 
     def __post_init__(self) -> None:

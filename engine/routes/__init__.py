@@ -12,10 +12,11 @@ Route modules load on first use, so importing this package is instant."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from engine.base.errors import LogicRouteError
+from engine.budget import Budget, limits_of
 from engine.prompts.answer import check_style
 from engine.routes.common import check_question
 from engine.routes.logic.config import LogicConfig
@@ -100,23 +101,24 @@ class SummaryRoute:
 @dataclass(frozen=True)
 class LogicRoute:
     """LogicRAG: a DAG of sub-questions solved rank by rank (engine.routes.logic). Its config's
-    k wins over the context's (no config: LogicConfig(k=ctx.k)); a budget's limits become its
-    config's max_* (it stops solving and answers from what it found)."""
+    k wins over the context's (no config: LogicConfig(k=ctx.k)); a budget's limits bound it (it
+    stops solving and answers from what it found; engine.routes.logic.config.caps)."""
 
     name: ClassVar[str] = "logic"
     cost_rank: ClassVar[int] = 2
     cheap: ClassVar[bool] = False
     settings: ClassVar[type | None] = LogicConfig
     config: LogicConfig | None = None
+    budget: Budget | None = None
 
     def answer(self, question: str, ctx: RouteContext) -> "Answer":
         from engine.routes.logic.solve import answer_logic
 
         cfg = self.config or LogicConfig(k=ctx.k)
-        return _cited(answer_logic(question, ctx.kb, ctx.llm, cfg, style=ctx.style), ctx.style)
+        return _cited(answer_logic(question, ctx.kb, ctx.llm, cfg, style=ctx.style, budget=self.budget), ctx.style)
 
     def bounded(self, limits: dict) -> "LogicRoute":
-        return LogicRoute(replace(self.config or LogicConfig(), **limits)) if limits else self
+        return LogicRoute(self.config, Budget(**{**limits_of(self.budget), **limits})) if limits else self
 
 
 ROUTE_TYPES: dict[str, type] = {

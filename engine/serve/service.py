@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.budget import Budget
+from engine.config import thresholds_budget
 from engine.llm.urls import redact
 from engine.routes import ROUTES
 from engine.routes.common import check_question
@@ -76,7 +77,7 @@ class AnswerService:
         from hierarchy.kb import KnowledgeBase
 
         kb = KnowledgeBase.open(kb_dir, embedder)
-        budget = Budget.from_policy(thresholds) if thresholds else rag_options.pop("budget", None)
+        budget = thresholds_budget(thresholds) if thresholds else rag_options.pop("budget", None)
         return cls(RoutedRAG(kb=kb, budget=budget, **rag_options), config)
 
     def warm_up(self) -> None:

@@ -71,8 +71,8 @@ def test_the_limits_bound_the_logic_route(opened, tmp_path):
     assert res.exit_code == 0, res.output
     budget = opened.options[-1]["budget"]
     assert (budget.max_llm_calls, budget.max_prompt_tokens, budget.max_seconds) == (5, 900, 30.0)
-    config = opened.logic_calls[-1]["config"]
-    assert (config.max_llm_calls, config.max_prompt_tokens, config.max_seconds) == (5, 900, 30.0)
+    got = opened.logic_calls[-1]["budget"]
+    assert (got.max_llm_calls, got.max_prompt_tokens, got.max_seconds) == (5, 900, 30.0)
 
 
 def test_a_prompt_token_limit_no_call_fits_in_is_one_line_and_no_call(opened, tmp_path):
@@ -89,7 +89,7 @@ def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
     assert res.exit_code == 0, res.output
     budget = opened.options[-1]["budget"]
     assert (budget.threshold, budget.max_llm_calls) == (0.5, 4)
-    assert opened.logic_calls[-1]["config"].max_llm_calls == 4
+    assert opened.logic_calls[-1]["budget"].max_llm_calls == 4
 
 
 def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, tmp_path):
@@ -346,7 +346,7 @@ def test_mermaid_of_an_answer_without_a_dag_is_one_note(opened, tmp_path):
 
 
 def test_mermaid_of_a_logic_answer_draws_its_dag(opened, monkeypatch, tmp_path):
-    def answer_logic(question, kb, llm, config=None, style="short"):
+    def answer_logic(question, kb, llm, config=None, style="short", budget=None):
         dag = {"nodes": [{"id": "n1", "question": "Who directed it?", "rank": 0, "answer": "Nolan"}], "edges": []}
         return Answer("1970", "logic", Usage(), {"llm_calls": [], "flags": [], "dag": dag, "question": question})
 

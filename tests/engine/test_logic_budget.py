@@ -42,7 +42,7 @@ class TimedLLM(ScriptedLLM):
 @pytest.mark.parametrize("max_calls", [1, 2, 3, 4, 5, 6, 8])
 def test_llm_calls_never_pass_the_limit_even_when_every_structured_reply_is_retried(max_calls):
     llm = ScriptedLLM(malformed_first())
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_llm_calls=max_calls))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(), budget=Budget(max_llm_calls=max_calls))
     assert len(llm.calls) == ans.usage.llm_calls <= max_calls
     assert ans.usage.llm_calls == sum(c.get("attempts", 1) for c in ans.trace["llm_calls"])
     if max_calls < 8:
@@ -52,14 +52,14 @@ def test_llm_calls_never_pass_the_limit_even_when_every_structured_reply_is_retr
 @pytest.mark.parametrize("max_tokens", [60, 400, 900, 1600])
 def test_prompt_tokens_never_pass_the_limit(max_tokens):
     llm = ScriptedLLM(malformed_first())
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_prompt_tokens=max_tokens))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(), budget=Budget(max_prompt_tokens=max_tokens))
     assert sum(c.prompt_tokens for c in llm.completions) == ans.usage.prompt_tokens <= max_tokens
 
 
 def test_no_call_starts_after_the_deadline():
     llm = TimedLLM(malformed_first(), delay=0.05)
     t0 = time.perf_counter()
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_seconds=0.12))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(), budget=Budget(max_seconds=0.12))
     assert llm.starts and all(s - t0 < 0.12 for s in llm.starts)
     assert any("budget exhausted" in f for f in ans.flags)
 

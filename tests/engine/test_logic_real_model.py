@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.budget import Budget
 from engine.routes.logic.config import LogicConfig
 from engine.routes.logic.solve import answer_logic
 
@@ -37,8 +38,8 @@ def test_logic_route_local_llm_two_hop(tmp_path):
     kb.add([Document(id=f"d{i}", title=t, text=x) for i, (t, x) in enumerate(TWO_HOP)], show_progress=False)
     llm = make_llm(cache=tmp_path / "llm_cache.sqlite")
     # a generous deadline: this checks the DAG on the real model, not how busy the machine is
-    config = LogicConfig(max_seconds=3600)
-    ans = answer_logic("In which town was the director of the film The Silver Lantern born?", kb, llm, config)
+    q = "In which town was the director of the film The Silver Lantern born?"
+    ans = answer_logic(q, kb, llm, LogicConfig(), budget=Budget(max_seconds=3600))
     dag = ans.trace["dag"]
     assert len(dag["nodes"]) >= 2 and dag["edges"], dag
     by_id = {n["id"]: n for n in dag["nodes"]}

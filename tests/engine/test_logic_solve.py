@@ -13,8 +13,9 @@ import re
 import pytest
 
 from engine.base.errors import BadQuestionError, LLMError
+from engine.budget import Budget
 from engine.routes import LogicRoute, RouteContext, answer_on
-from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig
+from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig, caps
 from engine.routes.logic.render import trace_to_mermaid
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
@@ -143,7 +144,7 @@ def test_reflection_is_bounded_by_max_rounds():
             "Question: When was the director": "x",
         },
     )
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_rounds=2, max_llm_calls=50))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_rounds=2), budget=Budget(max_llm_calls=50))
     assert len(ans.trace["reflection"]) == 2 and len(ans.trace["dag"]["nodes"]) == 3
     assert any("after 2 rounds" in f for f in ans.flags)
 
@@ -168,7 +169,7 @@ def test_budget_stop_answers_from_memory_so_far():
         [CHAIN_PLAN, step({"q1": "Steven Spielberg"}, "Jaws was directed by Steven Spielberg."), "Steven Spielberg"]
     )
     # 4 calls: decompose and step q1 each keep room for a retry and the final answer; step q2 cannot
-    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(max_llm_calls=4))
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicConfig(), budget=Budget(max_llm_calls=4))
     assert any("budget exhausted" in f for f in ans.flags)
     assert purposes(ans) == ["decompose", "step q1", "answer"] and ans.usage.llm_calls == 3
     assert "Jaws was directed by Steven Spielberg." in llm.calls[-1]["messages"][-1]["content"]
@@ -277,22 +278,15 @@ def test_config_documents_every_field_a_user_chooses_and_experiments_every_fixed
         "keep_facts",
         "ground_retry",
         "cite_passages",
-        "max_llm_calls",
-        "max_prompt_tokens",
-        "max_seconds",
     }
-    assert set(LogicExperiment.help()) == set(h) | set(FIXED_MECHANISMS)
+    limits = {"max_llm_calls", "max_prompt_tokens", "max_seconds"}  # an experiment's own caps
+    assert set(LogicExperiment.help()) == set(h) | set(FIXED_MECHANISMS) | limits
     assert all(LogicExperiment.help().values())
     assert all(h.values())
     c = LogicConfig()
-    assert (c.k, c.max_rounds, c.memory_words, c.max_llm_calls, c.max_prompt_tokens, c.max_seconds) == (
-        3,
-        3,
-        150,
-        12,
-        12000,
-        300,
-    )
+    assert (c.k, c.max_rounds, c.memory_words) == (3, 3, 150)
+    assert caps(c, None) == Budget(max_llm_calls=12, max_prompt_tokens=12000, max_seconds=300)  # LOGIC_CAPS
+    assert caps(c, Budget(max_llm_calls=4)) == Budget(max_llm_calls=4, max_prompt_tokens=12000, max_seconds=300)
 
 
 def test_mermaid_shows_nodes_edges_and_answer():

@@ -8,21 +8,22 @@ import pytest
 
 import engine.routes.logic.solve as logic_mod
 from engine.base.errors import LogicRouteError
+from engine.config import thresholds_budget
 from engine.pipeline import Budget
 from tests.fakes import ScriptedLLM, fake_logic, make_rag
 
 
-def test_budget_limits_reach_the_logic_config(monkeypatch):
+def test_budget_limits_reach_the_logic_route_beside_its_config(monkeypatch):
     log: list = []
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(log))
     rag = make_rag(ScriptedLLM(rules={"Decompose": "plan", "Final answer": "x"}), k=5)
     rag.answer("Who?", route="logic", budget=Budget(max_llm_calls=4, max_prompt_tokens=900, max_seconds=20))
-    cfg = log[0]["config"]
-    assert (cfg.k, cfg.max_llm_calls, cfg.max_prompt_tokens, cfg.max_seconds) == (5, 4, 900, 20)
+    cfg, got = log[0]["config"], log[0]["budget"]
+    assert cfg.k == 5 and got == Budget(max_llm_calls=4, max_prompt_tokens=900, max_seconds=20)
     # the instance default applies when the call gives none
     rag.budget = Budget(max_llm_calls=3)
     rag.answer("Who?", route="logic")
-    assert log[1]["config"].max_llm_calls == 3
+    assert log[1]["budget"].max_llm_calls == 3
 
 
 def test_budget_validation():
@@ -60,7 +61,7 @@ def test_budget_from_a_thresholds_file(tmp_path):
     from router.policy import Policy
 
     Policy(kind="threshold", route="logic", threshold=0.42, target_share=0.3).save(tmp_path / "t.json")
-    b = Budget.from_policy(tmp_path / "t.json", max_llm_calls=6)
+    b = thresholds_budget(tmp_path / "t.json", max_llm_calls=6)
     assert (b.threshold, b.logic_share, b.max_llm_calls) == (0.42, 0.3, 6)
     with pytest.raises(LogicRouteError):
         Budget.from_policy(Policy())  # argmax is no threshold
@@ -70,7 +71,7 @@ def test_budget_from_a_thresholds_file(tmp_path):
 
 
 def test_a_prompt_token_budget_no_call_fits_in_is_refused_up_front_naming_the_smallest_that_works():
-    from engine.routes.logic.state import estimate_prompt_tokens
+    from engine.llm.base import estimate_prompt_tokens
 
     llm = ScriptedLLM(rules={"": "Ann Lee founded it."})
     rag = make_rag(llm)

@@ -106,7 +106,7 @@ def test_escalation_respects_the_budget(monkeypatch):
     ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=2))
     assert ans.route == "chunk" and any("too little budget" in f for f in ans.flags) and not log
     ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=5))
-    assert ans.route == "logic" and log[0]["config"].max_llm_calls == 4  # 5 minus the chunk call
+    assert ans.route == "logic" and log[0]["budget"].max_llm_calls == 4  # 5 minus the chunk call
 
 
 def test_failed_self_check_keeps_the_answer_visibly():

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from engine.budget import Budget
 from engine.routes import LogicRoute, RouteContext, answer_on, make_route
 from engine.routes.logic.config import preset_config, resolve_preset
 from tests.samples import VELMORA
@@ -38,8 +39,8 @@ def cited(text: str) -> set[int]:
 @pytest.mark.parametrize("style", ["reader", "short"])
 def test_the_two_hop_question_is_answered_right_on_each_styles_default_logic_settings(velmora, style):
     kb, llm = velmora
-    config = preset_config(resolve_preset("auto", style), max_seconds=3600)
-    ans = answer_on(LogicRoute(config), QUESTION, RouteContext(kb, llm, style=style))
+    config = preset_config(resolve_preset("auto", style))
+    ans = answer_on(LogicRoute(config, Budget(max_seconds=3600)), QUESTION, RouteContext(kb, llm, style=style))
     assert "kesh" in ans.text.lower(), (ans.text, ans.trace["dag"])
     if style == "reader":
         numbered = {s.n: s.title for s in ans.sources if s.n}
@@ -50,8 +51,8 @@ def test_the_two_hop_question_is_answered_right_on_each_styles_default_logic_set
 @pytest.mark.parametrize("route", ["chunk", "summary", "logic"])
 def test_every_citation_of_a_reader_answer_names_a_listed_source(velmora, route):
     kb, llm = velmora
-    config = preset_config(resolve_preset("auto", "reader"), max_seconds=3600)
-    on = make_route(route, config if route == LogicRoute.name else None)
+    config = preset_config(resolve_preset("auto", "reader"))
+    on = make_route(route, config if route == LogicRoute.name else None).bounded({"max_seconds": 3600})
     ans = answer_on(on, QUESTION, RouteContext(kb, llm, style="reader"))
     numbered = {s.n for s in ans.sources if s.n}
     assert numbered and cited(ans.text) <= numbered, (ans.text, numbered, ans.flags)

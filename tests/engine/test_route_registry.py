@@ -65,9 +65,8 @@ def test_a_route_set_gives_each_route_the_settings_of_its_type():
 
 def test_a_budget_bounds_the_logic_route_and_what_it_leaves_after_an_attempt():
     budget = Budget(max_llm_calls=8, max_seconds=30.0, threshold=0.4)
-    assert LogicRoute(LogicConfig(k=4)).bounded(limits_of(budget)).config == LogicConfig(
-        k=4, max_llm_calls=8, max_seconds=30.0
-    )
+    bounded = LogicRoute(LogicConfig(k=4)).bounded(limits_of(budget))
+    assert bounded == LogicRoute(LogicConfig(k=4), Budget(max_llm_calls=8, max_seconds=30.0))
     assert ChunkRoute().bounded(limits_of(budget)) == ChunkRoute()  # one call: nothing to cut
     spent = make_rag(ScriptedLLM(["Warsaw"]), style="short").answer("Where was Marie Curie born?", route="chunk")
     left = left_after(budget, spent.usage)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from engine.base.settings import Settings
+from engine.budget import LIMITS, Budget, limits_of
 
 # The mechanisms every preset runs the same way: the paper's four (graph pruning by merging a
 # rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
@@ -33,10 +34,27 @@ def mechanism(cfg: "LogicConfig", name: str):
     return getattr(cfg, name, FIXED_MECHANISMS[name])
 
 
+# What one logic answer may spend where its budget (engine.budget.Budget, the one home of limits:
+# RagConfig.budget, a request's limits) sets no limit: the final answer has a call in reserve.
+LOGIC_CAPS = Budget(max_llm_calls=12, max_prompt_tokens=12000, max_seconds=300)
+
+
+def caps(cfg: "LogicConfig", budget: Budget | None) -> Budget:
+    """The limits of one logic answer: each of the budget's, else an experiment's own (bench logic
+    relaxes the time: training/logic_experiment.py), else LOGIC_CAPS'."""
+
+    def pick(name: str):
+        given = (getattr(budget, name, None), getattr(cfg, name, None), getattr(LOGIC_CAPS, name))
+        return next(v for v in given if v is not None)
+
+    return Budget(**{name: pick(name) for name in LIMITS})
+
+
 @dataclass(frozen=True)
 class LogicConfig(Settings):
-    """What a user chooses for the logic route: a preset (PRESETS) with k and the budget's limits
-    on top. The presets are named values of it; the mechanisms they share are FIXED_MECHANISMS."""
+    """What a user chooses for the logic route: a preset (PRESETS) with k on top. The presets are
+    named values of it; the mechanisms they share are FIXED_MECHANISMS; what an answer may spend
+    is its Budget (caps)."""
 
     k: int = field(default=3, metadata={"help": "chunks retrieved per sub-question (a merged rank gets k x its size)"})
     max_rounds: int = field(default=3, metadata={"help": "self-reflection rounds at most (each may add sub-questions)"})
@@ -121,29 +139,25 @@ class LogicConfig(Settings):
             "sub-answer, so its [n] citations point at listed sources (off: the memory alone)",
         },
     )
-    max_llm_calls: int = field(default=12, metadata={"help": "budget: LLM calls per question (final answer included)"})
-    max_prompt_tokens: int = field(default=12000, metadata={"help": "budget: prompt tokens per question"})
-    max_seconds: float = field(default=300, metadata={"help": "budget: wall seconds per question"})
 
     def __post_init__(self) -> None:
         if (
             self.k < 1
             or self.max_rounds < 0
             or self.memory_words < 10
-            or self.max_llm_calls < 1
             or self.form_evidence_tokens < 0
             or self.keep_facts < 0
         ):
             raise ValueError(
-                f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10, max_llm_calls >= 1 and "
-                f"form_evidence_tokens, keep_facts >= 0 are required (got {self})"
+                f"bad LogicConfig: k >= 1, max_rounds >= 0, memory_words >= 10 and form_evidence_tokens, "
+                f"keep_facts >= 0 are required (got {self})"
             )
 
     def fingerprint_values(self) -> dict:
-        """The settings and the fixed mechanisms: a result stored under a config that set a
-        mechanism to its fixed value (before it was fixed) keeps its fingerprint."""
+        """The settings, the fixed mechanisms and the default caps: a result stored under a config
+        that held them as fields (before they left it) keeps its fingerprint."""
         fixed = {k: v for k, v in FIXED_MECHANISMS.items() if _FIXED_NEUTRAL.get(k, object()) != v}
-        return {**fixed, **asdict(self)}
+        return {**fixed, **limits_of(LOGIC_CAPS), **asdict(self)}
 
 
 # Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it (the

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Answer, Usage
+from engine.budget import Budget
 from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.logic.config import BudgetExhausted, LogicConfig, mechanism
+from engine.routes.logic.config import BudgetExhausted, LogicConfig, caps, mechanism
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
@@ -57,12 +58,18 @@ MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop
 
 
 def answer_logic(
-    q: str, kb: "KnowledgeBase", llm: LLM, config: LogicConfig | None = None, style: str = "short"
+    q: str,
+    kb: "KnowledgeBase",
+    llm: LLM,
+    config: LogicConfig | None = None,
+    style: str = "short",
+    budget: Budget | None = None,
 ) -> Answer:
     """Answer one question with query-time DAG reasoning. `q` and `style` as check_question and
-    check_style return them (the route registry's callers check them once). Failures fall back
-    visibly (trace["flags"]) instead of raising, except an LLMError on the final answer when
-    nothing at all was answered."""
+    check_style return them (the route registry's callers check them once); `budget`: what the
+    answer may spend (engine.routes.logic.config.caps). Failures fall back visibly
+    (trace["flags"]) instead of raising, except an LLMError on the final answer when nothing at
+    all was answered."""
     watch = Stopwatch()
     cfg = config or LogicConfig()
     usage = Usage()
@@ -77,7 +84,7 @@ def answer_logic(
         "memory": [],
         "reflection": [],
     }
-    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style)
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget))
     try:
         plan = _plan(st)
         add_nodes(st.nodes, plan)

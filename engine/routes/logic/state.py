@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.base.types import RetrievedChunk, Usage
-from engine.llm.base import LLM, Stopwatch, call_llm, reserve_left, stopped_words
+from engine.budget import Budget
+from engine.llm.base import LLM, Stopwatch, call_llm, estimate_prompt_tokens, reserve_left, stopped_words
 from engine.routes.common import says_unknown
-from engine.routes.logic.config import BudgetExhausted, LogicConfig, mechanism
+from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, mechanism
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
@@ -33,6 +34,7 @@ class SolveState:
     style: str = "short"  # the final answer's style (engine.prompts.answer)
     final_passages: list[RetrievedChunk] = field(default_factory=list)  # what the final prompt numbered
     facts: str = ""  # LogicConfig.keep_facts: sentences kept from the passages read (grounding.py)
+    limits: Budget = LOGIC_CAPS  # what this answer may spend (engine.routes.logic.config.caps)
 
 
 def budgeted_call(
@@ -49,25 +51,17 @@ def budgeted_call(
     malformed reply), so it needs room for both; non-final calls also keep one call in reserve
     for the final answer, so a budget stop still answers. Past the time limit the final answer
     still starts when the answer's deadline keeps its reserve try (engine.llm.base.answer_scope)."""
-    cfg, u = st.cfg, st.usage
+    cap, u = st.limits, st.usage
     attempts = 1 if schema is None else 2
     needed = attempts + (0 if final else 1)
-    if u.llm_calls + needed > cfg.max_llm_calls:
-        raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}+{needed} > {cfg.max_llm_calls})")
+    if u.llm_calls + needed > cap.max_llm_calls:
+        raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}+{needed} > {cap.max_llm_calls})")
     est = attempts * estimate_prompt_tokens(messages)
-    if u.prompt_tokens + est > cfg.max_prompt_tokens:
-        raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cfg.max_prompt_tokens})")
-    if st.watch.elapsed() >= cfg.max_seconds and not (final and reserve_left()):
-        raise BudgetExhausted(f"budget exhausted ({stopped_words(cfg.max_seconds)})")
+    if u.prompt_tokens + est > cap.max_prompt_tokens:
+        raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cap.max_prompt_tokens})")
+    if st.watch.elapsed() >= cap.max_seconds and not (final and reserve_left()):
+        raise BudgetExhausted(f"budget exhausted ({stopped_words(cap.max_seconds)})")
     return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
-
-
-def estimate_prompt_tokens(messages: list[dict]) -> int:
-    """An upper estimate of a prompt's tokens before it is sent: English runs ~0.75 words and
-    ~4 characters a token; names and numbers split finer, hence the larger of words / 0.75 and
-    characters / 3."""
-    text = " ".join(m["content"] for m in messages)
-    return int(max(len(text.split()) / 0.75, len(text) / 3)) + 1
 
 
 def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> list[RetrievedChunk]:
