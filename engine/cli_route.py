@@ -80,13 +80,14 @@ def dry_run(ctx, question: str | None, questions_file: str | None, checkpoint, b
     """`ask --dry-run`: the router's decision for QUESTION, or for every question of the file,
     under the budget's calibrated threshold when it has one (as RoutedRAG decides), else argmax."""
     from engine.cli_options import injected_embedder, read_items
+    from engine.routes import TOP_ROUTE
     from engine.routes.common import check_question
     from router.checkpoint import load_router
     from router.policy import Policy
 
     policy = None
     if budget is not None and budget.threshold is not None:
-        policy = Policy(kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share)
+        policy = Policy(kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share)
     if questions_file:
         items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
         router = load_router(checkpoint, embedder=injected_embedder(ctx))

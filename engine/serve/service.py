@@ -22,7 +22,7 @@ from engine.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.budget import Budget
 from engine.config import thresholds_budget
 from engine.llm.urls import redact
-from engine.routes import ROUTES
+from engine.routes import ROUTES, TOP_ROUTE
 from engine.routes.common import check_question
 from engine.serve.admission import Admission
 from engine.serve.config import ServeConfig
@@ -156,7 +156,7 @@ class AnswerService:
         policy = None
         if budget.threshold is not None:
             policy = Policy(
-                kind="threshold", route="logic", threshold=budget.threshold, target_share=budget.logic_share
+                kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share
             )
         router_route, form = decide_with_form(probs, policy, q)
         outcome = apply_ood_policy(router_route, ood, self.base.ood_policy)
