@@ -68,8 +68,6 @@ class RoutedRAG(RagConfig):
         self._lock = threading.Lock()
         if self.kb is not None and self.retrieval is not None:  # every route's searches (hierarchy.retrieval)
             self.kb.use_retrieval(self.retrieval)
-        # the routes with this instance's settings (a budget's limits are put on per answer)
-        self._routes: dict[str, Route] = route_set(self.summary_config, self.logic_config())
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -270,10 +268,14 @@ class RoutedRAG(RagConfig):
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
         return ans
 
+    def route(self, name: str, budget: Budget | None = None) -> Route:
+        """The route `name` with this instance's settings as they are now, inside `budget`'s limits."""
+        routes = route_set(self.summary_config, self.logic_config())
+        return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
+
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
         """`route`'s answer to the checked question `q`, inside `budget`'s limits."""
-        on = self._routes[route].bounded(limits_of(budget))
-        return on.answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
+        return self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
 
     def logic_config(self) -> LogicConfig:
         """The logic route's settings: the preset (logic_preset, for this style) at this top-k."""

@@ -81,6 +81,15 @@ def test_the_routed_rag_passes_its_summary_settings_to_the_summary_route(tmp_pat
     assert ans.route == "summary" and ans.trace["collapsed"] and ans.trace["summary_config"]["collapsed"]
 
 
+def test_a_routed_rag_builds_its_routes_from_its_settings_as_they_are_at_answer_time():
+    rag = make_rag(ScriptedLLM(), style="short", logic_preset="paper")
+    rag.k, rag.summary_config = 5, SummaryConfig(context_words=200)
+    assert rag.route("logic").config == LogicConfig(k=5) and rag.route("summary").config.context_words == 200
+    assert rag.route("logic", Budget(max_llm_calls=4)).budget.max_llm_calls == 4
+    with pytest.raises(LogicRouteError, match="unknown route"):
+        rag.route("auto")
+
+
 def test_a_route_run_by_itself_checks_the_question_and_the_style_first():
     kb, llm = WordOverlapKB.titled(PASSAGES), ScriptedLLM(["Warsaw"])
     with pytest.raises(LogicRouteError, match="style"):
