@@ -225,8 +225,9 @@ def benchmark(
 )
 @click.option("--k", default=3, show_default=True, help="chunks per retrieval")
 @click.option("--out", "out_dir", default="runs/bench_logic", show_default=True, type=click.Path(file_okay=False))
+@click.option("--no-cache", is_flag=True, help="every LLM call made for real (timings): not through the on-disk cache")
 @llm_option
-def bench_logic(n, offset, kb_n, systems, datasets, k, out_dir, llm_spec):
+def bench_logic(n, offset, kb_n, systems, datasets, k, out_dir, no_cache, llm_spec):
     """The logic route against the chunk route on 2Wiki and MuSiQue, per question type, with the
     paper's ablations (graph pruning, context pruning, reflection, sampling without replacement
     each switched off) and its reference numbers. Resumable; LLM calls through the cache."""
@@ -242,6 +243,7 @@ def bench_logic(n, offset, kb_n, systems, datasets, k, out_dir, llm_spec):
             k=k,
             kb_n=kb_n,
             offset=offset,
+            cache=not no_cache,
         )
     except ValueError as e:
         raise LogicRouteError(str(e)) from None
@@ -348,9 +350,10 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     "[default: --route in the reader style]",
 )
 @click.option("--out", "out_dir", default=None, help="output folder [default: runs/bench_reader/<DATA>]")
+@click.option("--no-cache", is_flag=True, help="every LLM call made for real (timings): not through the on-disk cache")
 @llm_option
 @click.pass_context
-def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, llm_spec):
+def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, no_cache, llm_spec):
     """Reader-style answers (sentences citing passages) on DATA: a shared set name or QA file, or
     'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, names
     only listed passages, and says "not in the indexed documents", wrongly so when a gold answer was
@@ -374,7 +377,8 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, llm_spec):
         items = [(q.id, q.text, q.answers) for q in questions]
         layers = route == "summary" or any(":summary" in s or s == "summary" for s in systems)
         kb = passages_kb(out / "kb", ds.passages, emb, layers=layers)
-    report = run_bench_reader(items, kb, make_llm(llm_spec), out, route=route, k=k, systems=systems)
+    llm = make_llm(llm_spec, cache=not no_cache)
+    report = run_bench_reader(items, kb, llm, out, route=route, k=k, systems=systems)
     click.echo(json.dumps(report, indent=2))
 
 
