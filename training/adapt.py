@@ -97,26 +97,20 @@ def adapt(
     `seed` picks the questions written and the held-out split; `train_seed` (default: seed) the
     fine-tuning alone, so that seeds of training reuse one set of labels. `judge`: label files
     of real questions (`logicroute label` rows) the routers are also judged on, without an LLM call."""
-    from hierarchy.kb import KnowledgeBase
-    from router.checkpoint import DEFAULT_CHECKPOINT, check_embedder, read_card
+    from router.kb_router import remember
+    from training import adapt_report as ar
 
     t_start = time.monotonic()
-    deadline = None if minutes is None else t_start + 60 * minutes
     own = read_own_questions(questions_file) if questions_file else []  # a bad file fails before any work
-    kb = KnowledgeBase.open(kb_path, embedder)
-    kb.require_chunks()
-    generalist = Path(generalist or DEFAULT_CHECKPOINT)
-    card = read_card(generalist)
-    check_embedder(card, kb.embedder, generalist)
+    kb, generalist, card = _open(kb_path, embedder, generalist)
     run_routes = runnable_routes(kb, card["routes"], routes)
     out = Path(out) if out else Path(kb.path) / "adapt"
     out.mkdir(parents=True, exist_ok=True)
     phases: dict[str, dict] = {}
 
     t0 = time.perf_counter()
-    if writer is None:
-        from training.adapt_questions import write_questions as writer
-    written, wreport = writer(
+    write = writer or _default_writer()
+    written, wreport = write(
         kb, llm, n=n, out=out / "questions.jsonl", kinds=kinds, seed=seed, minutes=minutes, progress=progress
     )
     phases["writing"] = _phase(t0, wreport.llm_calls, wreport.prompt_tokens + wreport.completion_tokens)
@@ -128,21 +122,78 @@ def adapt(
 
     spec = llm_spec or getattr(llm, "name", None) or "unknown"
     cfg = LabelConfig(scorer="answer", routes=tuple(card["routes"]), metric="f1", llm=spec, style="short")
+    deadline = None if minutes is None else t_start + 60 * minutes
     questions = written_questions(written) + own_questions(own)
-    labels = out / "labels.jsonl"
-    run = label_all(
-        questions,
-        kb,
-        llm,
-        labels,
-        cfg,
-        run_routes,
-        runner=runner or answer_route,
-        concurrency=concurrency,
-        deadline=deadline,
-        progress=progress,
-    )
-    phases["labelling"] = {
+    limits = {"concurrency": concurrency, "deadline": deadline, "progress": progress}
+    run = label_all(questions, kb, llm, out / "labels.jsonl", cfg, run_routes, runner=runner or answer_route, **limits)
+    phases["labelling"] = _labelling_phase(run)
+
+    t0 = time.perf_counter()
+    train_rows, held_rows = split_rows(run.rows, holdout, seed)
+    seeded = {**TRAINING, "seed": seed if train_seed is None else train_seed, **(train_options or {})}
+    ckpt, routers = _train(kb, generalist, out, train_rows, held_rows, seeded)
+    phases["training"] = _phase(t0)
+
+    split = {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1}
+    report = _report(kb, card, generalist, ckpt, spec, run_routes, run, (written, own, wreport), routers, judge)
+    report |= {"seed": seed, "train_seed": seeded["seed"], "split": split, "phases": phases}
+    report["heldout"] = ar.heldout_section(held_rows, routers, run_routes)
+    phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
+    info = {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)}
+    remember(kb, ckpt, info)
+    report_path = ar.write_report(out, report)
+    return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=out / "labels.jsonl")
+
+
+def _report(kb, card, generalist, ckpt, spec, run_routes, run, writing, routers, judge) -> dict:
+    """The report's entries on the run as a whole: what was written and labelled, the examples,
+    and the routers judged on `judge`'s real questions."""
+    from training import adapt_report as ar
+
+    written, own, wreport = writing
+    return {
+        "kb": str(kb.path),
+        "llm": spec,
+        "generalist": str(generalist),
+        "checkpoint": str(ckpt),
+        "routes": list(card["routes"]),
+        "routes_run": list(run_routes),
+        "questions": {"written_kept": len(written), "own": len(own), "labelled": len(run.rows), "left": run.left},
+        "writing": ar.writing_section(wreport),
+        "writing_notes": list(getattr(wreport, "notes", []) or []),
+        "labels": ar.label_section(run.rows, run_routes),
+        "judged": ar.judged_section(judge, routers),
+        "examples": ar.examples(run.rows, run_routes),
+    }
+
+
+def _open(kb_path, embedder, generalist) -> tuple:
+    """(the KB, never empty; the generalist's path; its card), the generalist's embedder the KB's."""
+    from hierarchy.kb import KnowledgeBase
+    from router.checkpoint import DEFAULT_CHECKPOINT, check_embedder, read_card
+
+    kb = KnowledgeBase.open(kb_path, embedder)
+    kb.require_chunks()
+    generalist = Path(generalist or DEFAULT_CHECKPOINT)
+    card = read_card(generalist)
+    check_embedder(card, kb.embedder, generalist)
+    return kb, generalist, card
+
+
+def _default_writer() -> Callable:
+    from training.adapt_questions import write_questions
+
+    return write_questions
+
+
+def _labelling_phase(run) -> dict:
+    """The labelling phase's figures; AdaptError when too few questions are labelled to train on."""
+    if len(run.rows) < MIN_ROWS:
+        raise AdaptError(
+            f"{len(run.rows)} questions labelled, at least {MIN_ROWS} are needed for a specialist and its held-out part"
+            + (f" ({run.left} left when the time budget ran out: rerun to continue)" if run.left else "")
+        )
+    return {
         "seconds": run.seconds,
         "llm_calls": run.llm_calls,
         "tokens": run.tokens,
@@ -150,54 +201,6 @@ def adapt(
         "new_rows": run.new,
         "left": run.left,
     }
-    if len(run.rows) < MIN_ROWS:
-        raise AdaptError(
-            f"{len(run.rows)} questions labelled, at least {MIN_ROWS} are needed for a specialist and its held-out part"
-            + (f" ({run.left} left when the time budget ran out: rerun to continue)" if run.left else "")
-        )
-
-    t0 = time.perf_counter()
-    train_rows, held_rows = split_rows(run.rows, holdout, seed)
-    ckpt, routers = _train(
-        kb,
-        generalist,
-        out,
-        train_rows,
-        held_rows,
-        {**TRAINING, "seed": seed if train_seed is None else train_seed, **(train_options or {})},
-    )
-    phases["training"] = _phase(t0)
-
-    from router.kb_router import remember
-    from training import adapt_report as ar
-
-    report = {
-        "kb": str(kb.path),
-        "llm": spec,
-        "generalist": str(generalist),
-        "checkpoint": str(ckpt),
-        "routes": list(card["routes"]),
-        "routes_run": list(run_routes),
-        "seed": seed,
-        "train_seed": seed if train_seed is None else train_seed,
-        "questions": {"written_kept": len(written), "own": len(own), "labelled": len(run.rows), "left": run.left},
-        "writing": ar.writing_section(wreport),
-        "writing_notes": list(getattr(wreport, "notes", []) or []),
-        "labels": ar.label_section(run.rows, run_routes),
-        "split": {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1},
-        "heldout": ar.heldout_section(held_rows, routers, run_routes),
-        "judged": ar.judged_section(judge, routers),
-        "phases": phases,
-        "examples": ar.examples(run.rows, run_routes),
-    }
-    phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
-    remember(
-        kb,
-        ckpt,
-        {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)},
-    )
-    report_path = ar.write_report(out, report)
-    return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=labels)
 
 
 def split_rows(rows: Sequence[dict], holdout: float, seed: int) -> tuple[list[dict], list[dict]]:

@@ -82,9 +82,9 @@ def test_ask_uses_the_kb_router_unless_one_is_named(kb_with_router, trained, stu
     emb = embedder()
     monkeypatch.setattr(embedder_mod, "get_embedder", lambda *a, **kw: emb)
     monkeypatch.setattr(factory, "make_llm", lambda *a, **kw: ScriptedLLM())
-    base = ["ask", QUESTION, "--kb", str(kb_with_router.path), "--json", "--no-retry"]
+    base = ["ask", QUESTION, "--kb", str(kb_with_router.path), "--json"]
     out = CliRunner().invoke(main, base, catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["trace"]["decision"]["router"].startswith("adapted (kb)")
-    named = CliRunner().invoke(main, [*base, "--checkpoint", str(trained)], catch_exceptions=False)
+    named = CliRunner().invoke(main, [*base, "--set", f"checkpoint={trained}"], catch_exceptions=False)
     assert json.loads(named.output)["trace"]["decision"]["router"] == f"checkpoint {trained}"

@@ -10,7 +10,7 @@ def test_register_adds_the_router_commands_at_the_top_and_the_benchmarks_under_b
     group = click.Group()
     register(group)
     listed = [name for name, cmd in group.commands.items() if not cmd.hidden]
-    assert listed == ["label", "train", "calibrate", "eval-router", "benchmark", "bench"]
+    assert listed == ["label", "train", "adapt", "calibrate", "eval-router", "benchmark", "bench"]
     assert list(group.commands["bench"].commands) == BENCHMARKS
 
 
