@@ -126,8 +126,8 @@ def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
         return None
     advice = (
         "calibrate a threshold on questions like these (`logicroute calibrate QUESTIONS --logic-share S --out "
-        "thresholds.json`, then `--set budget.thresholds=thresholds.json`) or train a router on your own labels "
-        "(`logicroute train specialist`)"
+        "thresholds.json`, then `--set budget.thresholds=thresholds.json`), or adapt the router to the KB "
+        "(`logicroute adapt --kb DIR`: no labelled question needed; `logicroute train specialist` takes your labels)"
     )
     if all(o is not None and o.get("far") for o in oods):
         return (
