@@ -24,11 +24,11 @@ WORK = Path(__file__).resolve().parents[2]  # the folder that holds the reposito
 
 
 class SubprocessPeer(PeerAdapter):
-    """A peer behind a runner script. Subclasses name the runner, the pip package, and the
+    """A peer behind a runner script. Subclasses name the runner, the pip requirements, and the
     environment variable and default folder of the venv it is installed in."""
 
     runner = ""
-    package = ""
+    requirements: tuple[str, ...] = ()  # what `pip install` needs in the peer's venv, pinned
     venv_env = "LOGICROUTE_PEERS_VENV"
     venv_default = WORK / "peers-venv"
     incremental = True
@@ -45,9 +45,10 @@ class SubprocessPeer(PeerAdapter):
         venv = Path(self.ctx.options.get(f"{self.name}_venv") or os.environ.get(self.venv_env) or self.venv_default)
         py = venv / "bin" / "python"
         if not py.is_file():
+            pins = " ".join(f"'{r}'" for r in self.requirements)
             raise LogicRouteError(
                 f"{self.name}: no Python at {py}; install the peer in a venv of its own: "
-                f"python -m venv {venv} && {venv}/bin/pip install '{self.package}' (or set ${self.venv_env})"
+                f"python -m venv {venv} && {venv}/bin/pip install {pins} (or set ${self.venv_env})"
             )
         return py
 
@@ -186,12 +187,14 @@ class PeerError(LogicRouteError):
 class LightRAGAdapter(SubprocessPeer):
     name = "lightrag"
     runner = "lightrag_runner.py"
-    package = "lightrag-hku==1.5.7"
+    requirements = ("lightrag-hku==1.5.7",)
 
 
 class HippoRAGAdapter(SubprocessPeer):
     name = "hipporag"
     runner = "hipporag_runner.py"
-    package = "hipporag==2.0.0a3"
+    # pyarrow: hipporag saves its embedding stores as parquet, and the newest pyarrow the resolver
+    # picks needs NumPy 2 while vllm holds NumPy at 1.26
+    requirements = ("hipporag==2.0.0a3", "pyarrow<20")
     venv_env = "LOGICROUTE_HIPPORAG_VENV"
     venv_default = WORK / "peers-venv-hipporag"  # its torch/vllm/openai pins clash with LightRAG's

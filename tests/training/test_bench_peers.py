@@ -253,7 +253,7 @@ def echo_peer(tmp_path, llm):
     (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
     runner = tmp_path / "echo_runner.py"
     runner.write_text(textwrap.dedent(ECHO_RUNNER.format(runners=str(RUNNERS))))
-    peer_cls = type("Echo", (SubprocessPeer,), {"name": "echo", "runner": str(runner), "package": "echo"})
+    peer_cls = type("Echo", (SubprocessPeer,), {"name": "echo", "runner": str(runner), "requirements": ("echo",)})
     ctx = PeerContext(llm, tmp_path, Emb(), options={"echo_venv": str(tmp_path / "venv")})
     return peer_cls(ctx)
 
@@ -298,8 +298,8 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    assert extras["peers"] == [LightRAGAdapter.package]
-    assert extras["peers-hipporag"] == [HippoRAGAdapter.package]
+    assert extras["peers"] == list(LightRAGAdapter.requirements)
+    assert extras["peers-hipporag"] == list(HippoRAGAdapter.requirements)
 
 
 def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harness_neutralised(monkeypatch):
