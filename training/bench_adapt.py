@@ -230,20 +230,24 @@ def bench_adapt(
     report: dict = {"command": command, "n": n, "seeds": list(seeds), "label_files": [str(f) for f in label_files]}
     report["sets"] = {}
     for name in sets:
-        report["sets"][name] = judge_set(
-            name,
-            label_files,
-            Path(work) / name,
-            llm,
-            n=n,
-            seeds=seeds,
-            embedder=embedder,
-            cfg=cfg,
-            llm_spec=llm_spec,
-            adapt_fn=adapt_fn,
-            data=(data or {}).get(name),
-            progress=progress,
-            echo=echo,
-        )
+        try:
+            report["sets"][name] = judge_set(
+                name,
+                label_files,
+                Path(work) / name,
+                llm,
+                n=n,
+                seeds=seeds,
+                embedder=embedder,
+                cfg=cfg,
+                llm_spec=llm_spec,
+                adapt_fn=adapt_fn,
+                data=(data or {}).get(name),
+                progress=progress,
+                echo=echo,
+            )
+        except LogicRouteError as e:  # a set that cannot be adapted (no question kept) does not stop the others
+            echo(f"{name}: {e}")
+            report["sets"][name] = {"set": name, "error": str(e)}
         write_report(Path(out), report)
     return report

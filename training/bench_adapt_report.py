@@ -111,6 +111,9 @@ def render(report: dict) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         for name, part in sets.items():
+            if "error" in part:
+                lines.append(f"| {name} | failed: {part['error']} | | | | | |")
+                continue
             s, v = part["systems"], part["verdict"]
             best = s[f"always {v['best_fixed_route']}"]
             logic = s.get("always logic", {}).get("tokens", 0)
@@ -121,5 +124,7 @@ def render(report: dict) -> str:
             )
         lines.append("")
     for name, part in sets.items():
-        lines += _set_section(name, part)
+        lines += (
+            _set_section(name, part) if "error" not in part else [f"## left out: {name}: failed", "", part["error"], ""]
+        )
     return "\n".join(lines)

@@ -78,6 +78,9 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, no_cache)
         command="logicroute " + " ".join(sys.argv[1:]),
     )
     for name, part in report["sets"].items():
+        if "error" in part:
+            click.echo(f"{name}: failed: {part['error']}")
+            continue
         s, v = part["systems"], part["verdict"]
         click.echo(
             f"{name}: LODO generalist {s['LODO generalist']['score']}, adapted {s['adapted specialist']['score']}, "

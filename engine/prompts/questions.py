@@ -23,7 +23,7 @@ def _schema(*names: str, answer: str = "answer") -> dict:
 
 
 SINGLE_SCHEMA = _schema("question", "answer")
-BRIDGE_SCHEMA = _schema("description", "question", "answer")
+BRIDGE_SCHEMA = _schema("question", "answer", "description")  # the fact first: then the link
 COMPARISON_SCHEMA = _schema("attribute", "value_a", "value_b", "question", "answer")
 OVERVIEW_SCHEMA = _schema("question", "answer")
 
@@ -54,20 +54,20 @@ def single_messages(title: str, text: str) -> list[dict]:
 
 BRIDGE_SYSTEM = (
     "Passage 1 is about SUBJECT and mentions ENTITY; passage 2 is about ENTITY. Reply with: "
-    'description, what ENTITY is to SUBJECT, naming SUBJECT but not ENTITY ("the mayor of Velmora"); '
-    "question, a question about ENTITY that passage 2 answers and that names ENTITY exactly; answer, "
-    "a short span copied from passage 2."
+    "question, naming ENTITY and asking for a fact that only passage 2 gives (a date, place, number "
+    "or name; never SUBJECT or ENTITY itself); answer, that fact copied from passage 2; description, "
+    'what ENTITY is to SUBJECT, naming SUBJECT but not ENTITY ("the mayor of Velmora").'
 )
 _BRIDGE_SHOT = _shot(
     passages_section(
         "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-        "[2] Christopher Nolan: Christopher Nolan was born in London on 30 July 1970."
+        "[2] Christopher Nolan: Christopher Nolan directed Inception and Oppenheimer. He was born in London in 1970."
     )
     + "\n\nSUBJECT: Inception\nENTITY: Christopher Nolan",
     {
-        "description": "the director of Inception",
         "question": "In which city was Christopher Nolan born?",
         "answer": "London",
+        "description": "the director of Inception",
     },
 )
 
