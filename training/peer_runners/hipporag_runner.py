@@ -18,7 +18,7 @@ DEFAULTS = {
     "retrieval_top_k": 200,
     "linking_top_k": 5,
     "qa_top_k": 5,
-    "max_new_tokens": 1024,
+    "max_new_tokens": 2048,
     "dataset": "musique",  # which of HippoRAG's QA prompt templates (musique, 2wikimultihopqa, hotpotqa)
     "embedding_batch_size": 16,
     "synonymy_edge_sim_threshold": 0.8,
@@ -43,7 +43,9 @@ def _harness_classes(ch: Channel, dim: int):
             self.llm_config = LLMConfig.from_dict({"generate_params": params})
 
         def infer(self, messages, **kwargs):
-            rf = kwargs.get("response_format") or self.global_config.response_format
+            # only a call that asks for JSON: HippoRAG's own OpenAI client never sends the config's
+            # response_format, so its QA prompt's "Thought: ... Answer: ..." stays free text
+            rf = kwargs.get("response_format")
             json_mode = isinstance(rf, dict) and rf.get("type") == "json_object"
             msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
             text = ch.llm(msgs, int(kwargs.get("max_tokens") or self.global_config.max_new_tokens), json_mode)
