@@ -137,6 +137,7 @@ def judge_set(
     llm_spec: str | None = None,
     adapt_fn: Callable | None = None,
     data: str | Path | None = None,
+    concurrency: int = 1,
     progress: bool = True,
     echo: Callable[[str], None] = print,
 ) -> dict:
@@ -179,6 +180,7 @@ def judge_set(
             seed=0,  # the same questions, labels and held-out split for every fine-tuning seed
             out=work / "adapt",
             train_options={"seed": seed},
+            concurrency=concurrency,
             llm_spec=llm_spec,
             embedder=kb.embedder,
             progress=progress,
@@ -219,6 +221,7 @@ def bench_adapt(
     llm_spec: str | None = None,
     adapt_fn: Callable | None = None,
     data: Mapping[str, str | Path] | None = None,
+    concurrency: int = 1,
     progress: bool = True,
     echo: Callable[[str], None] = print,
     command: str = "",
@@ -243,6 +246,7 @@ def bench_adapt(
                 llm_spec=llm_spec,
                 adapt_fn=adapt_fn,
                 data=(data or {}).get(name),
+                concurrency=concurrency,
                 progress=progress,
                 echo=echo,
             )

@@ -39,9 +39,16 @@ from engine.cli_options import injected_embedder, llm_option
     show_default=True,
     help="folder of report.md + report.json",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="questions adapt labels at once (an OpenAI-compatible endpoint serving requests in parallel)",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
-def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, no_cache):
+def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurrency, no_cache):
     """For each set: train the generalist without it (the shipped recipe), adapt it on a KB of the set's
     passages with no question given, judge both on the set's real questions through its answer-label rows,
     beside each fixed route and the oracle; the specialist as the mean over fine-tuning seeds. Long: adapt
@@ -74,6 +81,7 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, no_cache)
         embedder=injected_embedder(ctx) or get_embedder(),
         cfg=config_from_card(DEFAULT_CHECKPOINT),
         llm_spec=llm_spec,
+        concurrency=concurrency,
         echo=lambda s: click.echo(s, err=True),
         command="logicroute " + " ".join(sys.argv[1:]),
     )

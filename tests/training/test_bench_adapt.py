@@ -115,8 +115,8 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     assert sorted(c.title for c in kb.chunks.values()) == sorted(TOPICS["films"])
     # adapt ran once per fine-tuning seed on the same questions (seed 0) and folder, from the LODO generalist
     assert [c["train_options"] for c in calls] == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
-    assert {(c["seed"], c["n"], str(c["out"]), str(c["generalist"])) for c in calls} == {
-        (0, 7, str(tmp_path / "work" / "films" / "adapt"), str(tmp_path / "work" / "films" / "generalist.ckpt"))
+    assert {(c["seed"], c["n"], str(c["out"]), str(c["generalist"]), c["concurrency"]) for c in calls} == {
+        (0, 7, str(tmp_path / "work" / "films" / "adapt"), str(tmp_path / "work" / "films" / "generalist.ckpt"), 1)
     }
     systems = part["systems"]
     seeds = part["specialist_seeds"]
