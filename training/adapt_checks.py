@@ -2,9 +2,12 @@
 (engine.prompts.questions), then the checks decide whether it is kept, cheapest first:
 
 1. malformed: the reply failed its schema twice, or a field is blank;
-2. code checks of the kind: a bridge question names neither its intermediate answer nor the
-   second chunk's title; a comparison names both entities, answers with one of them (or yes/no)
-   and, for a year compared by "first"/"later", the answer its two years give;
+2. code checks of the kind: a bridge's second-hop question names its entity (which code then
+   replaces by the description), the final question names neither that intermediate answer nor
+   the second chunk's title, and the description names the first chunk's subject (else the
+   first hop is not needed); a single-hop question names its subject; a comparison names both
+   entities, answers with one of them (or yes/no) and, for a year compared by "first"/"later",
+   the answer its two years give;
 3. the answer is not in the question;
 4. answerable from its named chunks: the answer's normalised tokens occur in them (a
    comparison: each value occurs in its own chunk), or else the LLM reading those chunks alone
@@ -117,7 +120,7 @@ def _bridge_question(hop2: str, description: str, entity: str) -> str:
         return pattern.sub(description, hop2, count=1)
     if _has_phrase(hop2, description):  # the model put the description in itself
         return hop2
-    raise Rejected("malformed")
+    raise Rejected("second hop does not name its entity")
 
 
 def names_subject(question: str, chunks) -> bool:

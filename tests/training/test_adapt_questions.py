@@ -89,7 +89,11 @@ def test_the_bridge_prompt_shows_both_passages_and_the_linking_name_and_the_ques
             "Odile Brankov (politician)",
             "names the second title",
         ),
-        ({**BRIDGE_REPLY, "question": "Where was the mayor born?"}, "Odile Brankov", "malformed"),
+        (
+            {**BRIDGE_REPLY, "question": "Where was the mayor born?"},
+            "Odile Brankov",
+            "second hop does not name its entity",
+        ),
         (
             {**BRIDGE_REPLY, "description": "the mayor elected in 2019"},
             "Odile Brankov",
