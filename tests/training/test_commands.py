@@ -3,7 +3,9 @@ from click.testing import CliRunner
 
 from training.commands import register
 
-BENCHMARKS = ["logic", "summary", "index", "reader", "global", "serve", "scale", "llm-server", "retrieval"]
+BENCHMARKS = [
+    "logic", "summary", "index", "reader", "global", "serve", "scale", "llm-server", "retrieval", "peers", "adapt",
+]  # fmt: skip
 
 
 def test_register_adds_the_router_commands_at_the_top_and_the_benchmarks_under_bench():
