@@ -58,14 +58,20 @@ def in_text(answer: str, text: str) -> bool:
     return bool(toks) and all(t in words for t in toks)
 
 
+def _proper_words(text: str) -> set[str]:
+    """Words written with a capital, as written: a name's words, not the same word in lower case."""
+    return {w for w in _NAMED.findall(text) if w[:1].isupper()}
+
+
 def _distinct(name: str, known: str) -> set[str]:
-    """A name's own words: long enough to identify it, and not also words of `known`."""
-    return {t for t in _tokens(name) if len(t) >= 4 and t not in _STOP} - set(_tokens(known))
+    """A name's own capitalised words: long enough to identify it, and not also words of `known`."""
+    return {w for w in _proper_words(name) if len(w) >= 4 and w.lower() not in _STOP} - _proper_words(known)
 
 
 def names_entity(question: str, name: str, known: str = "") -> bool:
-    """The question names `name` (whole or by one of its own words not in `known`, such as a surname)."""
-    return _has_phrase(question, name) or bool(_distinct(name, known) & set(_tokens(question)))
+    """The question names `name`: whole, or by one of its own capitalised words not in `known`
+    (a surname: "Brankov"; not "bank" in "the central bank" for "Bank of Vaskarra")."""
+    return _has_phrase(question, name) or bool(_distinct(name, known) & _proper_words(question))
 
 
 def _text(cand: Candidate) -> str:
@@ -109,28 +115,29 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
     got = _fields(c, names)
     question, answer = got.pop("question"), got.pop("answer")
     if cand.kind == "bridge":
-        question, got = _bridge_question(question, got["description"], cand.entity), {**got, "hop2": question}
+        question, got = bridge_question(question, got["description"], cand.entity), {**got, "hop2": question}
     return question, answer, got
 
 
-def _bridge_question(hop2: str, description: str, entity: str) -> str:
+def bridge_question(hop2: str, description: str, entity: str) -> str:
     """The second hop's question with the entity's name replaced by how chunk A describes it."""
-    pattern = re.compile(re.escape(entity), re.IGNORECASE)
-    if pattern.search(hop2):
-        return pattern.sub(description, hop2, count=1)
+    pattern = re.compile(r"(\b(?:the|The)\s+)?" + re.escape(entity), re.IGNORECASE)
+    if pattern.search(hop2):  # "the Bank of X" -> "the central bank of Y", not "the the central bank"
+        has_article = re.match(r"(?i)(the|a|an)\s", description)
+        return pattern.sub(lambda m: description if has_article else (m.group(1) or "") + description, hop2, count=1)
     if _has_phrase(hop2, description):  # the model put the description in itself
         return hop2
     raise Rejected("second hop does not name its entity")
 
 
 def names_subject(question: str, chunks) -> bool:
-    """The question names something its chunks name: a word of a title, or a capitalised word,
+    """The question names something its chunks name: a title's name, or a capitalised word,
     number or dotted name ("path.relative") that occurs in them; not "the river" alone."""
-    source = set(_tokens(" ".join(f"{c.title} {c.text}" for c in chunks))) - _STOP
-    titled = {t for c in chunks for t in _tokens(entity_name(c.title)) if len(t) >= 3} - _STOP
+    text = " ".join(f"{c.title} {c.text}" for c in chunks)
+    source = (set(_tokens(text)) | {t for w in _NAMED.findall(text) for t in _tokens(w)}) - _STOP  # "f.x(a)": f.x
     words = _NAMED.findall(question)[1:]  # the first word is capitalised anyway
     named = {t for w in words if w[:1].isupper() or any(ch.isdigit() or ch in "._" for ch in w) for t in _tokens(w)}
-    return bool((named & source) or (titled & set(_tokens(question))))
+    return bool(named & source) or any(_has_phrase(question, entity_name(c.title)) for c in chunks)
 
 
 def _check_bridge(cand: Candidate, question: str, description: str) -> None:

@@ -56,7 +56,8 @@ BRIDGE_SYSTEM = (
     "Passage 1 is about SUBJECT and mentions ENTITY; passage 2 is about ENTITY. Reply with: "
     "question, naming ENTITY and asking for a fact that only passage 2 gives (a date, place, number "
     "or name; never SUBJECT or ENTITY itself); answer, that fact copied from passage 2; description, "
-    'what ENTITY is to SUBJECT, naming SUBJECT but not ENTITY ("the mayor of Velmora").'
+    'what ENTITY is to SUBJECT as "the <role> of SUBJECT", naming SUBJECT and never ENTITY ("the mayor '
+    'of Velmora", "the founder of Caddow University").'
 )
 _BRIDGE_SHOT = _shot(
     passages_section(

@@ -14,6 +14,7 @@ from hierarchy.documents import Chunk
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb
 from tests.samples import DOCS, VELMORA
 from training.adapt_candidates import bridge_pairs, kb_chunks
+from training.adapt_checks import bridge_question, names_entity, names_subject
 from training.adapt_questions import question_id, read_written, write_questions
 
 CITY = (
@@ -104,6 +105,28 @@ def test_the_bridge_prompt_shows_both_passages_and_the_linking_name_and_the_ques
 def test_a_bridge_question_never_names_its_intermediate_answer_or_second_title(tmp_path, reply, mayor_title, reason):
     kept, report = run(tmp_path, two_hop_kb(mayor_title), writer(reply), kinds={"bridge": 1})
     assert not kept and report.rejected == {reason: 1}
+
+
+def test_naming_is_read_from_capitalised_names_not_from_common_words():
+    river = Chunk("c0", "d0", "Ostrel River", "The Ostrel River flows 187 kilometres to Brennick Harbour.", 0)
+    assert not names_subject("What is the name of the river?", [river])
+    assert names_subject("How long is the Ostrel River?", [river])
+    assert names_subject("Where does the river of Brennick Harbour flow from?", [river])
+    doc = Chunk("c1", "d1", "path", "path.relative(from, to) returns the relative path from one folder to another.", 0)
+    assert names_subject("What does path.relative return?", [doc])
+    assert names_entity("Where was Brankov born?", "Odile Brankov")
+    assert names_entity("When did the Bank of Vaskarra open?", "Bank of Vaskarra", known="Skell")
+    assert not names_entity("When did the central bank of Skell open?", "Bank of Vaskarra", known="Skell")
+
+
+def test_the_bridge_question_puts_the_description_where_the_entity_was_named():
+    hop2 = "When did the Bank of Vaskarra introduce the skell?"
+    assert bridge_question(hop2, "the central bank of Skell", "Bank of Vaskarra") == (
+        "When did the central bank of Skell introduce the skell?"
+    )
+    assert bridge_question("Where was Odile Brankov born?", "the mayor of Velmora", "Odile Brankov") == (
+        "Where was the mayor of Velmora born?"
+    )
 
 
 def test_a_bridge_answer_must_come_from_the_second_chunk(tmp_path):
