@@ -32,6 +32,12 @@ def _mean(rows: list[dict], key: str) -> float:
     return sum(r.get(key) or 0 for r in rows) / len(rows) if rows else 0.0
 
 
+def _per(index_rows: list[dict], key: str) -> float:
+    """Per passage indexed: what sizes a longer run."""
+    n = sum(r["passages"] for r in index_rows)
+    return round(sum(r[key] for r in index_rows) / n, 2) if n else 0.0
+
+
 def system_row(run) -> dict:
     """One system's figures; scores over every question it was asked, a failed one scoring 0."""
     ix, ans = run.index_rows, run.answer_rows
@@ -44,6 +50,9 @@ def system_row(run) -> dict:
         "index_completion_tokens": sum(r["completion_tokens"] for r in ix),
         "index_minutes": round(sum(r["seconds"] for r in ix) / 60, 2),
         "index_passages": sum(r["passages"] for r in ix),
+        "index_calls_per_passage": _per(ix, "llm_calls"),
+        "index_tokens_per_passage": round(_per(ix, "prompt_tokens") + _per(ix, "completion_tokens"), 1),
+        "index_seconds_per_passage": _per(ix, "seconds"),
         "index_errors": sum(r["errors"] for r in ix),
         "index_failed_calls": sum(r.get("failed_calls", 0) for r in ix),
         "llm_calls_per_q": round(_mean(ans, "llm_calls"), 2),
@@ -106,6 +115,13 @@ def report_markdown(report: dict, command: str) -> str:
         f"Machine: {report.get('machine', '?')}.",
         "",
         *markdown_table(COLUMNS, [_cells(s) for s in report["systems"]]),
+        "",
+        *(
+            f"- {s['system']} per passage indexed: {s['index_calls_per_passage']} LLM calls, "
+            f"{s['index_tokens_per_passage']:,.0f} tokens, {s['index_seconds_per_passage']} s"
+            for s in report["systems"]
+            if s["index_llm_calls"]
+        ),
         "",
         "## Settings",
         "",

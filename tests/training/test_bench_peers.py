@@ -182,6 +182,7 @@ def test_the_report_has_the_papers_columns_and_every_systems_settings(tmp_path, 
     assert [c.strip() for c in header.strip("|").split("|")] == list(COLUMNS)
     assert '- **fake**: `{"mode": "overlap"}`' in md
     assert "8 passages" in md and "`logicroute bench peers tiny --n 4`" in md
+    assert "- fake per passage indexed: 1.0 LLM calls" in md  # what sizes a longer run
 
 
 def test_an_unknown_system_is_an_error_naming_the_choices(tmp_path, fake):
