@@ -34,9 +34,9 @@ def _shot(user: str, reply: dict) -> list[dict]:
 
 SINGLE_SYSTEM = (
     "Write one question that the passage answers, and its answer. The answer is a short span "
-    "copied from the passage: a name, a place, a date or a number. The question names its "
-    "subject as the passage names it (never 'the river' or 'the city'), so a reader understands "
-    "it without the passage. No yes/no questions."
+    "copied from the passage: a name, a place, a date or a number. The question names the "
+    "passage's subject as the passage names it and asks for one fact about it; it never asks "
+    "for the subject's own name (no 'What is the name of the river?'). No yes/no questions."
 )
 _SINGLE_SHOT = _shot(
     passages_section("[1] Marie Curie: Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in 1903."),
