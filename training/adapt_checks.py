@@ -6,8 +6,8 @@
    replaces by the description), the final question names neither that intermediate answer nor
    the second chunk's title, and the description names the first chunk's subject (else the
    first hop is not needed); a single-hop question names its subject; a comparison names both
-   entities, answers with one of them (or yes/no) and, for a year compared by "first"/"later",
-   the answer its two years give;
+   entities, answers with one of them (or yes/no, to a yes/no question only) and, for a year
+   compared by "first"/"later", the answer its two years give;
 3. the answer is not in the question;
 4. answerable from its named chunks: the answer's normalised tokens occur in them (a
    comparison: each value occurs in its own chunk), or else the LLM reading those chunks alone
@@ -35,6 +35,7 @@ _LATER = frozenset("later last younger youngest after latest recent newer".split
 _STOP = frozenset(STOP_WORDS.split())
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NAMED = re.compile(r"[\w.'’-]+")
+_YES_NO_QUESTION = re.compile(r"(?i)(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b")
 
 
 class Rejected(Exception):
@@ -159,6 +160,8 @@ def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) ->
     picked = [n for n in names if f1(answer, n) >= RIGHT_F1]
     if ans not in _YES_NO and len(picked) != 1:
         raise Rejected("answer is neither entity")
+    if (ans in _YES_NO) != bool(_YES_NO_QUESTION.match(question.strip())):
+        raise Rejected("yes/no does not fit the question")
     if not (in_text(got["value_a"], a.text) and in_text(got["value_b"], b.text)):
         raise Rejected("not answerable from its chunks")
     years = [_YEAR.search(got["value_a"]), _YEAR.search(got["value_b"])]

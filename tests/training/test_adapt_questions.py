@@ -207,14 +207,18 @@ COMPARE = {
         ({"question": "Who was born first, Anna Pell or her teacher?"}, "does not name both entities"),
         ({"value_b": "1970"}, "not answerable from its chunks"),
         ({"answer": "Kesh"}, "answer is neither entity"),
+        ({"answer": "yes"}, "yes/no does not fit the question"),
+        ({"question": "Were Anna Pell and Boris Tay born in the same year?"}, "yes/no does not fit the question"),
+        ({"question": "Were Anna Pell and Boris Tay born in the same year?", "answer": "no"}, None),
     ],
 )
 def test_a_comparison_names_both_entities_and_its_answer_follows_from_their_values(tmp_path, change, reason):
     kb = kb_of(("Anna Pell", ANNA), ("Boris Tay", BORIS))
     kept, report = run(tmp_path, kb, writer({**COMPARE, **change}), kinds={"comparison": 1})
     if reason is None:
+        reply = {**COMPARE, **change}
         assert [(q.question, q.answer, set(q.chunk_ids)) for q in kept] == [
-            (COMPARE["question"], "Anna Pell", {"c0", "c1"})
+            (reply["question"], reply["answer"], {"c0", "c1"})
         ]
     else:
         assert not kept and report.rejected == {reason: 1}
