@@ -55,9 +55,8 @@ def _grammar_first_chain(llama: Any, grammar: Any) -> Any:
 
     dtype = np.dtype(TOKEN_DATA)
     if dtype.itemsize != ctypes.sizeof(llama_cpp.llama_token_data):
-        from engine.llm.local import LLAMA_CPP_VERSION
-
-        raise RuntimeError(f"llama_token_data changed layout: install llama-cpp-python=={LLAMA_CPP_VERSION}")
+        # installed only under the pinned version (local.patches_apply): a layout change is a broken pin
+        raise RuntimeError("llama_token_data changed layout: install the llama-cpp-python that pyproject pins")
     chain = _internals.LlamaSampler()
     grammar_sampler = llama_cpp.llama_sampler_init_grammar(
         llama._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
