@@ -89,8 +89,8 @@ def _fields(c, names: tuple[str, ...]) -> dict[str, str]:
 
 
 def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, dict]:
-    """Ask the LLM for the candidate's question: (question, answer, details kept in the row)."""
-    from engine.llm.base import call_llm
+    """Ask the LLM for the candidate's question: (question, answer, details kept in the row). A
+    bridge takes two calls: the link on chunk A, then a single-hop question on chunk B."""
     from engine.prompts import questions as p
 
     if cand.kind == "single":
@@ -98,8 +98,8 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
         msgs, schema, names = p.single_messages(c.title, c.text), p.SINGLE_SCHEMA, ("question", "answer")
     elif cand.kind == "bridge":
         a, b = cand.chunks
-        msgs = p.bridge_messages(a.title, a.text, cand.entity, b.title, b.text, subject=entity_name(a.title))
-        schema, names = p.BRIDGE_SCHEMA, ("description", "question", "answer")
+        description = _link(cand, llm, usage, trace)
+        msgs, schema, names = p.single_messages(b.title, b.text), p.SINGLE_SCHEMA, ("question", "answer")
     elif cand.kind == "comparison":
         a, b = cand.chunks
         msgs, schema = p.comparison_messages(a.title, a.text, b.title, b.text), p.COMPARISON_SCHEMA
@@ -107,17 +107,44 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
     else:
         titles = list(cand.titles)
         msgs, schema, names = p.overview_messages(titles, cand.summary), p.OVERVIEW_SCHEMA, ("question", "answer")
-    try:
-        c = call_llm(
-            llm, msgs, purpose=f"write {cand.kind}", usage=usage, trace=trace, schema=schema, max_tokens=WRITE_TOKENS
+    got = _ask(llm, msgs, schema, names, f"write {cand.kind}", usage, trace)
+    question, answer = got.pop("question"), got.pop("answer")
+    if cand.kind == "bridge":
+        trace["reply"] |= {"hop2": question, "answer": answer}
+        question, got = (
+            bridge_question(question, description, cand.entity),
+            {"description": description, "hop2": question},
         )
+    return question, answer, got
+
+
+def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: str, usage: Usage, trace: dict) -> dict:
+    """One writing call: its fields, stripped (kept in trace["reply"] for the row), or Rejected("malformed")."""
+    from engine.llm.base import call_llm
+
+    try:
+        c = call_llm(llm, msgs, purpose=purpose, usage=usage, trace=trace, schema=schema, max_tokens=WRITE_TOKENS)
     except StructuredOutputError:
         raise Rejected("malformed") from None
     got = _fields(c, names)
-    question, answer = got.pop("question"), got.pop("answer")
-    if cand.kind == "bridge":
-        question, got = bridge_question(question, got["description"], cand.entity), {**got, "hop2": question}
-    return question, answer, got
+    trace["reply"] = {**trace.get("reply", {}), **got}
+    return got
+
+
+def _link(cand: Candidate, llm, usage: Usage, trace: dict) -> str:
+    """How chunk A describes the bridge's entity, checked before the second hop is written: it
+    names A's subject (else the first hop is not needed) and not the entity."""
+    from engine.prompts import questions as p
+
+    a, _ = cand.chunks
+    subject = entity_name(a.title)
+    msgs = p.link_messages(a.title, a.text, cand.entity, subject=subject)
+    description = _ask(llm, msgs, p.LINK_SCHEMA, ("description",), "write bridge link", usage, trace)["description"]
+    if names_entity(description, cand.entity, known=subject):
+        raise Rejected("names the intermediate answer")
+    if not names_entity(description, subject):
+        raise Rejected("does not lead from the first chunk's subject")
+    return description
 
 
 def bridge_question(hop2: str, description: str, entity: str) -> str:
@@ -141,14 +168,12 @@ def names_subject(question: str, chunks) -> bool:
     return bool(named & source) or any(_has_phrase(question, entity_name(c.title)) for c in chunks)
 
 
-def _check_bridge(cand: Candidate, question: str, description: str) -> None:
+def _check_bridge(cand: Candidate, question: str) -> None:
     a, b = cand.chunks
     if _has_phrase(question, b.title):  # first: a title always holds its entity's name
         raise Rejected("names the second title")
     if names_entity(question, cand.entity, known=entity_name(a.title)):
         raise Rejected("names the intermediate answer")
-    if not names_entity(description, entity_name(a.title)):  # else the first hop is not needed to find it
-        raise Rejected("does not lead from the first chunk's subject")
 
 
 def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) -> None:
@@ -208,7 +233,7 @@ def attempt(cand: Candidate, kb, llm) -> dict:
     try:
         question, answer, details = _write(cand, llm, usage, trace)
         if cand.kind == "bridge":
-            _check_bridge(cand, question, details["description"])
+            _check_bridge(cand, question)
         if cand.kind == "single" and not names_subject(question, cand.chunks):
             raise Rejected("names no subject")
         if cand.kind == "comparison":
@@ -229,6 +254,8 @@ def attempt(cand: Candidate, kb, llm) -> dict:
     for k in ("read", "closed_book"):
         if k in trace:
             details[k] = trace[k]
+    if status == "rejected" and "reply" in trace:
+        details["reply"] = trace["reply"]  # what the model wrote, to see why it was rejected
     if cand.node:
         details["node"] = cand.node
     return {

@@ -3,9 +3,10 @@ each with its JSON schema, and the closed-book prompt that checks a question can
 without passages. Written for Qwen2.5-Coder-1.5B: one short rule list, one concrete example per
 prompt, answers as short spans copied from the passage.
 
-The bridge prompt asks for two small pieces instead of the finished question: how passage A
-describes the entity (the description) and a question about the entity that names it; code puts
-the description in place of the name, so the question never depends on the model hiding a name."""
+A bridge is asked in two small pieces instead of the finished question, each from one passage:
+how passage A describes the entity (link_messages) and a single-hop question on passage B, which
+names the entity (single_messages); code puts the description in place of the name, so the
+question never depends on the model hiding a name."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _schema(*names: str, answer: str = "answer") -> dict:
 
 
 SINGLE_SCHEMA = _schema("question", "answer")
-BRIDGE_SCHEMA = _schema("question", "answer", "description")  # the fact first: then the link
+LINK_SCHEMA = _schema("description")
 COMPARISON_SCHEMA = _schema("attribute", "value_a", "value_b", "question", "answer")
 OVERVIEW_SCHEMA = _schema("question", "answer")
 
@@ -52,36 +53,32 @@ def single_messages(title: str, text: str) -> list[dict]:
     ]
 
 
-BRIDGE_SYSTEM = (
-    "Passage 1 is about SUBJECT and mentions ENTITY; passage 2 is about ENTITY. Reply with: "
-    "question, naming ENTITY and asking for a fact that only passage 2 gives (a date, place, number "
-    "or name; never SUBJECT or ENTITY itself); answer, that fact copied from passage 2; description, "
-    'what ENTITY is to SUBJECT as "the <role> of SUBJECT", naming SUBJECT and never ENTITY ("the mayor '
-    'of Velmora", "the founder of Caddow University").'
+# A bridge is written in two calls, each on one passage: the link (how passage 1 describes the
+# entity) here, then a single-hop question on passage 2 (single_messages), which names the entity.
+# Asked both at once, the 1.5B model asked the first hop ("Where was Anselm Tervody born?" ->
+# Lowen Ferry) in 4 of 10 demo bridges, with a good description of the entity beside it.
+LINK_SYSTEM = (
+    'The passage is about SUBJECT and mentions ENTITY. Say what ENTITY is to SUBJECT, as "the <role> '
+    'of SUBJECT" or "the <place/person/thing> where/who/that ... SUBJECT ...": name SUBJECT, never '
+    "ENTITY, and use only facts of this passage."
 )
-_BRIDGE_SHOT = _shot(
-    passages_section(
-        "[1] Inception: Inception is a 2010 film directed by Christopher Nolan.\n"
-        "[2] Christopher Nolan: Christopher Nolan directed Inception and Oppenheimer. He was born in London in 1970."
-    )
+_LINK_SHOT = _shot(
+    passages_section("[1] Inception: Inception is a 2010 film directed by Christopher Nolan.")
     + "\n\nSUBJECT: Inception\nENTITY: Christopher Nolan",
-    {
-        "question": "In which city was Christopher Nolan born?",
-        "answer": "London",
-        "description": "the director of Inception",
-    },
+    {"description": "the director of Inception"},
 )
 
 
-def bridge_messages(
-    title_a: str, text_a: str, entity: str, title_b: str, text_b: str, subject: str | None = None
-) -> list[dict]:
+def link_messages(title_a: str, text_a: str, entity: str, subject: str | None = None) -> list[dict]:
     """`subject`: how chunk A's subject is named [default: its title]."""
-    passages = passages_section(f"[1] {title_a}: {text_a}\n[2] {title_b}: {text_b}")
     return [
-        {"role": "system", "content": with_data_rule(BRIDGE_SYSTEM)},
-        *_BRIDGE_SHOT,
-        {"role": "user", "content": f"{passages}\n\nSUBJECT: {subject or title_a}\nENTITY: {entity}"},
+        {"role": "system", "content": with_data_rule(LINK_SYSTEM)},
+        *_LINK_SHOT,
+        {
+            "role": "user",
+            "content": f"{passages_section(f'[1] {title_a}: {text_a}')}\n\nSUBJECT: {subject or title_a}\n"
+            f"ENTITY: {entity}",
+        },
     ]
 
 

@@ -35,7 +35,8 @@ def two_hop_kb(mayor_title: str = "Odile Brankov") -> WordOverlapKB:
 
 def writer(write: dict | str | Exception, closed: str = "I do not know", read: str = "") -> ScriptedLLM:
     """A scripted LLM that answers every writing prompt with `write`, the closed-book prompt with
-    `closed` and the passage reader with `read`."""
+    `closed` and the passage reader with `read`. A bridge's `write` holds both of its replies: the
+    link call gets its description, the second hop its question and answer."""
 
     def reply(messages: list[dict]):
         system = messages[0]["content"]
@@ -45,6 +46,9 @@ def writer(write: dict | str | Exception, closed: str = "I do not know", read: s
             return read
         if isinstance(write, Exception):
             raise write
+        if isinstance(write, dict) and "description" in write:
+            link = system.startswith(p.LINK_SYSTEM)
+            return {k: v for k, v in write.items() if (k == "description") == link}
         return write
 
     return ScriptedLLM(rules={"": reply})
@@ -69,24 +73,46 @@ def test_a_bridge_links_a_chunk_to_the_other_document_whose_title_it_names():
     assert not bridge_pairs(kb_chunks(docs))
 
 
-def test_the_bridge_prompt_shows_both_passages_and_the_linking_name_and_the_question_hides_it(tmp_path):
+def test_a_bridge_asks_the_link_on_the_first_chunk_and_the_second_hop_on_the_second_then_hides_the_entity(tmp_path):
     llm = writer(BRIDGE_REPLY)
     kept, report = run(tmp_path, two_hop_kb(), llm, kinds={"bridge": 1})
-    prompt = llm.calls[0]["messages"][-1]["content"]
-    assert CITY in prompt and MAYOR in prompt and prompt.endswith("ENTITY: Odile Brankov")
-    assert llm.calls[0]["schema"] == p.BRIDGE_SCHEMA
+    link, hop2 = (c["messages"][-1]["content"] for c in llm.calls[:2])
+    assert CITY in link and MAYOR not in link and link.endswith("SUBJECT: Velmora\nENTITY: Odile Brankov")
+    assert MAYOR in hop2 and CITY not in hop2
+    assert [c["schema"] for c in llm.calls[:2]] == [p.LINK_SCHEMA, p.SINGLE_SCHEMA]
     (q,) = kept
     assert (q.kind, q.question, q.answer) == ("bridge", "Where was the mayor of Velmora born?", "Kesh")
     assert q.chunk_ids == ("c0", "c1") and q.titles == ("Velmora", "Odile Brankov")
     assert report.kept == {"bridge": 1} and not report.rejected
 
 
+def test_a_link_that_fails_its_checks_costs_no_second_hop_call(tmp_path):
+    llm = writer({**BRIDGE_REPLY, "description": "the mayor elected in 2019"})
+    kept, report = run(tmp_path, two_hop_kb(), llm, kinds={"bridge": 1})
+    assert not kept and report.rejected == {"does not lead from the first chunk's subject": 1}
+    assert len(llm.calls) == 1 and report.llm_calls == 1
+    row = json.loads((tmp_path / "q.jsonl").read_text())
+    assert row["details"]["reply"] == {"description": "the mayor elected in 2019"}  # what was rejected, kept
+
+
 @pytest.mark.parametrize(
     "reply, mayor_title, reason",
     [
-        ({**BRIDGE_REPLY, "description": "the mayor Brankov"}, "Odile Brankov", "names the intermediate answer"),
         (
-            {**BRIDGE_REPLY, "description": "Odile Brankov (politician), the mayor,"},
+            {**BRIDGE_REPLY, "description": "the Velmora mayor Brankov"},
+            "Odile Brankov",
+            "names the intermediate answer",
+        ),
+        (
+            {**BRIDGE_REPLY, "question": "Where was Odile Brankov born, and did Brankov study law?"},
+            "Odile Brankov",
+            "names the intermediate answer",
+        ),
+        (
+            {
+                **BRIDGE_REPLY,
+                "question": "Where was Odile Brankov born, and where did Odile Brankov (politician) study?",
+            },
             "Odile Brankov (politician)",
             "names the second title",
         ),
