@@ -61,7 +61,7 @@ def in_text(answer: str, text: str) -> bool:
 
 def _proper_words(text: str) -> set[str]:
     """Words written with a capital, as written: a name's words, not the same word in lower case."""
-    return {w for w in _NAMED.findall(text) if w[:1].isupper()}
+    return {w.strip(".'’-") for w in _NAMED.findall(text) if w[:1].isupper()}  # "Vaskarra." is "Vaskarra"
 
 
 def _distinct(name: str, known: str) -> set[str]:
@@ -140,7 +140,7 @@ def _link(cand: Candidate, llm, usage: Usage, trace: dict) -> str:
     subject = entity_name(a.title)
     msgs = p.link_messages(a.title, a.text, cand.entity, subject=subject)
     description = _ask(llm, msgs, p.LINK_SCHEMA, ("description",), "write bridge link", usage, trace)["description"]
-    if names_entity(description, cand.entity, known=subject):
+    if names_entity(description, cand.entity, known=_around(cand)):
         raise Rejected("names the intermediate answer")
     if not names_entity(description, subject):
         raise Rejected("does not lead from the first chunk's subject")
@@ -168,11 +168,18 @@ def names_subject(question: str, chunks) -> bool:
     return bool(named & source) or any(_has_phrase(question, entity_name(c.title)) for c in chunks)
 
 
+def _around(cand: Candidate) -> str:
+    """Chunk A without the entity's mentions: a word of the entity's name that A also uses on its
+    own ("Vaskarra" of "Bank of Vaskarra" in "the currency of Vaskarra") does not name the entity."""
+    a = cand.chunks[0]
+    return re.sub(re.escape(cand.entity), " ", f"{a.title} {a.text}", flags=re.IGNORECASE)
+
+
 def _check_bridge(cand: Candidate, question: str) -> None:
     a, b = cand.chunks
     if _has_phrase(question, b.title):  # first: a title always holds its entity's name
         raise Rejected("names the second title")
-    if names_entity(question, cand.entity, known=entity_name(a.title)):
+    if names_entity(question, cand.entity, known=_around(cand)):
         raise Rejected("names the intermediate answer")
 
 

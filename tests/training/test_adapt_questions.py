@@ -143,6 +143,10 @@ def test_naming_is_read_from_capitalised_names_not_from_common_words():
     assert names_entity("Where was Brankov born?", "Odile Brankov")
     assert names_entity("When did the Bank of Vaskarra open?", "Bank of Vaskarra", known="Skell")
     assert not names_entity("When did the central bank of Skell open?", "Bank of Vaskarra", known="Skell")
+    # a word of the name that the first chunk also uses on its own does not name the entity
+    coin = "Skell is the currency of Vaskarra, issued by the Bank of Vaskarra since 1921."
+    assert names_entity("the currency of Vaskarra", "Bank of Vaskarra", known="Skell")
+    assert not names_entity("the currency of Vaskarra", "Bank of Vaskarra", known=coin.replace("Bank of Vaskarra", ""))
 
 
 def test_the_bridge_question_puts_the_description_where_the_entity_was_named():
@@ -153,6 +157,22 @@ def test_the_bridge_question_puts_the_description_where_the_entity_was_named():
     assert bridge_question("Where was Odile Brankov born?", "the mayor of Velmora", "Odile Brankov") == (
         "Where was the mayor of Velmora born?"
     )
+
+
+def test_a_bridge_may_name_a_place_its_first_chunk_names_apart_from_the_entity(tmp_path):
+    kb = kb_of(
+        ("Skell", "Skell is the currency of Vaskarra. The Bank of Vaskarra has issued it since 1921."),
+        ("Bank of Vaskarra", "The Bank of Vaskarra is the central bank of Vaskarra, founded in 1917 in Brennick."),
+    )
+    reply = {
+        "description": "the issuer of Skell",
+        "question": "When was the Bank of Vaskarra founded?",
+        "answer": "1917",
+    }
+    kept, _ = run(
+        tmp_path, kb, writer({**reply, "description": "the issuer of Skell in Vaskarra"}), kinds={"bridge": 1}
+    )
+    assert [q.question for q in kept] == ["When was the issuer of Skell in Vaskarra founded?"]
 
 
 def test_a_bridge_answer_must_come_from_the_second_chunk(tmp_path):
