@@ -38,6 +38,7 @@ class SubprocessPeer(PeerAdapter):
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
         self.failed_calls = 0  # LLM calls the harness could not serve (an indexing error each)
+        self.last_failure = ""
 
     # --- the process --------------------------------------------------------------------
 
@@ -114,14 +115,24 @@ class SubprocessPeer(PeerAdapter):
         try:
             if msg["rpc"] == "embed":
                 return {"vectors": self._embedder().encode(msg["texts"]).tolist()}
-            schema = {"type": "object"} if msg.get("json") else None  # what response_format json_object asks
-            c = self.ctx.llm.chat(msg["messages"], schema=schema, max_tokens=int(msg.get("max_tokens") or 512))
+            max_tokens = int(msg.get("max_tokens") or 512)
+            if msg.get("json"):  # what response_format json_object asks: decoding held to a JSON object
+                try:
+                    c = self.ctx.llm.chat(msg["messages"], schema={"type": "object"}, max_tokens=max_tokens)
+                except LLMError:
+                    # an endpoint that takes no JSON schema (llama.cpp's server answers 500 to
+                    # response_format json_schema): the call again as free text, the peer parses it
+                    usage.llm_calls += 1
+                    c = self.ctx.llm.chat(msg["messages"], max_tokens=max_tokens)
+            else:
+                c = self.ctx.llm.chat(msg["messages"], max_tokens=max_tokens)
             usage.add(c)
             return {"text": c.text}
         except LLMError as e:  # the peer sees a failed call, as from an endpoint; it is counted
             usage.llm_calls += 1
             self.failed_calls += 1
-            return {"error": f"{type(e).__name__}: {e}"}
+            self.last_failure = f"{type(e).__name__}: {e}"
+            return {"error": self.last_failure}
 
     def close(self) -> None:
         if self.proc is None:
@@ -164,6 +175,7 @@ class SubprocessPeer(PeerAdapter):
 
     def answer(self, question: str) -> PeerAnswer:
         t0 = time.perf_counter()
+        before = self.failed_calls
         try:
             self._start()
             result, u = self._command("answer", question=question)
@@ -173,6 +185,8 @@ class SubprocessPeer(PeerAdapter):
         except LogicRouteError as e:  # the runner died: the next question starts a new one
             result, u, error = {}, Usage(), str(e)
         text = str(result.get("text") or "").strip()
+        if error is None and self.failed_calls > before:  # a peer may swallow a failed call and answer "None"
+            error = f"{self.failed_calls - before} LLM call(s) failed: {self.last_failure}"
         return PeerAnswer(text, u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, error)
 
 

@@ -236,7 +236,10 @@ def index(passages):
 def answer(question):
     if "crash" in question:
         raise ValueError("no entities")
-    return {{"text": ch.llm([{{"role": "user", "content": question}}], 16)}}
+    try:
+        return {{"text": ch.llm([{{"role": "user", "content": question}}], 16, json_mode="json" in question)}}
+    except RemoteError:
+        return {{"text": "None"}}  # as LightRAG does: the failed call swallowed
 
 serve(ch, {{"hello": hello, "index": index, "answer": answer, "close": lambda: {{}}}})
 """
@@ -281,6 +284,28 @@ def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_i
     finally:
         peer.close()
     assert peer.proc is None
+
+
+class SchemaRejectingLLM(ScriptedLLM):
+    """An endpoint that answers 500 to a JSON schema (llama.cpp's server to json_schema)."""
+
+    def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
+        if schema is not None:
+            raise LLMError("server error (HTTP 500): response_format type must be 'text' or 'json_object'")
+        return super().chat(messages, max_tokens=max_tokens)
+
+
+def test_a_failed_call_the_peer_swallowed_makes_its_answer_an_error_and_json_falls_back_to_free_text(tmp_path):
+    llm = SchemaRejectingLLM(rules={"json": '{"keywords": ["Ann"]}', "Who": LLMError("endpoint down")})
+    peer = echo_peer(tmp_path, llm)
+    try:
+        swallowed = peer.answer("Who founded Alpha?")
+        assert swallowed.text == "None" and swallowed.error.startswith("1 LLM call(s) failed: LLMError: endpoint down")
+        fallback = peer.answer("keywords as json?")
+        assert fallback.text == '{"keywords": ["Ann"]}' and fallback.error is None
+        assert fallback.llm_calls == 2  # the rejected schema call and the free-text one
+    finally:
+        peer.close()
 
 
 def test_a_peer_whose_venv_is_missing_names_the_install_command(tmp_path):
