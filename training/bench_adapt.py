@@ -99,7 +99,7 @@ def _mean(tables: Sequence[dict]) -> dict:
     """Mean of the judge's figures over seeds (route shares averaged too)."""
     out = dict(tables[0])
     for k in ("score", "tokens", "llm_calls", "agreement"):
-        out[k] = round(sum(t[k] for t in tables) / len(tables), 3 if k == "agreement" else 1)
+        out[k] = round(sum(t[k] for t in tables) / len(tables), {"agreement": 3, "llm_calls": 2}.get(k, 1))  # as judge
     out["shares"] = {r: round(sum(t["shares"][r] for t in tables) / len(tables), 3) for r in tables[0]["shares"]}
     far = [t.get("far") for t in tables if t.get("far") is not None]
     out["far"] = round(sum(far) / len(far), 3) if far else None
