@@ -63,6 +63,7 @@ class PeerContext:
     k: int = 3
     style: str = "short"
     options: dict = field(default_factory=dict)  # per-system settings from the command line
+    setup: str = ""  # the run's LLM, passages, k and style: a peer keeps one index per setup
 
 
 class PeerAdapter:

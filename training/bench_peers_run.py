@@ -200,7 +200,7 @@ def run_peers(
         store = JsonlStore(folder / RESULTS_FILE, key=row_key)
         runs = []
         for system in cfg.systems:
-            ctx = PeerContext(llm, folder / system, embedder, cfg.k, cfg.style, dict(cfg.options))
+            ctx = PeerContext(llm, folder / system, embedder, cfg.k, cfg.style, dict(cfg.options), _fp(base_sig))
             ctx.workdir.mkdir(parents=True, exist_ok=True)
             try:
                 adapter = registry[system](ctx)

@@ -8,6 +8,7 @@ that made it. The peers' packages are never imported here: this file only starts
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -73,9 +74,12 @@ class SubprocessPeer(PeerAdapter):
             cwd=self.ctx.workdir,
         )
         log.close()
-        store = self.ctx.workdir / "store"
-        store.mkdir(exist_ok=True)
         settings = {**self.peer_settings(), **self.ctx.options.get(self.name, {})}
+        # one store per setup (the run's LLM and passages, the runner, its settings): a peer finds
+        # no index built under other settings, whose cost would not be this run's
+        setup = json.dumps([self.ctx.setup, (RUNNERS / self.runner).read_text(), settings], sort_keys=True)
+        store = self.ctx.workdir / f"store-{hashlib.sha1(setup.encode()).hexdigest()[:10]}"
+        store.mkdir(exist_ok=True)
         self.hello, _ = self._command(
             "hello", workdir=str(store), embedding_dim=self._embedder().dim, settings=settings
         )
@@ -115,17 +119,10 @@ class SubprocessPeer(PeerAdapter):
         try:
             if msg["rpc"] == "embed":
                 return {"vectors": self._embedder().encode(msg["texts"]).tolist()}
-            max_tokens = int(msg.get("max_tokens") or 512)
-            if msg.get("json"):  # what response_format json_object asks: decoding held to a JSON object
-                try:
-                    c = self.ctx.llm.chat(msg["messages"], schema={"type": "object"}, max_tokens=max_tokens)
-                except LLMError:
-                    # an endpoint that takes no JSON schema (llama.cpp's server answers 500 to
-                    # response_format json_schema): the call again as free text, the peer parses it
-                    usage.llm_calls += 1
-                    c = self.ctx.llm.chat(msg["messages"], max_tokens=max_tokens)
-            else:
-                c = self.ctx.llm.chat(msg["messages"], max_tokens=max_tokens)
+            # A JSON request goes as free text (the peer's prompt asks for JSON and the peer parses
+            # it), on every backend alike: engine.llm's OpenAI backend would send a JSON schema,
+            # which llama.cpp's server rejects (HTTP 500), and its breaker then refuses the retry.
+            c = self.ctx.llm.chat(msg["messages"], max_tokens=int(msg.get("max_tokens") or 512))
             usage.add(c)
             return {"text": c.text}
         except LLMError as e:  # the peer sees a failed call, as from an endpoint; it is counted
