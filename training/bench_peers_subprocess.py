@@ -66,7 +66,7 @@ class SubprocessPeer(PeerAdapter):
             return
         log = open(self.ctx.workdir / "runner.log", "a")  # noqa: SIM115 - the runner writes here while it runs
         self.proc = subprocess.Popen(
-            [str(self.python()), str(RUNNERS / self.runner)],
+            [str(self.python()), str(RUNNERS / self.runner)],  # cwd below: paths sent to it are absolute
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -81,7 +81,7 @@ class SubprocessPeer(PeerAdapter):
         store = self.ctx.workdir / f"store-{hashlib.sha1(setup.encode()).hexdigest()[:10]}"
         store.mkdir(exist_ok=True)
         self.hello, _ = self._command(
-            "hello", workdir=str(store), embedding_dim=self._embedder().dim, settings=settings
+            "hello", workdir=str(store.resolve()), embedding_dim=self._embedder().dim, settings=settings
         )
 
     def peer_settings(self) -> dict:
