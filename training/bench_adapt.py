@@ -124,6 +124,18 @@ def verdict(systems: dict, routes: Sequence[str]) -> dict:
     }
 
 
+def lodo_generalist(work: Path, train_files: list[str], dataset: str, cfg, embedder, echo: Callable) -> Path:
+    """The generalist trained without `dataset` (its priors left out too), once: a rerun reuses it."""
+    from training.train import train_generalist
+
+    generalist = work / "generalist.ckpt"
+    if not generalist.is_file():
+        echo(f"training the LODO generalist on {len(train_files)} label files (none of {dataset})")
+        notes = f"leave-one-dataset-out generalist without {dataset} (bench adapt)"
+        train_generalist(train_files, generalist, cfg, embedder=embedder, leave_out=dataset, notes=notes)
+    return generalist
+
+
 def judge_set(
     name: str,
     label_files: Sequence[str | Path],
@@ -147,17 +159,12 @@ def judge_set(
     from training.label_arrays import routes_of
     from training.lodo import judge
     from training.passage_kb import passages_kb
-    from training.train import train_generalist
 
     if adapt_fn is None:
         from training.adapt import adapt as adapt_fn
     work.mkdir(parents=True, exist_ok=True)
     train_files, rows, dataset = split_files(label_files, name)
-    generalist = work / "generalist.ckpt"
-    if not generalist.is_file():
-        echo(f"{name}: training the LODO generalist on {len(train_files)} label files (none of {dataset})")
-        notes = f"leave-one-dataset-out generalist without {dataset} (bench adapt)"
-        train_generalist(train_files, generalist, cfg, embedder=embedder, leave_out=dataset, notes=notes)
+    generalist = lodo_generalist(work, train_files, dataset, cfg, embedder, echo=lambda s: echo(f"{name}: {s}"))
     passages = set_passages(name, rows, data)
     echo(f"{name}: KB of the {len(passages)} passages of its {len(rows)} labelled questions")
     kb = passages_kb(work / "kb", passages, embedder, layers=True, show_progress=progress)

@@ -146,18 +146,8 @@ class LogicrouteAdapter(PeerAdapter):
         return out
 
 
-def _route_adapter(route: str) -> type[PeerAdapter]:
+def route_adapter(route: str) -> type[PeerAdapter]:
     return type(f"Logicroute_{route}", (LogicrouteAdapter,), {"name": route, "route": route})
-
-
-def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
-    """System name -> factory. The peers' classes live with the subprocess they need."""
-    from training.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter
-
-    reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: _route_adapter(r) for r in ("chunk", "logic", "router")}
-    reg["lightrag"] = LightRAGAdapter
-    reg["hipporag"] = HippoRAGAdapter
-    return reg
 
 
 SYSTEMS = ("chunk", "logic", "router", "lightrag", "hipporag")

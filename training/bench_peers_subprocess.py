@@ -13,12 +13,12 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.base.errors import LLMError, LogicRouteError
 from engine.base.types import Usage
-from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext, Progress
+from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext, Progress, route_adapter
 
 RUNNERS = Path(__file__).resolve().parent / "peer_runners"
 WORK = Path(__file__).resolve().parents[2]  # the folder that holds the repository
@@ -209,3 +209,11 @@ class HippoRAGAdapter(SubprocessPeer):
     requirements = ("hipporag==2.0.0a3", "pyarrow<20")
     venv_env = "LOGICROUTE_HIPPORAG_VENV"
     venv_default = WORK / "peers-venv-hipporag"  # its torch/vllm/openai pins clash with LightRAG's
+
+
+def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
+    """System name -> factory: logicroute's routes, and the peers that run in a venv of their own."""
+    reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: route_adapter(r) for r in ("chunk", "logic", "router")}
+    reg["lightrag"] = LightRAGAdapter
+    reg["hipporag"] = HippoRAGAdapter
+    return reg

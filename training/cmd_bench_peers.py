@@ -93,9 +93,9 @@ def bench_peers(
     Report: REPORT_DIR/<set>.md and .json."""
     from engine.llm.factory import make_llm
     from hierarchy.datasets import resolve_data
-    from training.bench_peers import builtin_registry
     from training.bench_peers_report import write_report
     from training.bench_peers_run import PeersConfig, run_peers
+    from training.bench_peers_subprocess import builtin_registry
 
     names = tuple(s.strip() for s in systems.split(",") if s.strip())
     options = _options(settings, venvs, logic_preset)

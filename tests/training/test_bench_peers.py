@@ -193,7 +193,7 @@ def test_an_unknown_system_is_an_error_naming_the_choices(tmp_path, fake):
 def test_logicroutes_own_rows_index_with_no_llm_call_and_book_each_answers_usage(tmp_path, fake, monkeypatch):
     from hierarchy.documents import Chunk
     from tests.fakes import WordOverlapKB
-    from training.bench_peers import builtin_registry
+    from training.bench_peers_subprocess import builtin_registry
 
     def kb_of(path, passages, show_progress=True):
         return WordOverlapKB(Chunk(p.id, p.id, p.title, p.text, 0) for p in passages)
