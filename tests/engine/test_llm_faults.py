@@ -111,8 +111,9 @@ def test_a_logic_answer_on_a_hung_endpoint_waits_for_one_call_not_two():
     with FakeEndpoint(HANG) as server:
         rag = make_rag(server.llm(timeout=0.2, max_retries=0, cooldown=0), cache=False)
         error, seconds = timed(rag.answer, "Who directed the film that won?", route="logic")
-    # decomposition fails (flagged, the route goes on); the final answer does not wait again
-    assert isinstance(error, LLMError) and server.requests == 1 and seconds < 1.0
+    # decomposition fails (flagged, the route goes on); the final answer does not wait again: one
+    # request reached the endpoint, and the time is one 0.2 s wait plus what a loaded machine adds
+    assert isinstance(error, LLMError) and server.requests == 1 and seconds < 2.0
 
 
 def test_a_local_call_does_not_start_after_the_deadline_and_its_reserve():
