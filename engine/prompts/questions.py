@@ -33,6 +33,11 @@ def _shot(user: str, reply: dict) -> list[dict]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": json.dumps(reply)}]
 
 
+def _writing(system: str, shot: list[dict], user: str) -> list[dict]:
+    """One writing call: its task under the data rule, its worked example, then the passages."""
+    return [{"role": "system", "content": with_data_rule(system)}, *shot, {"role": "user", "content": user}]
+
+
 SINGLE_SYSTEM = (
     "Write one question that the passage answers, and its answer. The answer is a short span "
     "copied from the passage: a name, a place, a date or a number. The question names the "
@@ -46,11 +51,7 @@ _SINGLE_SHOT = _shot(
 
 
 def single_messages(title: str, text: str) -> list[dict]:
-    return [
-        {"role": "system", "content": with_data_rule(SINGLE_SYSTEM)},
-        *_SINGLE_SHOT,
-        {"role": "user", "content": passages_section(f"[1] {title}: {text}")},
-    ]
+    return _writing(SINGLE_SYSTEM, _SINGLE_SHOT, passages_section(f"[1] {title}: {text}"))
 
 
 # A bridge is written in two calls, each on one passage: the link (how passage 1 describes the
@@ -71,15 +72,8 @@ _LINK_SHOT = _shot(
 
 def link_messages(title_a: str, text_a: str, entity: str, subject: str | None = None) -> list[dict]:
     """`subject`: how chunk A's subject is named [default: its title]."""
-    return [
-        {"role": "system", "content": with_data_rule(LINK_SYSTEM)},
-        *_LINK_SHOT,
-        {
-            "role": "user",
-            "content": f"{passages_section(f'[1] {title_a}: {text_a}')}\n\nSUBJECT: {subject or title_a}\n"
-            f"ENTITY: {entity}",
-        },
-    ]
+    passage = passages_section(f"[1] {title_a}: {text_a}")
+    return _writing(LINK_SYSTEM, _LINK_SHOT, f"{passage}\n\nSUBJECT: {subject or title_a}\nENTITY: {entity}")
 
 
 COMPARISON_SYSTEM = (
@@ -104,11 +98,8 @@ _COMPARISON_SHOT = _shot(
 
 
 def comparison_messages(title_a: str, text_a: str, title_b: str, text_b: str) -> list[dict]:
-    return [
-        {"role": "system", "content": with_data_rule(COMPARISON_SYSTEM)},
-        *_COMPARISON_SHOT,
-        {"role": "user", "content": passages_section(f"[1] {title_a}: {text_a}\n[2] {title_b}: {text_b}")},
-    ]
+    passages = passages_section(f"[1] {title_a}: {text_a}\n[2] {title_b}: {text_b}")
+    return _writing(COMPARISON_SYSTEM, _COMPARISON_SHOT, passages)
 
 
 OVERVIEW_SYSTEM = (
@@ -126,11 +117,7 @@ _OVERVIEW_SHOT = _shot(
 
 
 def overview_messages(titles: list[str], summary: str) -> list[dict]:
-    return [
-        {"role": "system", "content": with_data_rule(OVERVIEW_SYSTEM)},
-        *_OVERVIEW_SHOT,
-        {"role": "user", "content": passages_section(f"[1] Summary of {', '.join(titles)}: {summary}")},
-    ]
+    return _writing(OVERVIEW_SYSTEM, _OVERVIEW_SHOT, passages_section(f"[1] Summary of {', '.join(titles)}: {summary}"))
 
 
 CLOSED_BOOK_SYSTEM = (
