@@ -47,10 +47,6 @@ class Budget:
         if self.logic_share is not None and not 0.0 <= self.logic_share <= 1.0:
             raise LogicRouteError(f"Budget.logic_share must be in [0, 1], got {self.logic_share!r}")
 
-    @property
-    def gates_routing(self) -> bool:
-        return self.threshold is not None or self.logic_share is not None
-
     @classmethod
     def from_policy(cls, policy, **limits) -> "Budget":
         """A Budget from a threshold policy (router.policy.Policy; a thresholds.json file:

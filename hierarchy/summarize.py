@@ -113,12 +113,6 @@ def render_units(units: Sequence[Sequence[str]]) -> str:
     return "\n".join(f"{t}: {' '.join(s)}" if t else " ".join(s) for t, s in lines)
 
 
-def rendered_words(units: Sequence[Sequence[str]]) -> int:
-    """Word count of render_units(units), computed without rendering."""
-    titles = {u[0] for u in units if u[0]}
-    return sum(unit_words(u) for u in units) + sum(len(t.split()) for t in titles)
-
-
 def _candidates(passages: Sequence[Passage]) -> list[Unit]:
     """Sentences of the passages, first occurrence only (overlapping chunks repeat text)."""
     seen: set[str] = set()

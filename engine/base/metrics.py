@@ -113,14 +113,3 @@ def coverage(pred: str, golds: str | list[str]) -> float:
     in the normalized prediction (a gold that normalizes to "" scores 0)."""
     p = normalize_answer(pred)
     return max((_coverage_one(p, normalize_answer(g)) for g in _golds(golds)), default=0.0)
-
-
-def score_all(preds: list[str], golds: list[list[str]]) -> dict:
-    """Per-example em/f1/string_acc and their pooled means (all in [0, 1])."""
-    if len(preds) != len(golds):
-        raise ValueError(f"{len(preds)} predictions for {len(golds)} gold lists")
-    per = [{"em": exact_match(p, g), "f1": f1(p, g), "string_acc": string_acc(p, g)} for p, g in zip(preds, golds)]
-    n = len(per)
-    pooled = {k: (sum(e[k] for e in per) / n if n else 0.0) for k in ("em", "f1", "string_acc")}
-    pooled["n"] = n
-    return {"pooled": pooled, "per_example": per}

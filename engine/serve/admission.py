@@ -99,11 +99,6 @@ class Admission:
                 self._running -= 1
                 self._admitted -= 1
 
-    def release_unrun(self) -> None:
-        """Give back a place taken by `admit` whose job never started."""
-        with self._lock:
-            self._admitted -= 1
-
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 

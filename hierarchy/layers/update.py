@@ -1,7 +1,7 @@
 """Building the summary layers of a KB, and keeping them in step with its chunks.
 
 Incremental update (`sync_layers`, called by hierarchy.indexing in the write transaction that
-added or deleted documents; `update_after_change` for given chunk ids): the chunks the layers
+added or deleted documents): the chunks the layers
 cover are compared with the KB's, so an update that died is caught up by the next one. A
 removed chunk leaves its cluster (empty nodes are removed, up the tree);
 an added chunk joins the level-1 cluster whose chunk centroid is nearest by cosine, or starts a
@@ -113,23 +113,6 @@ def sync_layers(kb: "KnowledgeBase", *, llm: "LLM | None" = None, show_progress:
     return cost if cost is None or cost.get("mode") != "unchanged" else None
 
 
-def update_after_change(
-    kb: "KnowledgeBase",
-    added_ids: Iterable[str],
-    removed_ids: Iterable[str],
-    *,
-    llm: "LLM | None" = None,
-    show_progress: bool = False,
-) -> dict | None:
-    """Apply chunk additions/deletions to the saved layers; re-summarize only what changed.
-
-    Returns the cost, or None when the KB has no layers."""
-    layers = read_layers(kb)
-    if layers is None:
-        return None
-    return _apply(kb, layers, added_ids, removed_ids, llm, show_progress)
-
-
 def _apply(
     kb: "KnowledgeBase",
     layers: Layers,
@@ -138,7 +121,7 @@ def _apply(
     llm: "LLM | None",
     show_progress: bool,
 ) -> dict:
-    """update_after_change on layers already read."""
+    """Apply chunk additions/deletions to the saved layers; re-summarize only what changed."""
     meta = layers.meta
     base_generation = meta.get("generation")
     if not layers.levels:  # built over an empty KB: there is nothing to keep, build properly

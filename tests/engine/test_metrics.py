@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.base.metrics import exact_match, f1, normalize_answer, score_all, string_acc
+from engine.base.metrics import exact_match, f1, normalize_answer, string_acc
 
 
 def test_normalization_lowercases_and_drops_punctuation_articles_and_extra_spaces():
@@ -56,25 +56,3 @@ def test_string_acc_is_gold_contained_in_prediction():
     assert string_acc("not sure", ["no"]) == 1.0
     # a gold that normalizes to nothing matches nothing
     assert string_acc("anything", ["The"]) == 0.0
-
-
-def test_score_all_pools_means_in_unit_interval():
-    preds = ["Paris", "New York", "yes"]
-    golds = [["Paris"], ["New York City"], ["no"]]
-    out = score_all(preds, golds)
-    assert out["per_example"] == [
-        {"em": 1.0, "f1": 1.0, "string_acc": 1.0},
-        {"em": 0.0, "f1": pytest.approx(0.8), "string_acc": 0.0},
-        {"em": 0.0, "f1": 0.0, "string_acc": 0.0},
-    ]
-    pooled = out["pooled"]
-    assert pooled["n"] == 3
-    assert pooled["em"] == pytest.approx(1 / 3)
-    assert pooled["f1"] == pytest.approx(1.8 / 3)
-    assert pooled["string_acc"] == pytest.approx(1 / 3)
-
-
-def test_score_all_of_nothing_is_zero_and_lengths_must_match():
-    assert score_all([], [])["pooled"] == {"em": 0.0, "f1": 0.0, "string_acc": 0.0, "n": 0}
-    with pytest.raises(ValueError):
-        score_all(["a"], [])

@@ -19,9 +19,14 @@ from hierarchy.layers import persist
 from hierarchy.layers.persist import META, layers_dir, load_layers
 from hierarchy.layers.tree import CENTRAL_CHUNKS, LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_from_structure
 from hierarchy.layers.update import build_layers
-from hierarchy.summarize import extractive_batch, mmr_select, render_units, rendered_words, split_sentences
+from hierarchy.summarize import extractive_batch, mmr_select, render_units, split_sentences
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import TOPICS, make_docs
+
+
+def rendered_words(units) -> int:
+    """Word count of render_units(units)."""
+    return len(render_units(units).split())
 
 
 @pytest.fixture
@@ -88,7 +93,6 @@ def test_extractive_respects_budget_and_avoids_repeats():
     for budget in (8, 15, 30, 60):
         units = extractive_batch([(passages, centroid)], emb.encode, budget)[0]
         assert units and rendered_words(units) <= budget
-        assert rendered_words(units) == len(render_units(units).split())
         sents = [u[1] for u in units]
         assert len(sents) == len(set(sents))
     units = extractive_batch([(passages, centroid)], emb.encode, 30)[0]
