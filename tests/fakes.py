@@ -15,7 +15,8 @@ import numpy as np
 
 from engine.base.errors import KBEmptyError
 from engine.base.types import Answer, Completion, RetrievedChunk, Usage
-from engine.llm.base import call_llm, chat_structured
+from engine.llm.base import call_llm
+from engine.llm.structured import chat_structured
 from engine.pipeline import RoutedRAG
 from hierarchy.documents import Chunk
 from tests.samples import PASSAGES, make_docs
@@ -31,7 +32,7 @@ class ScriptedLLM:
     """Returns scripted replies in order, or by the first rule whose substring occurs in the
     last user message. dict/list replies are JSON-encoded; an Exception reply is raised; a Cut
     reply comes back as cut off at the token limit.
-    Schema calls go through engine.llm.base.chat_structured, as every real backend does.
+    Schema calls go through engine.llm.structured.chat_structured, as every real backend does.
 
     Each call sleeps `delay` seconds yet reports 0 seconds, so a test can tell a wall-clock
     measurement from a sum of the calls' own seconds. `completions` keeps what each call

@@ -31,8 +31,13 @@ class Completion:
     # None = not known. The answer's confidence (engine.llm.base.answer_confidence) reads it.
     token_logprobs: list[float] | None = None
     # why generation stopped: "stop" (the model ended it), "length" (cut off at max_tokens);
-    # None = not known (a cache hit, or a backend that does not say)
+    # None = not known (a cache entry made before it was kept, or a backend that does not say)
     finish_reason: str | None = None
+    # how a structured reply was asked for when the endpoint refused its schema as a response
+    # format: "json_object" (JSON mode, the schema in the system message) or "prompt" (the schema
+    # in the system message only); None = the backend's own constraint (llama.cpp grammar,
+    # json_schema). call_llm flags it (engine.llm.openai_api).
+    structured_via: str | None = None
 
 
 @dataclass
@@ -54,7 +59,7 @@ class Usage:
         self.llm_calls += c.attempts
         self.prompt_tokens += c.prompt_tokens
         self.completion_tokens += c.completion_tokens
-        self.cached_calls += int(c.cached)
+        self.cached_calls += c.attempts if c.cached else 0  # a kept retried reply replays both requests
         self.llm_seconds += c.seconds
         self.llm_seconds_uncached += (c.original_seconds or 0.0) if c.cached else c.seconds
         self.prompt_tokens_evaluated += (

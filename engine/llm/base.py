@@ -4,9 +4,11 @@ one helper routes use to make a call and book its cost.
 Contract of `LLM.chat`:
 - messages: OpenAI-style [{"role": "system"|"user"|"assistant", "content": str}].
 - schema: a JSON schema (dict) or None. With a schema the backend constrains decoding to it
-  (llama.cpp grammar / OpenAI response_format), parses and validates the text (jsonschema);
-  on failure it retries once with the validation error appended to the conversation; if the
-  retry fails too it raises StructuredOutputError carrying both completions.
+  (llama.cpp grammar / OpenAI response_format; an endpoint that refuses the schema as a
+  response format gets JSON mode or the schema in the prompt, flagged), parses and validates
+  the text (jsonschema); on failure it retries once with the validation error appended to the
+  conversation; if the retry fails too it raises StructuredOutputError carrying both
+  completions. engine.llm.structured holds that logic, for every backend.
 - Returns a Completion; temperature defaults to 0 for reproducibility.
 - Transport failures (timeouts, 429, 5xx, connection; from a remote endpoint also a malformed
   body or an empty completion) are retried with backoff inside the backend and end in LLMError.
@@ -16,10 +18,9 @@ Contract of `LLM.chat`:
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -274,12 +275,28 @@ def call_llm(
         for a in e.completions:
             usage.add(a)
             calls.append(_log(purpose, a, error=str(e)))
+        _flag_structured_via(trace, purpose, e.completions[-1:])
         raise
     usage.add(c)
     calls.append(_log(purpose, c))
+    _flag_structured_via(trace, purpose, [c])
     if not c.text.strip():  # a backend that lets a blank completion through: make it visible
         flag(trace, f"the LLM returned a blank completion for {purpose}")
     return c
+
+
+_STRUCTURED_VIA = {
+    "json_object": "JSON mode with the schema in the prompt",
+    "prompt": "the schema in the prompt only (no JSON mode either)",
+}
+
+
+def _flag_structured_via(trace: dict, purpose: str, completions: list[Completion]) -> None:
+    """An endpoint that refused the schema as a response format answered under a weaker
+    constraint (engine.llm.openai_api): visible, as every fallback is."""
+    via = next((c.structured_via for c in completions if c.structured_via), None)
+    if via is not None:
+        flag(trace, f"the endpoint refused a JSON schema response format: {purpose} asked with {_STRUCTURED_VIA[via]}")
 
 
 def _log(purpose: str, c: Completion, error: str | None = None) -> dict[str, Any]:
@@ -292,6 +309,8 @@ def _log(purpose: str, c: Completion, error: str | None = None) -> dict[str, Any
     }
     if c.attempts > 1:
         d["attempts"] = c.attempts
+    if c.structured_via:
+        d["structured_via"] = c.structured_via
     confidence = answer_confidence(c)
     if confidence is not None:
         d["confidence"] = round(confidence, 4)
@@ -319,53 +338,3 @@ class Stopwatch:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
-
-
-# --- Structured output (shared by every backend) and the factory ------------------------
-
-
-def chat_structured(send: Callable[[list[dict]], Completion], messages: list[dict], schema: dict) -> Completion:
-    """Call `send(messages)`, parse and validate the text against `schema`; on failure retry
-    once with the error appended to the conversation, then raise StructuredOutputError.
-    A reply cut off at the token limit is not retried: the retry has the same limit, and a
-    runaway field (a 1.5B model repeating itself) ran into it again every time it was measured;
-    the caller decides (keep what came back, ask for less).
-
-    The one place this logic lives: every backend calls it with its own raw `send`.
-    A success after a retry returns the last completion with the tokens and seconds of both
-    attempts summed, so `call_llm` books what the answer really cost."""
-    import jsonschema  # lazy: keeps `import engine.llm` cheap
-
-    attempts: list[Completion] = []
-    for _ in range(2):
-        c = send(messages)
-        attempts.append(c)
-        try:
-            data = json.loads(c.text)
-            jsonschema.validate(data, schema)
-        except json.JSONDecodeError as e:
-            error = f"not valid JSON ({e})"
-        except jsonschema.ValidationError as e:
-            where = "/".join(str(p) for p in e.absolute_path) or "top level"
-            error = f"does not match the schema at {where}: {e.message}"
-        else:
-            c.data = data
-            if len(attempts) > 1:
-                c.attempts = len(attempts)
-                c.prompt_tokens = sum(a.prompt_tokens for a in attempts)
-                c.completion_tokens = sum(a.completion_tokens for a in attempts)
-                c.seconds = sum(a.seconds for a in attempts)
-                if all(a.prompt_tokens_evaluated is not None for a in attempts):
-                    c.prompt_tokens_evaluated = sum(a.prompt_tokens_evaluated or 0 for a in attempts)
-            return c
-        if c.finish_reason == "length":
-            raise StructuredOutputError(f"LLM output cut off at the token limit: {error}", attempts)
-        messages = messages + [
-            {"role": "assistant", "content": c.text},
-            {
-                "role": "user",
-                "content": f"Your reply {error}. Reply again with one JSON object "
-                "that matches the schema, and nothing else.",
-            },
-        ]
-    raise StructuredOutputError(f"LLM output failed schema validation twice: {error}", attempts)

@@ -1,9 +1,16 @@
 """An on-disk cache in front of any LLM: the same call twice costs one real call.
 
 SQLite in WAL mode, one connection per thread, so threads and processes (parallel
-benchmarks) can share one file. Only successful completions are stored, and a blank one is
-never a success: it is not stored, and one stored before is asked again. A hit reports the
-original token counts (what the answer would cost uncached) with cached=True and seconds=0.
+benchmarks) can share one file. A call's key is everything that decides its output (cache_key);
+its row is its successful completion, never an error, and a blank reply is never a success: it
+is not stored, and one stored before is asked again. A hit reports the original token counts
+(what the answer would cost uncached) with cached=True and seconds=0, and the attempts, finish
+reason and structured-output way of the original call, so its trace reads the same.
+
+A structured reply that failed validation is stored as well, under the key of the request that
+attempt sent plus its attempt number (engine.llm.structured.attempt_log): a rerun replays it and
+the retry after it instead of asking again, so a structured call that failed, or succeeded only
+on its retry, costs nothing the second time and ends the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from engine.base.errors import LogicRouteError
 from engine.base.sqlite_store import open_shared_sqlite
 from engine.base.types import Completion
 from engine.llm.base import LLM
+from engine.llm.structured import AttemptLog, attempt_log
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
     key TEXT PRIMARY KEY,
@@ -32,7 +40,10 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
     model TEXT NOT NULL,
     created REAL NOT NULL,
     prompt_evaluated INTEGER, -- of prompt_tokens, those the backend computed; NULL = not known
-    token_logprobs TEXT       -- JSON list of the generated tokens' log-probabilities; NULL = not known
+    token_logprobs TEXT,      -- JSON list of the generated tokens' log-probabilities; NULL = not known
+    attempts INTEGER,         -- requests the completion took (a structured retry: 2); NULL = 1
+    finish_reason TEXT,       -- "stop", "length"; NULL = not known
+    structured_via TEXT       -- Completion.structured_via; NULL = the backend's own constraint
 )"""
 
 
@@ -53,7 +64,17 @@ def cache_key(llm_name: str, messages: list[dict], schema: dict | None, max_toke
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-_ADDED_COLUMNS = {"prompt_evaluated": "INTEGER", "token_logprobs": "TEXT"}
+_ADDED_COLUMNS = {
+    "prompt_evaluated": "INTEGER",
+    "token_logprobs": "TEXT",
+    "attempts": "INTEGER",
+    "finish_reason": "TEXT",
+    "structured_via": "TEXT",
+}
+_COLUMNS = (
+    "text, data, prompt_tokens, completion_tokens, model, seconds, prompt_evaluated, token_logprobs, attempts, "
+    "finish_reason, structured_via"
+)
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
@@ -99,38 +120,55 @@ class CachedLLM:
         self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
     ) -> Completion:
         key = cache_key(self.name, messages, schema, max_tokens, temperature)
-        row = self._get(key)
-        if row is not None and row[0].strip():
-            text, data, pt, ct, model, secs, evaluated, logprobs = row
-            return Completion(
-                text=text,
-                prompt_tokens=pt,
-                completion_tokens=ct,
-                seconds=0.0,
-                data=None if data is None else json.loads(data),
-                cached=True,
-                model=model,
-                original_seconds=secs,
-                prompt_tokens_evaluated=evaluated,
-                token_logprobs=None if logprobs is None else json.loads(logprobs),
-            )
-        # errors (StructuredOutputError, LLMError) propagate and are never stored
-        c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        hit = self._hit(key)
+        if hit is not None:
+            return hit
+        # errors (StructuredOutputError, LLMError) propagate and are never stored; a structured
+        # call's failed attempts are, under keys of their own
+        if schema is None:
+            c = self.inner.chat(messages, max_tokens=max_tokens, temperature=temperature)
+        else:
+            with attempt_log(self._attempts(schema, max_tokens, temperature)):
+                c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
         self._put(key, c)
         return c
 
+    def _attempts(self, schema: dict, max_tokens: int, temperature: float) -> AttemptLog:
+        """Attempt n of a structured call is kept under the key of the request it sent, plus n:
+        the retry after a reply is a request of its own, and an attempt never answers another."""
+
+        def key(attempt: int, messages: list[dict]) -> str:
+            return f"{cache_key(self.name, messages, schema, max_tokens, temperature)}#attempt{attempt}"
+
+        return AttemptLog(
+            replay=lambda attempt, messages: self._hit(key(attempt, messages)),
+            keep=lambda attempt, messages, c: self._put(key(attempt, messages), c),
+        )
+
+    def _hit(self, key: str) -> Completion | None:
+        row = self._get(key)
+        if row is None or not row[0].strip():
+            return None
+        text, data, pt, ct, model, secs, evaluated, logprobs, attempts, finish_reason, via = row
+        return Completion(
+            text=text,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            seconds=0.0,
+            data=None if data is None else json.loads(data),
+            cached=True,
+            model=model,
+            original_seconds=secs,
+            attempts=attempts or 1,
+            prompt_tokens_evaluated=evaluated,
+            token_logprobs=None if logprobs is None else json.loads(logprobs),
+            finish_reason=finish_reason,
+            structured_via=via,
+        )
+
     def _get(self, key: str) -> tuple | None:
         try:
-            return (
-                self._db()
-                .execute(
-                    "SELECT text, data, prompt_tokens, completion_tokens, model, seconds, prompt_evaluated, "
-                    "token_logprobs FROM completions "
-                    "WHERE key = ?",
-                    (key,),
-                )
-                .fetchone()
-            )
+            return self._db().execute(f"SELECT {_COLUMNS} FROM completions WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as e:
             raise LogicRouteError(
                 f"LLM cache {self.path} is unreadable ({e}): delete it, or run with --no-cache"
@@ -143,7 +181,8 @@ class CachedLLM:
         try:
             self._db().execute(
                 "INSERT OR REPLACE INTO completions (key, llm, text, data, prompt_tokens, completion_tokens, "
-                "seconds, model, created, prompt_evaluated, token_logprobs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "seconds, model, created, prompt_evaluated, token_logprobs, attempts, finish_reason, structured_via) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     self.name,
@@ -156,6 +195,9 @@ class CachedLLM:
                     time.time(),
                     c.prompt_tokens_evaluated,
                     None if c.token_logprobs is None else json.dumps([round(x, 5) for x in c.token_logprobs]),
+                    c.attempts,
+                    c.finish_reason,
+                    c.structured_via,
                 ),
             )
         except (sqlite3.Error, LogicRouteError) as e:

@@ -34,8 +34,9 @@ from typing import Any
 
 from engine.base.errors import LLMError
 from engine.base.types import Completion
-from engine.llm.base import chat_structured, open_call
+from engine.llm.base import open_call
 from engine.llm.control_tokens import marker_pattern, neutralise_messages, vocabulary_markers
+from engine.llm.structured import chat_structured
 
 _REGISTRY: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -172,11 +173,11 @@ class LocalLLM:
         self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
     ) -> Completion:
         open_call(self.name)  # an in-process call cannot be cut short: it only must not start late
-        llama, lock = _shared_llama(self._path(), self.n_ctx, self.n_threads)
-
-        markers = getattr(llama, "_logicroute_markers", None)  # None: not a llama_cpp.Llama, the common ones
 
         def send(msgs: list[dict]) -> Completion:
+            # loaded here, not before: a rerun whose attempts the cache replays loads no model
+            llama, lock = _shared_llama(self._path(), self.n_ctx, self.n_threads)
+            markers = getattr(llama, "_logicroute_markers", None)  # None: not a llama_cpp.Llama, the common ones
             kwargs: dict[str, Any] = dict(
                 messages=neutralise_messages(msgs, markers), temperature=temperature, max_tokens=max_tokens, seed=0
             )

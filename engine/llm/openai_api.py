@@ -12,6 +12,14 @@ failed every try, calls fail fast for the rest of the answer and, on this object
 included (engine.llm.http_deadline): an endpoint that trickles its reply is cut like one that
 hangs. A try the answer's deadline cut is a DeadlineError: the caller's limit, not the
 endpoint's failure, so it opens no breaker.
+
+Structured calls ask for the schema as the response format. A server that refuses it (an
+error naming the format: engine.llm.response_format) is asked again at once in JSON mode with
+the schema in the system message, and if it refuses that too with the schema in the prompt
+only; the completion says which (Completion.structured_via, flagged by call_llm). The object
+remembers the way that worked, so an endpoint refuses one request per process, not per call;
+a refusal from an endpoint that took the schema before is about that schema, and downgrades
+that call only.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from typing import Any
 
 from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import Completion
-from engine.llm.base import CallWindow, LLMSpec, chat_structured, open_call, record_failure
+from engine.llm.base import CallWindow, LLMSpec, open_call, record_failure
 from engine.llm.control_tokens import neutralise_messages
+from engine.llm.response_format import LADDER, refuses_format, request
+from engine.llm.structured import chat_structured
 from engine.llm.urls import check_base_url, redact
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -40,6 +50,10 @@ DEFAULT_COOLDOWN = 30.0
 
 class _BadReply(Exception):
     """An HTTP 200 that carries no usable completion: retried like a transient error."""
+
+
+class _FormatRefused(Exception):
+    """The endpoint refused the request's response format: ask again a weaker way, at once."""
 
 
 class OpenAILLM:
@@ -75,6 +89,8 @@ class OpenAILLM:
         self._client = client
         self._client_lock = threading.Lock()
         self._down: tuple[float, str] | None = None  # (until when, why): the breaker is open
+        self._format = LADDER[0]  # how structured calls ask first (engine.llm.response_format)
+        self._formats_taken: set[str] = set()  # the ways this endpoint answered a structured call
         # the endpoint is part of the name, so cache keys of two servers never collide; its
         # credentials are not: the name is shown in errors, traces, cards and /health
         self.name = redact(str(LLMSpec("openai", model, self.base_url)))
@@ -111,16 +127,12 @@ class OpenAILLM:
         self._fail_fast_if_down()
         window = open_call(self.name)
         kwargs: dict[str, Any] = dict(model=self.model, temperature=temperature, max_tokens=max_tokens)
-        if schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "output", "schema": schema, "strict": False},
-            }
 
-        def send(msgs: list[dict]) -> Completion:
+        def send(msgs: list[dict], response_format: dict | None = None) -> Completion:
             t0 = time.perf_counter()
+            extra = {} if response_format is None else {"response_format": response_format}
             # the server renders its chat template over these: no text may carry its control tokens
-            text, usage, finish_reason = self._create(window, messages=neutralise_messages(msgs), **kwargs)
+            text, usage, finish_reason = self._create(window, messages=neutralise_messages(msgs), **kwargs, **extra)
             return Completion(
                 text=text,
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -132,7 +144,26 @@ class OpenAILLM:
 
         if schema is None:
             return send(messages)
-        return chat_structured(send, messages, schema)
+        return chat_structured(lambda msgs: self._send_structured(send, msgs, schema), messages, schema)
+
+    def _send_structured(self, send: Callable[..., Completion], messages: list[dict], schema: dict) -> Completion:
+        """One structured request, in the strongest way this endpoint is known or hoped to take,
+        and weaker ways at once while it refuses them."""
+        first = self._format
+        for mode in LADDER[LADDER.index(first) :]:
+            msgs, response_format = request(mode, messages, schema)
+            try:
+                c = send(msgs, response_format)
+            except _FormatRefused:
+                continue
+            if mode != first and first not in self._formats_taken:
+                self._format = mode  # it never took the stronger way: later calls start here
+            self._formats_taken.add(mode)
+            if mode != LADDER[0]:
+                c.structured_via = mode
+            return c
+        # the last way sends no response format, so nothing refuses it as one
+        raise LLMError(f"{self.url} refused every way of asking for JSON")
 
     def _fail_fast_if_down(self) -> None:
         """The circuit breaker: an endpoint that failed every try is not waited on again
@@ -165,12 +196,14 @@ class OpenAILLM:
                 if cut:  # the answer's own deadline: says nothing about the endpoint
                     raise self._cut(window) from e
                 last: Exception = e
-            except (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError, _BadReply) as e:
-                last = e
             except openai.APIStatusError as e:
-                if e.status_code < 500:
+                if self._refuses_format(e, kwargs.get("response_format")):
+                    raise _FormatRefused(_short(e)) from e
+                if e.status_code < 500 and not isinstance(e, openai.RateLimitError):
                     raise LLMError(redact(self._rejected(e))) from e
-                last = e  # a 5xx the client did not map to InternalServerError
+                last = e  # 429 and 5xx: transient
+            except (openai.APIConnectionError, _BadReply) as e:
+                last = e
             except (json.JSONDecodeError, UnicodeDecodeError) as e:  # an HTTP 200 body the client could not decode
                 last = _BadReply(f"malformed response body ({_short(e)})")
             except openai.OpenAIError as e:
@@ -184,6 +217,15 @@ class OpenAILLM:
         message = self._gave_up(last, tries)
         self._down = (time.monotonic() + self.cooldown, message)
         raise self._stop(message) from last
+
+    def _refuses_format(self, e: Any, response_format: dict | None) -> bool:
+        if response_format is None:
+            return False
+        try:
+            body = f"{e} {e.response.text}"
+        except Exception:  # no response, or its body was never read: the message alone
+            body = str(e)
+        return refuses_format(e.status_code, body, response_format["type"] in self._formats_taken)
 
     def _cut(self, window: CallWindow) -> DeadlineError:
         return DeadlineError(f"{self.url} ({self.model}): {window.stop_words()} before a reply")

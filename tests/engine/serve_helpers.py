@@ -12,7 +12,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from engine.base.types import Completion
-from engine.llm.base import chat_structured
+from engine.llm.structured import chat_structured
 from engine.serve.config import ServeConfig
 from engine.serve.service import AnswerService
 from hierarchy.documents import Document
