@@ -1,13 +1,80 @@
 """The answer metrics that benchmarks and labels report, each under one name: em, f1,
 string_acc (LogicRAG's string accuracy), and for sentence answers rouge_l (ROUGE-L F-measure)
-and coverage (answer-token recall); engine.base.metrics defines them all."""
+and coverage (answer-token recall). Every metric takes the best score over the gold aliases,
+and none counts the inline citation markers of reader-style answers as answer words.
+
+- `exact_match`: normalized prediction == normalized gold.
+- `f1`: engine.base.metrics (the product's demo scores with it too).
+- `string_acc`: normalized gold is a substring of the normalized prediction (LogicRAG's
+  `string_based_evaluation` accuracy). A gold that normalizes to "" (e.g. "The") never
+  matches here, where LogicRAG would count it contained in any prediction.
+- `rouge_l`: ROUGE-L F-measure from Google's rouge-score package (the reference
+  implementation): lowercased alphanumeric tokens, Porter-stemmed, as GraphRAG-Bench scores.
+- `coverage`: answer-token recall, the share of the normalized gold tokens (each occurrence
+  once, as in token F1's recall) that the normalized prediction holds.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from engine.base.errors import LogicRouteError
-from engine.base.metrics import coverage, exact_match, f1, rouge_l, string_acc
+from engine.base.metrics import f1, gold_list, normalize_answer, strip_citations
+
+
+def cites(s: str) -> bool:
+    """Whether the text holds an inline citation marker ("[2]", "[1, 3]")."""
+    return strip_citations(s) != s
+
+
+def exact_match(pred: str, golds: str | list[str]) -> float:
+    """1.0 if the normalized prediction equals any normalized gold, else 0.0."""
+    p = normalize_answer(pred)
+    return float(any(p == normalize_answer(g) for g in gold_list(golds)))
+
+
+def string_acc(pred: str, golds: str | list[str]) -> float:
+    """1.0 if any non-empty normalized gold occurs inside the normalized prediction."""
+    p = normalize_answer(pred)
+    return float(any(g and g in p for g in map(normalize_answer, gold_list(golds))))
+
+
+def rouge_l(pred: str, golds: str | list[str]) -> float:
+    """Best ROUGE-L F-measure over gold aliases (0.0 when either side has no token)."""
+    scorer = _rouge_scorer()
+    # float(): rouge-score gives an int 0 when a side has no token.
+    pred = strip_citations(pred)
+    return max((float(scorer.score(g, pred)["rougeL"].fmeasure) for g in gold_list(golds)), default=0.0)
+
+
+@functools.cache
+def _rouge_scorer() -> Any:
+    # Imported on first use: rouge-score loads nltk (seconds), which EM/F1 users never need.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def token_recall(pred: Counter, gold: Counter) -> float:
+    """Share of the gold tokens (counted with repeats) that the prediction holds, on token counts
+    of normalized text: coverage's formula, for callers that count one text against many golds."""
+    total = gold.total()
+    return sum(min(pred[w], n) for w, n in gold.items()) / total if total else 0.0
+
+
+def _coverage_one(pred: str, gold: str) -> float:
+    return token_recall(Counter(pred.split()), Counter(gold.split()))
+
+
+def coverage(pred: str, golds: str | list[str]) -> float:
+    """Best answer-token recall over gold aliases: share of the normalized gold tokens found
+    in the normalized prediction (a gold that normalizes to "" scores 0)."""
+    p = normalize_answer(pred)
+    return max((_coverage_one(p, normalize_answer(g)) for g in gold_list(golds)), default=0.0)
+
 
 METRICS: tuple[str, ...] = ("em", "f1", "string_acc", "rouge_l", "coverage")
 # Other spellings accepted as input: label files and `--metric` arguments may say "acc".

@@ -1,6 +1,6 @@
 """What each bench global system shows the answering model, judged before any LLM call: per
 question type, the share of the gold sentence answer's words that the passages shown hold
-(coverage of the answer by the context, engine.base.metrics.coverage), and each system against
+(coverage of the answer by the context, training.answer_scores.coverage), and each system against
 the chunk route question by question (paired bootstrap, as the answer report).
 
 A system whose context holds less of the answer than the chunk route's can only beat chunk by
@@ -34,7 +34,7 @@ def shown_context(system: str, settings: Any, question: str, kb, k: int) -> list
 
 def context_rows(cfg, questions: list, kbs: dict, systems: list[str]) -> list[dict]:
     """One row per (question, system): the words shown and their coverage of the gold answer."""
-    from engine.base.metrics import coverage
+    from training.answer_scores import coverage
 
     settings = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[0] for s in systems}
     rows = []
@@ -77,10 +77,11 @@ def context_report(rows: list[dict], systems: list[str], types, *, resamples: in
 
 def _best_mean(pool: list[str], typed: list) -> float:
     """Mean over the questions of the best coverage of the gold answer by one text of `pool`
-    (engine.base.metrics.coverage, with every text normalized and counted once, not per question)."""
+    (training.answer_scores.coverage, with every text normalized and counted once, not per question)."""
     from collections import Counter
 
-    from engine.base.metrics import normalize_answer, token_recall
+    from engine.base.metrics import normalize_answer
+    from training.answer_scores import token_recall
 
     counts = [Counter(normalize_answer(x).split()) for x in pool]
     best = []

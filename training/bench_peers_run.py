@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
-from engine.base.files import exclusive_folder
 from engine.base.progress import progress_bar
 from training.answer_scores import answer_scores
 from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
-from training.jsonl_store import JsonlStore
+from training.jsonl_store import JsonlStore, exclusive_folder
 
 RESULTS_FILE = "results.jsonl"
 

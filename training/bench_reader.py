@@ -14,11 +14,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.base.files import atomic_write_json, atomic_write_text, exclusive_folder
-from engine.base.metrics import cites, f1, string_acc
+from engine.base.files import atomic_write_json, atomic_write_text
+from engine.base.metrics import f1
 from engine.routes import RouteContext, answer_on, make_route
 from engine.routes.common import cited_numbers, looks_unanswered
-from training.jsonl_store import JsonlStore
+from training.answer_scores import cites, string_acc
+from training.jsonl_store import JsonlStore, exclusive_folder
 
 DEMO = "demo"
 

@@ -6,7 +6,7 @@ they retrieve, then how fast (training.bench_retrieval_scale).
     recall@3 and recall@10 of the gold supporting passages (the share of a question's supporting
     passages among the documents of its top-k chunks, averaged over questions with any), and the
     answer-in-context rate (a gold answer string, SQuAD-normalized, inside the top-3 chunks'
-    text: engine.base.metrics.string_acc). Pooled: every question of every set counts once.
+    text: training.answer_scores.string_acc). Pooled: every question of every set counts once.
 (b) What the shipped defaults were fitted on: the title weight, BM25's b and the fusion (convex
     shares, RRF constants) in a grid on other questions of the same files (200-399 of NQ, SQuAD,
     2Wiki and HotpotQA: the dev split), pooled recall@3 first; its rows are in the report.
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.metrics import string_acc
 from hierarchy import lexical
 from hierarchy.retrieval import CONVEX, DENSE, HYBRID, LEXICAL, RRF, RetrievalConfig
+from training.answer_scores import string_acc
 
 QA_SETS = ("nq", "squad", "hotpotqa", "2wiki", "musique")
 DEV_SETS = ("nq", "squad", "2wiki", "hotpotqa")  # questions 200-399: MuSiQue's shared file has 200 only

@@ -69,7 +69,8 @@ def run_system(name: str, fn, questions: list, out_file: Path, show_progress: bo
     """Answer every question not yet in out_file, appending one JSON line each; returns the
     rows of `questions`."""
     from engine.base.errors import LogicRouteError
-    from engine.base.metrics import exact_match, f1
+    from engine.base.metrics import f1
+    from training.answer_scores import exact_match
 
     store = JsonlStore(out_file, key=lambda r: r.get("id"))
     todo = [q for q in questions if q.id not in store]

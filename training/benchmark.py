@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
-from engine.base.files import exclusive_folder
 from training.answer_scores import answer_scores
 from training.bench_analysis import build_report, router_choices
 from training.bench_cascade import replay_self_checks
@@ -50,7 +49,7 @@ from training.bench_data import (
     training_overlap,
 )
 from training.bench_report import write_report
-from training.jsonl_store import JsonlStore
+from training.jsonl_store import JsonlStore, exclusive_folder
 from training.llm_router import llm_route
 
 RESULTS_FILE = "results.jsonl"

@@ -33,7 +33,8 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.base.files import atomic_write_json, cache_dir, exclusive_folder
+from engine.base.files import atomic_write_json, cache_dir
+from training.jsonl_store import exclusive_folder
 
 CORPUS = "debian-docs"
 FORMAT = 2  # the conversion's version: a folder written by another one is fetched anew

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.base.errors import DataFormatError
+from engine.base.errors import DataFormatError, LogicRouteError
 from engine.base.files import atomic_write_bytes
 
 # An append is flushed at once; every FSYNC_EVERY-th (the first included) also reaches the disk.
@@ -135,3 +135,29 @@ def _file_lock(path: Path):
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+@contextlib.contextmanager
+def exclusive_folder(folder: str | os.PathLike, what: str):
+    """Hold `folder` for one process: a second process gets a LogicRouteError at once, instead
+    of both appending to the same files (results would be duplicated or torn). The lock is an
+    flock on folder/.lock, released when the process ends, however it ends."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a+", encoding="utf-8") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            raise LogicRouteError(
+                f"{folder} is in use by another {what} (pid {holder}): wait for it to finish, or choose another folder"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield folder
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)

@@ -97,33 +97,3 @@ def content_hash(data: str | bytes) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     return hashlib.sha1(data).hexdigest()
-
-
-@contextlib.contextmanager
-def exclusive_folder(folder: str | os.PathLike, what: str):
-    """Hold `folder` for one process: a second process gets a LogicRouteError at once, instead
-    of both appending to the same files (results would be duplicated or torn). The lock is an
-    flock on folder/.lock, released when the process ends, however it ends."""
-    import fcntl
-
-    from engine.base.errors import LogicRouteError
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "a+", encoding="utf-8") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "?"
-            raise LogicRouteError(
-                f"{folder} is in use by another {what} (pid {holder}): wait for it to finish, or choose another folder"
-            ) from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        try:
-            yield folder
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)

@@ -1,5 +1,5 @@
-"""Sentence-answer metrics (ROUGE-L, coverage) on hand-computed examples, and the metric names
-the benchmark and the label scorer accept."""
+"""Exact match, string accuracy and the sentence-answer metrics (ROUGE-L, coverage) on
+hand-computed examples, and the metric names the benchmark and the label scorer accept."""
 
 from __future__ import annotations
 
@@ -9,11 +9,49 @@ import pytest
 from click.testing import CliRunner
 
 from engine.base.errors import LogicRouteError
-from engine.base.metrics import coverage, rouge_l
-from training.answer_scores import METRICS, answer_scores, metric_fn, metric_name
+from engine.base.metrics import f1
+from training.answer_scores import (
+    METRICS,
+    answer_scores,
+    coverage,
+    exact_match,
+    metric_fn,
+    metric_name,
+    rouge_l,
+    string_acc,
+)
 from training.bench_data import BenchConfig, collect_items, load_data
 
 GOLD = "Basal cell carcinoma (BCC) is the most common type of skin cancer."
+
+# ---------------------------------------------------------------- exact match, string accuracy
+
+
+def test_exact_match_ignores_case_articles_and_punctuation():
+    assert exact_match("the Beatles.", ["Beatles"]) == 1.0
+    assert exact_match("Beatles band", ["Beatles"]) == 0.0
+
+
+def test_every_metric_takes_the_best_gold_alias():
+    golds = ["United States of America", "USA"]
+    assert exact_match("U.S.A.", golds) == 1.0
+    assert f1("USA", golds) == 1.0
+    assert string_acc("it is the USA", golds) == 1.0
+
+
+def test_a_bare_string_gold_is_one_answer_not_characters():
+    assert exact_match("Paris", "Paris") == 1.0
+    assert string_acc("a", "Paris") == 0.0
+
+
+def test_string_acc_is_gold_contained_in_prediction():
+    assert string_acc("He was born on October 5, 1987 in Seattle.", ["October 5, 1987"]) == 1.0
+    assert string_acc("October 1987", ["October 5, 1987"]) == 0.0
+    # plain substring, as in LogicRAG: the gold "no" is inside "not"
+    assert string_acc("not sure", ["no"]) == 1.0
+    # a gold that normalizes to nothing matches nothing
+    assert string_acc("anything", ["The"]) == 0.0
+
 
 # ---------------------------------------------------------------- ROUGE-L
 

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from engine.base.errors import LLMError, LogicRouteError
-from engine.base.metrics import coverage, rouge_l
 from tests.engine.logic_scripts import SUFFICIENT, plan
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import make_docs
+from training.answer_scores import coverage, rouge_l
 from training.bench_global import GlobalConfig, estimate, main, select_typed
 from training.bench_global_report import paired, report_markdown, verdict
 from training.bench_global_systems import DEFAULT_SYSTEMS, SYSTEMS

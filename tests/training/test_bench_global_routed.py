@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.metrics import coverage
 from tests.fakes import HashedBowEmbedder
 from tests.training.test_bench_global import TYPES, BenchLLM, config, rows
+from training.answer_scores import coverage
 from training.bench_global import main
 from training.bench_global_report import report_markdown
 
