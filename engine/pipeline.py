@@ -152,6 +152,8 @@ class RoutedRAG(RagConfig):
             decision["form"] = form  # the form policy sent it to logic (router.policy.decide_with_form)
         if label := getattr(self.router, "label", None):  # which checkpoint decided (router.kb_router)
             decision["router"] = label
+        if (below := getattr(self.router, "escalate_below", None)) is not None:
+            decision["escalate_below"] = below  # calibrated by `logicroute adapt` on this KB
         return route, decision
 
     # ------------------------------------------------------------------ answering
@@ -258,8 +260,9 @@ class RoutedRAG(RagConfig):
         seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
         with answer_scope(seconds, start=t0, hard_seconds=hard):
             ans = self._run_route(q, route, budget)
-            if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
-                ans = self._escalate(q, ans, budget, checks=escalate)
+            adapted_below = decision.get("escalate_below") if ood is None or not ood.flag else None
+            if route in CHEAP_ROUTES and (escalate or adapted_below is not None or self.retry_unanswered):
+                ans = self._escalate(q, ans, budget, checks=escalate, adapted_below=adapted_below)
         ans.route_probs = probs
         ans.trace.decision = {"route": route, **decision}
         ans.trace.ood = ood.trace if ood is not None else None
@@ -282,9 +285,13 @@ class RoutedRAG(RagConfig):
         return preset_config(resolve_preset(self.logic_preset, self.style), k=self.k)
 
     # ------------------------------------------------------------------ escalation
-    def _escalate(self, q: str, first: Answer, budget: Budget | None, checks: bool = True) -> Answer:
+    def _escalate(
+        self, q: str, first: Answer, budget: Budget | None, checks: bool = True, adapted_below: float | None = None
+    ) -> Answer:
         """Up the retry ladder when `first` says it has no answer; with `checks` (escalation on), to
-        the top route when its confidence is under escalate_below or the self-check fails it."""
+        the top route when its confidence is under escalate_below or the self-check fails it.
+        `adapted_below`: the KB's adapted router's threshold, applied without `checks` (no
+        self-check call) unless escalate_below is set."""
         reason = looks_unanswered(first.text)
         if reason is not None and self.retry_unanswered:
             ladder = escalation.ladder_for(self.kb, self.retry_routes)
@@ -292,12 +299,16 @@ class RoutedRAG(RagConfig):
             if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:
                 return first
             reason = None  # a cheap route of the ladder answered: checked as any cheap answer
-        if not checks:
+        if checks:
+            below = self.escalate_below if self.escalate_below is not None else adapted_below
+        elif adapted_below is not None:
+            below = adapted_below
+        else:
             return first
-        confident = self.escalate_below is not None and first.trace.confidence is not None
+        confident = below is not None and first.trace.confidence is not None
         if reason is None and confident:  # the model's own certainty: no extra call
-            reason = escalation.confidence_reason(first, self.escalate_below)
-        elif reason is None and self.self_check:
+            reason = escalation.confidence_reason(first, below)
+        elif reason is None and checks and self.self_check:
             if budget is not None and too_little_left(budget, first.usage):
                 first.trace.flag("no self-check: too little budget left")
                 return first

@@ -211,6 +211,13 @@ class Router:
         self.guard = guard
         self.label: str | None = None  # how a trace names this router (router.kb_router sets it)
 
+    @property
+    def escalate_below(self) -> float | None:
+        """The confidence under which a cheap answer goes on to logic, calibrated by `logicroute
+        adapt` on its KB's own questions; None for a router that was not adapted."""
+        value = (self.card.get("adapted") or {}).get("escalate_below")
+        return None if value is None else float(value)
+
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs
 

@@ -139,7 +139,10 @@ def adapt(
     report |= {"seed": seed, "train_seed": seeded["seed"], "split": split, "phases": phases}
     report["heldout"] = ar.heldout_section(held_rows, routers, run_routes)
     phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
+    below = routers["specialist"].escalate_below
+    report["escalate_below"] = below
     info = {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)}
+    info["escalate_below"] = below
     remember(kb, ckpt, info)
     report_path = ar.write_report(out, report)
     return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=out / "labels.jsonl")
@@ -237,6 +240,7 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
         generalist, [train_file], staged, specialist_config(**options), eval_files=[held_file], embedder=kb.embedder
     )
     model, card = load_checkpoint(staged)
+    below = escalation_threshold(Router(model, card, kb.embedder), train_rows)
     parent = load_guard(generalist, read_card(generalist))
     own = embed_unique([r["question"] for r in train_rows], kb.embedder, model.config.text_form)
     reference = own if parent is None else np.concatenate([parent.reference.astype(np.float32), own])
@@ -248,11 +252,24 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
         "train_rows": len(train_rows),
         "heldout_rows": len(held_rows),
         "datasets": sorted({str(r.get("dataset")) for r in train_rows}),
+        "escalate_below": below,
     }
     ckpt = Path(kb.path) / ADAPTED
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     specialist = Router(model, save_checkpoint(ckpt, model, card, guard), kb.embedder, ckpt, guard)
     return ckpt, {"generalist": load_router(generalist, embedder=kb.embedder), "specialist": specialist}
+
+
+def escalation_threshold(router, rows: Sequence[dict]) -> float | None:
+    """The confidence under which the router's cheap answers on this KB go on to logic: the one
+    that scores best on the training rows within half of always-logic's tokens
+    (training.lodo_cascade.fit_threshold, the router's own decisions first). None when no
+    threshold pays there, or the LLM reports no confidence (then `ask` never escalates by it)."""
+    from training.lodo_cascade import fit_threshold
+
+    first = [router.routes[i] for i in router.probs_array([r["question"] for r in rows]).argmax(1)]
+    below = fit_threshold(rows, first)
+    return below if below > 0.0 else None
 
 
 def _json_line(row: dict) -> str:

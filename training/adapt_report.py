@@ -29,9 +29,15 @@ def _cost(row: dict, route: str, key: str) -> float:
     return float(value or 0.0)
 
 
-def systems_table(rows: Sequence[dict], decisions: dict[str, list[str]], run_routes: Sequence[str]) -> dict:
+def systems_table(
+    rows: Sequence[dict],
+    decisions: dict[str, list[str]],
+    run_routes: Sequence[str],
+    overhead: dict[str, list[dict]] | None = None,
+) -> dict:
     """name -> {n, score, tokens, llm_calls, route_share}: each router's decisions, every route
-    run (always that route) and the oracle, averaged over `rows`."""
+    run (always that route) and the oracle, averaged over `rows`. `overhead[name]` (per row:
+    tokens, llm_calls) is what an escalating system paid for the cheap attempt it replaced."""
     picks = dict(decisions)
     for r in run_routes:
         picks[f"always {r}"] = [r] * len(rows)
@@ -39,26 +45,39 @@ def systems_table(rows: Sequence[dict], decisions: dict[str, list[str]], run_rou
     out = {}
     for name, chosen in picks.items():
         share = Counter(chosen)
+        extra = (overhead or {}).get(name) or [{}] * len(rows)
+        tokens = [_cost(row, p, "tokens") + e.get("tokens", 0.0) for row, p, e in zip(rows, chosen, extra)]
+        calls = [_cost(row, p, "llm_calls") + e.get("llm_calls", 0.0) for row, p, e in zip(rows, chosen, extra)]
         out[name] = {
             "n": len(rows),
             "score": round(100 * float(np.mean([row["scores"][p] for row, p in zip(rows, chosen)])), 1),
-            "tokens": round(float(np.mean([_cost(row, p, "tokens") for row, p in zip(rows, chosen)])), 1),
-            "llm_calls": round(float(np.mean([_cost(row, p, "llm_calls") for row, p in zip(rows, chosen)])), 2),
+            "tokens": round(float(np.mean(tokens)), 1),
+            "llm_calls": round(float(np.mean(calls)), 2),
             "route_share": {r: round(share[r] / len(rows), 3) for r in rows[0]["scores"]},
         }
     return out
 
 
 def routed(rows: Sequence[dict], routers: dict, run_routes: Sequence[str], metric: str) -> dict:
-    """The systems table of `rows` with each router's argmax decisions, and each router's far share."""
+    """The systems table of `rows` with each router's argmax decisions, and each router's far
+    share. A router with a calibrated escalation threshold (Router.escalate_below: the adapted
+    one) is judged as `ask` runs it too: "<name> + confidence", its cheap answers below the
+    threshold escalated to logic, paying for both (training.lodo_cascade.escalate)."""
+    from training.lodo_cascade import escalate
+
     questions = [r["question"] for r in rows]
-    decisions, far = {}, {}
+    decisions, far, overhead = {}, {}, {}
     for name, router in routers.items():
         p = router.probs_array(questions)
         decisions[name] = [router.routes[i] for i in p.argmax(1)]
         flags = [o["far"] for o in router.ood(questions) if o is not None]
         far[name] = round(sum(flags) / len(rows), 3) if flags else None
-    return {"metric": metric, "systems": systems_table(rows, decisions, run_routes), "far_share": far}
+        below = getattr(router, "escalate_below", None)
+        if below is not None:
+            escalated = f"{name} + confidence"
+            decisions[escalated], overhead[escalated] = escalate(rows, decisions[name], below)
+    table = systems_table(rows, decisions, run_routes, overhead)
+    return {"metric": metric, "systems": table, "far_share": far}
 
 
 def heldout_section(rows: Sequence[dict], routers: dict, run_routes: Sequence[str]) -> dict:

@@ -31,6 +31,8 @@ NEAR_BEST = 1.0  # points below the best fixed route
 TOKEN_SHARE = 0.5  # of always-logic's tokens per question
 SPECIALIST = "adapted specialist"
 GENERALIST = "LODO generalist"
+CONFIDENCE = " + confidence"  # its cheap answers under a fitted confidence threshold go on to logic
+KB_CHUNK_CASCADE = "chunk + confidence (KB threshold)"
 
 
 def shipped_label_files(checkpoint: str | Path | None = None) -> list[str]:
@@ -106,9 +108,9 @@ def _mean(tables: Sequence[dict]) -> dict:
     return out
 
 
-def verdict(systems: dict, routes: Sequence[str]) -> dict:
-    """Whether the adapted router meets issue 43's bar on this set, with the figures it compares."""
-    spec, gen = systems[SPECIALIST], systems[GENERALIST]
+def verdict(systems: dict, routes: Sequence[str], name: str = SPECIALIST) -> dict:
+    """Whether the adapted router `name` meets issue 43's bar on this set, with the figures it compares."""
+    spec, gen = systems[name], systems[GENERALIST]
     fixed = {r: systems[f"always {r}"] for r in routes}
     best = max(fixed, key=lambda r: fixed[r]["score"])
     logic_tokens = fixed["logic"]["tokens"] if "logic" in fixed else None
@@ -120,8 +122,32 @@ def verdict(systems: dict, routes: Sequence[str]) -> dict:
         "best_fixed_route": best,
         "below_best_fixed": round(fixed[best]["score"] - spec["score"], 1),
         "token_share_of_logic": round(spec["tokens"] / logic_tokens, 3) if logic_tokens else None,
+        "system": name,
         "passes": bool((gain or near) and cheap),
     }
+
+
+def escalated(rows: Sequence[dict], first: Sequence[str], below: float | None, routes: Sequence[str]) -> dict:
+    """The judge's figures of `first` with its cheap answers under `below` escalated to logic
+    (both answers paid for); `first` unchanged when `below` is None."""
+    from training.lodo import judge
+    from training.lodo_cascade import escalate
+
+    if below is None:
+        return judge(rows, first, routes)
+    decided, paid = escalate(rows, first, below)
+    return {**judge(rows, decided, routes, paid), "below": below}
+
+
+def chunk_first_threshold(files: Sequence[str | Path]) -> float | None:
+    """The threshold fitted chunk-first on the rows of `files` (training.lodo_cascade.fit_threshold):
+    the generalist's, fitted on the sets it was trained on, as leave-one-dataset-out fits it."""
+    from training.label_arrays import load_label_files
+    from training.lodo_cascade import fit_threshold
+
+    rows = load_label_files(list(files))
+    below = fit_threshold(rows, ["chunk"] * len(rows))
+    return below if below > 0.0 else None
 
 
 def lodo_generalist(work: Path, train_files: list[str], dataset: str, cfg, embedder, echo: Callable) -> Path:
@@ -156,8 +182,9 @@ def judge_set(
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
     what `work` holds (the generalist, the KB, adapt's questions and labels)."""
     from router.checkpoint import load_router
-    from training.label_arrays import routes_of
+    from training.label_arrays import load_label_files, routes_of
     from training.lodo import judge
+    from training.lodo_cascade import fit_threshold
     from training.passage_kb import passages_kb
 
     if adapt_fn is None:
@@ -176,7 +203,9 @@ def judge_set(
         return {**judge(rows, decided, routes), "far": far}
 
     systems = {GENERALIST: judged(load_router(generalist, embedder=kb.embedder))}
-    per_seed, adapted = [], {}
+    gen_decided, _ = decisions(load_router(generalist, embedder=kb.embedder), questions)
+    systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
+    per_seed, per_seed_escalated, adapted = [], [], {}
     for seed in seeds:
         echo(f"{name}: adapting (fine-tuning seed {seed})")
         res = adapt_fn(
@@ -194,9 +223,20 @@ def judge_set(
         )
         kept = work / f"specialist-seed{seed}.ckpt"
         shutil.copyfile(res.checkpoint, kept)  # the KB's own copy is the next seed's
-        per_seed.append({"seed": seed, **judged(load_router(res.checkpoint, embedder=kb.embedder))})
+        specialist = load_router(res.checkpoint, embedder=kb.embedder)
+        per_seed.append({"seed": seed, **judged(specialist)})
+        decided, _ = decisions(specialist, questions)
+        per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
         adapted = res.report
     systems[SPECIALIST] = _mean(per_seed)
+    systems[SPECIALIST + CONFIDENCE] = {
+        **_mean(per_seed_escalated),
+        "below": [t.get("below") for t in per_seed_escalated],
+    }
+    if (written_file := work / "adapt" / "train.jsonl").is_file():  # adapt's training rows: the KB's own questions
+        written = load_label_files([written_file])
+        kb_below = fit_threshold(written, ["chunk"] * len(written)) or None
+        systems[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
     for r in routes:
         systems[f"always {r}"] = judge(rows, [r] * len(rows), routes)
     systems["oracle"] = judge(rows, [row["oracle"] for row in rows], routes)
@@ -209,7 +249,8 @@ def judge_set(
         "generalist_trained_on": train_files,
         "systems": systems,
         "specialist_seeds": per_seed,
-        "verdict": verdict(systems, routes),
+        "verdict": verdict(systems, routes, SPECIALIST + CONFIDENCE),
+        "verdict_argmax": verdict(systems, routes),
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
     }
 

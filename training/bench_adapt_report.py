@@ -27,7 +27,6 @@ def _far(m: dict) -> str:
 
 
 def _set_section(name: str, part: dict) -> list[str]:
-    v = part["verdict"]
     lines = [
         f"## left out: {name} ({part['questions']} questions; KB of {part['passages']} passages, "
         f"{part['chunks']} chunks)",
@@ -46,13 +45,28 @@ def _set_section(name: str, part: dict) -> list[str]:
         "adapted specialist per fine-tuning seed: "
         + ", ".join(f"seed {s['seed']} {s['score']} ({s['tokens']:,.0f} tokens)" for s in seeds),
         "",
-        f"verdict: {'PASSES' if v['passes'] else 'does not pass'}: {v['gain_over_generalist']:+} over the LODO "
-        f"generalist (bar +2), {v['below_best_fixed']} below the best fixed route ({v['best_fixed_route']}; bar 1), "
-        + (f"{v['token_share_of_logic']:.0%} of always-logic's tokens (bar 50%)" if v["token_share_of_logic"] else ""),
-        "",
     ]
+    for key in ("verdict", "verdict_argmax"):
+        if v := part.get(key):
+            lines += [_verdict(v), ""]
+    lines += _thresholds(part["systems"])
     lines += _adaptation(part.get("adaptation") or {})
     return lines
+
+
+def _verdict(v: dict) -> str:
+    share = f", {v['token_share_of_logic']:.0%} of always-logic's tokens (bar 50%)" if v["token_share_of_logic"] else ""
+    return (
+        f"verdict for {v.get('system', 'adapted specialist')}: {'PASSES' if v['passes'] else 'does not pass'}: "
+        f"{v['gain_over_generalist']:+} over the LODO generalist (bar +2), {v['below_best_fixed']} below the best "
+        f"fixed route ({v['best_fixed_route']}; bar 1){share}"
+    )
+
+
+def _thresholds(systems: dict) -> list[str]:
+    """The confidence thresholds the escalating systems used."""
+    cells = [f"{name}: {m['below']}" for name, m in systems.items() if "below" in m]
+    return (["confidence thresholds: " + "; ".join(cells), ""]) if cells else []
 
 
 def _adaptation(a: dict) -> list[str]:
@@ -106,21 +120,22 @@ def render(report: dict) -> str:
     ]
     if sets:
         lines += [
-            "| left out | LODO generalist | adapted specialist | best fixed route | always logic tokens | oracle "
-            "| passes |",
-            "|---|---|---|---|---|---|---|",
+            "| left out | LODO generalist | adapted specialist | adapted + confidence (tokens) | best fixed route "
+            "| always logic tokens | oracle | passes |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name, part in sets.items():
             if "error" in part:
-                lines.append(f"| {name} | failed: {part['error']} | | | | | |")
+                lines.append(f"| {name} | failed: {part['error']} | | | | | | |")
                 continue
             s, v = part["systems"], part["verdict"]
             best = s[f"always {v['best_fixed_route']}"]
             logic = s.get("always logic", {}).get("tokens", 0)
+            esc = s.get(v["system"], s["adapted specialist"])
             lines.append(
                 f"| {name} | {s['LODO generalist']['score']} | {s['adapted specialist']['score']} | "
-                f"{v['best_fixed_route']} {best['score']} | {logic:,.0f} | {s['oracle']['score']} | "
-                f"{'yes' if v['passes'] else 'no'} |"
+                f"{esc['score']} ({esc['tokens']:,.0f}) | {v['best_fixed_route']} {best['score']} | {logic:,.0f} | "
+                f"{s['oracle']['score']} | {'yes' if v['passes'] else 'no'} |"
             )
         lines.append("")
     for name, part in sets.items():

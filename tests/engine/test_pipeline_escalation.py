@@ -13,7 +13,7 @@ from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.pipeline import Budget
 from engine.routes.common import looks_unanswered
-from tests.fakes import ScriptedLLM, fake_logic, make_rag
+from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 
 @pytest.mark.parametrize(
@@ -242,3 +242,40 @@ def test_with_escalation_on_a_summary_answer_the_ladder_found_is_checked_like_an
     assert ans.route == "logic" and ans.text == "Warsaw"
     assert [c["route"] for c in ans.trace["llm_calls"]][:3] == ["chunk", "summary", "summary"]  # + its check
     assert ans.trace["escalated_from"]["reason"].startswith("self-check")
+
+
+class AdaptedRouter(FakeRouter):
+    """FakeRouter carrying the threshold `logicroute adapt` calibrates on its KB (Router.escalate_below)."""
+
+    def __init__(self, below: float):
+        super().__init__()
+        self.escalate_below = below
+        self.label = "adapted (kb) router/adapted.ckpt"
+
+
+def test_an_adapted_routers_threshold_escalates_an_unsure_routed_answer_without_a_self_check(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = SureLLM([-1.5], rules={"Decompose": "plan", "Final answer": "30 July 1970", "Question:": "2010"})
+    ans = make_rag(llm, router=AdaptedRouter(0.5)).answer("When was Inception released?")  # escalate off
+    assert ans.route == "logic" and ans.text == "30 July 1970"
+    assert ans.trace["decision"]["route"] == "chunk" and ans.trace["decision"]["escalate_below"] == 0.5
+    assert ans.trace["escalated_from"]["reason"] == "low confidence (0.22 < 0.5)"
+    assert [c["purpose"] for c in ans.trace["llm_calls"]] == ["answer", "decompose", "answer"]
+
+
+def test_an_adapted_routers_threshold_keeps_a_sure_answer_and_never_touches_a_forced_route(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    sure = make_rag(SureLLM([-0.05], rules={"Question:": "Warsaw"}), router=AdaptedRouter(0.5))
+    ans = sure.answer("Where was Marie Curie born?")
+    assert ans.route == "chunk" and ans.usage.llm_calls == 1
+    unsure = make_rag(SureLLM([-1.5], rules={"Question:": "2010"}), router=AdaptedRouter(0.5))
+    forced = unsure.answer("When was Inception released?", route="chunk")  # the user chose the route
+    assert forced.route == "chunk" and forced.usage.llm_calls == 1
+
+
+def test_a_set_escalate_below_wins_over_the_adapted_routers_threshold(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = SureLLM([-1.5], rules={"Question:": "2010"})  # confidence 0.22
+    rag = make_rag(llm, router=AdaptedRouter(0.5), escalate_below=0.1)
+    ans = rag.answer("When was Inception released?", escalate=True)
+    assert ans.route == "chunk" and ans.usage.llm_calls == 1

@@ -264,3 +264,51 @@ def test_kinds_are_read_as_weights_and_a_bad_weight_names_the_option():
     assert _kinds(None) is None
     with pytest.raises(click.BadParameter, match="KIND=WEIGHT"):
         _kinds("bridge=lots")
+
+
+class ChunkFirst:
+    """A router that sends every question to chunk (the cheap first answer escalation judges)."""
+
+    routes = ("chunk", "logic")
+
+    def probs_array(self, questions):
+        import numpy as np
+
+        return np.tile([0.9, 0.1], (len(questions), 1))
+
+
+def confidence_rows() -> list[dict]:
+    """Ten label rows: the chunk answer is wrong exactly when the model was unsure of it (confidence
+    0.1-0.4), logic is always right at ten times chunk's tokens."""
+    rows = []
+    for i in range(10):
+        conf = round(0.1 * (i + 1), 1)
+        rows.append(
+            {
+                "question": f"q{i}",
+                "scores": {"chunk": 0.0 if conf < 0.5 else 1.0, "logic": 1.0},
+                "costs": {"chunk": {"tokens": 200, "llm_calls": 1}, "logic": {"tokens": 2000, "llm_calls": 4}},
+                "confidence": {"chunk": conf},
+            }
+        )
+    return rows
+
+
+def test_adapt_calibrates_the_confidence_under_which_the_kbs_cheap_answers_go_to_logic():
+    # escalating the four unsure answers makes every row right at 1,000 tokens a question: half of always-logic's
+    assert adapt_mod.escalation_threshold(ChunkFirst(), confidence_rows()) == 0.5
+
+
+def test_no_threshold_is_calibrated_when_escalating_never_pays_or_the_llm_reports_no_confidence():
+    sure = [{**r, "scores": {"chunk": 1.0, "logic": 1.0}} for r in confidence_rows()]
+    assert adapt_mod.escalation_threshold(ChunkFirst(), sure) is None
+    silent = [{k: v for k, v in r.items() if k != "confidence"} for r in confidence_rows()]
+    assert adapt_mod.escalation_threshold(ChunkFirst(), silent) is None
+
+
+def test_the_kb_records_the_adapted_routers_threshold_and_the_report_judges_it_as_ask_runs_it(adapted):
+    kb_path, res, _ = adapted
+    entry = manifest(kb_path)[MANIFEST_ENTRY]
+    assert "escalate_below" in entry and entry["escalate_below"] == res.report["escalate_below"]
+    router = load_router(res.checkpoint, embedder=embedder())
+    assert router.escalate_below == entry["escalate_below"]  # None here: the scripted routes report no confidence
