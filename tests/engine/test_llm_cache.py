@@ -1,6 +1,6 @@
 """The LLM cache (CachedLLM): hits keep the original tokens and seconds, the key covers
-everything that changes the output, errors are never stored, and threads and processes may
-share one file."""
+everything that changes the output, errors are never stored but a structured reply that failed
+validation is, so a rerun sends nothing, and threads and processes may share one file."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import threading
 
 import pytest
 
-from engine.base.errors import StructuredOutputError
+from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.types import Completion, Usage
-from engine.llm.base import call_llm
+from engine.llm.base import call_llm, flag
 from engine.llm.cache import CachedLLM, cache_key
+from tests.fakes import Cut, ScriptedLLM
 from tests.samples import MSGS, SCHEMA
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
@@ -210,3 +211,58 @@ def test_a_hit_keeps_the_answers_token_log_probabilities(tmp_path):
     assert hit.cached and hit.token_logprobs == first.token_logprobs == [-0.1, -2.0]
     assert answer_confidence(hit) == pytest.approx(math.exp(-1.05))  # the geometric mean of 0.905 and 0.135
     assert answer_confidence(Completion(text="x", prompt_tokens=1, completion_tokens=1, seconds=0)) is None
+
+
+def structured(llm) -> tuple[object, dict]:
+    """One structured call as a route makes it: booked by call_llm, a failure flagged by the caller."""
+    usage, trace = Usage(), {}
+    try:
+        c = call_llm(llm, MSGS, purpose="decompose", usage=usage, trace=trace, schema=SCHEMA)
+    except StructuredOutputError as e:
+        flag(trace, f"decomposition malformed after retry ({e})")
+        c = e
+    for call in trace["llm_calls"]:  # what a rerun may change: it is cached and takes no time
+        call.pop("cached"), call.pop("seconds")
+    return c, trace, usage
+
+
+def test_a_reply_that_succeeded_on_its_retry_reruns_from_the_cache_with_the_same_trace(tmp_path):
+    backend = ScriptedLLM(['{"answer": 5', {"answer": 5}])  # broken JSON, then valid
+    first, trace, _ = structured(CachedLLM(backend, tmp_path / "c.sqlite"))
+    rerun = ScriptedLLM([])  # any request it got would fail the test: it has no reply to give
+    again, trace2, usage = structured(CachedLLM(rerun, tmp_path / "c.sqlite"))
+    assert len(backend.calls) == 2 and rerun.calls == []
+    assert again.data == first.data == {"answer": 5} and again.cached
+    assert trace2 == trace and trace["llm_calls"][0]["attempts"] == 2
+    assert usage.llm_calls == usage.cached_calls == 2  # a fully cached answer, as benchmarks tell it
+
+
+def test_a_structured_call_that_failed_twice_reruns_from_the_cache_and_fails_the_same_way(tmp_path):
+    backend = ScriptedLLM(["not json", {"answer": "five"}])
+    first, trace, _ = structured(CachedLLM(backend, tmp_path / "c.sqlite"))
+    rerun = ScriptedLLM([])
+    again, trace2, usage = structured(CachedLLM(rerun, tmp_path / "c.sqlite"))
+    assert isinstance(first, StructuredOutputError) and str(again) == str(first)
+    assert len(backend.calls) == 2 and rerun.calls == []
+    assert trace2 == trace and len(trace["flags"]) == 1 and len(trace["llm_calls"]) == 2
+    assert usage.llm_calls == usage.cached_calls == 2
+
+
+def test_a_run_cut_after_a_failed_attempt_resumes_with_the_retry_only(tmp_path):
+    backend = ScriptedLLM(["not json", LLMError("endpoint gone")])
+    with pytest.raises(LLMError, match="endpoint gone"):
+        CachedLLM(backend, tmp_path / "c.sqlite").chat(MSGS, schema=SCHEMA)
+    rerun = ScriptedLLM([{"answer": 5}])
+    c = CachedLLM(rerun, tmp_path / "c.sqlite").chat(MSGS, schema=SCHEMA)
+    assert c.data == {"answer": 5} and c.attempts == 2
+    assert len(rerun.calls) == 1 and rerun.calls[0]["messages"][1] == {"role": "assistant", "content": "not json"}
+
+
+def test_a_kept_reply_cut_at_the_token_limit_replays_as_cut_and_is_not_retried_on_the_rerun(tmp_path):
+    backend = ScriptedLLM([Cut('{"answer": '), {"answer": 5}])
+    llm = CachedLLM(backend, tmp_path / "c.sqlite")
+    with pytest.raises(StructuredOutputError, match="cut off"):
+        llm.chat(MSGS, schema=SCHEMA)
+    with pytest.raises(StructuredOutputError, match="cut off"):  # replayed, finish reason included
+        CachedLLM(ScriptedLLM([]), tmp_path / "c.sqlite").chat(MSGS, schema=SCHEMA)
+    assert len(backend.calls) == 1
