@@ -1,11 +1,9 @@
 """The router network: a 3-layer MLP over [query embedding ‖ cheap features], one logit
-per route, trained with a straight-through Gumbel-Softmax head (QA-GraphRAG).
+per route, trained with a straight-through Gumbel-Softmax head (QA-GraphRAG; the loss is
+training.fit.gumbel_routing_loss).
 
-Training vs inference (the reference code mixed them up and routed at random):
-- training: `gumbel_routing_loss` draws a hard one-hot route with Gumbel noise
-  (straight-through: forward = the hard choice, backward = the soft sample's gradient);
-- inference: `predict_proba` puts the module in eval mode (dropout off), adds NO noise, and
-  returns the plain softmax; the decision is argmax or a calibrated threshold (router.policy).
+At inference `predict_proba` puts the module in eval mode (dropout off), adds NO noise, and
+returns the plain softmax; the decision is argmax or a calibrated threshold (router.policy).
 
 This module imports torch at top level: only import it lazily (inside functions) from
 anything the CLI loads at start.
@@ -18,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "silu": nn.SiLU}
 
@@ -120,38 +117,3 @@ class RouterMLP(nn.Module):
         self.eval()
         logits = self(torch.as_tensor(np.asarray(x, dtype=np.float32)))
         return torch.softmax(logits, dim=-1).numpy()
-
-
-def gumbel_routing_loss(
-    logits: torch.Tensor, pref: torch.Tensor, tau: float, *, loss: str = "reward", ce_weight: float = 0.1
-) -> torch.Tensor:
-    """Training loss against preference vectors `pref` (rows sum to 1).
-
-    A hard route y is drawn with straight-through Gumbel-Softmax: y is the one-hot route the
-    router would actually take, and its gradient is the soft sample's. Losses:
-    - "reward": -(y · pref), the negative preference mass of the route taken: it optimizes
-      exactly what routing is judged on (the chosen route's share of the preference), and
-      the Gumbel noise explores routes the current argmax would never try. Its gradient is
-      noisy, so a small cross-entropy term (ce_weight · CE(softmax(logits), pref)) is added
-      to anchor the probabilities that the budget policy thresholds on.
-    - "ce": CE(log y_soft, pref) on the soft Gumbel sample: a smoother surrogate that learns
-      the preference distribution rather than its argmax.
-    """
-    y = F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
-    if loss == "reward":
-        main = -(y * pref).sum(-1).mean()
-        if ce_weight:
-            main = main + ce_weight * -(pref * F.log_softmax(logits, -1)).sum(-1).mean()
-        return main
-    if loss == "ce":
-        y_soft = F.gumbel_softmax(logits, tau=tau, hard=False, dim=-1)
-        return -(pref * torch.log(y_soft.clamp_min(1e-8))).sum(-1).mean()
-    raise ValueError(f"unknown loss {loss!r}: choose reward or ce")
-
-
-def anneal_tau(epoch: int, epochs: int, tau_start: float, tau_end: float) -> float:
-    """Exponential annealing from tau_start (soft, exploratory) to tau_end (near one-hot)."""
-    if epochs <= 1:
-        return tau_end
-    frac = min(max(epoch / (epochs - 1), 0.0), 1.0)
-    return float(tau_start * (tau_end / tau_start) ** frac)

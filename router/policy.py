@@ -126,20 +126,3 @@ def calibrate_share(p_route: Sequence[float], share: float) -> float:
     if k == 0:
         return float(np.nextafter(p[0], np.inf))
     return float(p[k - 1])
-
-
-def share_for_budget(token_budget: float, costs: dict[str, float], route: str = "logic") -> float:
-    """Share of questions the expensive route can take within an average token budget, if
-    every other question goes to the cheapest other route."""
-    if route not in costs:
-        raise LogicRouteError(f"no cost known for route {route!r}")
-    cheap = min(c for r, c in costs.items() if r != route)
-    span = costs[route] - cheap
-    if span <= 0:
-        return 1.0
-    return float(min(max((token_budget - cheap) / span, 0.0), 1.0))
-
-
-def achieved_share(p_route: Sequence[float], threshold: float) -> float:
-    p = np.asarray(p_route, dtype=np.float64)
-    return float((p >= threshold).mean()) if p.size else 0.0

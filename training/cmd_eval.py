@@ -8,6 +8,7 @@ Only click, the standard library and engine.cli's shared options at module level
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -57,7 +58,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
     """Calibrate a threshold on P(logic) on your own questions (RouteLLM-style quantile), for a
     target share of logic calls or a token budget."""
     from router.checkpoint import load_router
-    from router.policy import NOMINAL_TOKENS, Policy, achieved_share, calibrate_share, share_for_budget
+    from router.policy import NOMINAL_TOKENS, Policy, calibrate_share
 
     if (logic_share is None) == (token_budget is None):
         raise click.UsageError("give exactly one of --logic-share or --token-budget")
@@ -260,3 +261,23 @@ def parse_seeds(text: str | None) -> list[int]:
 
 
 COMMANDS = [calibrate, eval_router]
+
+
+def share_for_budget(token_budget: float, costs: dict[str, float], route: str = "logic") -> float:
+    """Share of questions the expensive route can take within an average token budget, if
+    every other question goes to the cheapest other route."""
+    if route not in costs:
+        raise LogicRouteError(f"no cost known for route {route!r}")
+    cheap = min(c for r, c in costs.items() if r != route)
+    span = costs[route] - cheap
+    if span <= 0:
+        return 1.0
+    return float(min(max((token_budget - cheap) / span, 0.0), 1.0))
+
+
+def achieved_share(p_route: Sequence[float], threshold: float) -> float:
+    """Share of the questions whose probability reaches the threshold."""
+    import numpy as np
+
+    p = np.asarray(p_route, dtype=np.float64)
+    return float((p >= threshold).mean()) if p.size else 0.0

@@ -1,7 +1,7 @@
 """Fitting a router MLP with Lightning on CPU, and the settings of a training run.
 
 - Loss: straight-through Gumbel-Softmax, temperature annealed tau_start -> tau_end
-  (router.model.gumbel_routing_loss explains the choice of loss).
+  (gumbel_routing_loss explains the choice of loss).
 - Validation (when a share is held, `val_frac` > 0, as for specialists): early stopping and the
   kept weights follow validation routing quality = mean preference mass of the route chosen by
   the deterministic argmax (eval mode, no noise). A generalist trains on every answer row for
@@ -18,11 +18,15 @@ import logging
 import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.base.errors import CheckpointError, LogicRouteError
 from router.features import ALL_FEATURES
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -229,7 +233,6 @@ def _fit(
 
 def _lightning_module(L, torch, model, cfg: TrainConfig):
     """`model` wrapped for Lightning: Gumbel-Softmax training, argmax validation."""
-    from router.model import anneal_tau, gumbel_routing_loss
 
     class RouterLit(L.LightningModule):
         def __init__(self):
@@ -299,3 +302,41 @@ def _score_initial(torch, model, x_val, t_val, o_val, keep, monitor: str) -> Non
     keep.curve.append(
         {"epoch": -1, "val_quality": round(q0, 4), "val_acc": round(a0, 4), "train_loss": None, "tau": None}
     )
+
+
+def gumbel_routing_loss(
+    logits: torch.Tensor, pref: torch.Tensor, tau: float, *, loss: str = "reward", ce_weight: float = 0.1
+) -> torch.Tensor:
+    """Training loss against preference vectors `pref` (rows sum to 1).
+
+    A hard route y is drawn with straight-through Gumbel-Softmax: y is the one-hot route the
+    router would actually take, and its gradient is the soft sample's. Losses:
+    - "reward": -(y · pref), the negative preference mass of the route taken: it optimizes
+      exactly what routing is judged on (the chosen route's share of the preference), and
+      the Gumbel noise explores routes the current argmax would never try. Its gradient is
+      noisy, so a small cross-entropy term (ce_weight · CE(softmax(logits), pref)) is added
+      to anchor the probabilities that the budget policy thresholds on.
+    - "ce": CE(log y_soft, pref) on the soft Gumbel sample: a smoother surrogate that learns
+      the preference distribution rather than its argmax.
+    """
+    import torch
+    from torch.nn import functional as F
+
+    y = F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
+    if loss == "reward":
+        main = -(y * pref).sum(-1).mean()
+        if ce_weight:
+            main = main + ce_weight * -(pref * F.log_softmax(logits, -1)).sum(-1).mean()
+        return main
+    if loss == "ce":
+        y_soft = F.gumbel_softmax(logits, tau=tau, hard=False, dim=-1)
+        return -(pref * torch.log(y_soft.clamp_min(1e-8))).sum(-1).mean()
+    raise ValueError(f"unknown loss {loss!r}: choose reward or ce")
+
+
+def anneal_tau(epoch: int, epochs: int, tau_start: float, tau_end: float) -> float:
+    """Exponential annealing from tau_start (soft, exploratory) to tau_end (near one-hot)."""
+    if epochs <= 1:
+        return tau_end
+    frac = min(max(epoch / (epochs - 1), 0.0), 1.0)
+    return float(tau_start * (tau_end / tau_start) ** frac)

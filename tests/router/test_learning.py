@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from router.model import RouterConfig, RouterMLP, gumbel_routing_loss
-from training.fit import TrainConfig, fit
+from router.model import RouterConfig, RouterMLP
+from training.fit import TrainConfig, fit, gumbel_routing_loss
 
 ROUTES = ("chunk", "summary", "logic")
 

@@ -13,9 +13,11 @@ import torch
 from engine.base.errors import CheckpointError
 from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_router, read_card, save_checkpoint
 from router.features import ALL_FEATURES, build_inputs, cheap_features, feature_dim, normalize_question
-from router.model import RouterConfig, RouterMLP, anneal_tau, gumbel_routing_loss
-from router.policy import Policy, achieved_share, calibrate_share, decide, share_for_budget
+from router.model import RouterConfig, RouterMLP
+from router.policy import Policy, calibrate_share, decide
 from tests.router.tiny_setup import ROUTES, tiny_embedder
+from training.cmd_eval import achieved_share, share_for_budget
+from training.fit import anneal_tau, gumbel_routing_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
