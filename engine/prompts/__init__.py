@@ -8,5 +8,6 @@
     judge       the sentence-answer benchmark's grader (training/bench_global_judge.py)
     passages    how passages appear inside every prompt that shows them
     router      the LLM as router (a baseline)
+    structured  what every structured call adds: the schema stated in the prompt, the retry
 
 Import from the module of the job: `from engine.prompts.answer import answer_messages`."""

@@ -58,6 +58,23 @@ def test_local_backend_uses_grammar_shared_validation_and_clear_context_error(mo
         llm.chat(MSGS)
 
 
+def test_a_rerun_the_cache_replays_loads_no_model(monkeypatch, tmp_path):
+    import engine.llm.local as local
+    from engine.base.errors import StructuredOutputError
+    from engine.llm.cache import CachedLLM
+
+    loads = []
+    fake = FakeLlama(["oops", "still oops"])
+    monkeypatch.setattr(local, "_shared_llama", lambda *a: loads.append(a) or (fake, threading.Lock()))
+    monkeypatch.setattr(LocalLLM, "_path", lambda self: Path("x.gguf"))
+    runs = []
+    for _ in range(2):  # the second run replays both failed attempts from the cache
+        with pytest.raises(StructuredOutputError):
+            CachedLLM(LocalLLM(), tmp_path / "c.sqlite").chat(MSGS, schema=SCHEMA)
+        runs.append((len(fake.calls), len(loads)))
+    assert runs[1] == runs[0] and runs[0][0] == 2  # the rerun neither asks nor loads the model
+
+
 def test_the_model_takes_one_thread_per_cpu_the_process_may_use(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)  # as under `taskset -c 1`
     assert LocalLLM().n_threads == 1
