@@ -286,8 +286,8 @@ def call_llm(
 
 
 _STRUCTURED_VIA = {
-    "json_object": "JSON mode with the schema in the prompt",
-    "prompt": "the schema in the prompt only (no JSON mode either)",
+    "json_object": "JSON mode and the schema in the prompt",
+    "prompt": "the schema in the prompt only (JSON mode refused too)",
 }
 
 

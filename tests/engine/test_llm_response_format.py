@@ -100,7 +100,7 @@ def test_a_server_that_refuses_json_schema_is_asked_in_json_mode_and_only_once_p
         assert c.data == {"answer": 5} and server.formats == ["json_schema", "json_object"]
         assert trace["llm_calls"][0]["structured_via"] == "json_object"
         assert trace["flags"] == [
-            "the endpoint refused a JSON schema response format: decompose asked with JSON mode with the schema "
+            "the endpoint refused a JSON schema response format: decompose asked with JSON mode and the schema "
             "in the prompt"
         ]
         # JSON mode alone does not say which object: the schema rides in the system message
