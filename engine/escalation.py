@@ -21,10 +21,8 @@ if TYPE_CHECKING:
 
 SELF_CHECK_MAX_TOKENS = 12
 # An answer that says it has none goes up this ladder, one costlier route at a time, until one
-# answers: every route above the cheapest. Leave-one-dataset-out on GraphRAG-Bench Medical (the
-# reader style, the one set where answers say so) summary-then-logic scored 26.0 ROUGE-L against
-# 25.2 for logic alone at the same tokens: summary answers 5 of the 23 such questions for a fifth
-# of logic's cost, and logic the rest (docs/results/router/retry_ladder.md).
+# answers: every route above the cheapest. Summary first, because it answers some of those
+# questions for a fraction of logic's cost (docs/results/router/retry_ladder.md).
 RETRY_ROUTES: tuple[str, ...] = ROUTES[1:]
 
 

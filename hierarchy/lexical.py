@@ -34,10 +34,8 @@ from engine.base.errors import KBCorruptError
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.documents import Chunk
 
-# Fitted with the fusion on the shared sets' questions 200-399 (docs/results/retrieval/retrieval_hybrid.md):
-# b 0.4 (Lucene's 0.75 lost up to half a point of recall@3 there), and a chunk's heading path (or
-# title) indexed 3 times before its text: a title term weighs as 3 of the text's (BM25F's field
-# weight folded into the counts; once was about a point of recall@3 lower).
+# Fitted with the fusion (docs/results/retrieval/retrieval_hybrid.md): a chunk's heading path (or
+# title) is indexed TITLE_WEIGHT times before its text (BM25F's field weight folded into the counts).
 K1 = 1.2
 B = 0.4
 TITLE_WEIGHT = 3

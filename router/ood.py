@@ -8,14 +8,11 @@ checkpoint; it is "far" below a threshold set on the training questions themselv
 - each distinct reference row's leave-one-out nearest-neighbour similarity (its nearest other
   row) stands in for a new question drawn from the training distribution;
 - the threshold is the THRESHOLD_QUANTILE of those similarities, so about that share of
-  in-distribution questions is flagged. 2%: the fallback for a flagged question (chunk with
-  escalation) is cheap, so a few false flags cost little, and the 2nd percentile rests on twice
-  as many rows of the tail as the 1st (about 20 of 1,000 rows rather than 10). The flag rates
-  measured at the 1st, 2nd and 5th percentiles are in docs/results/design/design_measurements.md.
+  in-distribution questions is flagged (the fallback for a flagged question is cheap).
 
-The reference set is capped at MAX_REFERENCE_ROWS rows (a seeded sample), stored as float16:
-2,000 x 384 values keep a MiniLM checkpoint under 2 MB. The threshold is computed on the
-stored rows after the float16 round trip, so training and serving measure the same thing.
+The reference set is capped at MAX_REFERENCE_ROWS rows (a seeded sample), stored as float16.
+The threshold is computed on the stored rows after the float16 round trip, so training and
+serving measure the same thing.
 
 numpy only: no torch here.
 """

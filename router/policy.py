@@ -20,9 +20,8 @@ import numpy as np
 from engine.base.errors import LogicRouteError
 from hierarchy.question_forms import form_plan
 
-# Tokens per question of each route, used when no measured costs are given: the anchor
-# measurements the project started from (vanilla top-3 RAG ~540-640 tokens; LogicRAG ~1,180 on
-# the local model, 1,778 in the LogicRAG paper). "summary" is one call over a slightly longer context.
+# Tokens per question of each route, used when no measured costs are given (vanilla top-3 RAG and
+# the LogicRAG paper's figure); "summary" is one call over a slightly longer context.
 NOMINAL_TOKENS: dict[str, float] = {"chunk": 540.0, "summary": 640.0, "logic": 1780.0}
 
 

@@ -2,10 +2,10 @@
 reply repeats its context.
 
 A step reply copies names and dates from its passages and notes, and every JSON reply repeats the
-key syntax of its prompt's example. Decoding on this CPU is bound by memory bandwidth: one
-forward pass over 4 tokens costs about 2 single-token steps. So before each step the draft looks
-up the last few tokens earlier in the context and proposes what followed them there; one pass
-evaluates the sampled token and the draft together.
+key syntax of its prompt's example. Decoding on a CPU is bound by memory bandwidth, so a pass over
+a few tokens costs little more than one: before each step the draft looks up the last few tokens
+earlier in the context and proposes what followed them there; one pass evaluates the sampled
+token and the draft together.
 
 Verification is llama-cpp-python's own speculative loop (`Llama.generate` with a `draft_model`):
 each position is sampled by the call's own sampler, grammar included, and the draft is cut at
@@ -13,19 +13,16 @@ the first token the sampler does not pick. So every reply token is the sampler's
 without a draft; only the batched arithmetic can round a logit differently.
 
 llama-cpp-python turns on `logits_all` when a draft model is given to its constructor, and then
-computes and copies the output layer for every prompt token too (that made its prompt-lookup
-class slower here). `install` sets the draft on a built model instead and asks for every
-position's logits only in the batches that verify a draft.
+computes the output layer for every prompt token too. `install` sets the draft on a built model
+instead and asks for every position's logits only in the batches that verify a draft.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-# Chosen by replaying the decoding of 33 MuSiQue logic calls against measured pass costs (61 ms
-# for 1 token, 119 ms for 4, 210 ms for 8, 265 ms for 16): drafts of 3 need 0.72 of the decoding
-# time, of 7 0.98, of 15 1.04 (most matches run out after a few tokens); a single shared token
-# as the key (MIN_NGRAM 1) drafts so often wrongly that it costs more than it saves.
+# Longer drafts cost more than they save (most matches run out after a few tokens), and a single
+# shared token as the key (MIN_NGRAM 1) drafts wrongly too often (docs/results/llm/bench_logic_lookup_draft.md).
 MIN_NGRAM = 2
 MAX_NGRAM = 4
 MAX_DRAFT = 3

@@ -1,7 +1,6 @@
 """The summary route's settings (SummaryConfig): how its context is chosen from the summary
-layers. The defaults are the route as it shipped (descend from the top level, summaries and the
-k chunks under them, 450 words); every other value is a variant measured against it
-(`logicroute bench global`, training/bench_global.py)."""
+layers. The defaults descend from the top level and show the summaries and the k chunks under
+them (450 words); the other values are variants `logicroute bench global` compares."""
 
 from __future__ import annotations
 

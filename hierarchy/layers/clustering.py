@@ -1,28 +1,11 @@
 """Clustering for the summary layers: k = round(m / size) groups of the rows of a matrix.
 
 Up to WARD_MAX rows: Ward agglomerative clustering (deterministic; on unit vectors Euclidean
-distance is monotone in cosine). Above: two stages, faiss k-means into about m / COARSE_GROUP
-coarse groups, then Ward inside each group with k shared out in proportion to the group's size.
-Ward holds m^2/2 distances. The coarse step costs m * (m / COARSE_GROUP) * d an iteration (a
-hundredth of flat k-means' m * (m / 10) * d), the Ward steps about m * COARSE_GROUP: measured, the
-level-1 time and memory grow near-linearly (CPU s 1.6, 5.8, 18; MB 30, 88, 293 at 10k, 30k, 100k).
-
-Why (docs/results/summary/bench_clustering.md, `python -m training.bench_clustering`: chunks of 1,000
-HotpotQA and 2Wiki questions' passages plus cached MiniLM vectors, the summary route's descent
-over centroid nodes, one thread on 2 shared cores):
-- Up to 10k rows Ward keeps a question's supporting passages in one cluster more often than any
-  faster method (10k: 0.205 against 0.162 two stages, 0.163 faiss k-means; 5k: 0.284 against
-  0.242) and its descent from level 1 finds more of them (10k: 0.482 against 0.461 and 0.454),
-  at 30 CPU s and 0.76 GB at 10k. Past that its memory grows with m^2, so WARD_MAX = 10,000,
-  the largest size measured.
-- Above, two stages rather than flat k-means (faiss; k = m/10 costs m * k * d an iteration): at
-  30k 5.8 CPU s against 19.9, descent recall 0.321 against 0.298 from the top and 0.377 against
-  0.370 from level 1, no singleton clusters (faiss 52), kept together 0.115 against 0.132. At
-  100k: 18 CPU s and 0.29 GB for level 1, clusters median 8 and max 87. MiniBatchKMeans was
-  slower than Ward at 5k (6.1 CPU s against 5.2), with 15 singletons and less recall than Ward.
-- At 100k chunks level 2 (10k nodes) is Ward: the whole tree took 48 s against 20 s with two
-  stages at every level, descent recall from the top 0.231 against 0.244, about one standard
-  error over 1,000 questions (the layers cluster summary embeddings there, not centroids).
+distance is monotone in cosine), which keeps a question's supporting passages together more
+often than k-means. Above, Ward's m^2/2 distances no longer fit, so two stages: faiss k-means
+into about m / COARSE_GROUP coarse groups, then Ward inside each group with k shared out in
+proportion to the group's size; time and memory grow near-linearly. The measurements behind
+both limits: docs/results/summary/bench_clustering.md.
 """
 
 from __future__ import annotations
@@ -31,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-WARD_MAX = 10_000  # Ward on the whole set up to here (0.76 GB at 10k); two stages above
+WARD_MAX = 10_000  # Ward on the whole set up to here; two stages above
 COARSE_GROUP = 1_000  # rows per coarse group in the two-stage scheme: Ward on 1k rows is ~0.1-0.5 s
 COARSE_ITER = 20  # faiss k-means iterations of the coarse step
 WARD = "ward"
@@ -92,10 +75,8 @@ def kmeans_labels(x: np.ndarray, k: int, seed: int = 0, niter: int = COARSE_ITER
     thread. `options` are faiss.Kmeans settings (max_points_per_centroid, ...)."""
     import faiss
 
-    # One OpenMP thread: on cores shared with other jobs faiss' threads spin-wait for each
-    # other, and on the 2-core benchmark machine under load one thread was several times faster.
-    # The coarse step is a small part of the two stages, so an idle many-core machine loses little.
-    # (The setting is the calling thread's own; it is put back.)
+    # One OpenMP thread: on cores shared with other jobs faiss' threads spin-wait for each other.
+    # The setting is the calling thread's own; it is put back.
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:

@@ -5,14 +5,9 @@ whose summary is embedded with the KB's embedder; the node embeddings are cluste
 and so on until a level holds at most MAX_TOP nodes. Every node keeps its children (chunk ids
 at level 1, node ids above) and its parent.
 
-Clustering (hierarchy.layers.clustering): k = round(m / CLUSTER_SIZE) clusters at every level,
-Ward agglomerative clustering up to its WARD_MAX items and two stages above (faiss k-means into
-coarse groups of ~1,000 items, Ward inside each), so a level's time and memory grow near-linearly.
-Of the methods compared on real passages, Ward kept a question's supporting passages together
-most often; RAPTOR's GMM with k chosen by BIC was far slower and made clusters too large for one
-summary to cover (docs/results/design/design_measurements.md); why Ward stops at WARD_MAX and what the
-two stages cost and find from 2k to 100k chunks: the clustering module and
-docs/results/summary/bench_clustering.md.
+Clustering (hierarchy.layers.clustering): k = round(m / CLUSTER_SIZE) clusters at every level.
+Ward rather than RAPTOR's GMM: it keeps a question's supporting passages together more often and
+its clusters stay small enough for one summary to cover.
 """
 
 from __future__ import annotations
@@ -45,11 +40,9 @@ NEW_CLUSTER_PERCENTILE = 5.0
 DEFAULT_NEW_CLUSTER_COS = 0.3  # used when the build had no cluster of 2+ members to measure
 EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode, at most
 # Past CENTRAL_ABOVE chunks an extractive level-1 summary picks its sentences from the
-# CENTRAL_CHUNKS of its chunks nearest the node's centroid. Why: it embeds every sentence it may
-# pick; with all ~10 chunks (~50 sentences) that was ~1.7 s a node on 2 cores, ~5 h at 100k
-# chunks, and 4 chunks embed 56% fewer texts. Below it every chunk is read: on GraphRAG-Bench
-# Medical the cap cost the summary route's contexts 1-3 points of answer coverage
-# (docs/results/global/bench_global_context_medical.md), the same threshold as the stores' exact search.
+# CENTRAL_CHUNKS of its chunks nearest the node's centroid: it embeds every sentence it may pick,
+# which is what makes a large build slow. Below it every chunk is read (the cap costs a little
+# answer coverage); the same threshold as the stores' exact search.
 CENTRAL_CHUNKS = 4
 CENTRAL_ABOVE = 20_000
 PROGRESS_STEPS = 20  # batches per level, at least, when a level has that many clusters
@@ -259,9 +252,8 @@ def layers_from_structure(
 
 def _new_cluster_threshold(kb: "KnowledgeBase", nodes: dict[str, Node], rows: dict[str, int]) -> float:
     """5th percentile of leave-one-out member-to-centroid cosines: a member compared with its
-    cluster's centroid without itself is in the position of a newly added chunk. (The inclusive
-    cosine is inflated by the member's own vector: it sends added chunks of known topics to new
-    clusters; figures: docs/results/design/design_measurements.md.)"""
+    cluster's centroid without itself is in the position of a newly added chunk (the inclusive
+    cosine, inflated by the member's own vector, would send added chunks to new clusters)."""
     sims = []
     for n in nodes.values():
         if n.level == 1 and len(n.children) >= 2:

@@ -25,21 +25,16 @@ import numpy as np
 
 from engine.base.errors import KBError
 
-FAISS = "faiss"  # exact inner product (IndexFlatIP) at every size: the only store before stores existed
+FAISS = "faiss"  # exact inner product (IndexFlatIP) at every size
 FAISS_HNSW = "faiss-hnsw"  # exact below exact_max vectors, an HNSW graph above: the default (docs/vector_stores.md)
 MILVUS = "milvus"  # pymilvus: a Milvus Lite folder, or a Milvus server / cluster at an http(s) URI
 KINDS = (FAISS, FAISS_HNSW, MILVUS)
 
-# Measured on real MiniLM vectors (docs/vector_stores.md, `python -m training.bench_store`): one
-# exact query costs 1.2 ms at 10k vectors, 5.4 ms at 37k and 17 ms at 100k on one core of this
-# CPU; HNSW costs 0.5-1 ms at each size with recall@10 >= 0.98. Past 20k (~2.5 ms) exact search
-# would eat the 5 ms retrieval budget that exclusion windows and a loaded machine need room in.
+# Past EXACT_MAX vectors an exact query would eat the retrieval budget; HNSW stays under a
+# millisecond with recall@10 >= 0.98 (docs/vector_stores.md).
 EXACT_MAX = 20_000
-# HNSW parameters: M=32 links per node and efConstruction=80 built a graph whose search at
-# efSearch=128 kept recall@10 >= 0.98 against exact (bar: 0.95) up to 100k vectors for ~0.3 ms
-# more than efSearch=64, which measured 0.977-0.993 at 100k in smaller passes. Past 100k the
-# graph needs a wider search for the same recall: at 1M, 128 gave 0.943-0.975 and 256 gave 0.987
-# for 1.3 ms p50 (docs/vector_stores.md), so efSearch grows with log10 of the size.
+# HNSW parameters that keep recall@10 >= 0.98 against exact up to 100k vectors; past 100k the
+# graph needs a wider search for the same recall, so efSearch grows with log10 of the size.
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128

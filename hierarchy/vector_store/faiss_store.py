@@ -2,12 +2,10 @@
 
 Live rows follow the KB's chunk order (the i-th live row is the KB's i-th chunk), so the index
 needs no id map of its own: opening pairs the KB's chunk ids with the rows not deleted. `faiss`
-is exact (IndexFlatIP, what every KB had before stores existed): it is built from the KB's
-vectors when the KB opens (a copy of the rows, ~0.1 s at 100k), so no commit writes it. `faiss-hnsw` stays exact
-up to `exact_max` vectors and switches to an HNSW graph above it (the choice and the threshold
-were measured on real MiniLM vectors: docs/vector_stores.md); the graph costs a minute to build
-at 100k, so it is persisted as `index.faiss`, written whole by each commit (the bounded index
-rewrite measured in docs/vector_stores.md). HNSW grows by appending; a delete marks rows deleted
+is exact (IndexFlatIP): it is built from the KB's vectors when the KB opens, so no commit writes
+it. `faiss-hnsw` stays exact up to `exact_max` vectors and switches to an HNSW graph above it
+(docs/vector_stores.md); the graph is slow to build, so it is persisted as `index.faiss`,
+written whole by each commit. HNSW grows by appending; a delete marks rows deleted
 (`index.dead.npy`, skipped by every search) and the graph is rebuilt from the rows it keeps once
 they pass REBUILD_DEAD, so deletes are O(deleted) and the rebuild is amortized.
 """

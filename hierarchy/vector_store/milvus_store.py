@@ -192,9 +192,8 @@ class MilvusStore:
         self._loaded = False
 
     def _flush_lite(self) -> None:
-        """Milvus Lite searches rows it has not flushed by brute force in Python: measured at 3,000
-        rows, 160 ms a query before a flush, 35 ms after. A server persists writes through its
-        log and compacts on its own, so it is left to do so."""
+        """Milvus Lite searches rows it has not flushed by brute force in Python, several times
+        slower. A server persists writes through its log and compacts on its own."""
         if not self.spec.is_server:
             self.client().flush(self.spec.collection)
 

@@ -1,10 +1,9 @@
 """Conclusions computed in code for the final answer of comparison questions.
 
-Why: comparisons are half of 2Wiki, and the small model fails them at the last step even with
-both facts in hand (measured: "born 6 October 1988" vs "born February 27, 1975" -> it names the
-younger one as older; "Indian" vs "Italian" -> "yes, same nationality"). Told the conclusion in
-words it copies it. So for "A or B?" questions whose compared facts are dates, and for "same X?"
-questions whose sub-questions asked for X, the comparison is computed here and stated.
+Why: the small model fails comparisons at the last step even with both facts in hand (it names
+the younger of two birth dates as older), but told the conclusion in words it copies it. So for
+"A or B?" questions whose compared facts are dates, and for "same X?" questions whose
+sub-questions asked for X, the comparison is computed here and stated.
 """
 
 from __future__ import annotations

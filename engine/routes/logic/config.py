@@ -63,9 +63,7 @@ class LogicConfig(Settings):
         default=0,
         metadata={
             "neutral": 0,
-            "help": "context compression for the sub-questions of a form plan only (plan_forms: attribute lookups "
-            "such as 'When was #q1 born?', answered by one sentence); 0 = whole passages. Why only there: "
-            "compression lost MuSiQue's bridge facts, which sit in long paragraphs of LLM-planned sub-questions",
+            "help": "context compression for a form plan's sub-questions only (0 = whole passages)",
         },
     )
     short_prompts: bool = field(
@@ -76,67 +74,50 @@ class LogicConfig(Settings):
         default=False,
         metadata={
             "neutral": False,
-            "help": "questions of a few fixed forms (two options compared by a date, a same-country or "
-            "same-nationality check, a relation chain such as 'When was the director of film X born?') get "
-            "their plan from the form, without the decomposition call (hierarchy/question_forms.py); any "
-            "other question is decomposed by the LLM",
+            "help": "questions of a few fixed forms get their plan from the form (hierarchy/question_forms.py)",
         },
     )
     reflect_when_unsure: bool = field(
         default=False,
-        metadata={
-            "help": "skip the reflection call while every sub-question has an answer that a retrieved passage "
-            "states (off: reflect after every solved DAG)"
-        },
+        metadata={"help": "skip reflection while every sub-answer is stated by a retrieved passage"},
     )
     reflect_unknown_only: bool = field(
         default=False,
         metadata={
             "neutral": False,
-            "help": "with reflect_when_unsure: reflect only while a sub-question has no answer (unknown), not when "
-            "an answer is merely not found word for word in its passages (2Wiki, 30 questions: 13 of 14 such "
-            "reflections found the facts sufficient or proposed sub-questions already asked)",
+            "help": "with reflect_when_unsure: reflect only while a sub-question has no answer",
         },
     )
     fold_final: bool = field(
         default=False,
-        metadata={
-            "help": "short answers only: no final answer call when the answer is already known, i.e. the "
-            "date comparison computed in code, or the answer of the DAG's single last sub-question"
-        },
+        metadata={"help": "short answers: no final answer call when the answer is already known"},
     )
     reshow_best: bool = field(
         default=False,
         metadata={
             "neutral": False,
-            "help": "sampling without replacement spares each sub-question's best match: a chunk already "
-            "retrieved for this question is shown again to a sub-question it matches best, the other k-1 are "
-            "new (off: every retrieved chunk is excluded, as the paper; it hid the passage of the next hop)",
+            "help": "sampling without replacement spares each sub-question's best match (off: as the paper)",
         },
     )
     keep_facts: int = field(
         default=0,
         metadata={
             "neutral": 0,
-            "help": "memory that keeps what was read: sentences of the passages already read that name a "
-            "sub-answer (or sit under its title) are kept beside the memory, at most this many tokens, those "
-            "closest to the questions still open first (0 = the memory alone, as the paper)",
+            "help": "tokens of read sentences naming a sub-answer kept beside the memory (0: as the paper)",
         },
     )
     ground_retry: bool = field(
         default=False,
         metadata={
             "neutral": False,
-            "help": "a sub-answer that no passage shown for it states is flagged and its sub-question asked "
-            "once more over the passages of the whole DAG",
+            "help": "a sub-answer no passage states is asked once more over the whole DAG's passages",
         },
     )
     cite_passages: bool = field(
         default=False,
         metadata={
             "neutral": False,
-            "help": "reader style: the final answer is shown, numbered, the passage that states each "
-            "sub-answer, so its [n] citations point at listed sources (off: the memory alone)",
+            "help": "reader style: the final answer is shown the numbered passage stating each sub-answer",
         },
     )
 
@@ -160,10 +141,8 @@ class LogicConfig(Settings):
         return {**fixed, **limits_of(LOGIC_CAPS), **asdict(self)}
 
 
-# Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it (the
-# router's answer labels were measured with it); "lean" is the cost-cut route of
-# docs/results/logic/bench_logic_forms.md (2Wiki first 30, short answers: F1 71.6 at 1,251 prompt tokens
-# a question against 69.2 at 3,228; MuSiQue 29.7 at 2,459 against 27.5 at 3,573).
+# Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it; "lean"
+# cuts the cost (docs/results/logic/bench_logic_forms.md).
 PAPER = LogicConfig()
 LEAN = LogicConfig(
     form_evidence_tokens=100,
@@ -176,8 +155,7 @@ LEAN = LogicConfig(
 )
 # "grounded": the paper's route with its answers tied to the passages read: a later hop may see
 # again the passage an earlier hop read, facts of the passages read survive the memory, a sub-answer
-# no passage states is asked again, and a reader answer is shown the passages it cites. Measured in
-# the reader style against paper and lean (docs/results/reader/logic_grounded.md).
+# no passage states is asked again, and a reader answer is shown the passages it cites.
 GROUNDING = {"reshow_best": True, "keep_facts": 120, "ground_retry": True, "cite_passages": True}
 PRESETS: dict[str, LogicConfig] = {
     "paper": PAPER,
@@ -188,12 +166,7 @@ PRESETS: dict[str, LogicConfig] = {
 
 
 # "auto" picks a preset by answer style: lean-grounded for short answers, grounded for the reader
-# style. Lean is the cheaper route for short answers: on the answer-label rows (questions 100-199 of
-# each set, untuned) it wins the multi-hop sets (MuSiQue F1 24.1 against 19.4, 2Wiki 66.5 against
-# 58.3) and loses one-hop NQ (56.2 against 66.0), a loss the router hides
-# (docs/results/router/lean_logic_labels.md). The grounding rules fix what both presets got wrong: strict
-# sampling without replacement hid a later hop's passage, the memory lost facts read, and a
-# reader answer cited passages it never listed (docs/results/reader/logic_grounded.md).
+# style (docs/results/router/lean_logic_labels.md, docs/results/reader/logic_grounded.md).
 PRESET_FOR_STYLE = {"short": "lean-grounded", "reader": "grounded"}
 PRESET_CHOICES = ("auto", *PRESETS)
 

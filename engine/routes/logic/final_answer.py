@@ -122,10 +122,8 @@ def answer_sources(st: SolveState) -> list[Source]:
 def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:
     """The raw chunks retrieved for the DAG's single sink, the hop that answers the question.
 
-    Why it exists: the 150-word memory can drop the exact phrase the answer needs (SQuAD: memory
-    "oil prices ... priced in terms of gold" lost "September 1971"). Measured, it did not pay (the
-    wrong sub-answer in the notes wins), so it is off by default; direct_single_hop fixed those
-    questions instead. Comparisons (several sinks) keep memory + computed notes only.
+    An experiment (the memory can drop the exact phrase the answer needs); off in every preset.
+    Comparisons (several sinks) keep memory + computed notes only.
     """
     wanted = mechanism(st.cfg, "final_chunks")
     if wanted == 0:

@@ -263,10 +263,8 @@ def nearest_examples(question: str, embedder, n: int) -> list[str]:
     """The n example plans' questions closest in form to `question`: cosine of their MiniLM
     vectors with names, titles and numbers masked (hierarchy.question_structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
-    whatever the film. Why try it: the examples are most of the decomposition's prompt. Measured,
-    the 1.5B model copies the content of the one or two plans it is shown (F1 -20 to -35 on
-    2Wiki: docs/results/logic/bench_logic_cost_2wiki.md), so the plan_examples mechanism is fixed
-    at 0 (engine.routes.logic.config.FIXED_MECHANISMS)."""
+    whatever the film. Experiments only: the small model copies the content of the few plans it
+    is shown, so the plan_examples mechanism is fixed at 0 (logic.config.FIXED_MECHANISMS)."""
     pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
     vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
     sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows
@@ -343,7 +341,7 @@ def is_copy(question: str, sub: str) -> bool:
 def _move_copies_last(question: str, trace: dict, nodes: list[SubQuestion]) -> list[SubQuestion]:
     """The small model's usual failure: q1 repeats the whole question and the real first hop
     comes after it ("q1: seat of the county where X is? q2: county where X is? (needs q1)").
-    A regeneration does not fix it (measured), so the copy becomes the LAST node, depending on
+    A regeneration does not fix it, so the copy becomes the LAST node, depending on
     the others: it is then rewritten with their answers and retrieved for as the final hop."""
     copies = [n for n in nodes if is_copy(question, n.question)] if len(nodes) > 1 else []
     if not copies or len(copies) == len(nodes):

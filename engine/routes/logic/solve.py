@@ -93,8 +93,7 @@ def answer_logic(
         single = mechanism(cfg, "direct_single_hop") and len(plan) == 1 and is_copy(st.question, plan[0].question)
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
-            # single lookups: the structured step + memory lose the exact phrase, and F1 drops
-            # (figures: docs/results/design/design_measurements.md)
+            # single lookups: the structured step + memory lose the exact phrase
             trace["single_hop"] = single
             n = plan[0]
             n.rewritten = n.query = st.question
