@@ -46,7 +46,7 @@ def _grammar_first_chain(llama: Any, grammar: Any) -> Any:
     """[best candidate alone] -> grammar -> [if rejected: the TOP_K best, then everything] -> greedy.
 
     The first stage swaps the highest logit to the front and shows the grammar that token alone
-    (it accepts the model's own pick at most steps: ~0.1 ms instead of sorting out candidates);
+    (it accepts the model's own pick at most steps);
     a rejection undoes the swap, so the later passes see the array in token order, as the
     stock chain does."""
     import llama_cpp

@@ -2,13 +2,11 @@
 
 The local backend's prefix cache saves the model state after every call and restores one before
 the next. llama-cpp-python's save_state copies its whole logits array (n_batch x vocabulary
-floats: 512 x 151,936 x 4 B = 311 MB for Qwen) and its load_state writes it back over every row,
-beside copying the ~1 MB-per-30-tokens KV state three times. Without logits_all those scores are
-never read: sampling reads llama.cpp's own logits, and a restored state is always evaluated again
-from at least its last prompt token (load_state sets _requires_eval). So the lean pair below
-keeps one row of scores and the KV state in the buffer llama.cpp wrote, and hands that buffer
-back as it is: ~1 s a call less on this machine's CPUs, the same tokens
-(tests/engine/test_llm_local.py checks the replies against fresh evaluations).
+floats, hundreds of MB) and its load_state writes it back over every row. Without logits_all
+those scores are never read: sampling reads llama.cpp's own logits, and a restored state is
+always evaluated again from at least its last prompt token (load_state sets _requires_eval). So
+the lean pair below keeps one row of scores and the KV state in the buffer llama.cpp wrote, and
+hands that buffer back as it is: the same tokens, faster (tests/engine/test_llm_local.py).
 """
 
 from __future__ import annotations

@@ -55,9 +55,8 @@ _STEP_EXAMPLE = (
 )
 
 
-# The short prompt's example: two sub-questions of one rank, a name and a full date. Without an
-# example the 1.5B model answered worse (2Wiki, 14 questions: F1 50 vs 69); with a name-only one
-# it cut dates to their year; with a single date-only one it lost 7 F1 on 30 questions.
+# The short prompt's example: two sub-questions of one rank, a name and a full date. With a
+# name-only example the small model cut dates to their year; without one it answered worse.
 _STEP_EXAMPLE_SHORT = (
     "Who was born first, the director of film Jaws or Alfred Hitchcock?",
     "",

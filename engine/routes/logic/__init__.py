@@ -11,7 +11,7 @@
 5. *context pruning*: that same per-rank call also writes the rolling memory
    (`{"memory": ..., "answers": {...}}`): a query-oriented summary of old memory + new chunks,
    capped at `memory_words`. One call instead of two: the answers need the same reading of the
-   same passages, and on the local model every call re-reads the prompt (~54 tokens/s);
+   same passages, and every call re-reads the prompt;
 6. *sampling without replacement*: chunk ids already retrieved for this question are excluded;
 7. *self-reflection*: a structured sufficiency check may add sub-questions (with dependencies on
    existing ids), which are then solved; bounded by `max_rounds` and the budget. Every node is

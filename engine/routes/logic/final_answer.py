@@ -87,8 +87,8 @@ def _folded_answer(st: SolveState) -> str:
         return ""
     known = [n for n in nodes_in_order(st) if known_answer(n)]
     sentence, answer = computed_comparison(st.question, st.nodes, known)
-    # only a date choice is folded: a computed same-X check from two misread sub-answers said
-    # "yes" where the final call, shown it among the notes, still answered "no" (2Wiki: 2 of 15)
+    # only a date choice is folded: a computed same-X check from two misread sub-answers can say
+    # "yes" where the final call, shown it among the notes, still answers "no"
     if answer and answer not in ("yes", "no"):
         st.trace["comparison"] = sentence
         st.trace["final"] = {"folded": "the comparison computed in code"}

@@ -1,9 +1,8 @@
 """Keeping the logic route's answers tied to the passages it read (LogicConfig.keep_facts,
 ground_retry, cite_passages).
 
-- kept facts: the rolling memory is rewritten by the model at every rank, and the 1.5B model
-  drops facts it will need (the Velmora question: the memory kept "the mayor is Odile Brankov"
-  and lost "she was born in Kesh" from a passage it had read). The sentences of the passages read
+- kept facts: the rolling memory is rewritten by the model at every rank, and a small model
+  drops facts it will need later. The sentences of the passages read
   that name a sub-answer, or sit in a passage titled by one, are kept beside the memory, chosen by
   their closeness to the questions still open, within a token budget. No LLM call.
 - supported sub-answers: a sub-answer whose names and numbers no passage shown for it contains

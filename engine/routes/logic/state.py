@@ -68,8 +68,7 @@ def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> l
     """One retrieval round; with `without_replacement` it skips every chunk already retrieved
     for this question, so a repeated search brings new evidence. With `reshow_best`, the best
     match of each query in `spare` (a rank's sub-questions) is shown again even when already
-    retrieved: a later hop's one passage may have been read by an earlier hop, and excluding it
-    hid the answer (the Velmora question: q1 read the mayor's page, q2 asked where she was born)."""
+    retrieved: a later hop's one passage may have been read by an earlier hop."""
     exclude = list(st.seen) if mechanism(st.cfg, "without_replacement") else []
     again: list[RetrievedChunk] = []
     if exclude and st.cfg.reshow_best and spare:
