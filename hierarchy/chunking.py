@@ -15,7 +15,6 @@ A converted PDF's text marks where each page starts (PAGE_MARK): its chunks carr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.base.errors import LogicRouteError
@@ -200,20 +199,6 @@ def paged_pieces(pieces: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
         clean = re.sub(r"\n{3,}", "\n\n", PAGE_MARK_RE.sub("", text)).strip()
         if clean:
             out.append((heading_path, clean, str(first) if first == last else f"{first}-{last}"))
-    return out
-
-
-def chunk_documents(
-    docs: Iterable[Document], chunk_words: int = DEFAULT_CHUNK_WORDS, overlap_words: int = DEFAULT_OVERLAP_WORDS
-) -> list[Chunk]:
-    """Chunks of many documents; identical chunks (same title + text) are kept once, first wins."""
-    out: list[Chunk] = []
-    seen: set[str] = set()
-    for doc in docs:
-        for c in chunk_document(doc, chunk_words, overlap_words):
-            if c.id not in seen:
-                seen.add(c.id)
-                out.append(c)
     return out
 
 

@@ -23,11 +23,16 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.base.stats import percentile
 from hierarchy.datasets import SHARED_FILES, shared_data_dir
+
+if TYPE_CHECKING:
+    from hierarchy.documents import Chunk, Document
 
 
 def _load(path: Path) -> tuple[list, list[tuple[str, list[str]]]]:
@@ -168,7 +173,7 @@ def _run(
     data: Path, tmp: Path, limit: int | None, n_queries: int, k: int, batch_size: int, sandwich: bool, log
 ) -> dict:
     from engine.embedder import Embedder
-    from hierarchy.chunking import chunk_documents, chunk_embed_text
+    from hierarchy.chunking import chunk_embed_text
     from hierarchy.kb import KnowledgeBase
 
     docs, questions = _load(data)
@@ -229,3 +234,18 @@ def _torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
+
+
+def chunk_documents(docs: Iterable[Document]) -> list[Chunk]:
+    """Chunks of many documents at the KB's default sizes; identical chunks (same title + text) are
+    kept once, first wins."""
+    from hierarchy.chunking import chunk_document
+
+    out: list[Chunk] = []
+    seen: set[str] = set()
+    for doc in docs:
+        for c in chunk_document(doc):
+            if c.id not in seen:
+                seen.add(c.id)
+                out.append(c)
+    return out

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from engine.base.errors import LogicRouteError
-from hierarchy.chunking import chunk_document, chunk_documents, chunk_embed_text, chunk_id, split_text
+from hierarchy.chunking import chunk_document, chunk_embed_text, chunk_id, split_text
 from hierarchy.documents import Chunk, Document
 
 
@@ -95,14 +95,6 @@ def test_ids_are_stable_content_hashes():
     assert chunk_id("Other", a[0].text) != a[0].id  # title is part of the id
     # Persisted in every KB: the id of a given chunk never changes.
     assert chunk_id("Paris", "Paris is the capital.") == "9bdf391fed11d947"
-
-
-def test_identical_chunks_dedupe_across_documents():
-    d1 = Document("a", "T", "Same text here.")
-    d2 = Document("b", "T", "Same text here.")
-    d3 = Document("c", "T2", "Same text here.")
-    cs = chunk_documents([d1, d2, d3])
-    assert [c.doc_id for c in cs] == ["a", "c"]
 
 
 def test_bad_params():
