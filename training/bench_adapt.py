@@ -150,6 +150,25 @@ def chunk_first_threshold(files: Sequence[str | Path]) -> float | None:
     return below if below > 0.0 else None
 
 
+def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Path) -> dict:
+    """The systems no router decides: chunk escalated under the threshold fitted chunk-first on
+    adapt's training rows (the KB's own written questions; absent without them), each fixed
+    route, and the oracle."""
+    from training.label_arrays import load_label_files
+    from training.lodo import judge
+    from training.lodo_cascade import fit_threshold
+
+    out = {}
+    if written_file.is_file():
+        written = load_label_files([written_file])
+        kb_below = fit_threshold(written, ["chunk"] * len(written)) or None
+        out[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
+    for r in routes:
+        out[f"always {r}"] = judge(rows, [r] * len(rows), routes)
+    out["oracle"] = judge(rows, [row["oracle"] for row in rows], routes)
+    return out
+
+
 def lodo_generalist(work: Path, train_files: list[str], dataset: str, cfg, embedder, echo: Callable) -> Path:
     """The generalist trained without `dataset` (its priors left out too), once: a rerun reuses it."""
     from training.train import train_generalist
@@ -182,9 +201,8 @@ def judge_set(
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
     what `work` holds (the generalist, the KB, adapt's questions and labels)."""
     from router.checkpoint import load_router
-    from training.label_arrays import load_label_files, routes_of
+    from training.label_arrays import routes_of
     from training.lodo import judge
-    from training.lodo_cascade import fit_threshold
     from training.passage_kb import passages_kb
 
     if adapt_fn is None:
@@ -206,23 +224,14 @@ def judge_set(
     gen_decided, _ = decisions(load_router(generalist, embedder=kb.embedder), questions)
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
     per_seed, per_seed_escalated, adapted = [], [], {}
+    options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
     for seed in seeds:
         echo(f"{name}: adapting (fine-tuning seed {seed})")
+        # seed 0 for the questions, labels and held-out split, shared by every fine-tuning seed
         res = adapt_fn(
-            kb.path,
-            llm,
-            generalist=generalist,
-            n=n,
-            seed=0,  # the same questions, labels and held-out split for every fine-tuning seed
-            out=work / "adapt",
-            train_options={"seed": seed},
-            concurrency=concurrency,
-            llm_spec=llm_spec,
-            embedder=kb.embedder,
-            progress=progress,
+            kb.path, llm, generalist=generalist, seed=0, out=work / "adapt", train_options={"seed": seed}, **options
         )
-        kept = work / f"specialist-seed{seed}.ckpt"
-        shutil.copyfile(res.checkpoint, kept)  # the KB's own copy is the next seed's
+        shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
         specialist = load_router(res.checkpoint, embedder=kb.embedder)
         per_seed.append({"seed": seed, **judged(specialist)})
         decided, _ = decisions(specialist, questions)
@@ -233,13 +242,7 @@ def judge_set(
         **_mean(per_seed_escalated),
         "below": [t.get("below") for t in per_seed_escalated],
     }
-    if (written_file := work / "adapt" / "train.jsonl").is_file():  # adapt's training rows: the KB's own questions
-        written = load_label_files([written_file])
-        kb_below = fit_threshold(written, ["chunk"] * len(written)) or None
-        systems[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
-    for r in routes:
-        systems[f"always {r}"] = judge(rows, [r] * len(rows), routes)
-    systems["oracle"] = judge(rows, [row["oracle"] for row in rows], routes)
+    systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl")
     return {
         "set": name,
         "dataset": dataset,
