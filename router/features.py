@@ -11,8 +11,25 @@ and loading such a checkpoint is refused (router.checkpoint). Changing what a fe
 means a new version number here: old checkpoints then fail loudly instead of routing on inputs
 that no longer mean what they learned.
 
-The features are the f_* functions below (columns scaled to [0, 1]; counts are capped); FEATURES
-names them.
+The features (columns scaled to [0, 1]; counts are capped):
+
+| name | columns | what |
+|---|---|---|
+| specificity | 1 | share of tokens after the first that are capitalised or numeric |
+| length | 1 | log(1 + words) / log(64) |
+| qword | 9 | one-hot question word: what who when where which why how, yes/no form, other |
+| entities | 1 | capitalised spans after the first word + quoted titles, / 4 |
+| comparison | 1 | 1 when a comparison / join word occurs (both, same, older, first, than, ...) or "X or Y?" |
+| chain | 1 | relation links ("the X of", "X's") in the whole question, / 3 |
+| relative | 1 | 1 when a relative clause describes an entity ("the film that won ...") |
+| pair | 1 | 1 when two entities are joined by or / and |
+| dates | 1 | dates: years, decades, centuries, full dates; / 2 |
+| numbers | 1 | numbers that are not dates (digits, number words from "two"), / 2 |
+| depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
+| operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
+|  |  | superlative operators (-est words, first, last, most, least) / 2 |
+| lookups | 1 | retrievals the form asks for (hierarchy.question_structure.count_lookups: "Where was the director of X |
+|  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
