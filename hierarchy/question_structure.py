@@ -7,10 +7,10 @@ Two views, both deterministic (regular expressions and word lists, no LLM, no em
   spans after the first word become "X", numbers and dates "N" ("Who was born first, Ann Lee
   or Tom Ford?" -> "Who was born first, X or X?"). The router can embed this text instead of
   the question (RouterConfig.text_form = "masked").
-- `analyze(q)`: counts of the structures that make a question need more than one retrieval
-  (`Structure`): named entities, dates, other numbers, the depth of nested relation chains
-  ("the mother of the director of X" = 2), comparative and superlative operators, the
-  question word and the yes/no form. router.features turns them into input columns.
+- the count_* functions and `chain_depth`: the structures that make a question need more than
+  one retrieval: dates, other numbers, the depth of nested relation chains ("the mother of the
+  director of X" = 2), comparative and superlative operators, named entities, lookups, and the
+  question word. router.features turns them into input columns.
 
 Only the standard library: importing this is free.
 """
@@ -18,7 +18,6 @@ Only the standard library: importing this is free.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -228,44 +227,7 @@ def count_lookups(text: str) -> int:
     return max(1, min(n, MAX_LOOKUPS))
 
 
-# ---------------------------------------------------------------- the whole analysis
-
-
 def count_entities(q: str) -> int:
     """Named entities: the X placeholders of the masked question (quoted titles, capitalised
     spans after the first word; "Ann Lee and Tom Ford" is two; dates such as "May 5" are none)."""
     return len(re.findall(r"\bX\b", mask_entities(_DATE.sub("0", q))))  # "May 5" is a date, not a name
-
-
-@dataclass(frozen=True)
-class Structure:
-    """What `analyze` reads from one question (raw counts; router.features scales them)."""
-
-    words: int
-    question_word: str  # one of QWORDS or "other"
-    yes_no: bool  # starts with an auxiliary verb: "Did ...", "Are both ..."
-    entities: int
-    dates: int
-    numbers: int
-    chain_depth: int
-    comparatives: int
-    superlatives: int
-    lookups: int = 1  # count_lookups
-
-
-def analyze(text: str) -> Structure:
-    """The structure of one question. Deterministic."""
-    q = normalize_question(text)
-    qword = question_word(q)
-    return Structure(
-        words=len(q.split()),
-        question_word=qword,
-        yes_no=qword == "yesno",
-        entities=count_entities(q),
-        dates=count_dates(q),
-        numbers=count_numbers(q),
-        chain_depth=chain_depth(q),
-        comparatives=count_comparatives(q),
-        superlatives=count_superlatives(q),
-        lookups=count_lookups(q),
-    )
