@@ -14,7 +14,7 @@ from hierarchy.datasets import Question
 from hierarchy.kb import KnowledgeBase
 from router.checkpoint import read_card
 from tests.fakes import HashedBowEmbedder
-from training.bench_adapt import GENERALIST, SPECIALIST, bench_adapt, verdict
+from training.bench_adapt import CONFIDENCE, GENERALIST, SPECIALIST, bench_adapt, escalated, verdict
 from training.fit import TrainConfig
 from training.label_scorers import LabelConfig
 from training.labels import make_row
@@ -129,6 +129,12 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     # always logic's tokens: the bar's token limit fails it
     # the stand-in routes nearly all to logic: over the bar's half of always-logic's tokens
     assert part["verdict"]["token_share_of_logic"] > 0.5 and not part["verdict"]["passes"]
+    # the bar judges the router as `ask` runs it: with the KB's calibrated threshold (none here: the
+    # stand-in's labels report no confidence, so escalation changes no decision)
+    assert part["verdict"]["system"] == SPECIALIST + CONFIDENCE and part["verdict_argmax"]["system"] == SPECIALIST
+    for name in (GENERALIST, SPECIALIST):
+        assert systems[name + CONFIDENCE]["score"] == systems[name]["score"]
+        assert systems[name + CONFIDENCE]["tokens"] == systems[name]["tokens"]
     md = (tmp_path / "out" / "report.md").read_text()
     assert (
         "## left out: films (8 questions" in md
@@ -149,3 +155,15 @@ def test_the_bar_is_a_gain_over_the_generalist_or_nearly_the_best_route_at_half_
     assert not verdict({**base, SPECIALIST: _system(41.9, 1400)}, ["chunk", "logic"])["passes"]
     too_dear = verdict({**base, SPECIALIST: _system(46.0, 1600)}, ["chunk", "logic"])
     assert not too_dear["passes"] and too_dear["best_fixed_route"] == "logic"
+
+
+def test_an_escalated_system_pays_for_the_cheap_attempt_it_replaces():
+    costs = {"chunk": {"tokens": 500, "llm_calls": 1}, "logic": {"tokens": 2000, "llm_calls": 4}}
+    rows = [
+        {"scores": {"chunk": 0.0, "logic": 1.0}, "costs": costs, "confidence": {"chunk": 0.3}, "oracle": "logic"},
+        {"scores": {"chunk": 1.0, "logic": 1.0}, "costs": costs, "confidence": {"chunk": 0.9}, "oracle": "chunk"},
+    ]
+    out = escalated(rows, ["chunk", "chunk"], 0.5, ["chunk", "logic"])
+    assert out["score"] == 100.0 and out["shares"] == {"chunk": 0.5, "logic": 0.5} and out["below"] == 0.5
+    assert out["tokens"] == (500 + 2000 + 500) / 2 and out["llm_calls"] == (1 + 4 + 1) / 2
+    assert escalated(rows, ["chunk", "chunk"], None, ["chunk", "logic"])["score"] == 50.0
