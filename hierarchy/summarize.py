@@ -25,7 +25,7 @@ Encode = Callable[[list[str]], np.ndarray]
 SUMMARIZERS = ("extractive", "llm")
 MMR_LAMBDA = 0.7  # weight of centrality against redundancy (Carbonell & Goldstein's MMR)
 DUP_COSINE = 0.9  # a candidate this close to a chosen sentence is a repeat (overlapping chunks)
-LLM_INPUT_WORDS = 1200  # ~1,600 prompt tokens: inside the 4,096-token window, ~30 s of prefill on 2 cores
+LLM_INPUT_WORDS = 1200  # ~1,600 prompt tokens: inside the 4,096-token window
 
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = {

@@ -1,4 +1,4 @@
-"""Prompts that write questions from a knowledge base's own chunks (`logicroute adapt`, issue 43),
+"""Prompts that write questions from a knowledge base's own chunks (`logicroute adapt`),
 each with its JSON schema, and the closed-book prompt that checks a question cannot be answered
 without passages. Written for Qwen2.5-Coder-1.5B: one short rule list, one concrete example per
 prompt, answers as short spans copied from the passage.
@@ -56,8 +56,7 @@ def single_messages(title: str, text: str) -> list[dict]:
 
 # A bridge is written in two calls, each on one passage: the link (how passage 1 describes the
 # entity) here, then a single-hop question on passage 2 (single_messages), which names the entity.
-# Asked both at once, the 1.5B model asked the first hop ("Where was Anselm Tervody born?" ->
-# Lowen Ferry) in 4 of 10 demo bridges, with a good description of the entity beside it.
+# Asked both at once, the small model often asked the first hop instead of the second.
 LINK_SYSTEM = (
     'The passage is about SUBJECT and mentions ENTITY. Say what ENTITY is to SUBJECT, as "the <role> '
     'of SUBJECT" or "the <place/person/thing> where/who/that ... SUBJECT ...": name SUBJECT, never '
