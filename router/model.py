@@ -37,10 +37,7 @@ class RouterConfig:
     )
     text_form: str = field(
         default="question",
-        metadata={
-            "help": "text embedded: question (as asked) | masked (entities and numbers replaced: form, not topic) "
-            "| plain (closing ? ! . removed)"
-        },
+        metadata={"help": "text embedded: question (as asked) | masked (form, not topic) | plain (no closing mark)"},
     )
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
     dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (training only)"})

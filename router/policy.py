@@ -40,11 +40,7 @@ class Policy:
     meta: dict = field(default_factory=dict, metadata={"help": "calibration details (n questions, checkpoint, costs)"})
     forms: bool = field(
         default=True,
-        metadata={
-            "help": "a question whose form names its sub-questions (hierarchy/question_forms.py: two options "
-            "compared by a date, a same-country check, a relation chain) goes to the logic route whatever the "
-            "probabilities"
-        },
+        metadata={"help": "a question whose form names its sub-questions (question_forms) goes to logic"},
     )
 
     def to_dict(self) -> dict:

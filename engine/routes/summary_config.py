@@ -25,17 +25,11 @@ class SummaryConfig(Settings):
     )
     collapsed: bool = field(
         default=False,
-        metadata={
-            "help": "RAPTOR's collapsed tree: rank the summaries of every level and the chunks together by "
-            "cosine to the question and fill the context in score order, instead of descending"
-        },
+        metadata={"help": "RAPTOR's collapsed tree: every level and the chunks ranked together, not descended"},
     )
     answer_from: str = field(
         default="descend",
-        metadata={
-            "help": "descend: the best summaries and the chunks under them; summaries: the summaries alone, "
-            "the whole word budget given to them (no chunk shown)"
-        },
+        metadata={"help": "descend: the best summaries and the chunks under them; summaries: the summaries alone"},
     )
     context_words: int = field(
         default=450,
@@ -43,11 +37,7 @@ class SummaryConfig(Settings):
     )
     wide_chunks: int = field(
         default=0,
-        metadata={
-            "help": "0: the k best chunks; N > k: the N best chunks (under the chosen summaries), each cut to "
-            "its sentences closest to the question so that all fit the same context_words (zero LLM tokens: "
-            "the KB's embedder ranks the sentences)"
-        },
+        metadata={"help": "0: the k best chunks; N > k: N chunks cut to their sentences closest to the question"},
     )
 
     def __post_init__(self) -> None:
