@@ -53,21 +53,6 @@ def style_option(default: str):
     )
 
 
-def logic_preset_option(f):
-    """--logic-preset: the logic route's settings (engine.routes.logic.config.PRESETS, or auto)."""
-    from engine.routes.logic.config import PRESET_CHOICES
-
-    return click.option(
-        "--logic-preset",
-        type=click.Choice(PRESET_CHOICES),
-        default="auto",
-        show_default=True,
-        help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
-        "grounded and lean-grounded (answers tied to the passages read), auto (lean-grounded for --style short, "
-        "grounded for reader)",
-    )(f)
-
-
 def config_options(f):
     """--config and --set: RoutedRAG's settings (engine.config.RagConfig) for `ask` and `serve`."""
     f = click.option(

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli_options import info, llm_option, logic_preset_option
+from engine.cli_options import info, llm_option
+from training.logic_experiment import logic_preset_option
 
 DEFAULT_SERVER_PORT = 8741  # fixed: the served model's name (and so its cache keys) holds the URL
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import click
 
 from engine.base.errors import LogicRouteError
-from engine.cli_options import llm_option, logic_preset_option, style_option
+from engine.cli_options import llm_option, style_option
 from engine.routes import ROUTES
 from training.answer_scores import ALIASES, METRICS
 from training.bench_data import ESCALATE_BELOW
+from training.logic_experiment import logic_preset_option
 
 
 def _floats(text: str) -> tuple[float, ...]:

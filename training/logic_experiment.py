@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from engine.routes.logic.config import FIXED_MECHANISMS, LOGIC_CAPS, PRESETS, LogicConfig
+import click
+
+from engine.routes.logic.config import FIXED_MECHANISMS, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,16 @@ def experiment(base: LogicConfig | str = "paper", **settings) -> LogicExperiment
     LogicConfig field or mechanism) on top."""
     config = PRESETS[base] if isinstance(base, str) else base
     return LogicExperiment(**{**{f.name: getattr(config, f.name) for f in fields(config)}, **settings})
+
+
+def logic_preset_option(f):
+    """--logic-preset: the logic route's settings (engine.routes.logic.config.PRESETS, or auto)."""
+    return click.option(
+        "--logic-preset",
+        type=click.Choice(PRESET_CHOICES),
+        default="auto",
+        show_default=True,
+        help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
+        "grounded and lean-grounded (answers tied to the passages read), auto (lean-grounded for --style short, "
+        "grounded for reader)",
+    )(f)
