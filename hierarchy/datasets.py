@@ -118,12 +118,6 @@ class Dataset:
     passages: list[Passage] = field(default_factory=list)
     corpus: str | None = None  # the shared corpus file the passages were cut from (graphrag sets)
 
-    @property
-    def answer_style(self) -> str:
-        """The style its gold answers are written in: "reader" (sentences) for sets with a shared
-        corpus (GraphRAG-Bench), else "short" (phrases); engine.prompts.answer has both."""
-        return "reader" if self.corpus else "short"
-
 
 def dataset_names() -> list[str]:
     """Format names a loaded Dataset can carry ("generic" files take their file stem,

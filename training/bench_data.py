@@ -128,11 +128,17 @@ def fingerprint(ids: Sequence[str]) -> str:
     return hashlib.sha1("\n".join(sorted(ids)).encode()).hexdigest()[:12]
 
 
+def gold_style(ds: Any) -> str:
+    """The style a Dataset's gold answers are written in: "reader" (sentences) for sets with a
+    shared corpus (GraphRAG-Bench), else "short" (phrases); engine.prompts.answer has both."""
+    return "reader" if ds.corpus else "short"
+
+
 def answer_style(cfg: BenchConfig, data: list[tuple[str, Any, str]]) -> str:
     """The run's answer style: cfg.style, or for "auto" the one every data file's golds need."""
     if cfg.style != "auto":
         return cfg.style
-    return "reader" if data and all(ds.answer_style == "reader" for _, ds, _ in data) else "short"
+    return "reader" if data and all(gold_style(ds) == "reader" for _, ds, _ in data) else "short"
 
 
 def load_data(cfg: BenchConfig) -> list[tuple[str, Any, str]]:

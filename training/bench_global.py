@@ -23,6 +23,7 @@ from typing import Any
 
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
+from training.bench_data import gold_style
 from training.bench_global_routed import ABOUT, DERIVED, can_route, route_questions, route_shares, routed_rows
 from training.bench_global_systems import (
     DEFAULT_SYSTEMS,
@@ -307,7 +308,7 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
         old = json.loads(index_file.read_text()) if index_file.exists() else {}
         atomic_write_json(index_file, {**old, **{s: c for s, c in index_costs.items() if c}})
     store = JsonlStore(out / "results.jsonl", key=_row_key)
-    made = run_all(cfg, store, questions, kbs, llm, ds.answer_style, show_progress)
+    made = run_all(cfg, store, questions, kbs, llm, gold_style(ds), show_progress)
     fps = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[1] for s in cfg.systems}
     rows = [r for q in questions for s in cfg.systems if (r := store.get(_key(llm.name, s, q.id, fps[s])))]
     routed, routing = _routed(cfg, rows, questions, embedder)
@@ -323,7 +324,7 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
         llm=llm.name,
         data=ds.name,
         corpus=ds.corpus,
-        style=ds.answer_style,
+        style=gold_style(ds),
         questions_per_type={t: sum(1 for q in questions if q.type == t) for t in cfg.types},
         offset=cfg.offset,
         kb={"passages": len(ds.passages), "chunks": len(next(iter(kbs.values())))},

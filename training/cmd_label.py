@@ -16,6 +16,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder, llm_option, style_option
 from training.answer_scores import ALIASES, METRICS
+from training.bench_data import gold_style
 
 
 def expand_files(values) -> list[str]:
@@ -209,7 +210,7 @@ def label(
         tau=tau,
         llm=llm_spec if scorer == "answer" else None,
         stop_score=stop_score,
-        style=(ds.answer_style if style == "auto" else style),
+        style=(gold_style(ds) if style == "auto" else style),
         logic_preset=logic_preset,
     )
     res = label_questions(questions, kb, out, cfg, llm=llm, indices=indices, complete=complete, rerun=rerun)

@@ -7,6 +7,7 @@ import pytest
 
 from engine.base.errors import LogicRouteError
 from tests.hierarchy.test_datasets import write_graphrag
+from training.bench_data import gold_style
 from training.labels import select_questions
 
 
@@ -16,7 +17,7 @@ def test_a_type_filter_counts_offset_and_stride_within_that_type(tmp_path):
     assert positions == [2, 6]
     assert [q.id for q in qs] == ["Medical-2", "Medical-6"]
     assert all(q.type == "Contextual Summarize" for q in qs)
-    assert ds.answer_style == "reader"  # sentence answers over a shared corpus
+    assert gold_style(ds) == "reader"  # sentence answers over a shared corpus
 
 
 def test_without_a_type_the_positions_follow_offset_and_stride(tmp_path):
