@@ -8,7 +8,8 @@ distractors of every other question taken. A corpus-format set (graphrag) has no
 per question: all its questions share one corpus file, and the Dataset's passages are that
 corpus cut into passages (hierarchy.data_files), whatever questions are taken.
 
-Supported formats (`dataset_names()` lists the names a Dataset can get):
+Supported formats (FORMATS; "generic" files take their file stem as name, graphrag ones
+graphrag_<source>):
 
 - ``hotpotqa`` (IRCoT processed JSONL, e.g. hotpotqa_dev500.jsonl): question_id,
   question_text, answers_objects[].spans, contexts[{id,title,paragraph_text,is_supporting}].
@@ -117,12 +118,6 @@ class Dataset:
     questions: list[Question]
     passages: list[Passage] = field(default_factory=list)
     corpus: str | None = None  # the shared corpus file the passages were cut from (graphrag sets)
-
-
-def dataset_names() -> list[str]:
-    """Format names a loaded Dataset can carry ("generic" files take their file stem,
-    "graphrag" ones graphrag_<source>)."""
-    return list(FORMATS)
 
 
 def passage_id(title: str, text: str) -> str:

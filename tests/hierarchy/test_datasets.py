@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from engine.base.errors import DataFormatError, UnknownFormatError
-from hierarchy.datasets import SHARED_FILES, Dataset, dataset_names, load_dataset, passage_id
+from hierarchy.datasets import FORMATS, SHARED_FILES, Dataset, load_dataset, passage_id
 
 # name -> (questions, hop/type label counts)
 EXPECTED = {
@@ -247,7 +247,7 @@ def test_unknown_format_names_the_supported_ones(tmp_path):
     path = write_jsonl(tmp_path / "odd.jsonl", [{"foo": 1}])
     with pytest.raises(UnknownFormatError) as e:
         load_dataset(path)
-    for name in dataset_names():
+    for name in FORMATS:
         assert name in str(e.value)
     (tmp_path / "table.csv").write_text("a,b\n", encoding="utf-8")
     with pytest.raises(UnknownFormatError, match="csv"):
