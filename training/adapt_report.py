@@ -234,6 +234,17 @@ def render_markdown(rep: dict) -> str:
         for k, v in lab["per_kind"].items()
     ]
     lines += _table(head, body)
+    below = rep.get("escalate_below")
+    lines += [
+        "## Escalation threshold",
+        "",
+        f"A routed chunk or summary answer whose confidence is under {below:.4g} goes on to the logic route "
+        "(fitted on the training part within half of always-logic's tokens; `ask` applies it)."
+        if below is not None
+        else "None: escalating by the answer's confidence did not pay on the training part (or the LLM reports no "
+        "token probabilities); `ask` escalates only as configured.",
+        "",
+    ]
     parts = [(f"Held-out ({ds}", part) for ds, part in rep["heldout"].items()]
     parts += [(f"Judged on real questions ({f}", part) for f, part in (rep.get("judged") or {}).items()]
     for title, part in parts:
