@@ -34,6 +34,15 @@ class Trickle:
     head: bool = False
 
 
+def send_body(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str = "application/json"):
+    """One whole HTTP reply from a test server's handler."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def completion_body(text: str, finish_reason: str = "stop") -> bytes:
     return json.dumps(
         {
@@ -74,11 +83,7 @@ class FakeEndpoint:
                     return
                 content_type, body = reply if isinstance(reply, tuple) else ("application/json", None)
                 body = completion_body(reply) if body is None else body
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, 200, body, content_type)
 
             def log_message(self, *a):
                 pass

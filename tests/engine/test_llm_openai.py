@@ -13,6 +13,7 @@ import pytest
 
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.llm.openai_api import OpenAILLM
+from tests.engine.fake_endpoint import send_body
 from tests.samples import MSGS, SCHEMA
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
@@ -166,11 +167,7 @@ def test_openai_backend_with_the_real_client_against_a_local_http_server():
                 if ok
                 else {"error": {"message": "overloaded"}}
             ).encode()
-            self.send_response(200 if ok else 503)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_body(self, 200 if ok else 503, body)
 
         def log_message(self, *a):
             pass

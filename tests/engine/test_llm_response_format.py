@@ -18,7 +18,7 @@ from engine.llm.cache import CachedLLM
 from engine.llm.openai_api import OpenAILLM
 from engine.llm.response_format import refuses_format
 from engine.prompts.structured import schema_instruction
-from tests.engine.fake_endpoint import completion_body
+from tests.engine.fake_endpoint import completion_body, send_body
 from tests.samples import MSGS, SCHEMA
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
@@ -57,12 +57,7 @@ class FormatServer:
                 script = server.answers[(request.get("response_format") or {}).get("type")]
                 answer = script.pop(0) if len(script) > 1 else script[0]
                 status, body = (200, completion_body(answer)) if isinstance(answer, str) else answer
-                body = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, status, body if isinstance(body, bytes) else json.dumps(body).encode())
 
             def log_message(self, *a):
                 pass
