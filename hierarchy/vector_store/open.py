@@ -10,7 +10,6 @@ import numpy as np
 
 from hierarchy.vector_store.base import MILVUS, StoreSpec, VectorStore
 from hierarchy.vector_store.faiss_store import FaissStore
-from hierarchy.vector_store.milvus_store import MilvusStore
 
 
 def with_collection(spec: StoreSpec) -> StoreSpec:
@@ -33,6 +32,8 @@ def open_store(
     chunk ids in row order and `vectors` their vectors (what an index that is not persisted is
     built from)."""
     if spec.kind == MILVUS:
+        from hierarchy.vector_store.milvus_store import MilvusStore  # only a Milvus KB loads it
+
         return MilvusStore(spec, dim, kb_path)
     return FaissStore.from_files(spec, dim, files, ids, vectors)
 
@@ -41,6 +42,8 @@ def new_store(spec: StoreSpec, kb_path: Path, dim: int, ids: Sequence[str], vect
     """A store of this spec holding exactly these rows, built from scratch (a new KB, a repair,
     a move to another store). A Milvus collection of the same name is dropped first."""
     if spec.kind == MILVUS:
+        from hierarchy.vector_store.milvus_store import MilvusStore
+
         store = MilvusStore(spec, dim, kb_path)
         store.drop()
         store.ensure_collection()
