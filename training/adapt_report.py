@@ -239,7 +239,8 @@ def render_markdown(rep: dict) -> str:
         "## Escalation threshold",
         "",
         f"A routed chunk or summary answer whose confidence is under {below:.4g} goes on to the logic route "
-        "(fitted on the training part within half of always-logic's tokens; `ask` applies it)."
+        "(fitted on the training part: the best mean of score minus the labels' cost weight times tokens over the "
+        "costliest route's; `ask` applies it)."
         if below is not None
         else "None: escalating by the answer's confidence did not pay on the training part (or the LLM reports no "
         "token probabilities); `ask` escalates only as configured.",

@@ -152,16 +152,17 @@ def chunk_first_threshold(files: Sequence[str | Path]) -> float | None:
 
 def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Path) -> dict:
     """The systems no router decides: chunk escalated under the threshold fitted chunk-first on
-    adapt's training rows (the KB's own written questions; absent without them), each fixed
-    route, and the oracle."""
+    adapt's training rows as adapt fits its router's (the KB's own written questions; absent
+    without them), each fixed route, and the oracle."""
     from training.label_arrays import load_label_files
     from training.lodo import judge
-    from training.lodo_cascade import fit_threshold
+    from training.lodo_cascade import fit_threshold_utility
 
     out = {}
     if written_file.is_file():
         written = load_label_files([written_file])
-        kb_below = fit_threshold(written, ["chunk"] * len(written)) or None
+        lam = float(written[0].get("lam", 0.1)) if written else 0.1
+        kb_below = fit_threshold_utility(written, ["chunk"] * len(written), lam) or None
         out[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
     for r in routes:
         out[f"always {r}"] = judge(rows, [r] * len(rows), routes)

@@ -110,6 +110,30 @@ def fit_threshold(rows: Sequence[dict], first: Sequence[str], share: float = TOK
     return best[1]
 
 
+def utility(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict], lam: float) -> float:
+    """The mean utility the label preference gives each answer (training.labels.preference):
+    its score minus lam times its tokens (the cheap attempt it replaced included) over the row's
+    costliest route."""
+    total = 0.0
+    for row, d, extra in zip(rows, decisions, overhead):
+        top = max(route_cost(c) for c in row["costs"].values()) or 1.0
+        total += row["scores"][d] - lam * (route_cost(row["costs"][d]) + extra.get("tokens", 0.0)) / top
+    return total / max(len(rows), 1)
+
+
+def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str], lam: float) -> float:
+    """The threshold with the best mean utility on `rows` (utility: the labels' own trade-off of
+    score against tokens, so escalation is worth what the router's labels say a route is worth;
+    ties: the lower threshold). 0.0 = never escalate."""
+    seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
+    best = (utility(rows, first, [{}] * len(rows), lam), 0.0)
+    for t in [*seen, (seen[-1] + 1e-6)] if seen else []:
+        u = utility(rows, *escalate(rows, first, t), lam)
+        if u > best[0] + 1e-12:
+            best = (u, t)
+    return best[1]
+
+
 def logic_gain_ranking(
     rows: Sequence[dict], p_logic: Sequence[float], signals: dict[str, Sequence[float]] | None = None
 ) -> dict:

@@ -312,3 +312,15 @@ def test_the_kb_records_the_adapted_routers_threshold_and_the_report_judges_it_a
     assert "escalate_below" in entry and entry["escalate_below"] == res.report["escalate_below"]
     router = load_router(res.checkpoint, embedder=embedder())
     assert router.escalate_below == entry["escalate_below"]  # None here: the scripted routes report no confidence
+
+
+def test_an_escalation_worth_less_than_its_tokens_by_the_labels_trade_off_is_not_calibrated():
+    # logic barely beats the unsure chunk answers (0.05 against 0): less than its tokens cost at the labels' lam
+    rows = [
+        {**r, "scores": {**r["scores"], "logic": 0.05}} if r["confidence"]["chunk"] < 0.5 else r
+        for r in confidence_rows()
+    ]
+    assert adapt_mod.escalation_threshold(ChunkFirst(), rows) is None
+    assert (
+        adapt_mod.escalation_threshold(ChunkFirst(), [{**r, "lam": 0.0} for r in rows]) == 0.5
+    )  # free tokens: worth it
