@@ -90,8 +90,10 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
             click.echo(f"{name}: failed: {part['error']}")
             continue
         s, v = part["systems"], part["verdict"]
+        judged, logic = s[v["system"]], s.get("always logic", {}).get("tokens")
+        share = f" at {judged['tokens'] / logic:.0%} of always-logic's tokens" if logic else ""
         click.echo(
-            f"{name}: LODO generalist {s['LODO generalist']['score']}, adapted {s['adapted specialist']['score']}, "
+            f"{name}: LODO generalist {s['LODO generalist']['score']}, {v['system']} {judged['score']}{share}, "
             f"best fixed {v['best_fixed_route']} {s['always ' + v['best_fixed_route']]['score']}, oracle "
             f"{s['oracle']['score']}: {'passes' if v['passes'] else 'does not pass'}"
         )
