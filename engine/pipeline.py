@@ -152,8 +152,9 @@ class RoutedRAG(RagConfig):
             decision["form"] = form  # the form policy sent it to logic (router.policy.decide_with_form)
         if label := getattr(self.router, "label", None):  # which checkpoint decided (router.kb_router)
             decision["router"] = label
-        if (below := getattr(self.router, "escalate_below", None)) is not None:
-            decision["escalate_below"] = below  # calibrated by `logicroute adapt` on this KB
+        below = getattr(self.router, "escalate_below", None)  # calibrated by `logicroute adapt` on this KB
+        if below is not None and getattr(self.router, "calibrated_style", None) == self.style:
+            decision["escalate_below"] = below
         return route, decision
 
     # ------------------------------------------------------------------ answering

@@ -218,6 +218,11 @@ class Router:
         value = (self.card.get("adapted") or {}).get("escalate_below")
         return None if value is None else float(value)
 
+    @property
+    def calibrated_style(self) -> str | None:
+        """The answer style escalate_below was calibrated in (a phrase's confidence is not a sentence's)."""
+        return (self.card.get("adapted") or {}).get("style")
+
     def inputs(self, questions: Sequence[str]):
         from router.features import build_inputs
 

@@ -32,10 +32,15 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from engine.base.files import atomic_write_text
+from engine.prompts.answer import check_style
 from training.adapt_labels import label_all, own_questions, runnable_routes, written_questions
 from training.label_scorers import LabelConfig, answer_route
 
 HOLDOUT = 0.2  # share of the label rows held out for the report
+# How an answer in each style is scored against a written question's answer (a phrase): a reader
+# answer is a sentence, so it scores by containing it. The escalation threshold holds for the
+# style it was calibrated in: the model's confidence in a phrase is not its confidence in a sentence.
+STYLE_METRICS = {"short": "f1", "reader": "string_acc"}
 MIN_ROWS = 5  # fewer labelled questions cannot give both a training part and a held-out part
 # The paper's specialist recipe (training.fit.specialist_config) with its early stopping off: at
 # lr 1e-4 a domain the generalist routes wrongly takes longer than the recipe's patience (10
@@ -82,6 +87,7 @@ def adapt(
     out: str | Path | None = None,
     routes: Sequence[str] | None = None,
     kinds: Mapping[str, float] | None = None,
+    style: str = "short",
     llm_spec: str | None = None,
     embedder=None,
     writer: Callable | None = None,
@@ -96,12 +102,14 @@ def adapt(
     `train_options` override fields of training.fit.specialist_config (the paper's recipe).
     `seed` picks the questions written and the held-out split; `train_seed` (default: seed) the
     fine-tuning alone, so that seeds of training reuse one set of labels. `judge`: label files
-    of real questions (`logicroute label` rows) the routers are also judged on, without an LLM call."""
+    of real questions (`logicroute label` rows) the routers are also judged on, without an LLM call.
+    `style`: the answer style the routes answer in (STYLE_METRICS), the one `ask` will use."""
     from router.kb_router import remember
     from training import adapt_report as ar
 
     t_start = time.monotonic()
     own = read_own_questions(questions_file) if questions_file else []  # a bad file fails before any work
+    metric = STYLE_METRICS[check_style(style)]
     kb, generalist, card = _open(kb_path, embedder, generalist)
     run_routes = runnable_routes(kb, card["routes"], routes)
     out = Path(out) if out else Path(kb.path) / "adapt"
@@ -121,7 +129,7 @@ def adapt(
         )
 
     spec = llm_spec or getattr(llm, "name", None) or "unknown"
-    cfg = LabelConfig(scorer="answer", routes=tuple(card["routes"]), metric="f1", llm=spec, style="short")
+    cfg = LabelConfig(scorer="answer", routes=tuple(card["routes"]), metric=metric, llm=spec, style=style)
     deadline = None if minutes is None else t_start + 60 * minutes
     questions = written_questions(written) + own_questions(own)
     limits = {"concurrency": concurrency, "deadline": deadline, "progress": progress}
@@ -139,11 +147,9 @@ def adapt(
     report |= {"seed": seed, "train_seed": seeded["seed"], "split": split, "phases": phases}
     report["heldout"] = ar.heldout_section(held_rows, routers, run_routes)
     phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
-    below = routers["specialist"].escalate_below
-    report["escalate_below"] = below
+    report["escalate_below"] = below = routers["specialist"].escalate_below
     info = {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)}
-    info["escalate_below"] = below
-    remember(kb, ckpt, info)
+    remember(kb, ckpt, {**info, "escalate_below": below})
     report_path = ar.write_report(out, report)
     return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=out / "labels.jsonl")
 
@@ -253,6 +259,7 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
         "heldout_rows": len(held_rows),
         "datasets": sorted({str(r.get("dataset")) for r in train_rows}),
         "escalate_below": below,
+        "style": str(train_rows[0].get("style", "short")),  # the answer style `below` holds for
     }
     ckpt = Path(kb.path) / ADAPTED
     ckpt.parent.mkdir(parents=True, exist_ok=True)

@@ -79,6 +79,14 @@ AGREEMENT_HELP = (
     default=None,
     help="folder of the adaptation's files: questions.jsonl, labels.jsonl, report.md, report.json [default: KB/adapt]",
 )
+@click.option(
+    "--style",
+    type=click.Choice(("short", "reader")),
+    default="short",
+    show_default=True,
+    help="the answer style the routes answer in, the one you ask with (ask's default is reader): the escalation "
+    "threshold adapt calibrates applies to answers of this style only",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache (a rerun then pays every call)")
 @click.pass_context
 def adapt(
@@ -96,6 +104,7 @@ def adapt(
     train_seed,
     judge,
     out,
+    style,
     no_cache,
 ):
     """Adapt the router to the knowledge base --kb and your LLM, with no labelled question: questions are written
@@ -123,6 +132,7 @@ def adapt(
         out=out,
         routes=wanted,
         kinds=_kinds(kinds),
+        style=style,
         llm_spec=llm_spec,
         embedder=injected_embedder(ctx),
     )

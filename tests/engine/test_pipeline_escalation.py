@@ -247,9 +247,9 @@ def test_with_escalation_on_a_summary_answer_the_ladder_found_is_checked_like_an
 class AdaptedRouter(FakeRouter):
     """FakeRouter carrying the threshold `logicroute adapt` calibrates on its KB (Router.escalate_below)."""
 
-    def __init__(self, below: float):
+    def __init__(self, below: float, style: str = "reader"):
         super().__init__()
-        self.escalate_below = below
+        self.escalate_below, self.calibrated_style = below, style
         self.label = "adapted (kb) router/adapted.ckpt"
 
 
@@ -279,3 +279,10 @@ def test_a_set_escalate_below_wins_over_the_adapted_routers_threshold(monkeypatc
     rag = make_rag(llm, router=AdaptedRouter(0.5), escalate_below=0.1)
     ans = rag.answer("When was Inception released?", escalate=True)
     assert ans.route == "chunk" and ans.usage.llm_calls == 1
+
+
+def test_a_threshold_calibrated_on_short_answers_is_not_applied_to_reader_answers(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = SureLLM([-1.5], rules={"Question:": "2010"})  # confidence 0.22, under the threshold
+    ans = make_rag(llm, router=AdaptedRouter(0.5, style="short")).answer("When was Inception released?")
+    assert ans.route == "chunk" and "escalate_below" not in ans.trace["decision"] and ans.usage.llm_calls == 1

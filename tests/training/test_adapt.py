@@ -312,6 +312,7 @@ def test_the_kb_records_the_adapted_routers_threshold_and_the_report_judges_it_a
     assert "escalate_below" in entry and entry["escalate_below"] == res.report["escalate_below"]
     router = load_router(res.checkpoint, embedder=embedder())
     assert router.escalate_below == entry["escalate_below"]  # None here: the scripted routes report no confidence
+    assert router.calibrated_style == "short"  # the style adapt's routes answered in
 
 
 def test_an_escalation_worth_less_than_its_tokens_by_the_labels_trade_off_is_not_calibrated():
@@ -324,3 +325,21 @@ def test_an_escalation_worth_less_than_its_tokens_by_the_labels_trade_off_is_not
     assert (
         adapt_mod.escalation_threshold(ChunkFirst(), [{**r, "lam": 0.0} for r in rows]) == 0.5
     )  # free tokens: worth it
+
+
+def test_reader_style_adaptation_scores_an_answer_by_whether_it_contains_the_written_answer(tmp_path, generalist):
+    kb_path = tmp_path / "kb"
+    tiny_kb(kb_path)
+    llm = route_llm(RIGHT)
+    res = run(kb_path, generalist, llm, n=10, style="reader", writer=ScriptedWriter(QUESTIONS[:5] + QUESTIONS[24:29]))
+    rows = read_labels(res.labels)
+    assert {r["style"] for r in rows} == {"reader"} and {r["metric"] for r in rows} == {"string_acc"}
+    assert load_router(res.checkpoint, embedder=embedder()).calibrated_style == "reader"
+
+
+def test_an_unknown_style_is_refused_before_any_question_is_written(tmp_path, generalist):
+    tiny_kb(tmp_path / "kb")
+    writer = ScriptedWriter(QUESTIONS)
+    with pytest.raises(LogicRouteError, match="answer style"):
+        run(tmp_path / "kb", generalist, route_llm(RIGHT), n=4, style="poem", writer=writer)
+    assert writer.calls == 0
