@@ -261,9 +261,8 @@ class RoutedRAG(RagConfig):
         seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
         with answer_scope(seconds, start=t0, hard_seconds=hard):
             ans = self._run_route(q, route, budget)
-            adapted_below = decision.get("escalate_below") if ood is None or not ood.flag else None
-            if route in CHEAP_ROUTES and (escalate or adapted_below is not None or self.retry_unanswered):
-                ans = self._escalate(q, ans, budget, checks=escalate, adapted_below=adapted_below)
+            if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
+                ans = self._escalate(q, ans, budget, checks=escalate, kb_below=decision.get("escalate_below"))
         ans.route_probs = probs
         ans.trace.decision = {"route": route, **decision}
         ans.trace.ood = ood.trace if ood is not None else None
@@ -287,12 +286,11 @@ class RoutedRAG(RagConfig):
 
     # ------------------------------------------------------------------ escalation
     def _escalate(
-        self, q: str, first: Answer, budget: Budget | None, checks: bool = True, adapted_below: float | None = None
+        self, q: str, first: Answer, budget: Budget | None, checks: bool = True, kb_below: float | None = None
     ) -> Answer:
         """Up the retry ladder when `first` says it has no answer; with `checks` (escalation on), to
-        the top route when its confidence is under escalate_below or the self-check fails it.
-        `adapted_below`: the KB's adapted router's threshold, applied without `checks` (no
-        self-check call) unless escalate_below is set."""
+        the top route when its confidence is under escalate_below (else `kb_below`, the threshold
+        `logicroute adapt` calibrated for the KB's router) or, with neither, the self-check fails it."""
         reason = looks_unanswered(first.text)
         if reason is not None and self.retry_unanswered:
             ladder = escalation.ladder_for(self.kb, self.retry_routes)
@@ -300,16 +298,13 @@ class RoutedRAG(RagConfig):
             if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:
                 return first
             reason = None  # a cheap route of the ladder answered: checked as any cheap answer
-        if checks:
-            below = self.escalate_below if self.escalate_below is not None else adapted_below
-        elif adapted_below is not None:
-            below = adapted_below
-        else:
+        if not checks:
             return first
+        below = self.escalate_below if self.escalate_below is not None else kb_below
         confident = below is not None and first.trace.confidence is not None
         if reason is None and confident:  # the model's own certainty: no extra call
             reason = escalation.confidence_reason(first, below)
-        elif reason is None and checks and self.self_check:
+        elif reason is None and self.self_check:
             if budget is not None and too_little_left(budget, first.usage):
                 first.trace.flag("no self-check: too little budget left")
                 return first

@@ -31,7 +31,7 @@ NEAR_BEST = 1.0  # points below the best fixed route
 TOKEN_SHARE = 0.5  # of always-logic's tokens per question
 SPECIALIST = "adapted specialist"
 GENERALIST = "LODO generalist"
-CONFIDENCE = " + confidence"  # its cheap answers under a fitted confidence threshold go on to logic
+CONFIDENCE = " + confidence"  # escalation on: cheap answers under a fitted confidence threshold go on to logic
 KB_CHUNK_CASCADE = "chunk + confidence (KB threshold)"
 
 
@@ -253,8 +253,8 @@ def judge_set(
         "generalist_trained_on": train_files,
         "systems": systems,
         "specialist_seeds": per_seed,
-        "verdict": verdict(systems, routes, SPECIALIST + CONFIDENCE),
-        "verdict_argmax": verdict(systems, routes),
+        "verdict": verdict(systems, routes),  # the adapted router as `ask` routes by default
+        "verdict_escalating": verdict(systems, routes, SPECIALIST + CONFIDENCE),  # with escalation on
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
     }
 

@@ -46,7 +46,7 @@ def _set_section(name: str, part: dict) -> list[str]:
         + ", ".join(f"seed {s['seed']} {s['score']} ({s['tokens']:,.0f} tokens)" for s in seeds),
         "",
     ]
-    for key in ("verdict", "verdict_argmax"):
+    for key in ("verdict", "verdict_escalating"):
         if v := part.get(key):
             lines += [_verdict(v), ""]
     lines += _thresholds(part["systems"])
@@ -120,7 +120,7 @@ def render(report: dict) -> str:
     ]
     if sets:
         lines += [
-            "| left out | LODO generalist | adapted specialist | adapted + confidence (tokens) | best fixed route "
+            "| left out | LODO generalist | adapted specialist | adapted, escalation on (tokens) | best fixed route "
             "| always logic tokens | oracle | passes |",
             "|---|---|---|---|---|---|---|---|",
         ]
@@ -131,7 +131,7 @@ def render(report: dict) -> str:
             s, v = part["systems"], part["verdict"]
             best = s[f"always {v['best_fixed_route']}"]
             logic = s.get("always logic", {}).get("tokens", 0)
-            esc = s.get(v["system"], s["adapted specialist"])
+            esc = s.get(part.get("verdict_escalating", v)["system"], s["adapted specialist"])
             lines.append(
                 f"| {name} | {s['LODO generalist']['score']} | {s['adapted specialist']['score']} | "
                 f"{esc['score']} ({esc['tokens']:,.0f}) | {v['best_fixed_route']} {best['score']} | {logic:,.0f} | "

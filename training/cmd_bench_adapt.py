@@ -89,12 +89,15 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
         if "error" in part:
             click.echo(f"{name}: failed: {part['error']}")
             continue
-        s, v = part["systems"], part["verdict"]
-        judged, logic = s[v["system"]], s.get("always logic", {}).get("tokens")
-        share = f" at {judged['tokens'] / logic:.0%} of always-logic's tokens" if logic else ""
+        s, logic = part["systems"], part["systems"].get("always logic", {}).get("tokens")
+        cells = []
+        for key in ("verdict", "verdict_escalating"):
+            v = part[key]
+            share = f" at {s[v['system']]['tokens'] / logic:.0%} of always-logic's tokens" if logic else ""
+            cells.append(f"{v['system']} {s[v['system']]['score']}{share} ({'passes' if v['passes'] else 'fails'})")
+        best = part["verdict"]["best_fixed_route"]
         click.echo(
-            f"{name}: LODO generalist {s['LODO generalist']['score']}, {v['system']} {judged['score']}{share}, "
-            f"best fixed {v['best_fixed_route']} {s['always ' + v['best_fixed_route']]['score']}, oracle "
-            f"{s['oracle']['score']}: {'passes' if v['passes'] else 'does not pass'}"
+            f"{name}: LODO generalist {s['LODO generalist']['score']}; {'; '.join(cells)}; best fixed {best} "
+            f"{s['always ' + best]['score']}, oracle {s['oracle']['score']}"
         )
     click.echo(f"report: {out}/report.md")

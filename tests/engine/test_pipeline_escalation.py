@@ -253,24 +253,24 @@ class AdaptedRouter(FakeRouter):
         self.label = "adapted (kb) router/adapted.ckpt"
 
 
-def test_an_adapted_routers_threshold_escalates_an_unsure_routed_answer_without_a_self_check(monkeypatch):
+def test_with_escalation_on_the_adapted_routers_threshold_replaces_the_self_check_call(monkeypatch):
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = SureLLM([-1.5], rules={"Decompose": "plan", "Final answer": "30 July 1970", "Question:": "2010"})
-    ans = make_rag(llm, router=AdaptedRouter(0.5)).answer("When was Inception released?")  # escalate off
+    ans = make_rag(llm, router=AdaptedRouter(0.5)).answer("When was Inception released?", escalate=True)
     assert ans.route == "logic" and ans.text == "30 July 1970"
     assert ans.trace["decision"]["route"] == "chunk" and ans.trace["decision"]["escalate_below"] == 0.5
     assert ans.trace["escalated_from"]["reason"] == "low confidence (0.22 < 0.5)"
     assert [c["purpose"] for c in ans.trace["llm_calls"]] == ["answer", "decompose", "answer"]
-
-
-def test_an_adapted_routers_threshold_keeps_a_sure_answer_and_never_touches_a_forced_route(monkeypatch):
-    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     sure = make_rag(SureLLM([-0.05], rules={"Question:": "Warsaw"}), router=AdaptedRouter(0.5))
-    ans = sure.answer("Where was Marie Curie born?")
-    assert ans.route == "chunk" and ans.usage.llm_calls == 1
+    kept = sure.answer("Where was Marie Curie born?", escalate=True)
+    assert kept.route == "chunk" and kept.usage.llm_calls == 1  # sure enough, and no self-check call
+
+
+def test_without_escalation_the_adapted_routers_decision_stands(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     unsure = make_rag(SureLLM([-1.5], rules={"Question:": "2010"}), router=AdaptedRouter(0.5))
-    forced = unsure.answer("When was Inception released?", route="chunk")  # the user chose the route
-    assert forced.route == "chunk" and forced.usage.llm_calls == 1
+    ans = unsure.answer("When was Inception released?")
+    assert ans.route == "chunk" and ans.usage.llm_calls == 1
 
 
 def test_a_set_escalate_below_wins_over_the_adapted_routers_threshold(monkeypatch):
@@ -281,8 +281,8 @@ def test_a_set_escalate_below_wins_over_the_adapted_routers_threshold(monkeypatc
     assert ans.route == "chunk" and ans.usage.llm_calls == 1
 
 
-def test_a_threshold_calibrated_on_short_answers_is_not_applied_to_reader_answers(monkeypatch):
-    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
-    llm = SureLLM([-1.5], rules={"Question:": "2010"})  # confidence 0.22, under the threshold
-    ans = make_rag(llm, router=AdaptedRouter(0.5, style="short")).answer("When was Inception released?")
-    assert ans.route == "chunk" and "escalate_below" not in ans.trace["decision"] and ans.usage.llm_calls == 1
+def test_a_threshold_calibrated_on_short_answers_is_not_applied_to_reader_answers():
+    llm = SureLLM([-1.5], rules={"Proposed answer": {"answered": True}, "Question:": "2010"})  # confidence 0.22
+    ans = make_rag(llm, router=AdaptedRouter(0.5, style="short")).answer("When was Inception released?", escalate=True)
+    assert ans.route == "chunk" and "escalate_below" not in ans.trace["decision"]
+    assert ans.trace["self_check"] == {"answered": True}  # the self-check decided instead

@@ -129,9 +129,9 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     # always logic's tokens: the bar's token limit fails it
     # the stand-in routes nearly all to logic: over the bar's half of always-logic's tokens
     assert part["verdict"]["token_share_of_logic"] > 0.5 and not part["verdict"]["passes"]
-    # the bar judges the router as `ask` runs it: with the KB's calibrated threshold (none here: the
-    # stand-in's labels report no confidence, so escalation changes no decision)
-    assert part["verdict"]["system"] == SPECIALIST + CONFIDENCE and part["verdict_argmax"]["system"] == SPECIALIST
+    # the bar judges the router as `ask` routes by default, and with escalation on (the KB's calibrated
+    # threshold; none here: the stand-in's labels report no confidence, so escalation changes no decision)
+    assert part["verdict"]["system"] == SPECIALIST and part["verdict_escalating"]["system"] == SPECIALIST + CONFIDENCE
     for name in (GENERALIST, SPECIALIST):
         assert systems[name + CONFIDENCE]["score"] == systems[name]["score"]
         assert systems[name + CONFIDENCE]["tokens"] == systems[name]["tokens"]
