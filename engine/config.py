@@ -64,7 +64,10 @@ class RagConfig:
     )
     escalate_below: float | None = field(
         default=None,
-        metadata={"help": "with escalate: a confidence below this goes to logic without a self-check call"},
+        metadata={
+            "help": "with escalate: a confidence below this goes to logic without a self-check call "
+            "(none: the threshold logicroute adapt calibrated for the KB's router, if any)"
+        },
     )
     self_check: bool = field(default=True, metadata={"help": "with escalate: ask the LLM if the passages answer"})
     retry_unanswered: bool = field(
