@@ -270,15 +270,13 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
 def escalation_threshold(router, rows: Sequence[dict]) -> float | None:
     """The confidence under which the router's cheap answers on this KB go on to logic: the one
     with the best utility on the training rows, the router's own decisions first, scored with the
-    labels' trade-off of score against tokens (training.lodo_cascade.fit_threshold_utility, the
-    rows' lam). None when no threshold pays there, or the LLM reports no confidence (then `ask`
-    never escalates by it)."""
-    from training.label_scorers import LabelConfig
+    labels' trade-off of score against tokens (training.lodo_cascade.fit_threshold_utility).
+    None when no threshold pays there, or the LLM reports no confidence (then `ask` never
+    escalates by it)."""
     from training.lodo_cascade import fit_threshold_utility
 
     first = [router.routes[i] for i in router.probs_array([r["question"] for r in rows]).argmax(1)]
-    lam = float(rows[0].get("lam", LabelConfig.lam)) if rows else LabelConfig.lam
-    below = fit_threshold_utility(rows, first, lam)
+    below = fit_threshold_utility(rows, first)
     return below if below > 0.0 else None
 
 

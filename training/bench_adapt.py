@@ -161,8 +161,7 @@ def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Pat
     out = {}
     if written_file.is_file():
         written = load_label_files([written_file])
-        lam = float(written[0].get("lam", 0.1)) if written else 0.1
-        kb_below = fit_threshold_utility(written, ["chunk"] * len(written), lam) or None
+        kb_below = fit_threshold_utility(written, ["chunk"] * len(written)) or None
         out[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
     for r in routes:
         out[f"always {r}"] = judge(rows, [r] * len(rows), routes)
@@ -217,12 +216,13 @@ def judge_set(
     routes = list(routes_of(rows))
     questions = [r["question"] for r in rows]
 
-    def judged(router) -> dict:
+    def judged(router) -> tuple[dict, list[str]]:
+        """(the judge's figures and the guard's far share, the router's decisions)."""
         decided, far = decisions(router, questions)
-        return {**judge(rows, decided, routes), "far": far}
+        return {**judge(rows, decided, routes), "far": far}, decided
 
-    systems = {GENERALIST: judged(load_router(generalist, embedder=kb.embedder))}
-    gen_decided, _ = decisions(load_router(generalist, embedder=kb.embedder), questions)
+    systems: dict = {}
+    systems[GENERALIST], gen_decided = judged(load_router(generalist, embedder=kb.embedder))
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
     per_seed, per_seed_escalated, adapted = [], [], {}
     options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
@@ -234,8 +234,8 @@ def judge_set(
         )
         shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
         specialist = load_router(res.checkpoint, embedder=kb.embedder)
-        per_seed.append({"seed": seed, **judged(specialist)})
-        decided, _ = decisions(specialist, questions)
+        table, decided = judged(specialist)
+        per_seed.append({"seed": seed, **table})
         per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
         adapted = res.report
     systems[SPECIALIST] = _mean(per_seed)

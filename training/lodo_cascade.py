@@ -121,10 +121,13 @@ def utility(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[d
     return total / max(len(rows), 1)
 
 
-def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str], lam: float) -> float:
+def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str]) -> float:
     """The threshold with the best mean utility on `rows` (utility: the labels' own trade-off of
-    score against tokens, so escalation is worth what the router's labels say a route is worth;
-    ties: the lower threshold). 0.0 = never escalate."""
+    score against tokens, at the lam the rows were labelled with, so escalation is worth what the
+    router's labels say a route is worth; ties: the lower threshold). 0.0 = never escalate."""
+    from training.label_scorers import LabelConfig
+
+    lam = float(rows[0].get("lam", LabelConfig.lam)) if rows else LabelConfig.lam
     seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
     best = (utility(rows, first, [{}] * len(rows), lam), 0.0)
     for t in [*seen, (seen[-1] + 1e-6)] if seen else []:
