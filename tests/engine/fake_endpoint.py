@@ -58,7 +58,29 @@ def completion_body(text: str, finish_reason: str = "stop") -> bytes:
     ).encode()
 
 
-class FakeEndpoint:
+class ThreadedEndpoint:
+    """An OpenAI-compatible test server on 127.0.0.1, in a thread while used as a context manager:
+    `serve(handler)` starts listening, `llm()` is the backend pointed at it."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def __enter__(self):
+        # a short poll: shutdown() waits for it
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def llm(self, **kw) -> OpenAILLM:
+        """The backend on this endpoint, without backoff sleeps (a test waits only on the server)."""
+        return OpenAILLM("m", base_url=self.url, sleep=lambda s: None, **kw)
+
+
+class FakeEndpoint(ThreadedEndpoint):
     """/v1/chat/completions in a thread. Each request takes the next reply (the last repeats):
     a completion text, HANG, a Trickle, or raw (content type, body) sent with HTTP 200.
     `hung_up` is set when a client closed its connection while a Trickle was still sending."""
@@ -88,8 +110,7 @@ class FakeEndpoint:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        self.serve(Handler)
 
     def _trickle(self, out, reply: Trickle) -> None:
         body = completion_body(reply.text)
@@ -104,16 +125,6 @@ class FakeEndpoint:
         except OSError:  # the client closed the connection: it stopped reading, and said so
             self.hung_up.set()
 
-    def __enter__(self) -> FakeEndpoint:
-        # a short poll: shutdown() waits for it
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
     def __exit__(self, *exc) -> None:
-        self._release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-    def llm(self, **kw) -> OpenAILLM:
-        """The backend on this endpoint, without backoff sleeps (a test waits only on the server)."""
-        return OpenAILLM("m", base_url=self.url, sleep=lambda s: None, **kw)
+        self._release.set()  # a hung request ends before the server shuts down
+        super().__exit__(*exc)

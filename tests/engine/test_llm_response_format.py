@@ -6,8 +6,7 @@ A real openai client against a local HTTP server that answers by the request's r
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -15,10 +14,9 @@ from engine.base.errors import LLMError
 from engine.base.types import Usage
 from engine.llm.base import call_llm
 from engine.llm.cache import CachedLLM
-from engine.llm.openai_api import OpenAILLM
 from engine.llm.response_format import refuses_format
 from engine.prompts.structured import schema_instruction
-from tests.engine.fake_endpoint import completion_body, send_body
+from tests.engine.fake_endpoint import ThreadedEndpoint, completion_body, send_body
 from tests.samples import MSGS, SCHEMA
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
@@ -40,7 +38,7 @@ LLAMA_CPP_REFUSAL = (
 OVERLOADED = (500, {"error": {"message": "the server is overloaded, try again later", "type": "server_error"}})
 
 
-class FormatServer:
+class FormatServer(ThreadedEndpoint):
     """/v1/chat/completions on 127.0.0.1 answering by the request's response_format type ("json_schema",
     "json_object", or None for none): each type takes its next scripted answer (the last repeats),
     a completion text (HTTP 200) or (status, JSON error body). `requests` keeps every request body."""
@@ -62,24 +60,12 @@ class FormatServer:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        self.serve(Handler)
 
     @property
     def formats(self) -> list[str | None]:
         """The response_format type of each request, in order."""
         return [(r.get("response_format") or {}).get("type") for r in self.requests]
-
-    def __enter__(self) -> FormatServer:
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def llm(self, **kw) -> OpenAILLM:
-        return OpenAILLM("m", base_url=self.url, sleep=lambda s: None, **kw)
 
 
 def ask(llm, purpose: str = "decompose"):
