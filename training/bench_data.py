@@ -93,6 +93,12 @@ class BenchConfig:
             "leave-one-dataset-out on the short-answer labels: docs/results/router/lodo/lodo_confidence_escalation.md)"
         },
     )
+    retrieval: str | None = field(
+        default=None,
+        metadata={
+            "help": "what every route's searches do: dense | lexical | hybrid (None: the KB's own, hybrid for a new KB)"
+        },
+    )
     cache: bool = True
     retry_errors: bool = False
     show_progress: bool = True
@@ -107,6 +113,10 @@ class BenchConfig:
             raise LogicRouteError(f"logic_preset must be one of {', '.join(PRESET_CHOICES)}, got {self.logic_preset!r}")
         if not 0.0 < self.escalate_below <= 1.0:
             raise LogicRouteError(f"escalate_below is a probability in (0, 1], got {self.escalate_below}")
+        if self.retrieval is not None:
+            from hierarchy.retrieval import check_mode
+
+            self.retrieval = check_mode(self.retrieval)
         if any(not 0.0 <= t <= 1.0 for t in self.thresholds):
             raise LogicRouteError(f"thresholds must be in [0, 1], got {list(self.thresholds)}")
 
@@ -211,15 +221,23 @@ def build_or_open_kb(path: Path, passages: Sequence, *, show_progress: bool = Tr
 
 
 def open_kbs(
-    kb_passages: dict[str, dict], make_kb: Callable, out: Path, show_progress: bool, echo: Callable[[str], None]
+    kb_passages: dict[str, dict],
+    make_kb: Callable,
+    out: Path,
+    show_progress: bool,
+    echo: Callable[[str], None],
+    retrieval: str | None = None,
 ) -> tuple[dict, dict[str, str]]:
     """(KB by name, fingerprint by name), each KB under out/kb/<name>. The fingerprint is the
     passages', plus the KB's retrieval when it is not dense: answers found by another retrieval
-    are not reused (dense answers stored before lexical retrieval existed stay valid)."""
+    are not reused (dense answers stored before lexical retrieval existed stay valid). retrieval:
+    what the KBs' searches do in this run (None: each KB's own)."""
     kbs, kb_fp = {}, {}
     for kb_name, passages in kb_passages.items():
         echo(f"knowledge base {kb_name}: {len(passages)} passages")
         kbs[kb_name] = make_kb(out / "kb" / kb_name, list(passages.values()), show_progress=show_progress)
+        if retrieval is not None:
+            kbs[kb_name].use_retrieval(retrieval)
         kb_fp[kb_name] = fingerprint(list(passages))
         mode = getattr(kbs[kb_name], "retrieval", "dense")
         if mode != "dense":

@@ -274,3 +274,16 @@ def pooled_lines(report: dict) -> list[str]:
             f"CPT(80%) {_share(r['cpt80'])}"
         )
     return lines
+
+
+def summary_lines(report: dict, out: str | Path, retrieval: str | None = None) -> list[str]:
+    """What `logicroute benchmark` prints at the end of a run: the pooled table, notes, the report's path."""
+    n = report["systems"]["pooled"][report["systems_order"][0]]["n"]
+    lines = [
+        f"{retrieval + ' retrieval, ' if retrieval else ''}pooled, {n} questions "
+        f"({report['answered_this_run']} route answers made in this run, {report['seconds']:.0f}s):",
+        *pooled_lines(report),
+        *(f"note: {note}" for note in report.get("notes", [])),
+        f"report: {Path(out) / 'report.md'}",
+    ]
+    return lines

@@ -291,7 +291,9 @@ def _start(
     notes: list[str] = []
     data = load_data(cfg)
     items, kb_passages = collect_items(cfg, data, notes)
-    kbs, kb_fp = open_kbs(kb_passages, make_kb or build_or_open_kb, out, cfg.show_progress, echo)
+    kbs, kb_fp = open_kbs(
+        kb_passages, make_kb or build_or_open_kb, out, cfg.show_progress, echo, retrieval=cfg.retrieval
+    )
     if llm is None:
         from engine.llm.factory import make_llm
 

@@ -111,6 +111,14 @@ def _floats(text: str) -> tuple[float, ...]:
     show_default=True,
     help="router+confidence: a cheap answer whose confidence (the local model's) is below this goes to logic",
 )
+@click.option(
+    "--retrieval",
+    "retrievals",
+    multiple=True,
+    type=click.Choice(["dense", "lexical", "hybrid"]),
+    help="what every route's searches do (default: the KB's own, hybrid for a new KB); repeated: one run per "
+    "mode in OUT/<mode>, compared in OUT/retrieval.md",
+)
 @click.option("--retry-errors", is_flag=True, help="answer again the questions that failed in an earlier run")
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @llm_option
@@ -136,6 +144,7 @@ def benchmark(
     no_llm_router,
     no_self_check,
     escalate_below,
+    retrievals,
     retry_errors,
     no_cache,
     llm_spec,
@@ -144,9 +153,11 @@ def benchmark(
     squad, medical): fixed routes, the router (argmax and thresholds), the oracle, a random router and
     an LLM as router; EM/F1/accuracy, costs, and a RouteLLM cost-quality analysis. Resumable:
     rerun the same command to continue."""
+    from dataclasses import replace
+
     from hierarchy.datasets import resolve_data
     from training.bench_data import BenchConfig
-    from training.bench_report import pooled_lines
+    from training.bench_report import summary_lines
     from training.benchmark import run_benchmark
 
     cfg = BenchConfig(
@@ -175,16 +186,18 @@ def benchmark(
         cache=not no_cache,
         retry_errors=retry_errors,
     )
-    report = run_benchmark(cfg, echo=lambda s: click.echo(s, err=True))
-    click.echo(
-        f"pooled, {report['systems']['pooled'][report['systems_order'][0]]['n']} questions "
-        f"({report['answered_this_run']} route answers made in this run, {report['seconds']:.0f}s):"
-    )
-    for line in pooled_lines(report):
-        click.echo(line)
-    for note in report.get("notes", []):
-        click.echo(f"note: {note}")
-    click.echo(f"report: {Path(out_dir) / 'report.md'}")
+    modes = list(dict.fromkeys(retrievals)) or [None]
+    reports = {}
+    for mode in modes:
+        out = out_dir if len(modes) == 1 else str(Path(out_dir) / mode)
+        cfg = replace(cfg, out=out, retrieval=mode)
+        reports[mode] = run_benchmark(cfg, echo=lambda s: click.echo(s, err=True))
+        click.echo("\n".join(summary_lines(reports[mode], out, mode)))
+    if len(modes) > 1:
+        from training.bench_retrieval_compare import write_comparison
+
+        command = "logicroute benchmark " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        click.echo(f"side by side: {write_comparison(reports, out_dir, command)}")
 
 
 @click.command("logic")

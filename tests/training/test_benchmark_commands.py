@@ -135,3 +135,47 @@ def test_llm_router_books_every_attempt_and_falls_back_to_the_cheapest_route():
     assert (d.usage.prompt_tokens, d.usage.completion_tokens) == llm.reported_tokens  # both attempts
     ok = llm_route(ScriptedLLM(replies=[{"route": "logic"}]), "Who founded Alpha Corp?", ("chunk", "logic"))
     assert ok.route == "logic" and ok.error is None and ok.usage.llm_calls == 1
+
+
+def _report(metric_value: float, tokens: float) -> dict:
+    row = {"n": 2, "f1": metric_value, "prompt_tokens": tokens, "completion_tokens": 0.0}
+    systems = {"chunk": row, "logic": dict(row, f1=metric_value + 0.1)}
+    return {
+        "config": {"metric": "f1"},
+        "routes": ["chunk", "logic"],
+        "systems_order": ["chunk", "logic"],
+        "systems": {"nq": systems, "pooled": systems},
+        "answered_this_run": 0,
+        "seconds": 1.0,
+    }
+
+
+def test_repeated_retrieval_runs_the_benchmark_once_per_mode_and_compares_them(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_run(cfg, echo=None):
+        seen.append((cfg.retrieval, cfg.out))
+        return _report(0.4 if cfg.retrieval == "dense" else 0.5, 1000.0 if cfg.retrieval == "dense" else 1100.0)
+
+    monkeypatch.setattr("training.benchmark.run_benchmark", fake_run)
+    monkeypatch.setattr("training.bench_report.pooled_lines", lambda report: [])
+    args = ["benchmark", "nq", "--n", "2", "--out", str(tmp_path), "--retrieval", "dense", "--retrieval", "hybrid"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    assert seen == [("dense", str(tmp_path / "dense")), ("hybrid", str(tmp_path / "hybrid"))]
+    table = (tmp_path / "retrieval.md").read_text()
+    assert "| chunk | 40.0 | 50.0 | +10.0 | 1,000 | 1,100 | 1.10 |" in table
+    assert "| logic | 50.0 | 60.0 | +10.0 |" in table
+
+
+def test_one_retrieval_mode_keeps_the_output_folder(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(
+        "training.benchmark.run_benchmark",
+        lambda cfg, echo=None: seen.append((cfg.retrieval, cfg.out)) or _report(0.4, 9),
+    )
+    monkeypatch.setattr("training.bench_report.pooled_lines", lambda report: [])
+    CliRunner().invoke(main, ["benchmark", "nq", "--out", str(tmp_path), "--retrieval", "dense"])
+    CliRunner().invoke(main, ["benchmark", "nq", "--out", str(tmp_path)])
+    assert seen == [("dense", str(tmp_path)), (None, str(tmp_path))]
+    assert not (tmp_path / "retrieval.md").exists()
