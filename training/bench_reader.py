@@ -22,11 +22,13 @@ from training.answer_scores import cites, string_acc
 from training.jsonl_store import JsonlStore, exclusive_folder
 
 DEMO = "demo"
+ROUTED = "routed"
 
 
 def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     """(style, route, LogicConfig | None) of a system spec "[STYLE:]NAME[+FIELD=VALUE...]":
-    STYLE short or reader (default reader); NAME a route (chunk, summary, logic) or a logic
+    STYLE short or reader (default reader); NAME a route (chunk, summary, logic), `routed` (the
+    router decides, with the style's defaults and escalation: what `ask` answers) or a logic
     preset (engine.routes.logic.config.PRESETS); +FIELD=VALUE sets one field of its
     LogicExperiment on top (a LogicConfig field or a fixed mechanism), for ablations
     ("reader:lean+reshow_best=0"). The wall-clock budget is relaxed as in bench logic, so a
@@ -42,7 +44,7 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     name, *sets = rest.split("+")
     if style not in ("short", "reader"):
         raise ValueError(f"{spec}: style is short or reader")
-    if name in ROUTES and name != "logic":
+    if name == ROUTED or (name in ROUTES and name != "logic"):
         if sets:
             raise ValueError(f"{spec}: only a logic preset takes +FIELD=VALUE")
         return style, name, None
@@ -159,9 +161,17 @@ def run_bench_reader(
         store = JsonlStore(folder / "results.jsonl", key=lambda r: (r.get("system") or route, r["id"]))
         todo = [(s, it) for it in items for s in systems if (s, it[0]) not in store]
         t0 = time.perf_counter()
+        routed = {}  # style -> the RoutedRAG that answers its `routed` system
         for system, (qid, question, golds) in tqdm(todo, desc="bench reader", unit="answer", disable=not progress):
             style, on, cfg = parsed[system]
-            ans = answer_on(make_route(on, cfg), question, RouteContext(kb, llm, k, style))
+            if on == ROUTED:
+                from engine.pipeline import RoutedRAG
+
+                if style not in routed:
+                    routed[style] = RoutedRAG(kb=kb, llm=llm, k=k, style=style)
+                ans = routed[style].answer(question)
+            else:
+                ans = answer_on(make_route(on, cfg), question, RouteContext(kb, llm, k, style))
             store.append(reader_row(qid, question, golds, ans, system))
         by_system = {s: [store.get((s, it[0])) for it in items] for s in systems}
         report = {

@@ -35,3 +35,28 @@ def test_a_rerun_answers_only_what_is_missing(tmp_path):
     llm = ScriptedLLM([NOT_IN_DOCUMENTS])
     report = run_bench_reader(ITEMS, kb, llm, tmp_path, progress=False)
     assert len(llm.calls) == 1 and report["n"] == 3 and report["contains_gold"] == round(2 / 3, 3)
+
+
+def test_a_routed_system_answers_as_ask_does_in_its_style(tmp_path, monkeypatch):
+    """`routed` is the router's choice with the style's defaults (RoutedRAG.answer), one RAG per style."""
+    from engine.base.types import Answer, Usage
+
+    made = []
+
+    class RecordingRAG:
+        def __init__(self, kb, llm, k, style):
+            made.append(style)
+            self.style = style
+
+        def answer(self, question):
+            return Answer(text=f"Warsaw ({self.style})", route="chunk", usage=Usage())
+
+    monkeypatch.setattr("engine.pipeline.RoutedRAG", RecordingRAG)
+    systems = ["routed", "short:routed"]
+    report = run_bench_reader(
+        ITEMS[:2], WordOverlapKB.titled(PASSAGES), ScriptedLLM([]), tmp_path, progress=False, systems=systems
+    )
+    assert made == ["reader", "short"]
+    assert report["systems"]["routed"]["contains_gold"] == 0.5  # Warsaw is q1's answer, not q2's
+    rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert {r["reply"] for r in rows if r["system"] == "short:routed"} == {"Warsaw (short)"}
