@@ -88,13 +88,13 @@ def set_passages(name: str, rows: Sequence[dict], data: str | Path | None = None
     return [by_id[pid] for pid in ids if pid in by_id]
 
 
-def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None]:
-    """The router's route for each question (its own decision, argmax) and the share its guard
-    flags out of distribution (None without a guard)."""
+def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None, list[dict]]:
+    """The router's route for each question (its own decision, argmax), the share its guard
+    flags out of distribution (None without a guard) and its probabilities per question."""
     decided = router.decide_many(list(questions))
     oods = [d["ood"] for d in decided if d["ood"] is not None]
     far = round(sum(bool(o["far"]) for o in oods) / len(oods), 3) if oods else None
-    return [d["route"] for d in decided], far
+    return [d["route"] for d in decided], far, [d["probs"] for d in decided]
 
 
 def _mean(tables: Sequence[dict]) -> dict:
@@ -125,6 +125,13 @@ def verdict(systems: dict, routes: Sequence[str], name: str = SPECIALIST) -> dic
         "system": name,
         "passes": bool((gain or near) and cheap),
     }
+
+
+def score_bar(systems: dict, routes: Sequence[str]) -> float:
+    """The lowest score that meets issue 43's bar on this set (the token cap aside): the LODO
+    generalist's + GAIN or the best fixed route's - NEAR_BEST, as verdict compares them."""
+    best = max(systems[f"always {r}"]["score"] for r in routes)
+    return round(min(systems[GENERALIST]["score"] + GAIN, best - NEAR_BEST), 1)
 
 
 def escalated(rows: Sequence[dict], first: Sequence[str], below: float | None, routes: Sequence[str]) -> dict:
@@ -201,6 +208,7 @@ def judge_set(
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
     what `work` holds (the generalist, the KB, adapt's questions and labels)."""
     from router.checkpoint import load_router
+    from training.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
     from training.label_arrays import routes_of
     from training.lodo import judge
     from training.passage_kb import passages_kb
@@ -216,15 +224,15 @@ def judge_set(
     routes = list(routes_of(rows))
     questions = [r["question"] for r in rows]
 
-    def judged(router) -> tuple[dict, list[str]]:
-        """(the judge's figures and the guard's far share, the router's decisions)."""
-        decided, far = decisions(router, questions)
-        return {**judge(rows, decided, routes), "far": far}, decided
+    def judged(router) -> tuple[dict, list[str], list[dict]]:
+        """(the judge's figures and the guard's far share, the router's decisions, its probabilities)."""
+        decided, far, probs = decisions(router, questions)
+        return {**judge(rows, decided, routes), "far": far}, decided, probs
 
     systems: dict = {}
-    systems[GENERALIST], gen_decided = judged(load_router(generalist, embedder=kb.embedder))
+    systems[GENERALIST], gen_decided, gen_probs = judged(load_router(generalist, embedder=kb.embedder))
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
-    per_seed, per_seed_escalated, adapted = [], [], {}
+    per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
     options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
     for seed in seeds:
         echo(f"{name}: adapting (fine-tuning seed {seed})")
@@ -234,7 +242,7 @@ def judge_set(
         )
         shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
         specialist = load_router(res.checkpoint, embedder=kb.embedder)
-        table, decided = judged(specialist)
+        table, decided, seed_probs[seed] = judged(specialist)
         per_seed.append({"seed": seed, **table})
         per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
         adapted = res.report
@@ -244,6 +252,9 @@ def judge_set(
         "below": [t.get("below") for t in per_seed_escalated],
     }
     systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl")
+    routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
+    signals = retrieval_values(kb, rows)
+    ceiling = set_ceilings(rows, routers, list(routers)[-1], signals, bar=score_bar(systems, routes))
     return {
         "set": name,
         "dataset": dataset,
@@ -256,6 +267,7 @@ def judge_set(
         "verdict": verdict(systems, routes),  # the adapted router as `ask` routes by default
         "verdict_escalating": verdict(systems, routes, SPECIALIST + CONFIDENCE),  # with escalation on
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
+        "ceiling": ceiling,  # training.adapt_ceiling: the best one threshold reaches, fitted on these rows
     }
 
 

@@ -51,7 +51,49 @@ def _set_section(name: str, part: dict) -> list[str]:
             lines += [_verdict(v), ""]
     lines += _thresholds(part["systems"])
     lines += _adaptation(part.get("adaptation") or {})
+    lines += _ceiling(part.get("ceiling"))
     return lines
+
+
+def _ceiling_row(e: dict) -> str:
+    if e["score"] is None:
+        return f"| {e['signal']} | {e['base']} | | | even the base spends more | | | |"
+    side = {"high": ">=", "low": "<="}.get(e["direction"] or "", "")
+    cut = f"{side} {e['threshold']}" if side else "none sent"
+    passes = {True: "yes", False: "no", None: ""}[e["passes"]]
+    return (
+        f"| {e['signal']} | {e['base']} | {cut} | {e['to_logic']:.0%} | {e['score']} | "
+        f"{e['tokens']:,.0f} ({e['token_share_of_logic']:.0%}) | {e['random_score']} | {passes} |"
+    )
+
+
+def _ceiling(c: dict | None) -> list[str]:
+    """training.adapt_ceiling's bounds for one set (absent in reports made before it)."""
+    if not c:
+        return []
+    best = c.get("best") or {}
+    lines = [
+        "### ceiling: the best any threshold on one signal reaches at <= 50% of logic's tokens, fitted on the "
+        "judged questions (an upper bound)",
+        "",
+        f"Each threshold is fitted on these same {c['questions']} questions, in both directions, so "
+        "a score is an upper bound on what that signal can do here, not a router. Questions on the logic side go "
+        "to logic, the others keep the base; the cheap answer's confidence escalates (both answers paid). "
+        f"Token cap {c['token_cap']:,.0f} per question; bar {c['bar']} (the LODO generalist + 2 or the best fixed "
+        "route - 1). 'random': the exact expected score of sending as many of the same candidates at random.",
+        "",
+        "| signal | base | to logic when | sent to logic | score | tokens / q (of logic's) | random pick | passes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [_ceiling_row(e) for e in c["rules"]]
+    lines += [_ceiling_row(e) for e in c.get("reference", [])]
+    verdict = (
+        f"best: {best['signal']} over {best['base']}, {best['score']} at {best['token_share_of_logic']:.0%} of "
+        f"logic's tokens: {'reaches' if c['any_passes'] else 'misses'} the bar {c['bar']}"
+        if best
+        else "no rule stays within the cap"
+    )
+    return [*lines, "", verdict, ""]
 
 
 def _verdict(v: dict) -> str:
@@ -103,6 +145,30 @@ def _calls(phase: dict) -> str:
     return f", {phase['llm_calls']} LLM calls, {phase.get('tokens') or 0:,} tokens"
 
 
+def _ceiling_summary(sets: dict) -> list[str]:
+    """One line per set: the best single-signal threshold fitted on the judged rows, against the bar."""
+    parts = {name: part["ceiling"] for name, part in sets.items() if part.get("ceiling")}
+    if not parts:
+        return []
+    lines = [
+        "Ceiling (an upper bound: each threshold fitted on the judged questions themselves; per set below):",
+        "",
+        "| left out | bar | best single signal (base) | its score (tokens of logic's) | random pick of as many "
+        "| perfect signal at the cap | reaches the bar |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in parts.items():
+        b = c.get("best")
+        perfect = max((e["score"] for e in c.get("reference", []) if e["score"] is not None), default=None)
+        cells = (
+            f"{b['signal']} ({b['base']}) | {b['score']} ({b['token_share_of_logic']:.0%}) | {b['random_score']}"
+            if b
+            else "none within the cap | | "
+        )
+        lines.append(f"| {name} | {c['bar']} | {cells} | {perfect} | {'yes' if c['any_passes'] else 'no'} |")
+    return [*lines, ""]
+
+
 def render(report: dict) -> str:
     sets = report.get("sets", {})
     lines = [
@@ -138,6 +204,7 @@ def render(report: dict) -> str:
                 f"{s['oracle']['score']} | {'yes' if v['passes'] else 'no'} |"
             )
         lines.append("")
+        lines += _ceiling_summary(sets)
     for name, part in sets.items():
         lines += (
             _set_section(name, part) if "error" not in part else [f"## left out: {name}: failed", "", part["error"], ""]

@@ -135,7 +135,16 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     for name in (GENERALIST, SPECIALIST):
         assert systems[name + CONFIDENCE]["score"] == systems[name]["score"]
         assert systems[name + CONFIDENCE]["tokens"] == systems[name]["tokens"]
+    # the ceiling: one threshold per signal fitted on these 8 rows, within half of logic's tokens (1,500 a
+    # question: 2 of the 4 comparisons logic alone answers fit, so knowing the answers reaches 75)
+    ceiling = part["ceiling"]
+    assert ceiling["token_cap"] == 1500.0 and all(e["tokens"] <= 1500.0 for e in ceiling["rules"])
+    assert max(e["score"] for e in ceiling["reference"]) == 75.0
+    signals = {e["signal"] for e in ceiling["rules"]}
+    assert {f"P(logic), {GENERALIST}", "cheap answer's confidence", "retrieval: top_score"} <= signals
+    assert any(s.startswith(f"P(logic), {SPECIALIST} (seed") for s in signals)
     md = (tmp_path / "out" / "report.md").read_text()
+    assert "### ceiling: the best any threshold on one signal reaches" in md
     assert (
         "## left out: films (8 questions" in md
         and "| rivers | failed: no written question was kept |" in md
