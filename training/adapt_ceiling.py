@@ -12,7 +12,9 @@ any threshold on that signal can do there, not a router: a real router has to fi
 before it sees the set. If the bound misses the bar, no threshold on that signal meets it.
 
 Beside each bound: the exact expected score of a random pick of the same number of questions
-among those the rule could send (no sampling), so a bound is read against chance.
+among those the rule could send (no sampling), and the bound a random signal reaches when its
+threshold is fitted the same way (noise_ceiling): on 100 questions, choosing among ~200 cuts
+finds a few points in pure noise, so a bound is read against that, not against the pick alone.
 
 A signal read before answering (the router's P(logic), retrieval signals) replaces the cheap
 answer: a question sent to logic pays logic's tokens instead of the base route's. A signal read
@@ -31,6 +33,7 @@ from training.labels import route_cost
 STRONG = "logic"
 TOKEN_SHARE = 0.5  # of always-logic's mean tokens per question: issue 43's bar
 DIRECTIONS = ("high", "low")  # which end of the signal goes to logic
+NOISE_DRAWS, NOISE_SEED = 1000, 0  # random signals fitted the same way: what the fit alone reaches
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,27 @@ def ceiling(rows: Sequence[dict], rule: Rule, share: float = TOKEN_SHARE) -> dic
     }
 
 
+def noise_ceiling(rows: Sequence[dict], rule: Rule, share: float = TOKEN_SHARE, draws: int = NOISE_DRAWS) -> dict:
+    """What fitting a threshold on these rows gives a signal that carries nothing: `rule` with its
+    values replaced by random ones (on the same rows, the same base and the same way of paying),
+    swept the same way; the mean and 95th percentile of the best score over `draws` draws (fixed
+    seed). A signal whose bound is not above this one gained from the fit, not from the signal."""
+    import numpy as np
+
+    rng = np.random.default_rng(NOISE_SEED)
+    cap = logic_cap(rows, share)
+    defined = [_defined(v) for v in rule.values]
+    best = []
+    for _ in range(draws):
+        noise = [float(x) if d else None for x, d in zip(rng.random(len(rows)), defined)]
+        found = sweep(rows, Rule(rule.signal, noise, rule.base, rule.first, rule.after_answer), cap)["score"]
+        if found is not None:
+            best.append(100 * found)
+    if not best:
+        return {"noise_mean": None, "noise_p95": None}
+    return {"noise_mean": round(float(np.mean(best)), 1), "noise_p95": round(float(np.percentile(best, 95)), 1)}
+
+
 def perfect_values(rows: Sequence[dict], first: Sequence[str], after_answer: bool = False) -> list[float]:
     """A rank per row by logic's score gain over `first` per token it adds, without ties: the
     signal that knows the answers (a threshold on it sends the best buys first, one at a time).
@@ -208,13 +232,14 @@ def set_ceilings(
     references = [
         Rule("perfect signal (knows the answers)", perfect_values(rows, first), b, first) for b, first in bases.items()
     ]
-    entries = [ceiling(rows, r, share) for r in rules]
+    entries = [{**ceiling(rows, r, share), **noise_ceiling(rows, r, share)} for r in rules]
     refs = [ceiling(rows, r, share) for r in references]
     for e in [*entries, *refs]:
         e["passes"] = None if bar is None or e["score"] is None else bool(e["score"] >= bar)
     best = max((e for e in entries if e["score"] is not None), key=lambda e: e["score"], default=None)
     return {
         "questions": n,
+        "noise_draws": NOISE_DRAWS,
         "token_cap": round(logic_cap(rows, share), 1),
         "bar": bar,
         "rules": entries,

@@ -57,14 +57,18 @@ def _set_section(name: str, part: dict) -> list[str]:
 
 def _ceiling_row(e: dict) -> str:
     if e["score"] is None:
-        return f"| {e['signal']} | {e['base']} | | | even the base spends more | | | |"
+        return f"| {e['signal']} | {e['base']} | | | even the base spends more | | | | |"
     side = {"high": ">=", "low": "<="}.get(e["direction"] or "", "")
     cut = f"{side} {e['threshold']}" if side else "none sent"
     passes = {True: "yes", False: "no", None: ""}[e["passes"]]
     return (
         f"| {e['signal']} | {e['base']} | {cut} | {e['to_logic']:.0%} | {e['score']} | "
-        f"{e['tokens']:,.0f} ({e['token_share_of_logic']:.0%}) | {e['random_score']} | {passes} |"
+        f"{e['tokens']:,.0f} ({e['token_share_of_logic']:.0%}) | {e['random_score']} | {_noise(e)} | {passes} |"
     )
+
+
+def _noise(e: dict) -> str:
+    return "" if e.get("noise_mean") is None else f"{e['noise_mean']} / {e['noise_p95']}"
 
 
 def _ceiling(c: dict | None) -> list[str]:
@@ -80,16 +84,21 @@ def _ceiling(c: dict | None) -> list[str]:
         "a score is an upper bound on what that signal can do here, not a router. Questions on the logic side go "
         "to logic, the others keep the base; the cheap answer's confidence escalates (both answers paid). "
         f"Token cap {c['token_cap']:,.0f} per question; bar {c['bar']} (the LODO generalist + 2 or the best fixed "
-        "route - 1). 'random': the exact expected score of sending as many of the same candidates at random.",
+        "route - 1). 'random pick': the exact expected score of sending as many of the same candidates at random. "
+        "'noise fitted': the bound of a random signal fitted the same way (mean / 95th percentile of "
+        f"{c.get('noise_draws', 0):,} draws): "
+        "what the fit alone finds.",
         "",
-        "| signal | base | to logic when | sent to logic | score | tokens / q (of logic's) | random pick | passes |",
-        "|---|---|---|---|---|---|---|---|",
+        "| signal | base | to logic when | sent to logic | score | tokens / q (of logic's) | random pick "
+        "| noise fitted | passes |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [_ceiling_row(e) for e in c["rules"]]
     lines += [_ceiling_row(e) for e in c.get("reference", [])]
     verdict = (
         f"best: {best['signal']} over {best['base']}, {best['score']} at {best['token_share_of_logic']:.0%} of "
-        f"logic's tokens: {'reaches' if c['any_passes'] else 'misses'} the bar {c['bar']}"
+        f"logic's tokens: {'reaches' if c['any_passes'] else 'misses'} the bar {c['bar']}; a random signal fitted "
+        f"the same way reaches {best['noise_mean']} on average, {best['noise_p95']} at its 95th percentile"
         if best
         else "no rule stays within the cap"
     )
@@ -154,16 +163,17 @@ def _ceiling_summary(sets: dict) -> list[str]:
         "Ceiling (an upper bound: each threshold fitted on the judged questions themselves; per set below):",
         "",
         "| left out | bar | best single signal (base) | its score (tokens of logic's) | random pick of as many "
-        "| perfect signal at the cap | reaches the bar |",
-        "|---|---|---|---|---|---|---|",
+        "| noise fitted the same way (mean / 95th pct) | perfect signal at the cap | reaches the bar |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, c in parts.items():
         b = c.get("best")
         perfect = max((e["score"] for e in c.get("reference", []) if e["score"] is not None), default=None)
         cells = (
-            f"{b['signal']} ({b['base']}) | {b['score']} ({b['token_share_of_logic']:.0%}) | {b['random_score']}"
+            f"{b['signal']} ({b['base']}) | {b['score']} ({b['token_share_of_logic']:.0%}) | {b['random_score']} "
+            f"| {_noise(b)}"
             if b
-            else "none within the cap | | "
+            else "none within the cap | | | "
         )
         lines.append(f"| {name} | {c['bar']} | {cells} | {perfect} | {'yes' if c['any_passes'] else 'no'} |")
     return [*lines, ""]

@@ -13,6 +13,7 @@ from training.adapt_ceiling import (
     ceiling,
     cheap_choice,
     logic_cap,
+    noise_ceiling,
     random_pick,
     seed_groups,
     set_ceilings,
@@ -130,6 +131,21 @@ def test_the_random_pick_expectation_is_the_mean_over_every_subset_of_that_size(
         scores = [sum(r["scores"]["logic" if i in s else "chunk"] for i, r in enumerate(rows)) / 5 for s in subsets]
         costs = [sum(LOGIC if i in s else tokens[i] for i in range(5)) / 5 for s in subsets]
         assert random_pick(rows, rule, k) == pytest.approx((np.mean(scores), np.mean(costs)))
+
+
+def test_a_threshold_fitted_on_the_judged_rows_finds_points_in_noise_that_a_real_signal_must_beat():
+    rng = np.random.default_rng(3)
+    rows = [row(float(rng.random() < 0.3), float(rng.random() < 0.4)) for _ in range(100)]
+    first = ["chunk"] * 100
+    base = 100 * sum(r["scores"]["chunk"] for r in rows) / 100
+    noise = noise_ceiling(rows, Rule("s", [0.0] * 100, "chunk", first), draws=200)
+    assert noise["noise_mean"] > base  # the fit alone gains over sending nothing
+    assert noise["noise_p95"] >= noise["noise_mean"]
+    knows = [r["scores"]["logic"] - r["scores"]["chunk"] + i / 1000 for i, r in enumerate(rows)]
+    assert ceiling(rows, Rule("knows", knows, "chunk", first))["score"] > noise["noise_p95"]
+    # rows the signal never sends stay out of the noise too
+    nothing = noise_ceiling(rows, Rule("s", [None] * 100, "chunk", first), draws=20)
+    assert nothing["noise_mean"] == nothing["noise_p95"] == round(base, 1)
 
 
 def test_the_router_probability_falls_back_to_the_routers_best_route_other_than_logic():
