@@ -234,16 +234,17 @@ def render_markdown(rep: dict) -> str:
         for k, v in lab["per_kind"].items()
     ]
     lines += _table(head, body)
-    below = rep.get("escalate_below")
+    below, budget = rep.get("escalate_below"), rep.get("escalation_budget")
+    within = "without a token cap" if budget is None else f"within {budget:.0%} of always-logic's tokens there"
     lines += [
         "## Escalation threshold",
         "",
         f"A routed chunk or summary answer whose confidence is under {below:.4g} goes on to the logic route "
         "(fitted on the training part: the best mean of score minus the labels' cost weight times tokens over the "
-        "costliest route's; `ask` applies it)."
+        f"costliest route's, {within}; `ask` applies it)."
         if below is not None
-        else "None: escalating by the answer's confidence did not pay on the training part (or the LLM reports no "
-        "token probabilities); `ask` escalates only as configured.",
+        else f"None: escalating by the answer's confidence did not pay on the training part {within} (or the LLM "
+        "reports no token probabilities); `ask` escalates only as configured.",
         "",
     ]
     parts = [(f"Held-out ({ds}", part) for ds, part in rep["heldout"].items()]

@@ -157,10 +157,10 @@ def chunk_first_threshold(files: Sequence[str | Path]) -> float | None:
     return below if below > 0.0 else None
 
 
-def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Path) -> dict:
+def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Path, budget: float | None) -> dict:
     """The systems no router decides: chunk escalated under the threshold fitted chunk-first on
-    adapt's training rows as adapt fits its router's (the KB's own written questions; absent
-    without them), each fixed route, and the oracle."""
+    adapt's training rows as adapt fits its router's (the KB's own written questions, within adapt's
+    escalation `budget`; absent without them), each fixed route, and the oracle."""
     from training.label_arrays import load_label_files
     from training.lodo import judge
     from training.lodo_cascade import fit_threshold_utility
@@ -168,7 +168,7 @@ def fixed_systems(rows: Sequence[dict], routes: Sequence[str], written_file: Pat
     out = {}
     if written_file.is_file():
         written = load_label_files([written_file])
-        kb_below = fit_threshold_utility(written, ["chunk"] * len(written)) or None
+        kb_below = fit_threshold_utility(written, ["chunk"] * len(written), max_token_share=budget) or None
         out[KB_CHUNK_CASCADE] = escalated(rows, ["chunk"] * len(rows), kb_below, routes)
     for r in routes:
         out[f"always {r}"] = judge(rows, [r] * len(rows), routes)
@@ -200,13 +200,15 @@ def judge_set(
     cfg=None,
     llm_spec: str | None = None,
     adapt_fn: Callable | None = None,
+    adapt_options: Mapping | None = None,
     data: str | Path | None = None,
     concurrency: int = 1,
     progress: bool = True,
     echo: Callable[[str], None] = print,
 ) -> dict:
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
-    what `work` holds (the generalist, the KB, adapt's questions and labels)."""
+    what `work` holds (the generalist, the KB, adapt's questions and labels). `adapt_options`:
+    more keywords of training.adapt.adapt (its escalation_budget)."""
     from router.checkpoint import load_router
     from training.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
     from training.label_arrays import routes_of
@@ -234,6 +236,7 @@ def judge_set(
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
     per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
     options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
+    options |= dict(adapt_options or {})
     for seed in seeds:
         echo(f"{name}: adapting (fine-tuning seed {seed})")
         # seed 0 for the questions, labels and held-out split, shared by every fine-tuning seed
@@ -251,7 +254,8 @@ def judge_set(
         **_mean(per_seed_escalated),
         "below": [t.get("below") for t in per_seed_escalated],
     }
-    systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl")
+    budget = adapted.get("escalation_budget")  # the one adapt fitted its router's threshold within
+    systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl", budget)
     routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
     signals = retrieval_values(kb, rows)
     ceiling = set_ceilings(rows, routers, list(routers)[-1], signals, bar=score_bar(systems, routes))
@@ -266,6 +270,7 @@ def judge_set(
         "specialist_seeds": per_seed,
         "verdict": verdict(systems, routes),  # the adapted router as `ask` routes by default
         "verdict_escalating": verdict(systems, routes, SPECIALIST + CONFIDENCE),  # with escalation on
+        "escalation_budget": budget,
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
         "ceiling": ceiling,  # training.adapt_ceiling: the best one threshold reaches, fitted on these rows
     }
@@ -284,6 +289,7 @@ def bench_adapt(
     cfg=None,
     llm_spec: str | None = None,
     adapt_fn: Callable | None = None,
+    adapt_options: Mapping | None = None,
     data: Mapping[str, str | Path] | None = None,
     concurrency: int = 1,
     progress: bool = True,
@@ -309,6 +315,7 @@ def bench_adapt(
                 cfg=cfg,
                 llm_spec=llm_spec,
                 adapt_fn=adapt_fn,
+                adapt_options=adapt_options,
                 data=(data or {}).get(name),
                 concurrency=concurrency,
                 progress=progress,

@@ -49,7 +49,7 @@ def _set_section(name: str, part: dict) -> list[str]:
     for key in ("verdict", "verdict_escalating"):
         if v := part.get(key):
             lines += [_verdict(v), ""]
-    lines += _thresholds(part["systems"])
+    lines += _thresholds(part["systems"], part)
     lines += _adaptation(part.get("adaptation") or {})
     lines += _ceiling(part.get("ceiling"))
     return lines
@@ -114,10 +114,16 @@ def _verdict(v: dict) -> str:
     )
 
 
-def _thresholds(systems: dict) -> list[str]:
-    """The confidence thresholds the escalating systems used."""
+def _thresholds(systems: dict, part: dict) -> list[str]:
+    """The confidence thresholds the escalating systems used, and the token budget adapt fitted its within."""
     cells = [f"{name}: {m['below']}" for name, m in systems.items() if "below" in m]
+    if "escalation_budget" in part:  # absent in reports made before the budget
+        cells.append(f"adapt's escalation budget: {_budget(part['escalation_budget'])}")
     return (["confidence thresholds: " + "; ".join(cells), ""]) if cells else []
+
+
+def _budget(budget: float | None) -> str:
+    return "none (no token cap)" if budget is None else f"{budget:.0%} of always-logic's tokens on its training rows"
 
 
 def _adaptation(a: dict) -> list[str]:
@@ -194,6 +200,14 @@ def render(report: dict) -> str:
         "always-logic's tokens. 'flagged far': the share the router's out-of-distribution guard flags.",
         "",
     ]
+    budgeted = [p["escalation_budget"] for p in sets.values() if "escalation_budget" in p]
+    if budgeted:  # one --escalation-budget per run
+        lines += [
+            "Escalation on: the adapted router's cheap answers below the confidence threshold `adapt` fitted on its "
+            f"written questions' training part go on to logic; escalation budget (`--escalation-budget`): "
+            f"{_budget(budgeted[0])}.",
+            "",
+        ]
     if sets:
         lines += [
             "| left out | LODO generalist | adapted specialist | adapted, escalation on (tokens) | best fixed route "

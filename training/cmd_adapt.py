@@ -16,6 +16,39 @@ AGREEMENT_HELP = (
     "labelled by agreement: where a cheap route's answer has token F1 >= 0.5 with the logic route's answer the "
     "cheap route is preferred, else logic"
 )
+BUDGET_HELP = (
+    "the most the escalation threshold may spend on adapt's training questions, as a share of always-logic's "
+    "tokens there (the router's cheap answer is paid, then logic for each escalated one), or 'none' for no cap "
+    "[default: 0.5, issue 43's cap on a router: uncapped, the threshold escalated MuSiQue's real questions at 65% "
+    "of logic's tokens; docs/results/router/adapt.md]"
+)
+
+
+def parse_budget(ctx, param, value: str | None) -> dict:
+    """--escalation-budget as adapt's keyword: {} when not given (adapt's default,
+    training.adapt.ESCALATION_BUDGET), None for 'none', else a share in (0, 1]."""
+    if value is None:
+        return {}
+    if value.strip().lower() == "none":
+        return {"escalation_budget": None}
+    try:
+        share = float(value)
+    except ValueError:
+        share = -1.0
+    if not 0.0 < share <= 1.0:
+        raise click.BadParameter(f"{value!r}: a share of always-logic's tokens in (0, 1], or none")
+    return {"escalation_budget": share}
+
+
+def escalation_budget_option(f):
+    return click.option(
+        "--escalation-budget",
+        "escalation_budget",
+        default=None,
+        metavar="SHARE|none",
+        callback=parse_budget,
+        help=BUDGET_HELP,
+    )(f)
 
 
 @click.command()
@@ -87,6 +120,7 @@ AGREEMENT_HELP = (
     help="the answer style the routes answer in, the one you ask with (ask's default is reader): the escalation "
     "threshold adapt calibrates applies to answers of this style only",
 )
+@escalation_budget_option
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache (a rerun then pays every call)")
 @click.pass_context
 def adapt(
@@ -105,6 +139,7 @@ def adapt(
     judge,
     out,
     style,
+    escalation_budget,
     no_cache,
 ):
     """Adapt the router to the knowledge base --kb and your LLM, with no labelled question: questions are written
@@ -135,6 +170,7 @@ def adapt(
         style=style,
         llm_spec=llm_spec,
         embedder=injected_embedder(ctx),
+        **escalation_budget,
     )
     rep = result.report
     q = rep["questions"]

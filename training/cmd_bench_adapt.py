@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from engine.cli_options import injected_embedder, llm_option
+from training.cmd_adapt import escalation_budget_option
 
 
 @click.command("adapt")
@@ -46,9 +47,10 @@ from engine.cli_options import injected_embedder, llm_option
     show_default=True,
     help="questions adapt labels at once (an OpenAI-compatible endpoint serving requests in parallel)",
 )
+@escalation_budget_option
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
-def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurrency, no_cache):
+def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurrency, escalation_budget, no_cache):
     """For each set: train the generalist without it (the shipped recipe), adapt it on a KB of the set's
     passages with no question given, judge both on the set's real questions through its answer-label rows,
     beside each fixed route and the oracle; the specialist as the mean over fine-tuning seeds. Long: adapt
@@ -82,6 +84,7 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
         cfg=config_from_card(DEFAULT_CHECKPOINT),
         llm_spec=llm_spec,
         concurrency=concurrency,
+        adapt_options=escalation_budget,
         echo=lambda s: click.echo(s, err=True),
         command="logicroute " + " ".join(sys.argv[1:]),
     )

@@ -121,17 +121,27 @@ def utility(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[d
     return total / max(len(rows), 1)
 
 
-def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str]) -> float:
+def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str], max_token_share: float | None = None) -> float:
     """The threshold with the best mean utility on `rows` (utility: the labels' own trade-off of
     score against tokens, at the lam the rows were labelled with, so escalation is worth what the
-    router's labels say a route is worth; ties: the lower threshold). 0.0 = never escalate."""
+    router's labels say a route is worth; ties: the lower threshold). 0.0 = never escalate.
+    `max_token_share`: a threshold is a candidate only when its mean tokens on `rows` (the first
+    answer, then logic for the escalated ones) are at most that share of always-logic's there:
+    the utility's own price of tokens lets a threshold fitted on a few written questions escalate
+    more than a cheap router can afford on real ones (docs/results/router/adapt.md). None: no cap."""
     from training.label_scorers import LabelConfig
 
     lam = float(rows[0].get("lam", LabelConfig.lam)) if rows else LabelConfig.lam
+    cap = float("inf")
+    if max_token_share is not None:
+        cap = max_token_share * sum(route_cost(row["costs"][STRONG]) for row in rows) / max(len(rows), 1)
     seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
     best = (utility(rows, first, [{}] * len(rows), lam), 0.0)
     for t in [*seen, (seen[-1] + 1e-6)] if seen else []:
-        u = utility(rows, *escalate(rows, first, t), lam)
+        decided = escalate(rows, first, t)
+        if _mean_score_tokens(rows, *decided)[1] > cap + 1e-9:
+            break  # a higher threshold escalates these rows and more, so spends at least as much
+        u = utility(rows, *decided, lam)
         if u > best[0] + 1e-12:
             best = (u, t)
     return best[1]

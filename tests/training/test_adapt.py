@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -256,8 +257,6 @@ def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_train
 
 
 def test_kinds_are_read_as_weights_and_a_bad_weight_names_the_option():
-    import click
-
     from training.cmd_adapt import _kinds
 
     assert _kinds("single=1, bridge=2.5,overview") == {"single": 1.0, "bridge": 2.5, "overview": 1.0}
@@ -299,6 +298,13 @@ def test_adapt_calibrates_the_confidence_under_which_the_kbs_cheap_answers_go_to
     assert adapt_mod.escalation_threshold(ChunkFirst(), confidence_rows()) == 0.5
 
 
+def test_the_threshold_escalates_only_what_the_token_budget_pays_for_on_the_training_questions():
+    # each escalated answer adds 200 tokens a question (logic's 2,000 over ten rows); chunk alone spends 10%
+    assert adapt_mod.escalation_threshold(ChunkFirst(), confidence_rows(), budget=0.3) == 0.3  # two of the four
+    assert adapt_mod.escalation_threshold(ChunkFirst(), confidence_rows(), budget=None) == 0.5  # no cap: all four
+    assert adapt_mod.escalation_threshold(ChunkFirst(), confidence_rows(), budget=0.05) is None
+
+
 def test_no_threshold_is_calibrated_when_escalating_never_pays_or_the_llm_reports_no_confidence():
     sure = [{**r, "scores": {"chunk": 1.0, "logic": 1.0}} for r in confidence_rows()]
     assert adapt_mod.escalation_threshold(ChunkFirst(), sure) is None
@@ -312,6 +318,9 @@ def test_the_kb_records_the_adapted_routers_threshold_and_the_report_judges_it_a
     assert "escalate_below" in entry and entry["escalate_below"] == res.report["escalate_below"]
     router = load_router(res.checkpoint, embedder=embedder())
     assert router.escalate_below == entry["escalate_below"]  # None here: the scripted routes report no confidence
+    # the budget the threshold was fitted within, beside it: adapt's default when none is given
+    budget = adapt_mod.ESCALATION_BUDGET
+    assert router.card["adapted"]["escalation_budget"] == entry["escalation_budget"] == budget
     assert router.calibrated_style == "short"  # the style adapt's routes answered in
 
 
@@ -325,6 +334,32 @@ def test_an_escalation_worth_less_than_its_tokens_by_the_labels_trade_off_is_not
     assert (
         adapt_mod.escalation_threshold(ChunkFirst(), [{**r, "lam": 0.0} for r in rows]) == 0.5
     )  # free tokens: worth it
+
+
+def test_the_card_records_the_escalation_budget_adapt_was_given_and_a_bad_one_is_refused_first(tmp_path, generalist):
+    kb_path = tmp_path / "kb"
+    tiny_kb(kb_path)
+    writer = ScriptedWriter(QUESTIONS[:5] + QUESTIONS[24:29])
+    with pytest.raises(AdaptError, match="escalation budget"):
+        run(kb_path, generalist, route_llm(RIGHT), n=10, writer=writer, escalation_budget=1.5)
+    assert writer.calls == 0
+    res = run(kb_path, generalist, route_llm(RIGHT), n=10, writer=writer, escalation_budget=None)
+    card = load_router(res.checkpoint, embedder=embedder()).card
+    assert "escalation_budget" in card["adapted"] and card["adapted"]["escalation_budget"] is None
+    assert manifest(kb_path)[MANIFEST_ENTRY]["escalation_budget"] is None and res.report["escalation_budget"] is None
+    assert "without a token cap" in res.report_path.read_text()
+
+
+def test_the_escalation_budget_option_reads_a_share_or_none_and_names_itself_on_anything_else():
+    from training.cmd_adapt import BUDGET_HELP, parse_budget
+
+    assert parse_budget(None, None, None) == {}  # not given: adapt's default
+    assert parse_budget(None, None, "0.45") == {"escalation_budget": 0.45}
+    assert parse_budget(None, None, "None") == {"escalation_budget": None}
+    for bad in ("0", "1.2", "half"):
+        with pytest.raises(click.BadParameter, match="share of always-logic"):
+            parse_budget(None, None, bad)
+    assert f"default: {adapt_mod.ESCALATION_BUDGET}," in BUDGET_HELP  # the help names adapt's own default
 
 
 def test_reader_style_adaptation_scores_an_answer_by_whether_it_contains_the_written_answer(tmp_path, generalist):

@@ -79,6 +79,7 @@ def always_logic_adapt(tmp_path, embedder, calls: list):
             ckpt.parent.mkdir(exist_ok=True)
             train_generalist([tmp_path / "logic_only.jsonl"], ckpt, LONGER, embedder=embedder)
         report = {"questions": {"written_kept": 7, "labelled": 7, "left": 0}, "phases": {"writing": {"seconds": 1.0}}}
+        report["escalation_budget"] = kw.get("escalation_budget")  # as adapt reports the budget it fitted within
         return SimpleNamespace(checkpoint=ckpt, report=report)
 
     return adapt
@@ -99,6 +100,7 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
         embedder=emb,
         cfg=CFG,
         adapt_fn=always_logic_adapt(tmp_path, emb, calls),
+        adapt_options={"escalation_budget": 0.4},
         data={d: data for d, (data, _) in files.items()},
         progress=False,
         echo=lambda s: None,
@@ -115,6 +117,7 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     assert sorted(c.title for c in kb.chunks.values()) == sorted(TOPICS["films"])
     # adapt ran once per fine-tuning seed on the same questions (seed 0) and folder, from the LODO generalist
     assert [c["train_options"] for c in calls] == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    assert {c["escalation_budget"] for c in calls} == {0.4} and part["escalation_budget"] == 0.4  # passed on, reported
     assert {(c["seed"], c["n"], str(c["out"]), str(c["generalist"]), c["concurrency"]) for c in calls} == {
         (0, 7, str(tmp_path / "work" / "films" / "adapt"), str(tmp_path / "work" / "films" / "generalist.ckpt"), 1)
     }
@@ -145,6 +148,7 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
     assert any(s.startswith(f"P(logic), {SPECIALIST} (seed") for s in signals)
     md = (tmp_path / "out" / "report.md").read_text()
     assert "### ceiling: the best any threshold on one signal reaches" in md
+    assert "escalation budget (`--escalation-budget`): 40% of always-logic's tokens on its training rows" in md
     assert (
         "## left out: films (8 questions" in md
         and "| rivers | failed: no written question was kept |" in md

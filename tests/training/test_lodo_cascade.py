@@ -13,7 +13,7 @@ from training.fit import TrainConfig
 from training.label_scorers import LabelConfig
 from training.labels import make_row
 from training.lodo import format_lodo, lodo_report
-from training.lodo_cascade import escalate, fit_threshold, retry_unanswered
+from training.lodo_cascade import escalate, fit_threshold, fit_threshold_utility, retry_unanswered
 
 CHUNK, LOGIC = {"tokens": 700, "llm_calls": 1}, {"tokens": 3000, "llm_calls": 5}
 
@@ -63,6 +63,33 @@ def test_the_fitted_threshold_scores_best_within_half_of_always_logics_tokens():
     assert 0.4 < t <= 0.8  # both unsure answers escalated: 1,450 tokens a question, within 1,500
     assert escalate(rows, ["chunk"] * 8, t)[0] == ["logic", "logic", *["chunk"] * 6]
     assert fit_threshold(rows, ["chunk"] * 8, share=0.2) == 0.0  # the chunk route alone spends 23%: never
+
+
+def _unsure_wrong_rows() -> list[dict]:
+    """Eight rows: the four unsure chunk answers (0.1-0.4) are wrong, logic is right everywhere;
+    escalating k of them spends (8 x 700 + k x 3,000) / 8 tokens a question, 23% + 12.5% k of logic's."""
+    return [*(_row(0, 1, c) for c in (0.1, 0.2, 0.3, 0.4)), *(_row(1, 1, c) for c in (0.8, 0.85, 0.9, 0.95))]
+
+
+def _token_share(rows: list[dict], threshold: float) -> float:
+    decisions, paid = escalate(rows, ["chunk"] * len(rows), threshold)
+    spent = sum(row["costs"][d]["tokens"] + p.get("tokens", 0) for row, d, p in zip(rows, decisions, paid))
+    return spent / sum(row["costs"]["logic"]["tokens"] for row in rows)
+
+
+def test_a_token_budget_leaves_out_every_threshold_that_spends_more_than_it_on_the_fitting_rows():
+    rows, first = _unsure_wrong_rows(), ["chunk"] * 8
+    uncapped = fit_threshold_utility(rows, first)
+    assert uncapped == 0.8 and _token_share(rows, uncapped) > 0.5  # all four unsure answers: 73% of logic's
+    capped = fit_threshold_utility(rows, first, max_token_share=0.5)
+    assert capped == 0.3 and _token_share(rows, capped) <= 0.5  # the two it can pay for (48%), not a third (61%)
+    assert fit_threshold_utility(rows, first, max_token_share=0.2) == 0.0  # chunk alone spends 23%: never escalate
+
+
+def test_no_token_budget_fits_the_threshold_as_the_utility_alone_picks_it():
+    rows, first = _unsure_wrong_rows(), ["chunk"] * 8
+    assert fit_threshold_utility(rows, first, max_token_share=None) == fit_threshold_utility(rows, first) == 0.8
+    assert fit_threshold_utility(rows, first, max_token_share=1.0) == 0.8  # a budget it stays within changes nothing
 
 
 def _label_file(tmp_path, dataset: str, n: int) -> str:
