@@ -11,7 +11,8 @@ should write is fixed by the form alone:
 - two things checked for the same country or nationality: "Were A and B from the same
   country?", "Are the directors of films A and B from the same country?";
 - a relation chain: "When was the director of film X born?", "Where did X's father die?",
-  "Who is the paternal grandfather of X?".
+  "Who is the paternal grandfather of X?", "When was the founder of the company that built X
+  born?" (a thing named by what it did to a name).
 
 These are the shapes of the decomposition prompt's own examples, and their comparisons are the
 ones the logic route concludes in code (engine/routes/logic/compare.py). Any other form, or any
@@ -33,6 +34,12 @@ _KINDS = "film|movie|song|album|novel|book|play|poem|opera|painting|series|show|
 # (without "the" only after "of": "the cause of death of director of film X", not "This singer of X")
 _CHAIN = re.compile(
     rf"(?:\bthe\s+|(?<=\bof\s))(?P<rel>{_RELATIONS})\s+of\s+(?:(?P<kind>{_KINDS})\s+)?(?=[A-Z0-9]|#q\d|the\s+[A-Z])"
+)
+# "the company that built the Thornlace Lighthouse": a thing named by what it did to a name; its
+# verb in the past (or a few common irregular ones), so "the film that stars X" stays with the LLM
+_RELATIVE = re.compile(
+    rf"\bthe\s+(?P<kind>{_KINDS})\s+(?:that|which)\s+(?P<verb>[a-z]+ed|built|made|wrote|won|bought|sold|ran|held)\s+"
+    r"(?=[A-Z0-9]|the\s+[A-Z])"
 )
 _POSSESSIVE = re.compile(rf"\s*'s\s+(?P<rel>{_RELATIONS})\b")
 _GRAND = re.compile(r"\b(?:the\s+)?(?P<side>paternal|maternal)\s+grand(?P<who>father|mother)\s+of\s+(?=[A-Z])")
@@ -231,6 +238,13 @@ def _one_hop(q: str, ref: str) -> tuple[str, str] | None:
         return (
             (f"Who is the {poss['rel']} of {obj}?", q[:poss_start] + ref + q[poss.end() :]) if _is_name(obj) else None
         )
+    relative = _RELATIVE.search(q)
+    if relative:
+        obj_end = _object_end(q, relative.end())
+        obj = q[relative.end() : obj_end]
+        if not (_is_name(obj) and _verb_follows(q[obj_end:])):
+            return None
+        return f"Which {relative['kind']} {relative['verb']} {obj}?", q[: relative.start()] + ref + q[obj_end:]
     return None
 
 
