@@ -136,6 +136,5 @@ def logic_preset_option(f):
         default="auto",
         show_default=True,
         help="the logic route's settings: paper (every mechanism of the paper), lean (the cost cuts), "
-        "grounded and lean-grounded (answers tied to the passages read), auto (lean-grounded for --style short, "
-        "grounded for reader)",
+        "grounded and lean-grounded (answers tied to the passages read), auto (lean-grounded in both styles)",
     )(f)

@@ -53,8 +53,8 @@ def test_the_grounded_presets_are_their_base_with_answers_tied_to_the_passages_r
     assert changed == {"reshow_best", "keep_facts", "ground_retry", "cite_passages"}
 
 
-@pytest.mark.parametrize(("style", "preset"), [("short", "lean-grounded"), ("reader", "grounded")])
-def test_by_default_short_answers_get_the_lean_grounded_route_and_reader_answers_the_grounded_one(style, preset):
+@pytest.mark.parametrize(("style", "preset"), [("short", "lean-grounded"), ("reader", "lean-grounded")])
+def test_by_default_both_answer_styles_get_the_lean_grounded_route(style, preset):
     cfg = make_rag(ScriptedLLM(), style=style, k=4).logic_config()
     assert cfg == preset_config(preset, k=4)
     assert make_rag(ScriptedLLM(), style=style, logic_preset="paper", k=4).logic_config() == LogicConfig(k=4)

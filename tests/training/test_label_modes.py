@@ -131,7 +131,7 @@ def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeyp
         lambda route, *a, **kw: Answer(text="Paris", route=route.name, usage=Usage(llm_calls=1), trace={}),
     )
     reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
-    assert reader.logic_preset == "grounded"  # auto: the reader style's preset
+    assert reader.logic_preset == "lean-grounded"  # auto: the reader style's preset
     label_questions(QUESTIONS[1:2], None, tmp_path / "r.jsonl", reader, llm=object(), progress=False)
     short = replace(reader, style="short", logic_preset="lean")
     with pytest.raises(LogicRouteError, match="other settings \\(style, prompts\\)"):
