@@ -103,16 +103,12 @@ def adapt(
     escalation_budget: float | None = ESCALATION_BUDGET,
     progress: bool = True,
 ) -> AdaptResult:
-    """Adapt the router to the KB at `kb_path` (see the module docstring). `writer` and `runner`
-    stand in for the question writer and the routes (tests); `minutes` bounds writing and
-    labelling together (training always runs on what is labelled; a rerun labels the rest).
-    `train_options` override fields of training.fit.specialist_config (the paper's recipe).
-    `seed` picks the questions written and the held-out split; `train_seed` (default: seed) the
-    fine-tuning alone, so that seeds of training reuse one set of labels. `judge`: label files
-    of real questions (`logicroute label` rows) the routers are also judged on, without an LLM call.
-    `style`: the answer style the routes answer in (STYLE_METRICS), the one `ask` will use.
-    `escalation_budget`: the escalation threshold may spend at most this share of always-logic's
-    tokens on the training rows (None: no cap; escalation_threshold)."""
+    """Adapt the router to the KB at `kb_path` (module docstring). writer/runner: the question writer
+    and the routes (tests); minutes: writing and labelling together (a rerun labels the rest);
+    train_options: fields of training.fit.specialist_config; seed: the questions and held-out split,
+    train_seed (default seed) the fine-tuning alone; judge: label files of real questions also judged,
+    with no LLM call; style: the answer style `ask` will use (STYLE_METRICS); escalation_budget: the
+    most the escalation threshold may spend, a share of always-logic's tokens (None: no cap)."""
     from router.kb_router import remember
     from training import adapt_report as ar
 
@@ -151,16 +147,15 @@ def adapt(
     seeded = {**TRAINING, "seed": seed if train_seed is None else train_seed, **(train_options or {})}
     ckpt, routers = _train(kb, generalist, out, train_rows, held_rows, seeded, escalation_budget)
     phases["training"] = _phase(t0)
-
     split = {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1}
     report = _report(kb, card, generalist, ckpt, spec, run_routes, run, (written, own, wreport), routers, judge)
     report |= {"seed": seed, "train_seed": seeded["seed"], "split": split, "phases": phases}
     report["heldout"] = ar.heldout_section(held_rows, routers, run_routes)
     phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
-    report["escalate_below"] = below = routers["specialist"].escalate_below
-    report["escalation_budget"] = escalation_budget
+    escalation = {"escalate_below": routers["specialist"].escalate_below, "escalation_budget": escalation_budget}
+    report |= escalation
     info = {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)}
-    remember(kb, ckpt, {**info, "escalate_below": below, "escalation_budget": escalation_budget})
+    remember(kb, ckpt, info | escalation)
     report_path = ar.write_report(out, report)
     return AdaptResult(checkpoint=ckpt, report=report, report_path=report_path, labels=out / "labels.jsonl")
 

@@ -234,26 +234,11 @@ def judge_set(
     systems: dict = {}
     systems[GENERALIST], gen_decided, gen_probs = judged(load_router(generalist, embedder=kb.embedder))
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
-    per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
     options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
-    options |= dict(adapt_options or {})
-    for seed in seeds:
-        echo(f"{name}: adapting (fine-tuning seed {seed})")
-        # seed 0 for the questions, labels and held-out split, shared by every fine-tuning seed
-        res = adapt_fn(
-            kb.path, llm, generalist=generalist, seed=0, out=work / "adapt", train_options={"seed": seed}, **options
-        )
-        shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
-        specialist = load_router(res.checkpoint, embedder=kb.embedder)
-        table, decided, seed_probs[seed] = judged(specialist)
-        per_seed.append({"seed": seed, **table})
-        per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
-        adapted = res.report
-    systems[SPECIALIST] = _mean(per_seed)
-    systems[SPECIALIST + CONFIDENCE] = {
-        **_mean(per_seed_escalated),
-        "below": [t.get("below") for t in per_seed_escalated],
-    }
+    adapted, seed_probs, per_seed = _adapt_seeds(
+        name, kb, llm, generalist, work, seeds, options | dict(adapt_options or {}), adapt_fn, judged, rows, routes,
+        systems, echo,
+    )  # fmt: skip
     budget = adapted.get("escalation_budget")  # the one adapt fitted its router's threshold within
     systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl", budget)
     routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
@@ -274,6 +259,32 @@ def judge_set(
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
         "ceiling": ceiling,  # training.adapt_ceiling: the best one threshold reaches, fitted on these rows
     }
+
+
+def _adapt_seeds(name, kb, llm, generalist, work, seeds, options, adapt_fn, judged, rows, routes, systems, echo):
+    """Adapt once per fine-tuning seed (the questions, labels and held-out split of seed 0 shared
+    by all) and judge each specialist, with and without escalation: their means go into
+    `systems`. Returns (adapt's last report, each seed's probabilities, each seed's figures)."""
+    from router.checkpoint import load_router
+
+    per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
+    for seed in seeds:
+        echo(f"{name}: adapting (fine-tuning seed {seed})")
+        res = adapt_fn(
+            kb.path, llm, generalist=generalist, seed=0, out=work / "adapt", train_options={"seed": seed}, **options
+        )
+        shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
+        specialist = load_router(res.checkpoint, embedder=kb.embedder)
+        table, decided, seed_probs[seed] = judged(specialist)
+        per_seed.append({"seed": seed, **table})
+        per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
+        adapted = res.report
+    systems[SPECIALIST] = _mean(per_seed)
+    systems[SPECIALIST + CONFIDENCE] = {
+        **_mean(per_seed_escalated),
+        "below": [t.get("below") for t in per_seed_escalated],
+    }
+    return adapted, seed_probs, per_seed
 
 
 def bench_adapt(

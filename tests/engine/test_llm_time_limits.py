@@ -6,6 +6,7 @@ and when the deadline ends an answer, what was found is returned, flagged in wor
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -196,8 +197,9 @@ def test_an_answer_the_deadline_ends_keeps_what_was_found_and_says_the_limit(mon
 def test_a_logic_retry_stopped_by_the_time_limit_names_the_answers_limit_not_what_was_left():
     from tests.fakes import ScriptedLLM
 
-    # every call takes 0.3 s: the chunk answer says it does not know, the logic retry has 0.2 s left
-    llm = ScriptedLLM(["unknown", CHAIN_PLAN, "December 18, 1946"], delay=0.3)
+    # every call takes 0.3 s: the chunk answer says it does not know, the logic retry (its plan read off
+    # the question's form) has 0.2 s left for its first step
+    llm = ScriptedLLM(["unknown", json.dumps(step({"q1": "Steven Spielberg"})), "December 18, 1946"], delay=0.3)
     ans = make_rag(llm).answer(CHAIN_Q, route="chunk", budget=Budget(max_seconds=0.5))
     assert ans.route == "logic" and ans.text == "December 18, 1946"  # the final answer took the reserve call
     assert "budget exhausted (stopped at the 0.5 s limit): answered from the memory so far" in ans.flags

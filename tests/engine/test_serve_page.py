@@ -79,11 +79,11 @@ def test_asking_on_the_page_shows_probabilities_answer_sources_cost_and_the_dag(
             assert "chosen" in probs[2].get_attribute("class")  # the router picked logic
             assert browser.find_element(By.ID, "answer").text == ANSWER
             assert browser.find_element(By.ID, "route-taken").text == "logic"
-            assert re.search(r"5 LLM calls, \d+\+\d+ tokens", browser.find_element(By.ID, "cost").text)
+            assert re.search(r"3 LLM calls, \d+\+\d+ tokens", browser.find_element(By.ID, "cost").text)
             sources = browser.find_elements(By.CSS_SELECTOR, "#sources li")
             assert len(sources) == 5 and "Jaws (film)" in sources[0].text
             steps = browser.find_elements(By.CSS_SELECTOR, "#progress li")
-            assert len(steps) == 5 and steps[0].text.startswith("decompose")  # streamed while it worked
+            assert len(steps) == 3 and steps[0].text.startswith("solve")  # streamed while it worked
 
             boxes = browser.find_elements(By.CSS_SELECTOR, "#dag svg g.node")
             assert [b.get_attribute("data-node") for b in boxes] == ["Q", "q1", "q2", "A"]

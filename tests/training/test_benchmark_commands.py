@@ -179,3 +179,20 @@ def test_one_retrieval_mode_keeps_the_output_folder(tmp_path, monkeypatch):
     CliRunner().invoke(main, ["benchmark", "nq", "--out", str(tmp_path)])
     assert seen == [("dense", str(tmp_path)), (None, str(tmp_path))]
     assert not (tmp_path / "retrieval.md").exists()
+
+
+def test_a_run_searches_every_kb_the_way_it_was_asked(tmp_path):
+    from types import SimpleNamespace
+
+    from training.bench_data import open_kbs
+
+    def hybrid_kb(path, passages, show_progress):
+        kb = SimpleNamespace(retrieval="hybrid")
+        kb.use_retrieval = lambda mode: setattr(kb, "retrieval", mode)
+        return kb
+
+    passages = {"nq": {"p1": "Paris is the capital of France."}}
+    kbs, fp = open_kbs(passages, hybrid_kb, tmp_path, False, lambda _: None, retrieval="dense")
+    assert kbs["nq"].retrieval == "dense" and not fp["nq"].endswith("+hybrid")
+    with pytest.raises(LogicRouteError, match="unknown retrieval 'sparse'"):
+        BenchConfig(data=[], out="unused", retrieval="sparse")

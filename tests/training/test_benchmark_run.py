@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.pipeline import RoutedRAG
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
@@ -392,20 +391,3 @@ def test_answers_found_by_another_retrieval_are_not_reused(tmp_path):
     _, dense = open_kbs(passages, kb_of("dense"), tmp_path, False, lambda _: None)
     _, hybrid = open_kbs(passages, kb_of("hybrid"), tmp_path, False, lambda _: None)
     assert hybrid["nq"] == dense["nq"] + "+hybrid"  # dense answers stored before keep their key
-
-
-def test_a_run_searches_every_kb_the_way_it_was_asked():
-    from types import SimpleNamespace
-
-    from training.bench_data import open_kbs
-
-    def hybrid_kb(path, passages, show_progress):
-        kb = SimpleNamespace(retrieval="hybrid")
-        kb.use_retrieval = lambda mode: setattr(kb, "retrieval", mode)
-        return kb
-
-    passages = {"nq": {"p1": "Paris is the capital of France."}}
-    kbs, fp = open_kbs(passages, hybrid_kb, Path("unused"), False, lambda _: None, retrieval="dense")
-    assert kbs["nq"].retrieval == "dense" and not fp["nq"].endswith("+hybrid")
-    with pytest.raises(LogicRouteError, match="unknown retrieval 'sparse'"):
-        BenchConfig(data=[], out="unused", retrieval="sparse")
