@@ -29,9 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from training.labels import route_cost
+from training.lodo_cascade import STRONG, TOKEN_SHARE, confidence_of, logic_cap
 
-STRONG = "logic"
-TOKEN_SHARE = 0.5  # of always-logic's mean tokens per question: issue 43's bar
 DIRECTIONS = ("high", "low")  # which end of the signal goes to logic
 NOISE_DRAWS, NOISE_SEED = 1000, 0  # random signals fitted the same way: what the fit alone reaches
 
@@ -54,11 +53,6 @@ def cheap_choice(probs: Sequence[Mapping[str, float]]) -> list[str]:
 
 def p_logic(probs: Sequence[Mapping[str, float]]) -> list[float]:
     return [float(p.get(STRONG, 0.0)) for p in probs]
-
-
-def logic_cap(rows: Sequence[dict], share: float = TOKEN_SHARE) -> float:
-    """The mean tokens per question a rule may spend: `share` of always-logic's."""
-    return share * sum(route_cost(r["costs"][STRONG]) for r in rows) / max(len(rows), 1)
 
 
 def _defined(v: float | None) -> bool:
@@ -187,14 +181,9 @@ def perfect_values(rows: Sequence[dict], first: Sequence[str], after_answer: boo
     """A rank per row by logic's score gain over `first` per token it adds, without ties: the
     signal that knows the answers (a threshold on it sends the best buys first, one at a time).
     Not a signal a router has: the reference for how far any single signal could go at the cap."""
-    worth = []
-    for i, (row, route) in enumerate(zip(rows, first)):
-        if route == STRONG:
-            continue
-        logic_tokens = route_cost(row["costs"][STRONG])
-        extra = logic_tokens if after_answer else logic_tokens - route_cost(row["costs"][route])
-        gain = row["scores"][STRONG] - row["scores"][route]
-        worth.append((gain / max(extra, 1.0) if gain > 0 else gain - 1.0, i))  # a loss ranks below every gain
+    ix, gains, extras = effects(rows, Rule("", [0.0] * len(rows), "", first, after_answer))
+    # a loss ranks below every gain
+    worth = [(gain / max(extra, 1.0) if gain > 0 else gain - 1.0, i) for i, gain, extra in zip(ix, gains, extras)]
     out = [float("nan")] * len(rows)
     for rank, (_, i) in enumerate(sorted(worth)):
         out[i] = float(rank)
@@ -225,7 +214,7 @@ def set_ceilings(
         own = {f"{name}'s cheap choice": cheap_choice(probs), **{k: v for k, v in bases.items() if k == "chunk"}}
         rules += [Rule(f"P(logic), {name}", p_logic(probs), b, first) for b, first in own.items()]
     for b, first in bases.items():
-        conf = [(row.get("confidence") or {}).get(r) for row, r in zip(rows, first)]
+        conf = [confidence_of(row, r) for row, r in zip(rows, first)]
         rules.append(Rule("cheap answer's confidence", conf, b, first, after_answer=True))
         for name, values in (signals or {}).items():
             rules.append(Rule(name, values, b, first))

@@ -161,12 +161,12 @@ def run_bench_reader(
         store = JsonlStore(folder / "results.jsonl", key=lambda r: (r.get("system") or route, r["id"]))
         todo = [(s, it) for it in items for s in systems if (s, it[0]) not in store]
         t0 = time.perf_counter()
+        from engine.pipeline import RoutedRAG
+
         routed = {}  # style -> the RoutedRAG that answers its `routed` system
         for system, (qid, question, golds) in tqdm(todo, desc="bench reader", unit="answer", disable=not progress):
             style, on, cfg = parsed[system]
             if on == ROUTED:
-                from engine.pipeline import RoutedRAG
-
                 if style not in routed:
                     routed[style] = RoutedRAG(kb=kb, llm=llm, k=k, style=style)
                 ans = routed[style].answer(question)

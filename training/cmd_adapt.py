@@ -31,12 +31,13 @@ def parse_budget(ctx, param, value: str | None) -> dict:
         return {}
     if value.strip().lower() == "none":
         return {"escalation_budget": None}
+    from training.adapt import AdaptError, check_budget
+
     try:
         share = float(value)
-    except ValueError:
-        share = -1.0
-    if not 0.0 < share <= 1.0:
-        raise click.BadParameter(f"{value!r}: a share of always-logic's tokens in (0, 1], or none")
+        check_budget(share)
+    except (ValueError, AdaptError):
+        raise click.BadParameter(f"{value!r}: a share of always-logic's tokens in (0, 1], or none") from None
     return {"escalation_budget": share}
 
 

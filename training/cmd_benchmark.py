@@ -196,7 +196,7 @@ def benchmark(
     if len(modes) > 1:
         from training.bench_retrieval_compare import write_comparison
 
-        command = "logicroute benchmark " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        command = "logicroute " + " ".join(sys.argv[1:])
         click.echo(f"side by side: {write_comparison(reports, out_dir, command)}")
 
 

@@ -87,6 +87,11 @@ def retry_unanswered(
     return decisions, overhead
 
 
+def logic_cap(rows: Sequence[dict], share: float = TOKEN_SHARE) -> float:
+    """The mean tokens per question `share` of always-logic's comes to on `rows`."""
+    return share * sum(route_cost(row["costs"][STRONG]) for row in rows) / max(len(rows), 1)
+
+
 def _mean_score_tokens(rows: Sequence[dict], decisions: Sequence[str], overhead: Sequence[dict]) -> tuple[float, float]:
     n = max(len(rows), 1)
     score = sum(row["scores"][d] for row, d in zip(rows, decisions)) / n
@@ -98,7 +103,7 @@ def fit_threshold(rows: Sequence[dict], first: Sequence[str], share: float = TOK
     """The threshold with the best mean score on `rows` among those that spend at most `share`
     of always-logic's mean tokens (ties: the lower threshold, fewer escalations); 0.0 = never
     escalate, when even that spends too much."""
-    cap = share * sum(route_cost(row["costs"][STRONG]) for row in rows) / max(len(rows), 1)
+    cap = logic_cap(rows, share)
     seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
     # escalating below each seen value, and below a value above them all (every answer)
     candidates = [0.0, *seen, (seen[-1] + 1e-6) if seen else 1.0]
@@ -132,9 +137,7 @@ def fit_threshold_utility(rows: Sequence[dict], first: Sequence[str], max_token_
     from training.label_scorers import LabelConfig
 
     lam = float(rows[0].get("lam", LabelConfig.lam)) if rows else LabelConfig.lam
-    cap = float("inf")
-    if max_token_share is not None:
-        cap = max_token_share * sum(route_cost(row["costs"][STRONG]) for row in rows) / max(len(rows), 1)
+    cap = float("inf") if max_token_share is None else logic_cap(rows, max_token_share)
     seen = sorted({c for row, r in zip(rows, first) if (c := confidence_of(row, r)) is not None})
     best = (utility(rows, first, [{}] * len(rows), lam), 0.0)
     for t in [*seen, (seen[-1] + 1e-6)] if seen else []:
