@@ -34,10 +34,18 @@ class IndexCost:
     passages: int = 0
     errors: int = 0  # documents the peer reported as failed; the build goes on
     failed_calls: int = 0  # LLM calls the harness could not serve (the peer may have retried them)
+    cached_calls: int = 0  # LLM calls the call cache answered; `seconds` counts them at their first run
 
     def add(self, other: "IndexCost") -> None:
         for k, v in asdict(other).items():
             setattr(self, k, getattr(self, k) + v)
+
+
+def uncached_seconds(wall: float, usage) -> float:
+    """Wall seconds as if no LLM call had come from the cache: a hit takes ~0 s, so a resumed or
+    rerun build would otherwise report a fraction of what it costs (engine.base.types.Usage keeps
+    each hit's original seconds)."""
+    return wall + max(0.0, float(usage.llm_seconds_uncached) - float(usage.llm_seconds))
 
 
 @dataclass
@@ -128,7 +136,8 @@ class LogicrouteAdapter(PeerAdapter):
         except LogicRouteError as e:
             return PeerAnswer("", error=f"{type(e).__name__}: {e}")
         u = a.usage
-        return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(u.seconds, 3))
+        seconds = uncached_seconds(u.seconds, u)
+        return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(seconds, 3))
 
     def settings(self) -> dict:
         from engine.routes.logic.config import preset_config, resolve_preset

@@ -55,6 +55,7 @@ def system_row(run) -> dict:
         "index_seconds_per_passage": _per(ix, "seconds"),
         "index_errors": sum(r["errors"] for r in ix),
         "index_failed_calls": sum(r.get("failed_calls", 0) for r in ix),
+        "index_cached_calls": sum(r.get("cached_calls", 0) for r in ix),
         "llm_calls_per_q": round(_mean(ans, "llm_calls"), 2),
         "prompt_tokens_per_q": round(_mean(ans, "prompt_tokens"), 1),
         "completion_tokens_per_q": round(_mean(ans, "completion_tokens"), 1),
@@ -119,6 +120,12 @@ def report_markdown(report: dict, command: str) -> str:
         *(
             f"- {s['system']} per passage indexed: {s['index_calls_per_passage']} LLM calls, "
             f"{s['index_tokens_per_passage']:,.0f} tokens, {s['index_seconds_per_passage']} s"
+            + (
+                f" ({s['index_cached_calls']} of {s['index_llm_calls']} calls replayed from the LLM call cache, "
+                "timed at their first run)"
+                if s.get("index_cached_calls")
+                else ""
+            )
             for s in report["systems"]
             if s["index_llm_calls"]
         ),

@@ -18,7 +18,15 @@ from pathlib import Path
 
 from engine.base.errors import LLMError, LogicRouteError
 from engine.base.types import Usage
-from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext, Progress, route_adapter
+from training.bench_peers import (
+    IndexCost,
+    PeerAdapter,
+    PeerAnswer,
+    PeerContext,
+    Progress,
+    route_adapter,
+    uncached_seconds,
+)
 
 RUNNERS = Path(__file__).resolve().parent / "peer_runners"
 WORK = Path(__file__).resolve().parents[2]  # the folder that holds the repository
@@ -166,8 +174,8 @@ class SubprocessPeer(PeerAdapter):
         failed = len(ids & set(result.get("failed", [])))
         progress(len(passages), len(passages))
         return IndexCost(
-            u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, len(passages),
-            failed, self.failed_calls - before,
+            u.llm_calls, u.prompt_tokens, u.completion_tokens, uncached_seconds(time.perf_counter() - t0, u),
+            len(passages), failed, self.failed_calls - before, u.cached_calls,
         )  # fmt: skip
 
     def answer(self, question: str) -> PeerAnswer:
@@ -184,7 +192,8 @@ class SubprocessPeer(PeerAdapter):
         text = str(result.get("text") or "").strip()
         if error is None and self.failed_calls > before:  # a peer may swallow a failed call and answer "None"
             error = f"{self.failed_calls - before} LLM call(s) failed: {self.last_failure}"
-        return PeerAnswer(text, u.llm_calls, u.prompt_tokens, u.completion_tokens, time.perf_counter() - t0, error)
+        seconds = uncached_seconds(time.perf_counter() - t0, u)
+        return PeerAnswer(text, u.llm_calls, u.prompt_tokens, u.completion_tokens, seconds, error)
 
 
 class PeerError(LogicRouteError):

@@ -284,6 +284,34 @@ def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_i
     assert peer.proc is None
 
 
+class TimedLLM(ScriptedLLM):
+    """Every call reports 7 seconds, as a slow local model's would."""
+
+    def chat(self, messages, **kw):
+        c = super().chat(messages, **kw)
+        c.seconds = 7.0
+        return c
+
+
+def test_a_build_replayed_from_the_llm_cache_reports_the_seconds_its_calls_first_took(tmp_path):
+    from engine.llm.cache import CachedLLM
+    from hierarchy.datasets import Passage
+
+    llm = CachedLLM(TimedLLM(rules={"extract": "x"}), tmp_path / "cache.sqlite")
+    passages = [Passage("a", "", "a text"), Passage("c", "", "c text")]
+    costs = []
+    for run in ("first", "resumed"):
+        (tmp_path / run).mkdir()
+        peer = echo_peer(tmp_path / run, llm)
+        try:
+            costs.append(peer.index(passages, lambda d, t: None))
+        finally:
+            peer.close()
+    first, resumed = costs
+    assert (first.cached_calls, resumed.cached_calls) == (0, 2) and first.llm_calls == resumed.llm_calls == 2
+    assert resumed.seconds >= 14.0 and resumed.prompt_tokens == first.prompt_tokens
+
+
 def test_a_failed_call_the_peer_swallowed_makes_its_answer_an_error_and_json_goes_as_free_text(tmp_path):
     llm = ScriptedLLM(rules={"json": '{"keywords": ["Ann"]}', "Who": LLMError("endpoint down")})
     peer = echo_peer(tmp_path, llm)
