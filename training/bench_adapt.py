@@ -205,10 +205,12 @@ def judge_set(
     concurrency: int = 1,
     progress: bool = True,
     echo: Callable[[str], None] = print,
+    own_folds: int = 0,
 ) -> dict:
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
     what `work` holds (the generalist, the KB, adapt's questions and labels). `adapt_options`:
-    more keywords of training.adapt.adapt (its escalation_budget)."""
+    more keywords of training.adapt.adapt (its escalation_budget). `own_folds` K > 1: the set's
+    real questions given to adapt K-fold as the user's own (training.adapt_own_folds)."""
     from router.checkpoint import load_router
     from training.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
     from training.label_arrays import routes_of
@@ -235,12 +237,14 @@ def judge_set(
     systems[GENERALIST], gen_decided, gen_probs = judged(load_router(generalist, embedder=kb.embedder))
     systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
     options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
+    options |= dict(adapt_options or {})
     adapted, seed_probs, per_seed = _adapt_seeds(
-        name, kb, llm, generalist, work, seeds, options | dict(adapt_options or {}), adapt_fn, judged, rows, routes,
-        systems, echo,
+        name, kb, llm, generalist, work, seeds, options, adapt_fn, judged, rows, routes, systems, echo
     )  # fmt: skip
     budget = adapted.get("escalation_budget")  # the one adapt fitted its router's threshold within
     systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl", budget)
+    say = lambda s: echo(f"{name}: {s}")  # noqa: E731
+    own = _own_folds(own_folds, kb, llm, generalist, work, rows, routes, gen_decided, adapt_fn, options, systems, say)
     routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
     signals = retrieval_values(kb, rows)
     ceiling = set_ceilings(rows, routers, list(routers)[-1], signals, bar=score_bar(systems, routes))
@@ -258,7 +262,18 @@ def judge_set(
         "escalation_budget": budget,
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
         "ceiling": ceiling,  # training.adapt_ceiling: the best one threshold reaches, fitted on these rows
+        **({"own_folds": own} if own else {}),  # the user's own questions, K-fold (--own-folds)
     }
+
+
+def _own_folds(k, kb, llm, generalist, work, rows, routes, gen_decided, adapt_fn, options, systems, echo) -> dict:
+    """training.adapt_own_folds.own_folds for this set when `k` folds are asked for ({} at 0)."""
+    if not k:
+        return {}
+    from training.adapt_own_folds import OwnFoldsRun, own_folds
+
+    run = OwnFoldsRun(list(rows), routes, gen_decided, adapt_fn, options)
+    return own_folds(kb, llm, generalist, work, k, run, systems, echo)
 
 
 def _adapt_seeds(name, kb, llm, generalist, work, seeds, options, adapt_fn, judged, rows, routes, systems, echo):
@@ -306,12 +321,16 @@ def bench_adapt(
     progress: bool = True,
     echo: Callable[[str], None] = print,
     command: str = "",
+    own_folds: int = 0,
 ) -> dict:
     """judge_set for each set, then report.md + report.json under `out` (written after each set,
-    so a long run shows what it has). `data`: a set's data file by name [default: the shared set]."""
+    so a long run shows what it has). `data`: a set's data file by name [default: the shared set];
+    `own_folds`: judge_set's (0: off)."""
     from training.bench_adapt_report import write_report
 
     report: dict = {"command": command, "n": n, "seeds": list(seeds), "label_files": [str(f) for f in label_files]}
+    if own_folds:
+        report["own_folds"] = own_folds
     report["sets"] = {}
     for name in sets:
         try:
@@ -331,6 +350,7 @@ def bench_adapt(
                 concurrency=concurrency,
                 progress=progress,
                 echo=echo,
+                own_folds=own_folds,
             )
         except LogicRouteError as e:  # a set that cannot be adapted (no question kept) does not stop the others
             echo(f"{name}: {e}")

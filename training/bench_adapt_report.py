@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from engine.base.files import atomic_write_text
+from training import adapt_own_folds as own_folds
 
 
 def write_report(folder: Path, report: dict) -> Path:
@@ -52,6 +53,7 @@ def _set_section(name: str, part: dict) -> list[str]:
     lines += _thresholds(part["systems"], part)
     lines += _adaptation(part.get("adaptation") or {})
     lines += _ceiling(part.get("ceiling"))
+    lines += own_folds.section_lines(part)  # absent unless --own-folds
     return lines
 
 
@@ -229,6 +231,7 @@ def render(report: dict) -> str:
             )
         lines.append("")
         lines += _ceiling_summary(sets)
+        lines += own_folds.summary_lines(sets)
     for name, part in sets.items():
         lines += (
             _set_section(name, part) if "error" not in part else [f"## left out: {name}: failed", "", part["error"], ""]

@@ -48,9 +48,20 @@ from training.cmd_adapt import escalation_budget_option
     help="questions adapt labels at once (an OpenAI-compatible endpoint serving requests in parallel)",
 )
 @escalation_budget_option
+@click.option(
+    "--own-folds",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="also give adapt the set's real questions as the user's own (--questions), K-fold over 3 split seeds: "
+    "each judged by the router adapted on the other folds; the routes' answers replayed from the label rows, "
+    "no LLM call for them (0: off; else at least 2)",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @click.pass_context
-def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurrency, escalation_budget, no_cache):
+def bench_adapt(
+    ctx, sets, label_files, n, seeds, llm_spec, work, out, concurrency, escalation_budget, own_folds, no_cache
+):
     """For each set: train the generalist without it (the shipped recipe), adapt it on a KB of the set's
     passages with no question given, judge both on the set's real questions through its answer-label rows,
     beside each fixed route and the oracle; the specialist as the mean over fine-tuning seeds. Long: adapt
@@ -66,6 +77,10 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
     from training.fit import config_from_card
 
     check_llm_spec(llm_spec)
+    if own_folds == 1:
+        raise click.BadParameter(
+            "0 (off) or at least 2 folds: a fold's router is adapted on the others", param_hint="--own-folds"
+        )
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
@@ -87,6 +102,7 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
         adapt_options=escalation_budget,
         echo=lambda s: click.echo(s, err=True),
         command="logicroute " + " ".join(sys.argv[1:]),
+        own_folds=own_folds,
     )
     for name, part in report["sets"].items():
         if "error" in part:
@@ -103,4 +119,8 @@ def bench_adapt(ctx, sets, label_files, n, seeds, llm_spec, work, out, concurren
             f"{name}: LODO generalist {s['LODO generalist']['score']}; {'; '.join(cells)}; best fixed {best} "
             f"{s['always ' + best]['score']}, oracle {s['oracle']['score']}"
         )
+        for v in (part["own_folds"]["verdict"], part["own_folds"]["verdict_escalating"]) if own_folds else ():
+            m = part["own_folds"]["systems"][v["system"]]
+            share = f" at {m['tokens'] / logic:.0%} of always-logic's tokens" if logic else ""
+            click.echo(f"{name}: {v['system']} {m['score']}{share} ({'passes' if v['passes'] else 'fails'})")
     click.echo(f"report: {out}/report.md")
