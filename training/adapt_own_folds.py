@@ -266,8 +266,8 @@ def summary_lines(sets: Mapping[str, dict]) -> list[str]:
         f"{', '.join(map(str, first['split_seeds']))}; agreement labels, the routes' answers replayed from the label "
         "rows; tokens as a share of always-logic's):",
         "",
-        "| left out | bar | LODO generalist | adapted, no questions | own questions (min) | own questions, "
-        "escalation on (min) | decisions moved | passes |",
+        "| left out | bar | LODO generalist | adapted, no questions | own questions: mean, min | own questions, "
+        "escalation on: mean, min | decisions moved | passes (router; escalation on) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, part in parts.items():
@@ -276,13 +276,22 @@ def summary_lines(sets: Mapping[str, dict]) -> list[str]:
         cells = [f"{s[GENERALIST]['score']}{_share(s[GENERALIST], logic)}", f"{s[SPECIALIST]['score']}"]
         for key in (OWN, OWN + CONFIDENCE):
             m = o["systems"][key]
-            cells.append(f"{m['score']}{_share(m, logic)} ({o['min_score'][key]})")
+            cells.append(f"{m['score']}{_share(m, logic)}, {o['min_score'][key]}")
         routes = [k.removeprefix("always ") for k in s if k.startswith("always ")]
-        passes = "yes" if o["verdict"]["passes"] or o["verdict_escalating"]["passes"] else "no"
+        passes = "; ".join(
+            _yes(o[v]["passes"], o["splits_passing"][o[v]["system"]], len(o["splits"])) for v in VERDICTS
+        )
         lines.append(
             f"| {name} | {score_bar(s, routes)} | {' | '.join(cells)} | {o['moved_from_generalist']:.0%} | {passes} |"
         )
     return [*lines, ""]
+
+
+VERDICTS = ("verdict", "verdict_escalating")
+
+
+def _yes(passes: bool, splits_passing: int, splits: int) -> str:
+    return f"{'yes' if passes else 'no'} ({splits_passing} of {splits} splits)"
 
 
 def section_lines(part: dict) -> list[str]:
@@ -291,11 +300,12 @@ def section_lines(part: dict) -> list[str]:
     if not o:
         return []
     logic = part["systems"].get("always logic", {}).get("tokens")
+    others = "the other fold's questions" if o["folds"] == 2 else f"the other {o['folds'] - 1} folds' questions"
     lines = [
         f"### {TITLE}",
         "",
-        f"Each real question judged once per split by the router `adapt` made with the other {o['folds'] - 1} "
-        "fold(s)' questions given as `--questions` (labelled by agreement with logic's answer). The routes' answers "
+        f"Each real question judged once per split by the router `adapt` made with {others} given as `--questions` "
+        "(labelled by agreement with logic's answer; the split seed also seeds the fine-tuning). The routes' answers "
         "to the real questions were replayed from the set's answer-label rows (made on the label runs' KBs, not the "
         f"bench's KB); no LLM call was made for them{'' if o['replayed_only'] else ' (some written question was not'}"
         f"{'' if o['replayed_only'] else ' in the main labels and was answered: see answered below)'}.",
@@ -313,7 +323,7 @@ def section_lines(part: dict) -> list[str]:
             f"{s['moved_from_generalist']:.0%} | {cuts} | {epochs} |"
         )
     lines.append("")
-    for key in ("verdict", "verdict_escalating"):
+    for key in VERDICTS:
         v = o[key]
         lines.append(_verdict_line(v, o["min_score"][v["system"]], o["splits_passing"][v["system"]], len(o["splits"])))
         lines.append("")
