@@ -358,9 +358,9 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     "--system",
     "systems",
     multiple=True,
-    help="compare systems side by side (repeatable): [short:|reader:]NAME[+FIELD=VALUE...], NAME a route or a "
-    "logic preset, FIELD a LogicExperiment field (training/logic_experiment.py), e.g. reader:paper, "
-    "short:lean, reader:lean+reshow_best=0 "
+    help="compare systems side by side (repeatable): [short:|reader:]NAME[+FIELD=VALUE...], NAME a route, "
+    "routed (the router decides, as `ask` does) or a logic preset, FIELD a LogicExperiment field "
+    "(training/logic_experiment.py), e.g. reader:paper, short:lean, reader:lean+reshow_best=0 "
     "[default: --route in the reader style]",
 )
 @click.option("--out", "out_dir", default=None, help="output folder [default: runs/bench_reader/<DATA>]")

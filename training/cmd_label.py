@@ -132,8 +132,8 @@ def _routes(value: str) -> tuple[str, ...]:
     type=click.Choice(["auto", "paper", "lean"]),
     default="auto",
     show_default=True,
-    help="settings of the logic route (engine.routes.logic.config.PRESETS): auto = lean for the short style, "
-    "paper for reader, as `ask` picks them; a row says which when not paper",
+    help="settings of the logic route (engine.routes.logic.config.PRESETS): auto = lean-grounded in both "
+    "styles, as `ask` picks it; a row says which when not paper",
 )
 @click.option(
     "--rerun",
