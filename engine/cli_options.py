@@ -141,7 +141,8 @@ def renamed(old: str, new: str, cmd: click.Command, **fixed) -> click.Command:
         return cmd.callback(*args, **{**kwargs, **fixed})
 
     params = [p for p in cmd.params if p.name not in fixed]
-    return click.Command(old, params=params, callback=callback, help=cmd.help, hidden=True)
+    note = f"The former name of `logicroute {new}`, with its options (see `logicroute {new.split()[0]} --help`)."
+    return click.Command(old, params=params, callback=callback, help=note, hidden=True)
 
 
 def injected(ctx: click.Context, name: str):

@@ -19,8 +19,8 @@ AGREEMENT_HELP = (
 BUDGET_HELP = (
     "the most the escalation threshold may spend on adapt's training questions, as a share of always-logic's "
     "tokens there (the router's cheap answer is paid, then logic for each escalated one), or 'none' for no cap "
-    "[default: 0.5, half of always-logic's tokens: uncapped, the threshold escalated MuSiQue's real questions at "
-    "65% of logic's tokens; docs/results/router/adapt.md]"
+    "[default: 0.5, half of always-logic's tokens: a threshold fitted on a few written questions can otherwise "
+    "escalate more than a cheap router can afford on real ones]"
 )
 
 

@@ -15,6 +15,7 @@ import click
 
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder, llm_option, style_option
+from engine.routes.logic.config import PRESET_CHOICES
 from training.answer_scores import ALIASES, METRICS
 from training.bench_data import gold_style
 
@@ -129,7 +130,7 @@ def _routes(value: str) -> tuple[str, ...]:
 )
 @click.option(
     "--logic-preset",
-    type=click.Choice(["auto", "paper", "lean"]),
+    type=click.Choice(PRESET_CHOICES),
     default="auto",
     show_default=True,
     help="settings of the logic route (engine.routes.logic.config.PRESETS): auto = lean-grounded in both "

@@ -76,7 +76,7 @@ class LabelConfig:
         default="auto",
         metadata={
             "help": "settings of the logic route: auto (by style, as RoutedRAG picks them) or a name of "
-            "engine.routes.logic.config.PRESETS; held resolved (a row says lean when not paper)"
+            "engine.routes.logic.config.PRESETS; held resolved (a row names its preset when not paper)"
         },
     )
     stop_score: float | None = field(
