@@ -55,12 +55,15 @@ browser:
 # .venv: hipporag pins torch 2.5.1 and vllm); the pins are the adapters' (pyproject's [peers] extras).
 PEERS_VENV ?= ../peers-venv
 HIPPORAG_VENV ?= ../peers-venv-hipporag
+NANO_VENV ?= ../peers-venv-nano
 peer_pins = $(shell $(BIN)/python -c "import shlex; from training.bench_peers_subprocess import $(1) as A; print(shlex.join(A.requirements))")
 peers: install
 	test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install -q $(call peer_pins,LightRAGAdapter)
 	test -x $(HIPPORAG_VENV)/bin/python || $(PY) -m venv $(HIPPORAG_VENV)
 	$(HIPPORAG_VENV)/bin/pip install -q $(call peer_pins,HippoRAGAdapter)
+	test -x $(NANO_VENV)/bin/python || $(PY) -m venv $(NANO_VENV)
+	$(NANO_VENV)/bin/pip install -q $(call peer_pins,NanoGraphRAGAdapter)
 
 lint: install
 	$(BIN)/ruff check .

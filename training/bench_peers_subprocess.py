@@ -220,9 +220,18 @@ class HippoRAGAdapter(SubprocessPeer):
     venv_default = WORK / "peers-venv-hipporag"  # its torch/vllm/openai pins clash with LightRAG's
 
 
+class NanoGraphRAGAdapter(SubprocessPeer):
+    name = "nano-graphrag"
+    runner = "nano_graphrag_runner.py"
+    requirements = ("nano-graphrag==0.0.8.2",)
+    venv_env = "LOGICROUTE_NANO_GRAPHRAG_VENV"
+    venv_default = WORK / "peers-venv-nano"  # its numpy<2 (via graspologic) and dspy/litellm stay apart
+
+
 def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
     """System name -> factory: logicroute's routes, and the peers that run in a venv of their own."""
     reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: route_adapter(r) for r in ("chunk", "logic", "router")}
     reg["lightrag"] = LightRAGAdapter
     reg["hipporag"] = HippoRAGAdapter
+    reg["nano-graphrag"] = NanoGraphRAGAdapter
     return reg
