@@ -336,13 +336,14 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
     import tomllib
     from pathlib import Path
 
-    from training.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter
+    from training.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter, NanoGraphRAGAdapter
 
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     assert extras["peers"] == list(LightRAGAdapter.requirements)
     assert extras["peers-hipporag"] == list(HippoRAGAdapter.requirements)
+    assert extras["peers-nano"] == list(NanoGraphRAGAdapter.requirements)
 
 
 def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harness_neutralised(monkeypatch):

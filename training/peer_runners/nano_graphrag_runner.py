@@ -113,10 +113,10 @@ class Runner:
         # community reports the model did not write as JSON; LLM calls the harness could not serve
         self.counts = {"report_fallbacks": 0, "failed_calls": 0}
 
-    def harness_functions(self, dim: int):
-        """(llm function, embedding function) in nano-graphrag's signatures, over the channel."""
+    def harness_functions(self):
+        """(llm, embed): async functions in nano-graphrag's signatures (best_model_func and
+        cheap_model_func; the func of its EmbeddingFunc) that ask the harness over the channel."""
         import numpy as np
-        from nano_graphrag._utils import EmbeddingFunc
 
         ch, s, counts = self.ch, self.s, self.counts
         lock = asyncio.Lock()  # concurrency 1 (llm_max_async), without nano-graphrag's polling
@@ -141,17 +141,18 @@ class Runner:
                 vectors = await asyncio.to_thread(ch.embed, list(texts))
             return np.array(vectors, dtype=np.float32)
 
-        return llm, EmbeddingFunc(embedding_dim=dim, max_token_size=512, func=embed)
+        return llm, embed
 
     def hello(self, workdir: str, embedding_dim: int, settings: dict) -> dict:
         import nano_graphrag
         from nano_graphrag import GraphRAG
+        from nano_graphrag._utils import EmbeddingFunc
 
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         logging.getLogger("nano-graphrag").setLevel(logging.INFO)
         no_download_tokenizer()
         self.s = s = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
-        llm, embedding = self.harness_functions(embedding_dim)
+        llm, embed = self.harness_functions()
         wide = 1 << 20  # nano-graphrag's limiters never wait: the lock above serialises the calls
         self.rag = GraphRAG(
             working_dir=workdir,
@@ -161,7 +162,7 @@ class Runner:
             cheap_model_max_async=wide,
             best_model_max_token_size=s["community_report_max_tokens"],
             cheap_model_max_token_size=s["community_report_max_tokens"],
-            embedding_func=embedding,
+            embedding_func=EmbeddingFunc(embedding_dim=embedding_dim, max_token_size=512, func=embed),
             embedding_func_max_async=wide,
             chunk_token_size=s["chunk_token_size"],
             chunk_overlap_token_size=s["chunk_overlap_token_size"],
