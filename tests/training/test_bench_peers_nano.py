@@ -51,7 +51,11 @@ async def index_all(passages):
              "dtype": str(vectors.dtype), "shape": list(vectors.shape), **r.counts}}
 
 def index(passages):
-    return loop.run_until_complete(index_all(passages))
+    r.indexing = True  # as the real runner's index does around nano-graphrag's insert
+    try:
+        return loop.run_until_complete(index_all(passages))
+    finally:
+        r.indexing = False
 
 def answer(question):
     return {{"text": loop.run_until_complete(llm(question, system_prompt="---Role--- tables", hashing_kv=None))}}
@@ -135,6 +139,17 @@ def test_a_failed_call_reaches_nano_graphrag_as_an_empty_reply_and_is_counted_no
     cost = peer.index(passages, lambda d, t: None)
     assert cost.failed_calls == 1 and cost.llm_calls == 6  # both passages' two calls, the report, the summary
     assert sum(1 for c in llm.calls if "Bo was born" in c["messages"][-1]["content"]) == 1
+
+
+def test_an_unchanged_communitys_report_costs_one_call_however_many_batches_the_build_takes(nano_calls):
+    from hierarchy.datasets import Passage
+
+    peer, llm = nano_calls
+    first = peer.index([Passage("a", "", "Ann founded Alpha.")], lambda d, t: None)
+    second = peer.index([Passage("c", "", "Ann founded Alpha too.")], lambda d, t: None)
+    reports = [c for c in llm.calls if "community report" in c["messages"][-1]["content"]]
+    assert len(reports) == 1  # nano-graphrag asks again on every insert; its own cache would answer
+    assert (first.llm_calls, second.llm_calls) == (4, 3)
 
 
 def test_the_tokenizer_that_stands_in_for_tiktoken_cuts_text_into_pieces_that_decode_back(monkeypatch):

@@ -16,14 +16,19 @@ BPE tokens: the context budgets below leave room in the model's 4,096 tokens.
 Incremental: nano-graphrag's insert skips documents whose content hash is already in its
 full_docs store, and stores a batch's documents only once its extraction and community reports
 are done: a batch cut short is extracted again (the harness's LLM call cache replays it). It
-keeps no community report across inserts: each insert clusters the whole graph again and
-writes every community's report anew (the harness's cache replays an unchanged community's)."""
+keeps no community report across inserts: each insert clusters the whole graph again and asks
+for every community's report anew. With its own LLM cache (on by default) a community that did
+not change costs no call; that cache is off here, so the runner keeps the index's report replies
+by their prompt (reports.json in the store) and answers a repeated one itself: otherwise every
+report would be counted once per batch, a cost that depends on the harness's batch size."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
+import os
 import sys
 
 from lightrag_runner import PieceTokenizer, restore_delimiters
@@ -36,6 +41,7 @@ DEFAULTS = {
     "entity_extract_max_gleaning": 1,
     "entity_summary_to_max_tokens": 500,
     "max_graph_cluster_size": 10,
+    "reuse_community_reports": True,  # what nano-graphrag's own cache does for an unchanged community
     # what a community report's prompt may hold of the community (nano-graphrag: 32,768; the
     # report prompt's ~2,000 tokens + this fit the model's context)
     "community_report_max_tokens": 1200,
@@ -110,8 +116,12 @@ class Runner:
         self.loop = asyncio.new_event_loop()
         self.rag = None
         self.s: dict = {}
-        # community reports the model did not write as JSON; LLM calls the harness could not serve
-        self.counts = {"report_fallbacks": 0, "failed_calls": 0}
+        # community reports the model did not write as JSON, reports of an unchanged community
+        # answered from self.reports, LLM calls the harness could not serve
+        self.counts = {"report_fallbacks": 0, "reports_reused": 0, "failed_calls": 0}
+        self.reports: dict[str, str] = {}  # md5 of a report request's messages -> the reply
+        self.reports_file = ""
+        self.indexing = False  # only the index's reports are reused, not a global query's map calls
 
     def harness_functions(self):
         """(llm, embed): async functions in nano-graphrag's signatures (best_model_func and
@@ -127,6 +137,11 @@ class Runner:
             json_mode = isinstance(rf, dict) and rf.get("type") == "json_object"
             msgs = messages_of(prompt, system_prompt, history_messages)
             max_tokens = int(kw.get("max_tokens") or s["max_tokens"])
+            key = hashlib.md5(json.dumps(msgs, sort_keys=True).encode()).hexdigest()
+            reuse = json_mode and self.indexing and s["reuse_community_reports"]
+            if reuse and key in self.reports:
+                counts["reports_reused"] += 1
+                return self.reports[key]
             async with lock:
                 try:
                     text = await asyncio.to_thread(ch.llm, msgs, max_tokens, json_mode)
@@ -134,7 +149,10 @@ class Runner:
                     counts["failed_calls"] += 1
                     print(f"LLM call failed: {e}", file=sys.stderr)
                     return ""
-            return restore_delimiters(text)  # "<|COMPLETE|>" reaches the model as "< |COMPLETE|>"
+            text = restore_delimiters(text)  # "<|COMPLETE|>" reaches the model as "< |COMPLETE|>"
+            if reuse:
+                self.reports[key] = text
+            return text
 
         async def embed(texts):
             async with lock:
@@ -152,6 +170,10 @@ class Runner:
         logging.getLogger("nano-graphrag").setLevel(logging.INFO)
         no_download_tokenizer()
         self.s = s = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
+        self.reports_file = os.path.join(workdir, "reports.json")
+        if os.path.exists(self.reports_file):
+            with open(self.reports_file, encoding="utf-8") as f:
+                self.reports = json.load(f)
         llm, embed = self.harness_functions()
         wide = 1 << 20  # nano-graphrag's limiters never wait: the lock above serialises the calls
         self.rag = GraphRAG(
@@ -177,11 +199,22 @@ class Runner:
     def index(self, passages: list[dict]) -> dict:
         texts = [passage_text(p) for p in passages]
         if texts:
-            self.loop.run_until_complete(self.rag.ainsert(texts))
+            self.indexing = True
+            try:
+                self.loop.run_until_complete(self.rag.ainsert(texts))
+            finally:
+                self.indexing = False
+                self.save_reports()
         stored = self.loop.run_until_complete(self.rag.full_docs.filter_keys([doc_id(t) for t in texts]))
         # a document nano-graphrag did not store (no entity in its batch, or the insert failed)
         failed = [p["id"] for p, t in zip(passages, texts) if doc_id(t) in stored]
         return {"failed": failed, **self.counts}
+
+    def save_reports(self) -> None:
+        tmp = self.reports_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.reports, f, ensure_ascii=False)
+        os.replace(tmp, self.reports_file)  # atomic: an interrupted write leaves the old file
 
     def answer(self, question: str) -> dict:
         from nano_graphrag import QueryParam
