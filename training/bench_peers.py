@@ -157,6 +157,3 @@ class LogicrouteAdapter(PeerAdapter):
 
 def route_adapter(route: str) -> type[PeerAdapter]:
     return type(f"Logicroute_{route}", (LogicrouteAdapter,), {"name": route, "route": route})
-
-
-SYSTEMS = ("chunk", "logic", "router", "lightrag", "hipporag")

@@ -1,5 +1,5 @@
 """`logicroute bench peers`: logicroute's routes and router beside the systems users would pick
-instead (LightRAG, HippoRAG 2), on the same passages, questions, LLM and embedder (issue 45).
+instead (LightRAG, HippoRAG 2, nano-graphrag), on the same passages, questions, LLM and embedder (issue 45).
 The harness is training/bench_peers_run.py; the peers run in venvs of their own
 (training/bench_peers_subprocess.py)."""
 
@@ -63,7 +63,10 @@ def _serve(llm_spec: str, port: int, n_ctx: int, threads: int, workdir: Path):
 @click.command("peers")
 @click.argument("data", nargs=-1, required=True)
 @click.option(
-    "--systems", default="chunk,logic,router,lightrag,hipporag", show_default=True, help="comma-separated systems"
+    "--systems",
+    default="chunk,logic,router,lightrag,hipporag",
+    show_default=True,
+    help="comma-separated systems: chunk, logic, router (logicroute's), lightrag, hipporag, nano-graphrag",
 )
 @click.option("--n", type=click.IntRange(min=1), default=30, show_default=True, help="questions per data set")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="first question")

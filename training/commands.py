@@ -13,7 +13,7 @@ from engine.cli_options import renamed
 BENCH_HELP = """Research benchmarks, each writing its report (see docs/results): the logic route against
 chunk, summary layers, the chunk index, reader answers, global questions, the HTTP server under
 load, how a KB scales, one LLM server process against the in-process model, dense, lexical and
-hybrid retrieval, and logicroute beside LightRAG and HippoRAG on the same ground."""
+hybrid retrieval, and logicroute beside LightRAG, HippoRAG and nano-graphrag on the same ground."""
 
 
 def register(group: click.Group) -> None:
