@@ -174,7 +174,7 @@ def judge_split(kb, llm, generalist: Path, work: Path, seed: int, k: int, run: O
     """One split seed: every fold's router judged on its fold; the figures over all the questions,
     argmax and escalated, with each fold's threshold, best epoch and what its runner did. `work`:
     the set's folder (the main adaptation in <work>/adapt, the folds under <work>/own_folds)."""
-    from training.bench_adapt import decisions
+    from training.adapt_verdict import decisions
     from training.lodo import judge
     from training.lodo_cascade import escalate
 
@@ -210,7 +210,7 @@ def own_folds(
 ) -> dict:
     """K-fold over the set's real questions for each of run.split_seeds: the splits, their mean
     and minimum, and issue 43's verdict on the mean, beside `systems` (the bench's, for the bar)."""
-    from training.bench_adapt import CONFIDENCE, _mean, verdict
+    from training.adapt_verdict import CONFIDENCE, mean_tables, verdict
 
     seeds = list(run.split_seeds)
     splits = []
@@ -218,7 +218,10 @@ def own_folds(
         for seed in seeds:
             echo(f"own questions: split seed {seed}, {k} folds")
             splits.append(judge_split(kb, llm, generalist, work, seed, k, run))
-    own = {OWN: _mean([s["router"] for s in splits]), OWN + CONFIDENCE: _mean([s["escalating"] for s in splits])}
+    own = {
+        OWN: mean_tables([s["router"] for s in splits]),
+        OWN + CONFIDENCE: mean_tables([s["escalating"] for s in splits]),
+    }
     both = {**systems, **own}
     per_split = {name: [verdict({**both, name: s[key]}, run.routes, name)["passes"] for s in splits]
                  for name, key in ((OWN, "router"), (OWN + CONFIDENCE, "escalating"))}  # fmt: skip
@@ -255,7 +258,7 @@ def _share(m: dict, logic: float | None) -> str:
 def summary_lines(sets: Mapping[str, dict]) -> list[str]:
     """One row per set with own folds: the LODO generalist, the adapted router without questions,
     the own-folds router (argmax and escalated; mean and min over splits) and the bar."""
-    from training.bench_adapt import CONFIDENCE, GENERALIST, SPECIALIST, score_bar
+    from training.adapt_verdict import CONFIDENCE, GENERALIST, SPECIALIST, score_bar
 
     parts = {n: p for n, p in sets.items() if p.get("own_folds")}
     if not parts:

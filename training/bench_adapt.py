@@ -23,15 +23,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from training.adapt_verdict import (
+    CONFIDENCE,
+    GENERALIST,
+    SPECIALIST,
+    decisions,
+    mean_tables,
+    score_bar,
+    verdict,
+)
 
 SETS = ("musique", "medical", "2wiki")
 SEEDS = (0, 1, 2)
-GAIN = 2.0  # points over the LODO generalist
-NEAR_BEST = 1.0  # points below the best fixed route
-TOKEN_SHARE = 0.5  # of always-logic's tokens per question
-SPECIALIST = "adapted specialist"
-GENERALIST = "LODO generalist"
-CONFIDENCE = " + confidence"  # escalation on: cheap answers under a fitted confidence threshold go on to logic
 KB_CHUNK_CASCADE = "chunk + confidence (KB threshold)"
 
 
@@ -86,52 +89,6 @@ def set_passages(name: str, rows: Sequence[dict], data: str | Path | None = None
         raise LogicRouteError(f"{name}: none of its {len(rows)} label rows' question ids is in {data}")
     ids = dict.fromkeys(pid for q in taken for pid in q.passages)
     return [by_id[pid] for pid in ids if pid in by_id]
-
-
-def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None, list[dict]]:
-    """The router's route for each question (its own decision, argmax), the share its guard
-    flags out of distribution (None without a guard) and its probabilities per question."""
-    decided = router.decide_many(list(questions))
-    oods = [d["ood"] for d in decided if d["ood"] is not None]
-    far = round(sum(bool(o["far"]) for o in oods) / len(oods), 3) if oods else None
-    return [d["route"] for d in decided], far, [d["probs"] for d in decided]
-
-
-def _mean(tables: Sequence[dict]) -> dict:
-    """Mean of the judge's figures over seeds (route shares averaged too)."""
-    out = dict(tables[0])
-    for k in ("score", "tokens", "llm_calls", "agreement"):
-        out[k] = round(sum(t[k] for t in tables) / len(tables), {"agreement": 3, "llm_calls": 2}.get(k, 1))  # as judge
-    out["shares"] = {r: round(sum(t["shares"][r] for t in tables) / len(tables), 3) for r in tables[0]["shares"]}
-    far = [t.get("far") for t in tables if t.get("far") is not None]
-    out["far"] = round(sum(far) / len(far), 3) if far else None
-    return out
-
-
-def verdict(systems: dict, routes: Sequence[str], name: str = SPECIALIST) -> dict:
-    """Whether the adapted router `name` meets issue 43's bar on this set, with the figures it compares."""
-    spec, gen = systems[name], systems[GENERALIST]
-    fixed = {r: systems[f"always {r}"] for r in routes}
-    best = max(fixed, key=lambda r: fixed[r]["score"])
-    logic_tokens = fixed["logic"]["tokens"] if "logic" in fixed else None
-    gain = spec["score"] >= gen["score"] + GAIN
-    near = spec["score"] >= fixed[best]["score"] - NEAR_BEST
-    cheap = logic_tokens is None or spec["tokens"] <= TOKEN_SHARE * logic_tokens
-    return {
-        "gain_over_generalist": round(spec["score"] - gen["score"], 1),
-        "best_fixed_route": best,
-        "below_best_fixed": round(fixed[best]["score"] - spec["score"], 1),
-        "token_share_of_logic": round(spec["tokens"] / logic_tokens, 3) if logic_tokens else None,
-        "system": name,
-        "passes": bool((gain or near) and cheap),
-    }
-
-
-def score_bar(systems: dict, routes: Sequence[str]) -> float:
-    """The lowest score that meets issue 43's bar on this set (the token cap aside): the LODO
-    generalist's + GAIN or the best fixed route's - NEAR_BEST, as verdict compares them."""
-    best = max(systems[f"always {r}"]["score"] for r in routes)
-    return round(min(systems[GENERALIST]["score"] + GAIN, best - NEAR_BEST), 1)
 
 
 def escalated(rows: Sequence[dict], first: Sequence[str], below: float | None, routes: Sequence[str]) -> dict:
@@ -294,9 +251,9 @@ def _adapt_seeds(name, kb, llm, generalist, work, seeds, options, adapt_fn, judg
         per_seed.append({"seed": seed, **table})
         per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
         adapted = res.report
-    systems[SPECIALIST] = _mean(per_seed)
+    systems[SPECIALIST] = mean_tables(per_seed)
     systems[SPECIALIST + CONFIDENCE] = {
-        **_mean(per_seed_escalated),
+        **mean_tables(per_seed_escalated),
         "below": [t.get("below") for t in per_seed_escalated],
     }
     return adapted, seed_probs, per_seed

@@ -29,7 +29,7 @@ from training.adapt import adapt
 from training.adapt_labels import AGREEMENT_METRIC, OWN
 from training.adapt_own_folds import OWN as OWN_SYSTEM
 from training.adapt_own_folds import TITLE, OwnFoldsRun, ReplayRunner, fold_split, own_folds
-from training.bench_adapt import CONFIDENCE, GENERALIST
+from training.adapt_verdict import CONFIDENCE, GENERALIST
 from training.label_scorers import LabelConfig
 from training.labels import make_row
 from training.lodo import judge

@@ -14,7 +14,8 @@ from hierarchy.datasets import Question
 from hierarchy.kb import KnowledgeBase
 from router.checkpoint import read_card
 from tests.fakes import HashedBowEmbedder
-from training.bench_adapt import CONFIDENCE, GENERALIST, SPECIALIST, bench_adapt, escalated, verdict
+from training.adapt_verdict import CONFIDENCE, GENERALIST, SPECIALIST, verdict
+from training.bench_adapt import bench_adapt, escalated
 from training.fit import TrainConfig
 from training.label_scorers import LabelConfig
 from training.labels import make_row
