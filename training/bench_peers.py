@@ -119,7 +119,10 @@ class LogicrouteAdapter(PeerAdapter):
         t0 = time.perf_counter()
         kb = build_or_open_kb(self.ctx.workdir.parent / "kb", list(passages), show_progress=False)
         preset = self.ctx.options.get("logic_preset", "auto")
-        self.rag = RoutedRAG(kb=kb, llm=self.ctx.llm, k=self.ctx.k, style=self.ctx.style, logic_preset=preset)
+        checkpoint = router_checkpoint(kb, self.name) if self.route == "router" else None
+        self.rag = RoutedRAG(
+            kb=kb, llm=self.ctx.llm, k=self.ctx.k, style=self.ctx.style, logic_preset=preset, checkpoint=checkpoint
+        )
         self.rag.retry_unanswered = False  # each system answers as it is, no second route
         progress(len(passages), len(passages))
         return IndexCost(seconds=time.perf_counter() - t0, passages=len(passages))
@@ -150,10 +153,32 @@ class LogicrouteAdapter(PeerAdapter):
             out["logic_config"] = preset_config(preset, k=self.ctx.k).fingerprint()
             out["logic_max_seconds"] = float(self.ctx.options.get("logic_max_seconds", 1800))
         if self.route == "router":
-            out["router"] = "the shipped generalist"
+            out["router"] = ADAPTED_ROUTER if self.name == ADAPTED_SYSTEM else "the shipped generalist"
         out["indexing"] = "passages as chunks, extractive summary layers (no LLM)"
         return out
 
 
-def route_adapter(route: str) -> type[PeerAdapter]:
-    return type(f"Logicroute_{route}", (LogicrouteAdapter,), {"name": route, "route": route})
+ADAPTED_SYSTEM = "router-adapted"
+ADAPTED_ROUTER = "the KB's adapted router (logicroute adapt --kb on the bench's KB)"
+
+
+def router_checkpoint(kb, system: str) -> str:
+    """The router a router row decides with: `router` the shipped generalist even on a KB that
+    remembers an adapted one (so its rows keep their meaning after `adapt`), `router-adapted` the
+    KB's adapted router, an error naming the command when the KB has none."""
+    from router.checkpoint import DEFAULT_CHECKPOINT
+    from router.kb_router import remembered_checkpoint
+
+    if system != ADAPTED_SYSTEM:
+        return str(DEFAULT_CHECKPOINT)
+    adapted = remembered_checkpoint(kb)
+    if adapted is None:
+        raise LogicRouteError(
+            f"{system}: the KB at {kb.path} has no adapted router; run `logicroute adapt --kb {kb.path}`"
+        )
+    return str(adapted)
+
+
+def route_adapter(route: str, name: str | None = None) -> type[PeerAdapter]:
+    name = name or route
+    return type(f"Logicroute_{name.replace('-', '_')}", (LogicrouteAdapter,), {"name": name, "route": route})

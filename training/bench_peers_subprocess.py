@@ -19,6 +19,7 @@ from pathlib import Path
 from engine.base.errors import LLMError, LogicRouteError
 from engine.base.types import Usage
 from training.bench_peers import (
+    ADAPTED_SYSTEM,
     IndexCost,
     PeerAdapter,
     PeerAnswer,
@@ -231,6 +232,7 @@ class NanoGraphRAGAdapter(SubprocessPeer):
 def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
     """System name -> factory: logicroute's routes, and the peers that run in a venv of their own."""
     reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: route_adapter(r) for r in ("chunk", "logic", "router")}
+    reg[ADAPTED_SYSTEM] = route_adapter("router", ADAPTED_SYSTEM)
     reg["lightrag"] = LightRAGAdapter
     reg["hipporag"] = HippoRAGAdapter
     reg["nano-graphrag"] = NanoGraphRAGAdapter

@@ -66,7 +66,8 @@ def _serve(llm_spec: str, port: int, n_ctx: int, threads: int, workdir: Path):
     "--systems",
     default="chunk,logic,router,lightrag,hipporag",
     show_default=True,
-    help="comma-separated systems: chunk, logic, router (logicroute's), lightrag, hipporag, nano-graphrag",
+    help="comma-separated systems: chunk, logic, router, router-adapted (logicroute's; router-adapted needs "
+    "`logicroute adapt --kb OUT/SET/kb` first), lightrag, hipporag, nano-graphrag",
 )
 @click.option("--n", type=click.IntRange(min=1), default=30, show_default=True, help="questions per data set")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="first question")

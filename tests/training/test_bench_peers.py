@@ -210,6 +210,23 @@ def test_logicroutes_own_rows_index_with_no_llm_call_and_book_each_answers_usage
     assert row["settings"]["route"] == "chunk" and row["settings"]["k"] == 3
 
 
+def test_the_router_row_keeps_the_shipped_generalist_and_router_adapted_takes_the_kbs_own(tmp_path):
+    from types import SimpleNamespace
+
+    from router.checkpoint import DEFAULT_CHECKPOINT
+    from router.kb_router import MANIFEST_ENTRY
+    from training.bench_peers import router_checkpoint
+
+    bare = SimpleNamespace(path=tmp_path, manifest={})
+    with pytest.raises(LogicRouteError, match="logicroute adapt --kb"):
+        router_checkpoint(bare, "router-adapted")
+    (tmp_path / "router").mkdir()
+    (tmp_path / "router" / "adapted.ckpt").write_bytes(b"x")
+    adapted = SimpleNamespace(path=tmp_path, manifest={MANIFEST_ENTRY: {"checkpoint": "router/adapted.ckpt"}})
+    assert router_checkpoint(adapted, "router") == str(DEFAULT_CHECKPOINT)
+    assert router_checkpoint(adapted, "router-adapted") == str(tmp_path / "router" / "adapted.ckpt")
+
+
 # ------------------------------------------------------------- the subprocess protocol
 
 ECHO_RUNNER = """
