@@ -373,3 +373,24 @@ def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harn
     copied = sent[0]["content"]  # what a model that copies the example writes back
     assert "<|#|>" not in copied
     assert restore_delimiters(copied) == "entity<|#|>Ann<|#|>person\n<|COMPLETE|>"
+
+
+def test_lightrag_deletes_the_documents_an_interrupted_build_left_half_done_so_they_are_extracted_again(monkeypatch):
+    import asyncio
+
+    monkeypatch.syspath_prepend(str(RUNNERS))
+    from training.peer_runners.lightrag_runner import clear_unfinished
+
+    class Status:
+        async def get_docs_by_statuses(self, statuses):
+            return {d: s for d, s in docs.items() if s in statuses}
+
+    class Rag:
+        doc_status = Status()
+
+        async def adelete_by_doc_id(self, doc_id):
+            docs.pop(doc_id)
+
+    docs = {"a": "processed", "b": "processing", "dup-1": "failed", "c": "pending"}
+    assert asyncio.run(clear_unfinished(Rag(), ["failed", "processing", "pending"])) == ["b", "c", "dup-1"]
+    assert docs == {"a": "processed"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import threading
 
 from protocol import Channel, messages_of, serve
@@ -42,6 +43,18 @@ def restore_delimiters(text: str) -> str:
     template's control token), so the model copies "< |#|>" from the examples and LightRAG's
     parser, which looks for "<|#|>" and "<|COMPLETE|>", would find no entity."""
     return text.replace("< |", "<|")
+
+
+async def clear_unfinished(rag, statuses) -> list[str]:
+    """Delete the documents an interrupted build left half done (`statuses`: failed, processing,
+    pending), so the harness's next batch extracts them again and books what that costs. Without
+    this LightRAG keeps them: a document id inserted again is taken for a duplicate (recorded as a
+    failed "dup-" document) and never extracted, and its cost is missing from the index figures.
+    Deleting a document no extraction finished for makes no LLM call. Returns the ids deleted."""
+    unfinished = sorted(await rag.doc_status.get_docs_by_statuses(list(statuses)))
+    for doc_id in unfinished:
+        await rag.adelete_by_doc_id(doc_id)
+    return unfinished
 
 
 class PieceTokenizer:
@@ -85,7 +98,14 @@ class Runner:
         import lightrag
 
         self.s = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
+        from lightrag.base import DocStatus
+
         self.loop.run_until_complete(self._open(workdir, embedding_dim))
+        # the harness runs one batch at a time, so at open no document can be in flight
+        unfinished = (DocStatus.FAILED, DocStatus.PROCESSING, DocStatus.PENDING)
+        cleared = self.loop.run_until_complete(clear_unfinished(self.rag, unfinished))
+        if cleared:
+            print(f"cleared {len(cleared)} unfinished documents of an interrupted build: {cleared}", file=sys.stderr)
         return {"package": "lightrag-hku", "version": lightrag.__version__, "settings": self.s}
 
     async def _open(self, workdir: str, dim: int) -> None:
