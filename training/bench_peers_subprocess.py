@@ -47,6 +47,7 @@ class SubprocessPeer(PeerAdapter):
         super().__init__(ctx)
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
+        self.store: Path | None = None
         self.failed_calls = 0  # LLM calls the harness could not serve (an indexing error each)
         self.last_failure = ""
 
@@ -89,6 +90,7 @@ class SubprocessPeer(PeerAdapter):
         setup = json.dumps([self.ctx.setup, (RUNNERS / self.runner).read_text(), settings], sort_keys=True)
         store = self.ctx.workdir / f"store-{hashlib.sha1(setup.encode()).hexdigest()[:10]}"
         store.mkdir(exist_ok=True)
+        self.store = store
         self.hello, _ = self._command(
             "hello", workdir=str(store.resolve()), embedding_dim=self._embedder().dim, settings=settings
         )
@@ -160,6 +162,9 @@ class SubprocessPeer(PeerAdapter):
             "package": f"{self.hello.get('package')}=={self.hello.get('version')}",
             "embedder": self._embedder().spec or "MiniLM",
             **self.hello.get("settings", {}),
+            # the rows' signature follows the store: rows of a store another runner built (the
+            # runner's code is part of its name) would count passages the new store lacks
+            "store": self.store.name,
         }
 
     def index(self, passages: Sequence, progress: Progress) -> IndexCost:

@@ -286,6 +286,7 @@ def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_i
     peer = echo_peer(tmp_path, llm)
     try:
         assert peer.settings()["package"] == "echo==1" and peer.settings()["embedder"] == "fake-emb"
+        assert peer.settings()["store"].startswith("store-")  # the rows' signature names the store they built
         passages = [Passage("a", "", "a text"), Passage("b", "", "b text"), Passage("j", "", "j text")]
         cost = peer.index(passages, lambda d, t: None)
         assert cost.passages == 3 and cost.llm_calls == 3  # b's call failed, and is counted
