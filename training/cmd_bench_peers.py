@@ -60,6 +60,16 @@ def _serve(llm_spec: str, port: int, n_ctx: int, threads: int, workdir: Path):
     return f"openai:{s.model}@{url}?timeout=3600&retries=0", proc
 
 
+def with_context(llm, n_ctx: int):
+    """The in-process model (under its cache) with an `n_ctx`-token context, set before its first
+    call; a served model is left as it is (its server got the context). The context is not part of
+    the model's name, so the LLM call cache's keys and the rows' signatures stay the same."""
+    model = getattr(llm, "inner", llm)
+    if hasattr(model, "n_ctx"):
+        model.n_ctx = n_ctx
+    return llm
+
+
 @click.command("peers")
 @click.argument("data", nargs=-1, required=True)
 @click.option(
@@ -79,7 +89,15 @@ def _serve(llm_spec: str, port: int, n_ctx: int, threads: int, workdir: Path):
 @click.option("--venv", "venvs", multiple=True, help="SYSTEM=PATH: the venv a peer is installed in")
 @click.option("--serve-local", is_flag=True, help="serve the --llm local model through llama.cpp's server")
 @click.option("--server-port", default=DEFAULT_SERVER_PORT, show_default=True)
-@click.option("--server-ctx", default=8192, show_default=True, help="the served model's context, in tokens")
+@click.option(
+    "--ctx",
+    "--server-ctx",
+    "server_ctx",
+    default=8192,
+    show_default=True,
+    help="the model's context in tokens, served (--serve-local) or in process: the peers' query prompts need more "
+    "than the local model's 4,096",
+)
 @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True, help="the server's threads")
 @click.option("--out", default="runs/bench_peers", show_default=True, type=click.Path(file_okay=False))
 @click.option("--report-dir", default="docs/results/peers", show_default=True, type=click.Path(file_okay=False))
@@ -115,6 +133,7 @@ def bench_peers(
     command = " ".join(["logicroute bench peers", *args])
     try:
         llm = make_llm(llm_spec, cache=not no_cache)
+        with_context(llm, server_ctx)
         for d in data:
             cfg = PeersConfig(
                 data=resolve_data(d), systems=names, out=out, n=n, offset=offset, kb_questions=kb_questions,
