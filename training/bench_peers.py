@@ -154,6 +154,8 @@ class LogicrouteAdapter(PeerAdapter):
             out["logic_max_seconds"] = float(self.ctx.options.get("logic_max_seconds", 1800))
         if self.route == "router":
             out["router"] = ADAPTED_ROUTER if self.name == ADAPTED_SYSTEM else "the shipped generalist"
+        if self.name == ADAPTED_SYSTEM:  # another `adapt` makes another router: its answers are not these
+            out["router_sha1"] = adapted_router_sha1(self.ctx.workdir.parent / "kb", self.ctx.embedder)
         out["indexing"] = "passages as chunks, extractive summary layers (no LLM)"
         return out
 
@@ -177,6 +179,19 @@ def router_checkpoint(kb, system: str) -> str:
             f"{system}: the KB at {kb.path} has no adapted router; run `logicroute adapt --kb {kb.path}`"
         )
     return str(adapted)
+
+
+def adapted_router_sha1(kb_path: Path, embedder=None) -> str | None:
+    """The content hash of the adapted router the KB at `kb_path` records; None without a KB or
+    without one (indexing then names the missing `adapt`)."""
+    from engine.base.files import content_hash
+    from hierarchy.kb import KnowledgeBase
+    from router.kb_router import remembered_checkpoint
+
+    if not KnowledgeBase.exists(kb_path):
+        return None
+    checkpoint = remembered_checkpoint(KnowledgeBase.open(kb_path, embedder))
+    return content_hash(checkpoint.read_bytes()) if checkpoint is not None else None
 
 
 def route_adapter(route: str, name: str | None = None) -> type[PeerAdapter]:
