@@ -170,6 +170,7 @@ def judge_set(
     real questions given to adapt K-fold as the user's own (training.adapt_own_folds)."""
     from router.checkpoint import load_router
     from training.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
+    from training.adapt_own_folds import fold_split
     from training.label_arrays import routes_of
     from training.lodo import judge
     from training.passage_kb import passages_kb
@@ -178,6 +179,8 @@ def judge_set(
         from training.adapt import adapt as adapt_fn
     work.mkdir(parents=True, exist_ok=True)
     train_files, rows, dataset = split_files(label_files, name)
+    if own_folds:  # a fold count the questions cannot fill fails now, not after the set's adaptation
+        fold_split(len(rows), own_folds, seed=0)
     generalist = lodo_generalist(work, train_files, dataset, cfg, embedder, echo=lambda s: echo(f"{name}: {s}"))
     passages = set_passages(name, rows, data)
     echo(f"{name}: KB of the {len(passages)} passages of its {len(rows)} labelled questions")

@@ -184,3 +184,18 @@ def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
     md = (tmp_path / "out2" / "report.md").read_text()
     assert folded["sets"]["films"]["own_folds"]["folds"] == 2 and f"### {TITLE}" in md
     assert (tmp_path / "work" / "films" / "own_folds" / "split2" / "fold1" / "own_questions.jsonl").is_file()
+
+
+def test_more_folds_than_real_questions_fail_the_set_before_any_adaptation(tmp_path):
+    from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
+    from training.bench_adapt import bench_adapt
+
+    emb, calls = HashedBowEmbedder(dim=32), []
+    files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}
+    report = bench_adapt(
+        ["films"], [label for _, label in files.values()], tmp_path / "work", tmp_path / "out", llm=None, n=7,
+        embedder=emb, cfg=CFG, adapt_fn=always_logic_adapt(tmp_path, emb, calls), seeds=(0,), progress=False,
+        data={d: data for d, (data, _) in files.items()}, echo=lambda s: None, own_folds=9,
+    )  # fmt: skip
+    assert "9 folds of 8 questions" in report["sets"]["films"]["error"]
+    assert calls == []  # the set's adaptation (hours of labelling for a real set) never started
