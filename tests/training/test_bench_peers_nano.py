@@ -6,6 +6,7 @@ the benchmark (its own venv), never here."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 
@@ -163,3 +164,30 @@ def test_the_tokenizer_that_stands_in_for_tiktoken_cuts_text_into_pieces_that_de
     # nano-graphrag's chunking decodes windows of a document's tokens: each is a span of the text
     cut = enc.decode_batch([tokens[0][:4], tokens[0][4:]])
     assert "".join(cut) == docs[0] and cut[0] == "Alpha Corp was founded"
+
+
+def test_the_index_reports_as_failed_exactly_the_passages_nano_graphrag_did_not_store(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(RUNNERS))
+    from training.peer_runners.nano_graphrag_runner import Runner, doc_id
+
+    class FullDocs:  # nano-graphrag's JsonKVStorage: filter_keys returns the keys it does NOT hold
+        def __init__(self):
+            self.data = {}
+
+        async def filter_keys(self, keys):
+            return {k for k in keys if k not in self.data}
+
+    class Rag:  # stores a document unless its extraction found no entity, as GraphRAG.ainsert does
+        full_docs = FullDocs()
+
+        async def ainsert(self, texts):
+            self.full_docs.data |= {doc_id(t): {"content": t.strip()} for t in texts if "nothing" not in t}
+
+    runner = Runner(channel=None)
+    runner.rag, runner.reports_file = Rag(), str(tmp_path / "reports.json")
+    runner.reports = {"k": "a kept report"}
+    batch = [{"id": "a", "title": "Ann", "text": "Ann founded Alpha."}, {"id": "b", "title": "", "text": "nothing"}]
+    assert runner.index(batch)["failed"] == ["b"]
+    assert runner.index([])["failed"] == []  # an empty batch opens the index and stores nothing
+    assert json.loads((tmp_path / "reports.json").read_text()) == {"k": "a kept report"}
+    runner.loop.close()
