@@ -141,7 +141,8 @@ def renamed(old: str, new: str, cmd: click.Command, **fixed) -> click.Command:
         return cmd.callback(*args, **{**kwargs, **fixed})
 
     params = [p for p in cmd.params if p.name not in fixed]
-    note = f"The former name of `logicroute {new}`, with its options (see `logicroute {new.split()[0]} --help`)."
+    command = " ".join(w for w in new.split() if not w.startswith("-"))  # "ask --dry-run" -> "ask"
+    note = f"The former name of `logicroute {new}`, with its options (see `logicroute {command} --help`)."
     return click.Command(old, params=params, callback=callback, help=note, hidden=True)
 
 

@@ -49,10 +49,15 @@ def written_questions(written: Sequence) -> list[Question]:
     ]
 
 
+def normalized(text: str) -> str:
+    """A question as adapt holds the user's own: runs of whitespace as one space."""
+    return " ".join(text.split())
+
+
 def own_questions(texts: Sequence[str]) -> list[Question]:
     """Label questions of the user's own questions; the id is the text's hash, so a file edited
     between runs keeps the labels of the questions it still holds."""
-    uniq = list(dict.fromkeys(" ".join(t.split()) for t in texts if t.strip()))
+    uniq = list(dict.fromkeys(normalized(t) for t in texts if t.strip()))
     return [
         Question(id=f"own-{content_hash(t)[:12]}", text=t, answers=[], type="own", supporting=[], dataset=OWN)
         for t in uniq

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from training.adapt_labels import normalized
 
 SPLIT_SEEDS = (0, 1, 2)  # each seeds the folds and the fine-tuning of that split's routers
 OWN = "adapted, own questions (K-fold)"
@@ -41,11 +42,6 @@ def fold_split(n: int, k: int, seed: int) -> list[list[int]]:
         raise LogicRouteError(f"{k} folds of {n} questions: each fold needs the others' questions and one of its own")
     order = np.random.default_rng(seed).permutation(n)
     return [sorted(int(i) for i in order[b::k]) for b in range(k)]
-
-
-def normalized(text: str) -> str:
-    """A question as adapt's own questions hold it (training.adapt_labels.own_questions)."""
-    return " ".join(text.split())
 
 
 def replayed_answer(row: dict, route: str):
