@@ -38,6 +38,7 @@ class SubprocessPeer(PeerAdapter):
     environment variable and default folder of the venv it is installed in."""
 
     runner = ""
+    runner_modules: tuple[str, ...] = ("protocol.py",)  # what the runner imports from beside it: its code too
     requirements: tuple[str, ...] = ()  # what `pip install` needs in the peer's venv, pinned
     venv_env = "LOGICROUTE_PEERS_VENV"
     venv_default = WORK / "peers-venv"
@@ -48,6 +49,7 @@ class SubprocessPeer(PeerAdapter):
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
         self.store: Path | None = None
+        self.store_id = ""
         self.failed_calls = 0  # LLM calls the harness could not serve (an indexing error each)
         self.last_failure = ""
 
@@ -85,12 +87,13 @@ class SubprocessPeer(PeerAdapter):
         )
         log.close()
         settings = {**self.peer_settings(), **self.ctx.options.get(self.name, {})}
-        # one store per setup (the run's LLM and passages, the runner, its settings): a peer finds
-        # no index built under other settings, whose cost would not be this run's
-        setup = json.dumps([self.ctx.setup, (RUNNERS / self.runner).read_text(), settings], sort_keys=True)
+        # one store per setup (the run's LLM and passages, the code of the runner and of the modules it
+        # imports, its settings): a peer finds no index built otherwise, whose cost would not be this run's
+        code = [(RUNNERS / f).read_text() for f in (self.runner, *self.runner_modules)]
+        setup = json.dumps([self.ctx.setup, code, settings], sort_keys=True)
         store = self.ctx.workdir / f"store-{hashlib.sha1(setup.encode()).hexdigest()[:10]}"
         store.mkdir(exist_ok=True)
-        self.store = store
+        self.store, self.store_id = store, store_identity(store)
         self.hello, _ = self._command(
             "hello", workdir=str(store.resolve()), embedding_dim=self._embedder().dim, settings=settings
         )
@@ -164,7 +167,7 @@ class SubprocessPeer(PeerAdapter):
             **self.hello.get("settings", {}),
             # the rows' signature follows the store: rows of a store another runner built (the
             # runner's code is part of its name) would count passages the new store lacks
-            "store": self.store.name,
+            "store": self.store_id,
         }
 
     def index(self, passages: Sequence, progress: Progress) -> IndexCost:
@@ -202,6 +205,25 @@ class SubprocessPeer(PeerAdapter):
         return PeerAnswer(text, u.llm_calls, u.prompt_tokens, u.completion_tokens, seconds, error)
 
 
+def store_identity(store: Path) -> str:
+    """What a peer's rows are signed with: the store's name, and the id written into it when it
+    was made, so a store deleted and made again is another store (rows of the old one would count
+    passages it lacks). A store made before ids were written is known by its name alone, so its
+    rows keep their signature."""
+    import uuid
+
+    from engine.base.files import atomic_write_text
+
+    marker = store / ".store_id"
+    if marker.is_file():
+        return f"{store.name}#{marker.read_text().strip()}"
+    if any(store.iterdir()):
+        return store.name
+    made = uuid.uuid4().hex[:8]
+    atomic_write_text(marker, made)
+    return f"{store.name}#{made}"
+
+
 class PeerError(LogicRouteError):
     """A command that failed inside the runner; `usage`: the LLM calls it made before."""
 
@@ -229,6 +251,7 @@ class HippoRAGAdapter(SubprocessPeer):
 class NanoGraphRAGAdapter(SubprocessPeer):
     name = "nano-graphrag"
     runner = "nano_graphrag_runner.py"
+    runner_modules = ("protocol.py", "lightrag_runner.py")  # its tokenizer and delimiter repair
     requirements = ("nano-graphrag==0.0.8.2",)
     venv_env = "LOGICROUTE_NANO_GRAPHRAG_VENV"
     venv_default = WORK / "peers-venv-nano"  # its numpy<2 (via graspologic) and dspy/litellm stay apart
