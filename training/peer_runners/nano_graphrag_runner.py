@@ -11,7 +11,8 @@ core from the model while a community level's reports queue behind one another.
 tiktoken: nano-graphrag counts and cuts text with tiktoken's gpt-4o vocabulary, which tiktoken
 downloads at first use (this machine cannot). tiktoken.encoding_for_model and get_encoding are
 replaced by LightRAG's runner's tokenizer of regex pieces, which count a little under the LLM's
-BPE tokens: the context budgets below leave room in the model's 4,096 tokens.
+BPE tokens: the context budgets below were set to fit 4,096 tokens (the local model's own context;
+`bench peers` gives it 8,192), so they leave room.
 
 Incremental: nano-graphrag's insert skips documents whose content hash is already in its
 full_docs store, and stores a batch's documents only once its extraction and community reports
