@@ -105,6 +105,9 @@ class LogicrouteAdapter(PeerAdapter):
     the routing benchmark builds from the same passages: zero indexing LLM calls."""
 
     route = "chunk"
+    # the KB is built from all the passages at once (no LLM call): built batch by batch, each
+    # build would replace the last and leave a KB of the last batch alone
+    incremental = False
 
     def __init__(self, ctx: PeerContext):
         super().__init__(ctx)
