@@ -35,7 +35,7 @@ def start_in_background(url: str, n: int) -> list[threading.Thread]:
     return threads
 
 
-def wait_until(condition, timeout: float = 10.0) -> None:
+def wait_until(condition, timeout: float = 30.0) -> None:
     t0 = time.monotonic()
     while not condition():
         assert time.monotonic() - t0 < timeout, "condition not reached"
