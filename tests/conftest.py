@@ -40,3 +40,14 @@ def real_embedder():
     from tests.real_embedder import shared_test_embedder  # imports the engine: not before a test asks
 
     return shared_test_embedder()
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny tensors: one thread is fastest, and spares the shared CPU from spin-waiting."""
+    import torch  # not at collection: most tests never touch torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -37,14 +37,7 @@ QUESTIONS = [question(i, "volcano", "bridge") for i in range(24)] + [question(i,
 FAST = {"lr": 3e-3}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

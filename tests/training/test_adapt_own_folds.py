@@ -39,14 +39,7 @@ RIGHT = {"logic": {"volcano", "bank"}, "chunk": {"bank"}}  # the written questio
 FAST = {"lr": 3e-3}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def real_rows(n: int = 10) -> list[dict]:
