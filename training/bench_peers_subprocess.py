@@ -48,8 +48,7 @@ class SubprocessPeer(PeerAdapter):
         super().__init__(ctx)
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
-        self.store: Path | None = None
-        self.store_id = ""
+        self.store_id = ""  # what the rows are signed with (store_identity), set when the runner starts
         self.failed_calls = 0  # LLM calls the harness could not serve (an indexing error each)
         self.last_failure = ""
 
@@ -93,7 +92,7 @@ class SubprocessPeer(PeerAdapter):
         setup = json.dumps([self.ctx.setup, code, settings], sort_keys=True)
         store = self.ctx.workdir / f"store-{hashlib.sha1(setup.encode()).hexdigest()[:10]}"
         store.mkdir(exist_ok=True)
-        self.store, self.store_id = store, store_identity(store)
+        self.store_id = store_identity(store)
         self.hello, _ = self._command(
             "hello", workdir=str(store.resolve()), embedding_dim=self._embedder().dim, settings=settings
         )
