@@ -127,7 +127,8 @@ def seed_fold_folder(out: Path, main: Path) -> None:
 @contextmanager
 def kept_kb_router(kb_path: Path, embedder) -> Iterator[None]:
     """Whatever the folds' `adapt` runs record in the KB, its adapted router and manifest entry
-    are what they were before (the router the rest of the bench judges and `ask` uses)."""
+    are what they were before (the router the rest of the bench judges and `ask` uses): none
+    again when it had none."""
     from hierarchy.kb import KnowledgeBase
     from router.checkpoint import card_path
     from router.kb_router import ADAPTED, MANIFEST_ENTRY
@@ -140,10 +141,13 @@ def kept_kb_router(kb_path: Path, embedder) -> Iterator[None]:
     finally:
         from engine.base.files import atomic_write_bytes
 
-        for f, data in saved.items():
-            atomic_write_bytes(f, data)
-        if entry is not None:
-            kb = KnowledgeBase.open(kb_path, embedder)
+        for f in files:
+            if f in saved:
+                atomic_write_bytes(f, saved[f])
+            else:
+                f.unlink(missing_ok=True)
+        kb = KnowledgeBase.open(kb_path, embedder)
+        if (kb.manifest or {}).get(MANIFEST_ENTRY) != entry:
             with kb.writing():
                 kb.annotate(MANIFEST_ENTRY, entry)
 

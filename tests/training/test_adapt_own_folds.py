@@ -158,6 +158,21 @@ def test_the_kb_keeps_the_router_it_had_before_the_folds(folded):
     assert json.loads((kb_path / "manifest.json").read_text())[MANIFEST_ENTRY] == entry
 
 
+def test_a_kb_without_a_router_before_the_folds_has_none_after_them(tmp_path):
+    from hierarchy.kb import KnowledgeBase
+    from router.kb_router import remember, remembered_checkpoint
+    from training.adapt_own_folds import kept_kb_router
+
+    emb = embedder()
+    kb = tiny_kb(tmp_path / "kb", emb)
+    with kept_kb_router(kb.path, emb):
+        (kb.path / ADAPTED).parent.mkdir(exist_ok=True)
+        (kb.path / ADAPTED).write_bytes(b"a fold's router")
+        remember(kb, kb.path / ADAPTED, {"from": "a fold"})
+    assert not (kb.path / ADAPTED).exists()
+    assert remembered_checkpoint(KnowledgeBase.open(kb.path, emb)) is None
+
+
 def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
     from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
     from training.bench_adapt import bench_adapt
