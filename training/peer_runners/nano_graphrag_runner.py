@@ -206,9 +206,10 @@ class Runner:
             finally:
                 self.indexing = False
                 self.save_reports()
-        stored = self.loop.run_until_complete(self.rag.full_docs.filter_keys([doc_id(t) for t in texts]))
-        # a document nano-graphrag did not store (no entity in its batch, or the insert failed)
-        failed = [p["id"] for p, t in zip(passages, texts) if doc_id(t) in stored]
+        # filter_keys returns the keys its store lacks: a document nano-graphrag did not store (no
+        # entity in its batch, or the insert failed)
+        missing = self.loop.run_until_complete(self.rag.full_docs.filter_keys([doc_id(t) for t in texts]))
+        failed = [p["id"] for p, t in zip(passages, texts) if doc_id(t) in missing]
         return {"failed": failed, **self.counts}
 
     def save_reports(self) -> None:
