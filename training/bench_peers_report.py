@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text
+from training.bench_peers_compare import comparison_lines, comparisons
 from training.bench_report import markdown_table
 
 COLUMNS = (
@@ -77,6 +78,7 @@ def summarize(name, cfg, items, passages, runs, llm_name: str, notes: list[str],
         "llm": llm_name,
         "config": cfg_d,
         "systems": [system_row(r) for r in runs],
+        "comparisons": comparisons(runs),
         "notes": notes,
         "seconds": round(seconds, 1),
         # wall times depend on what else the machine ran: the load says how busy it was
@@ -129,6 +131,8 @@ def report_markdown(report: dict, command: str) -> str:
             for s in report["systems"]
             if s["index_llm_calls"]
         ),
+        "",
+        *comparison_lines(report.get("comparisons", [])),
         "",
         "## Settings",
         "",
