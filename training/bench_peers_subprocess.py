@@ -256,6 +256,18 @@ class NanoGraphRAGAdapter(SubprocessPeer):
     venv_default = WORK / "peers-venv-nano"  # its numpy<2 (via graspologic) and dspy/litellm stay apart
 
 
+class GraphRAGAdapter(SubprocessPeer):
+    name = "graphrag"
+    runner = "graphrag_runner.py"
+    runner_modules = ("protocol.py", "lightrag_runner.py")  # its tokenizer and delimiter repair
+    requirements = ("graphrag==3.3.0",)
+    venv_env = "LOGICROUTE_GRAPHRAG_VENV"
+    venv_default = WORK / "peers-venv-graphrag"  # its LiteLLM, spaCy, LanceDB and pandas 3 stay apart
+    # one build over every passage: GraphRAG's update run would index each batch as a graph of its
+    # own, with communities that never span two batches (the runner says more)
+    incremental = False
+
+
 def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
     """System name -> factory: logicroute's routes, and the peers that run in a venv of their own."""
     reg: dict[str, Callable[[PeerContext], PeerAdapter]] = {r: route_adapter(r) for r in ("chunk", "logic", "router")}
@@ -263,4 +275,5 @@ def builtin_registry() -> dict[str, Callable[[PeerContext], PeerAdapter]]:
     reg["lightrag"] = LightRAGAdapter
     reg["hipporag"] = HippoRAGAdapter
     reg["nano-graphrag"] = NanoGraphRAGAdapter
+    reg["graphrag"] = GraphRAGAdapter
     return reg
