@@ -56,6 +56,7 @@ browser:
 PEERS_VENV ?= ../peers-venv
 HIPPORAG_VENV ?= ../peers-venv-hipporag
 NANO_VENV ?= ../peers-venv-nano
+GRAPHRAG_VENV ?= ../peers-venv-graphrag
 peer_pins = $(shell $(BIN)/python -c "import shlex; from training.bench_peers_subprocess import $(1) as A; print(shlex.join(A.requirements))")
 peers: install
 	test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
@@ -64,6 +65,8 @@ peers: install
 	$(HIPPORAG_VENV)/bin/pip install -q $(call peer_pins,HippoRAGAdapter)
 	test -x $(NANO_VENV)/bin/python || $(PY) -m venv $(NANO_VENV)
 	$(NANO_VENV)/bin/pip install -q $(call peer_pins,NanoGraphRAGAdapter)
+	test -x $(GRAPHRAG_VENV)/bin/python || $(PY) -m venv $(GRAPHRAG_VENV)
+	$(GRAPHRAG_VENV)/bin/pip install -q $(call peer_pins,GraphRAGAdapter)
 
 lint: install
 	$(BIN)/ruff check .

@@ -77,7 +77,7 @@ def with_context(llm, n_ctx: int):
     default="chunk,logic,router,lightrag,hipporag",
     show_default=True,
     help="comma-separated systems: chunk, logic, router, router-adapted (logicroute's; router-adapted needs "
-    "`logicroute adapt --kb OUT/SET/kb` first), lightrag, hipporag, nano-graphrag",
+    "`logicroute adapt --kb OUT/SET/kb` first), lightrag, hipporag, nano-graphrag, graphrag",
 )
 @click.option("--n", type=click.IntRange(min=1), default=30, show_default=True, help="questions per data set")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True, help="first question")
