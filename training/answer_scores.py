@@ -2,6 +2,9 @@
 string_acc (LogicRAG's string accuracy), and for sentence answers rouge_l (ROUGE-L F-measure)
 and coverage (answer-token recall). Every metric takes the best score over the gold aliases,
 and none counts the inline citation markers of reader-style answers as answer words.
+`answer_scores` scores a reply's `answer_text`: a reference list after the answer (LightRAG's
+replies end in "### References" and "- [1] Title" lines, as its prompt asks) is citation
+material too, not answer words.
 
 - `exact_match`: normalized prediction == normalized gold.
 - `f1`: engine.base.metrics (the product's demo scores with it too).
@@ -17,12 +20,24 @@ and none counts the inline citation markers of reader-style answers as answer wo
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from engine.base.errors import LogicRouteError
 from engine.base.metrics import f1, gold_list, normalize_answer, strip_citations
+
+# a line that heads a reference list ("References", "### References", "**Sources:**") after the
+# answer: the first line never does, so a one-word answer "Sources" stays an answer
+_REFERENCE_LIST = re.compile(r"\n[ \t]*#{0,6}[ \t]*[*_]*(?:references?|sources?|citations?)[*_: \t]*(?:\n|$)", re.I)
+
+
+def answer_text(reply: str) -> str:
+    """The answer a reply gives: the reply without a reference list after it (its heading line
+    and everything that follows)."""
+    m = _REFERENCE_LIST.search(reply)
+    return reply[: m.start()] if m else reply
 
 
 def cites(s: str) -> bool:
@@ -102,5 +117,6 @@ def metric_fn(name: str) -> Callable[[str, list[str]], float]:
 
 
 def answer_scores(pred: str, golds: list[str]) -> dict[str, float]:
-    """Every metric of one prediction against its gold answers, in METRICS order."""
+    """Every metric of one prediction (its answer_text) against its gold answers, in METRICS order."""
+    pred = answer_text(pred)
     return {m: _FUNCTIONS[m](pred, golds) for m in METRICS}

@@ -13,6 +13,7 @@ from engine.base.metrics import f1
 from training.answer_scores import (
     METRICS,
     answer_scores,
+    answer_text,
     coverage,
     exact_match,
     metric_fn,
@@ -153,3 +154,18 @@ def test_citation_markers_of_reader_answers_are_not_answer_words():
     cited = "Basal cell carcinoma [1] is the most common skin cancer [2, 3]."
     assert rouge_l(cited, gold) == pytest.approx(1.0)
     assert coverage(cited, gold) == pytest.approx(1.0)
+
+
+def test_a_reference_list_after_the_answer_is_not_answer_words():
+    # LightRAG's prompt asks for a "### References" list after every reply
+    reply = "October 5, 1987\n\n### References\n\n- [1] Get Low (song)\n- [2] Dillon Francis"
+    assert answer_scores(reply, ["October 5, 1987"]) == answer_scores("October 5, 1987", ["October 5, 1987"])
+    assert answer_scores(reply, ["October 5, 1987"])["em"] == 1.0
+    assert answer_text("Paris\n**Sources:**\n[1] France") == "Paris"
+    assert answer_text("Paris\nReferences\n- [1] France") == "Paris"
+
+
+def test_only_a_line_that_heads_a_list_after_the_answer_is_cut():
+    assert answer_text("Sources") == "Sources"  # a one-word answer, not a heading
+    assert answer_text("The References of Scripture") == "The References of Scripture"
+    assert answer_text("Rome\nsources say so") == "Rome\nsources say so"  # a sentence, not a heading
