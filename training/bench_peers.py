@@ -13,6 +13,7 @@ The peers run in a virtual environment of their own, through a runner subprocess
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -137,10 +138,11 @@ class LogicrouteAdapter(PeerAdapter):
 
         # the routing benchmark's cap: the route's own default would make answers depend on machine load
         budget = Budget(max_seconds=float(self.ctx.options.get("logic_max_seconds", 1800)))
+        t0 = time.perf_counter()
         try:
             a = self.rag.answer(question, route="auto" if self.route == "router" else self.route, budget=budget)
-        except LogicRouteError as e:
-            return PeerAnswer("", error=f"{type(e).__name__}: {e}")
+        except LogicRouteError as e:  # its seconds, as a peer's failed answer keeps them (its tokens are lost)
+            return PeerAnswer("", seconds=round(time.perf_counter() - t0, 3), error=f"{type(e).__name__}: {e}")
         u = a.usage
         seconds = uncached_seconds(u.seconds, u)
         return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(seconds, 3))

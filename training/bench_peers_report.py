@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text
+from training.answer_scores import answer_scores, answer_text
 from training.bench_peers_compare import comparison_lines, comparisons
 from training.bench_report import markdown_table
 
@@ -39,6 +40,14 @@ def _per(index_rows: list[dict], key: str) -> float:
     return round(sum(r[key] for r in index_rows) / n, 2) if n else 0.0
 
 
+def scored_again(run):
+    """`run` with every answer scored again from its reply: a row keeps the scores of the code that
+    wrote it (a long build's answers are written by the process that started it), and one report
+    scores every system's replies by one rule. A failed answer's reply is "" and scores 0."""
+    rows = [{**r, **answer_scores("" if r.get("error") else r["pred"], r["golds"])} for r in run.answer_rows]
+    return replace(run, answer_rows=rows)
+
+
 def system_row(run) -> dict:
     """One system's figures; scores over every question it was asked, a failed one scoring 0."""
     ix, ans = run.index_rows, run.answer_rows
@@ -64,6 +73,8 @@ def system_row(run) -> dict:
         "em": round(100 * _mean(ans, "em"), 1),
         "f1": round(100 * _mean(ans, "f1"), 1),
         "string_acc": round(100 * _mean(ans, "string_acc"), 1),
+        # replies with a reference list after the answer (LightRAG's prompt asks for one): not scored
+        "replies_with_references": sum(1 for r in ans if answer_text(r["pred"]) != r["pred"]),
         "settings": run.settings,
         "error": run.error,
     }
@@ -71,6 +82,7 @@ def system_row(run) -> dict:
 
 def summarize(name, cfg, items, passages, runs, llm_name: str, notes: list[str], seconds: float) -> dict:
     cfg_d = {k: v for k, v in asdict(cfg).items() if k != "show_progress"}
+    runs = [scored_again(r) for r in runs]
     return {
         "dataset": name,
         "questions": len(items),
@@ -153,8 +165,14 @@ def report_markdown(report: dict, command: str) -> str:
             if s["errors"]:
                 parts.append(f"{s['errors']} of {s['questions']} answers failed")
             lines.append(f"- {s['system']}: " + "; ".join(p for p in parts if p))
-    if report["notes"]:
-        lines += ["", "## Notes", "", *(f"- {n}" for n in report["notes"])]
+    cut = [
+        f"{s['system']}: {s['replies_with_references']} of {s['questions']} replies end in a reference list, "
+        "scored without it (citation material, as inline [n] markers are)"
+        for s in report["systems"]
+        if s.get("replies_with_references")
+    ]
+    if report["notes"] or cut:
+        lines += ["", "## Notes", "", *(f"- {n}" for n in [*report["notes"], *cut])]
     return "\n".join(lines) + "\n"
 
 

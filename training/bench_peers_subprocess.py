@@ -96,6 +96,8 @@ class SubprocessPeer(PeerAdapter):
         self.hello, _ = self._command(
             "hello", workdir=str(store.resolve()), embedding_dim=self._embedder().dim, settings=settings
         )
+        package = f"{self.hello.get('package')}=={self.hello.get('version')}"
+        check_store_setup(store, {"package": package, "embedder": self._embedder().spec or "MiniLM"})
 
     def peer_settings(self) -> dict:
         """Settings the harness sets for every peer: the short answer style."""
@@ -221,6 +223,25 @@ def store_identity(store: Path) -> str:
     made = uuid.uuid4().hex[:8]
     atomic_write_text(marker, made)
     return f"{store.name}#{made}"
+
+
+def check_store_setup(store: Path, made_by: dict) -> None:
+    """A store answers only to the package version and embedder that built it (recorded at its
+    first start). They sign the rows but do not name the store: rows signed otherwise would send
+    every passage again to a store that holds them, which the peer skips at no cost, and the index
+    would read as nearly free."""
+    from engine.base.files import atomic_write_json
+
+    marker = store / ".store_setup.json"
+    if not marker.is_file():
+        atomic_write_json(marker, made_by)
+        return
+    was = json.loads(marker.read_text())
+    if was != made_by:
+        raise LogicRouteError(
+            f"{store} was built with {was}, this run has {made_by}: delete the store to build it again, "
+            "or run the peer as it was"
+        )
 
 
 class PeerError(LogicRouteError):

@@ -1,11 +1,7 @@
 """What `bench peers`' published figures rely on: the comparison tells logicroute's systems from
 the peers by the settings they name, every system's answer is scored from its reply by the same
 rule, a failed answer keeps its cost, a peer's store never outlives a harness that stopped in the
-middle of a batch, and what signs a peer's rows also names the store they built.
-
-The tests marked xfail(strict=True) state defects of files reserved while the real builds run
-(the review report holds each fix); a fix makes them pass, and strict makes that visible: remove
-the marker with the fix."""
+middle of a batch, and what signs a peer's rows also names the store they built."""
 
 from __future__ import annotations
 
@@ -69,11 +65,6 @@ def answer_row(key: str, pred: str, stored_f1: float) -> dict:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the report (bench_peers_report.summarize: its table and its comparisons) reads the scores a row "
-    "kept; LightRAG's rows are written by a process started before answer_text (review report, fix B)",
-)
 def test_the_report_scores_each_answer_from_its_reply_not_from_the_scores_its_row_kept():
     peer = SystemRun("lightrag", {"package": "lightrag-hku==1.5.7"}, "s", [], [answer_row("q0", LIGHTRAG_REPLY, 0.35)])
     logic = SystemRun("logic", {"route": "logic"}, "s", [], [answer_row("q0", GOLD, 1.0)])
@@ -88,11 +79,6 @@ def test_the_report_scores_each_answer_from_its_reply_not_from_the_scores_its_ro
 # ------------------------------------------------ a failed answer keeps its cost
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bench_peers.LogicrouteAdapter.answer returns 0 s for a failed answer; a peer's keeps its wall time "
-    "(review report, fix D)",
-)
 def test_a_logicroute_answer_that_fails_keeps_the_seconds_it_took(tmp_path):
     class BrokenRoute:
         def answer(self, question, route, budget):
@@ -150,11 +136,6 @@ def openie_batch(llm, passages: int) -> list[str]:
         return [f.result() for f in as_completed([pool.submit(ner, i) for i in range(passages)])]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hipporag_runner lets a closed channel reach HippoRAG as an Exception: the batch is saved as "
-    "extracted with no triple, and a resumed build skips it at no cost (review report, fix A)",
-)
 def test_hipporag_saves_nothing_of_a_batch_when_the_harness_stops_in_its_middle(hipporag_runner):
     from protocol import RemoteError
 
@@ -196,11 +177,6 @@ serve(ch, {{"hello": hello, "close": lambda: {{}}}})
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a peer's package version (and the embedder) sign its rows but do not name its store: after an "
-    "upgrade every passage is sent again to a store that holds it, whose peer books ~0 (review report, fix E)",
-)
 def test_a_peer_upgraded_in_its_venv_does_not_reuse_the_store_its_former_version_built(tmp_path):
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)

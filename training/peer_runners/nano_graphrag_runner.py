@@ -147,6 +147,8 @@ class Runner:
                 try:
                     text = await asyncio.to_thread(ch.llm, msgs, max_tokens, json_mode)
                 except RemoteError as e:  # the harness counted it; nano-graphrag sees an empty reply
+                    if str(e) == "the harness closed the channel":  # stopped: the batch must not be stored
+                        raise  # as extracted from empty replies (a resumed build would skip it at no cost)
                     counts["failed_calls"] += 1
                     print(f"LLM call failed: {e}", file=sys.stderr)
                     return ""
