@@ -251,6 +251,23 @@ def test_a_finished_index_reopened_builds_nothing(runner_module, tmp_path):
     runner.loop.close()
 
 
+def test_an_index_over_other_passages_forgets_the_finished_one_before_it_builds(runner_module, tmp_path, monkeypatch):
+    import types
+
+    async def build_index(**_):  # GraphRAG's build, cut short
+        raise RuntimeError("cut short")
+
+    monkeypatch.setitem(sys.modules, "graphrag", types.ModuleType("graphrag"))
+    monkeypatch.setitem(sys.modules, "graphrag.api", types.SimpleNamespace(build_index=build_index))
+    runner = runner_module.Runner(channel=None)
+    runner.workdir, runner.s = str(tmp_path), dict(runner_module.DEFAULTS)
+    (tmp_path / "indexed.json").write_text(json.dumps(["a"]))
+    with pytest.raises(RuntimeError, match="cut short"):
+        runner.index([{"id": "b", "title": "", "text": "Bo."}])
+    assert not (tmp_path / "indexed.json").exists()  # the next run builds again, not taking it for finished
+    runner.loop.close()
+
+
 def test_graphrag_is_a_registered_peer_in_a_venv_of_its_own_sent_every_passage_at_once(monkeypatch, tmp_path):
     assert builtin_registry()["graphrag"] is GraphRAGAdapter
     assert GraphRAGAdapter.incremental is False  # one build: GraphRAG's update run makes a graph per batch

@@ -207,15 +207,14 @@ class Runner:
         self.config = graphrag_config(self.s, workdir, embedding_dim)
         return {"package": "graphrag", "version": version("graphrag"), "settings": self.s}
 
-    def done_file(self) -> str:
-        return os.path.join(self.workdir, "indexed.json")
-
     def index(self, passages: list[dict]) -> dict:
         ids = sorted(p["id"] for p in passages)
-        if os.path.exists(self.done_file()):
-            with open(self.done_file(), encoding="utf-8") as f:
+        done = os.path.join(self.workdir, "indexed.json")  # the passages of the finished index
+        if os.path.exists(done):
+            with open(done, encoding="utf-8") as f:
                 if set(ids) <= set(json.load(f)):
-                    return {"failed": []}  # the finished index: reopened, nothing to do
+                    return {"failed": []}  # the finished index reopened: nothing to do
+            os.remove(done)  # a build over other passages replaces it
         if not passages:
             return {"failed": []}
         import pandas as pd
@@ -232,7 +231,7 @@ class Runner:
         if errors:
             raise RuntimeError(f"GraphRAG's build stopped at {errors[0]}")
         units = pd.read_parquet(os.path.join(self.workdir, "output", "text_units.parquet"))
-        write_json(self.done_file(), ids)
+        write_json(done, ids)
         self.tables = None
         return {"failed": unextracted(passages, units.to_dict("records")), "calls": self.calls, **self.counts}
 
