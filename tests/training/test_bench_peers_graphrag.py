@@ -268,6 +268,16 @@ def test_an_index_over_other_passages_forgets_the_finished_one_before_it_builds(
     runner.loop.close()
 
 
+def test_a_search_other_than_local_is_refused_when_the_runner_starts_not_answered_as_local(
+    runner_module, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # hello sets it; the test's environment stays
+    runner = runner_module.Runner(channel=None)
+    with pytest.raises(ValueError, match="'global'.*local search only"):
+        runner.hello(str(tmp_path), 4, {"search": "global"})
+    runner.loop.close()
+
+
 def test_graphrag_is_a_registered_peer_in_a_venv_of_its_own_sent_every_passage_at_once(monkeypatch, tmp_path):
     assert builtin_registry()["graphrag"] is GraphRAGAdapter
     assert GraphRAGAdapter.incremental is False  # one build: GraphRAG's update run makes a graph per batch

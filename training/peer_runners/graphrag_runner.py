@@ -202,6 +202,8 @@ class Runner:
         from importlib.metadata import version
 
         self.s = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
+        if self.s["search"] != "local":  # global, drift and basic search would need budgets of their own
+            raise ValueError(f"search {self.s['search']!r}: the runner answers with GraphRAG's local search only")
         self.workdir = workdir
         register_harness(self)
         self.config = graphrag_config(self.s, workdir, embedding_dim)
