@@ -23,7 +23,9 @@ weights are repacked for blocks of rows), so logits differ in the last bits, and
 two nearly tie the greedy pick can differ from `chat`'s; after that the texts go separate ways.
 
 A sequence keeps its KV after its request ends: the next request it takes evaluates only what
-follows their common prefix (HippoRAG's prompts of one kind share their instructions and example).
+follows their common prefix (HippoRAG's prompts of one kind share their instructions and example);
+where another sequence holds a longer common prefix, its KV is copied first, so a prefix is
+evaluated once, not once per sequence.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from engine.base.errors import LLMError
 from engine.base.types import Completion
 
 MAX_SEQS = 4  # 4 rows fill the repacked q4_K kernel's blocks; 2 gained only 1.34x (runs/batched_decode.md)
+MIN_COPY = 32  # prompt tokens a copied KV stream must save (the copy costs ~30 ms, evaluating 32 tokens ~0.4 s)
 
 
 class _Rendered(Exception):
@@ -121,6 +124,15 @@ class _Seq:
         return False
 
 
+def _common(held: list[int], prompt: list[int]) -> int:
+    """How much of `prompt` a sequence holding `held` need not evaluate: their common prefix, less
+    at least the prompt's last token, whose logits give the reply's first token."""
+    n, end = 0, min(len(held), len(prompt) - 1)
+    while n < end and held[n] == prompt[n]:
+        n += 1
+    return n
+
+
 class BatchedDecoder:
     """The second context on a loaded llama_cpp.Llama and what each of its sequences holds. Made
     once per model (kept on it), used under the model's lock."""
@@ -173,15 +185,19 @@ class BatchedDecoder:
         first token; whether s has ended already."""
         import llama_cpp
 
-        held = self.held[slot]
-        keep = 0
-        while keep < min(len(held), len(s.prompt) - 1) and held[keep] == s.prompt[keep]:
-            keep += 1  # at least the last prompt token is evaluated: its logits give the first reply token
+        t0 = time.perf_counter()
+        shared = {i: _common(self.held[i], s.prompt) for i in range(MAX_SEQS)}
+        source = max(shared, key=lambda i: (shared[i], i == slot))
+        if shared[source] >= shared[slot] + MIN_COPY:
+            # another sequence holds a longer prefix: copy its KV stream (a whole stream is copied,
+            # at the next decode, before that decode's tokens) and keep the shared part
+            llama_cpp.llama_memory_seq_cp(self.mem, source, slot, -1, -1)
+            self.held[slot] = list(self.held[source])
+        keep = _common(self.held[slot], s.prompt)
         if not llama_cpp.llama_memory_seq_rm(self.mem, slot, keep, -1):
             llama_cpp.llama_memory_seq_rm(self.mem, slot, -1, -1)
             keep = 0
-        self.held[slot] = held = held[:keep]
-        t0 = time.perf_counter()
+        self.held[slot] = held = self.held[slot][:keep]
         for start in range(keep, len(s.prompt), self.n_batch):
             chunk = s.prompt[start : start + self.n_batch]
             last = start + len(chunk) == len(s.prompt)

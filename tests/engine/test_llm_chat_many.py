@@ -177,7 +177,8 @@ def test_the_local_backend_batches_only_several_calls_on_a_real_llama(monkeypatc
 def test_real_local_model_decodes_calls_together_as_chat_decodes_each(monkeypatch):
     """chat_many against chat, one at a time, on the same three requests. Asserted: each batched
     reply starts with the same first token as chat's (both take it from the logits of a prompt
-    evaluated alone) and is either chat's text, with chat's token counts and finish reason, or
+    evaluated alone; here the shared system text's KV is copied between sequences, so this also
+    checks the copy) and is either chat's text, with chat's token counts and finish reason, or
     leaves it only after a common prefix. Not asserted: equal texts throughout, because the
     batched kernels round the logits differently and a near tie can pick another token
     (runs/batched_decode.md)."""
@@ -188,10 +189,14 @@ def test_real_local_model_decodes_calls_together_as_chat_decodes_each(monkeypatc
     from engine.llm.factory import make_llm
 
     llm = make_llm("local:qwen2.5-coder-1.5b", cache=False)
+    system = {
+        "role": "system",
+        "content": "You help with a batching test. " + " ".join(f"Rule {i}: reply in English." for i in range(8)),
+    }
     requests = [
-        ask("What is 2+3? Answer with the number only."),
-        ask("Name the capital of France. One word."),
-        ask("Count from 1 to 50, separated by commas."),
+        [system, *ask("What is 2+3? Answer with the number only.")],
+        [system, *ask("Name the capital of France. One word.")],
+        [system, *ask("Count from 1 to 50, separated by commas.")],
     ]
     alone = [llm.chat(m, max_tokens=16) for m in requests]
     t0 = time.perf_counter()
@@ -206,4 +211,7 @@ def test_real_local_model_decodes_calls_together_as_chat_decodes_each(monkeypatc
     assert together[2].finish_reason == "length" and together[2].completion_tokens == 16
     assert "5" in together[0].text and "paris" in together[1].text.lower()
     assert wall * 0.9 <= sum(c.seconds for c in together) <= wall
+    # the shared system text was evaluated once: the other sequences copied its KV
+    assert together[0].prompt_tokens_evaluated == together[0].prompt_tokens
+    assert all(c.prompt_tokens_evaluated < c.prompt_tokens - 50 for c in together[1:])
     print(f"\nchat: {[a.text for a in alone]}\nchat_many: {[b.text for b in together]}")
