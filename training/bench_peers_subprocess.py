@@ -134,8 +134,6 @@ class SubprocessPeer(PeerAdapter):
         try:
             if msg["rpc"] == "embed":
                 return {"vectors": self._embedder().encode(msg["texts"]).tolist()}
-            if msg["rpc"] == "llm_many":
-                return self._serve_many(msg["requests"], usage)
             # A JSON request goes as free text (the peer's prompt asks for JSON and the peer parses
             # it), on every backend alike: engine.llm's OpenAI backend would send a JSON schema,
             # which llama.cpp's server rejects (HTTP 500), and its breaker then refuses the retry.
@@ -147,40 +145,6 @@ class SubprocessPeer(PeerAdapter):
             self.failed_calls += 1
             self.last_failure = f"{type(e).__name__}: {e}"
             return {"error": self.last_failure}
-
-    def _serve_many(self, requests: list[dict], usage: Usage) -> dict:
-        """{"rpc": "llm_many", "requests": [{"messages": [...], "max_tokens": N}, ...]}: free-text
-        calls the runner's threads made at the same time, decoded together (engine.llm.base.chat_many:
-        the local model batches them). Answered {"texts": [...], "errors": [...]}, in order, with a
-        text or an error for each; every completion is booked, and a failed request counted as
-        `_serve` counts a failed call."""
-        from engine.llm.base import chat_many
-
-        results: list = [None] * len(requests)
-        groups: dict[int, list[int]] = {}  # chat_many takes one max_tokens
-        for i, r in enumerate(requests):
-            groups.setdefault(int(r.get("max_tokens") or 512), []).append(i)
-        for max_tokens, idx in groups.items():
-            try:
-                done = chat_many(self.ctx.llm, [requests[i]["messages"] for i in idx], max_tokens=max_tokens)
-            except LLMError as e:  # the whole batch failed: each of its requests did
-                done = [e] * len(idx)
-            for i, c in zip(idx, done, strict=True):
-                results[i] = c
-        texts: list[str | None] = []
-        errors: list[str | None] = []
-        for c in results:
-            if isinstance(c, LLMError):
-                usage.llm_calls += 1
-                self.failed_calls += 1
-                self.last_failure = f"{type(c).__name__}: {c}"
-                texts.append(None)
-                errors.append(self.last_failure)
-            else:
-                usage.add(c)
-                texts.append(c.text)
-                errors.append(None)
-        return {"texts": texts, "errors": errors}
 
     def close(self) -> None:
         if self.proc is None:

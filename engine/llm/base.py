@@ -40,9 +40,6 @@ class LLM(Protocol):
         self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 256, temperature: float = 0.0
     ) -> Completion: ...
 
-    # optional: chat_many(requests, *, max_tokens) -> list[Completion | LLMError], several free-text
-    # calls at once (the local backend decodes them in one batch); see chat_many below
-
 
 @dataclass(frozen=True)
 class LLMSettings:
@@ -286,30 +283,6 @@ def call_llm(
     if not c.text.strip():  # a backend that lets a blank completion through: make it visible
         flag(trace, f"the LLM returned a blank completion for {purpose}")
     return c
-
-
-def chat_many(llm: LLM, requests: list[list[dict]], *, max_tokens: int = 256) -> list[Completion | LLMError]:
-    """Several free-text calls (no schema) made at the same time, at temperature 0: in order, each
-    request's Completion as `chat` returns it, or the LLMError it failed with (one request's
-    failure fails no other). A backend with a `chat_many` of its own serves them together (the
-    local one decodes them in one batch: its greedy text can differ from `chat`'s where two tokens
-    nearly tie, engine.llm.local_batched); any other one after another. A completion's seconds are
-    its share of the time the requests took together: they sum to that time, never more."""
-    own = getattr(llm, "chat_many", None)
-    if own is not None:
-        return own(requests, max_tokens=max_tokens)
-    return chat_each(llm, requests, max_tokens=max_tokens)
-
-
-def chat_each(llm: LLM, requests: list[list[dict]], *, max_tokens: int = 256) -> list[Completion | LLMError]:
-    """chat_many's default: one `chat` after another."""
-    out: list[Completion | LLMError] = []
-    for messages in requests:
-        try:
-            out.append(llm.chat(messages, max_tokens=max_tokens, temperature=0.0))
-        except LLMError as e:
-            out.append(e)
-    return out
 
 
 _STRUCTURED_VIA = {

@@ -23,10 +23,10 @@ import time
 import warnings
 from pathlib import Path
 
-from engine.base.errors import LLMError, LogicRouteError
+from engine.base.errors import LogicRouteError
 from engine.base.sqlite_store import open_shared_sqlite
 from engine.base.types import Completion
-from engine.llm.base import LLM, chat_many
+from engine.llm.base import LLM
 from engine.llm.structured import AttemptLog, attempt_log
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS completions (
@@ -132,21 +132,6 @@ class CachedLLM:
                 c = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
         self._put(key, c)
         return c
-
-    def chat_many(self, requests: list[list[dict]], *, max_tokens: int = 256) -> list[Completion | LLMError]:
-        """engine.llm.base.chat_many through the cache: hits are answered here, only the misses go
-        to the inner backend (together), and each new completion is kept under the key `chat`
-        would use, so a call made alone later (or a rerun) finds it."""
-        keys = [cache_key(self.name, messages, None, max_tokens, 0.0) for messages in requests]
-        out: list[Completion | LLMError | None] = [self._hit(key) for key in keys]
-        misses = [i for i, c in enumerate(out) if c is None]
-        if misses:
-            fresh = chat_many(self.inner, [requests[i] for i in misses], max_tokens=max_tokens)
-            for i, c in zip(misses, fresh, strict=True):
-                if isinstance(c, Completion):
-                    self._put(keys[i], c)
-                out[i] = c
-        return [c for c in out if c is not None]
 
     def _attempts(self, schema: dict, max_tokens: int, temperature: float) -> AttemptLog:
         """Attempt n of a structured call is kept under the key of the request it sent, plus n:

@@ -34,7 +34,7 @@ from typing import Any
 
 from engine.base.errors import LLMError
 from engine.base.types import Completion
-from engine.llm.base import chat_each, open_call
+from engine.llm.base import open_call
 from engine.llm.control_tokens import marker_pattern, neutralise_messages, vocabulary_markers
 from engine.llm.structured import chat_structured
 
@@ -221,22 +221,3 @@ class LocalLLM:
         if schema is None:
             return send(messages)
         return chat_structured(send, messages, schema)
-
-    def chat_many(self, requests: list[list[dict]], *, max_tokens: int = 256) -> list[Completion | LLMError]:
-        """Free-text calls made at the same time (engine.llm.base.chat_many), decoded together, up
-        to engine.llm.local_batched.MAX_SEQS at once, under the model's lock. One request, a model
-        that is not a llama_cpp.Llama, or a llama-cpp-python other than the one the low-level
-        calls are written for: `chat` after `chat`."""
-        if len(requests) < 2:
-            return chat_each(self, requests, max_tokens=max_tokens)
-        open_call(self.name)
-        llama, lock = _shared_llama(self._path(), self.n_ctx, self.n_threads)
-        import llama_cpp
-
-        if not isinstance(llama, llama_cpp.Llama) or llama_cpp.__version__ != LLAMA_CPP_VERSION:
-            return chat_each(self, requests, max_tokens=max_tokens)
-        from engine.llm.local_batched import decode_many
-
-        markers = getattr(llama, "_logicroute_markers", None)
-        with lock:
-            return decode_many(llama, [neutralise_messages(m, markers) for m in requests], max_tokens, self.name)

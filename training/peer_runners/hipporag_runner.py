@@ -6,13 +6,7 @@ Contriever: GPU models) by name; here both factories in hipporag.HippoRAG are re
 classes that call the harness, so HippoRAG runs on the harness's LLM and MiniLM with no
 download. Its own QA prompt already asks for a short answer after "Answer:" (the one HippoRAG
 uses on MuSiQue and 2Wiki), so the harness's answer rule is not added. Its OpenIE results and
-embedding stores live in the working folder: a second `index` call extracts only new passages.
-
-HippoRAG's OpenIE makes its calls from a pool of threads, one passage each: while it indexes,
-the calls that arrive together go to the harness as one `llm_many` request (Gatherer), which the
-local model decodes in one batch (engine.llm.local_batched; docs/results/llm/batched_decode.md
-measures it). The setting llm_batch=1 sends each call alone. Answers make one call at a time and
-send it at once."""
+embedding stores live in the working folder: a second `index` call extracts only new passages."""
 
 from __future__ import annotations
 
@@ -20,9 +14,6 @@ import hashlib
 import json
 import os
 import sys
-import threading
-import time
-from contextlib import contextmanager
 
 from protocol import Channel, RemoteError, serve
 
@@ -36,9 +27,6 @@ DEFAULTS = {
     "synonymy_edge_sim_threshold": 0.8,
     "damping": 0.5,
     "passage_node_weight": 0.05,
-    # the harness's, not HippoRAG's: up to this many LLM calls made together while indexing are
-    # sent as one request, decoded in one batch (Gatherer); 1 sends each call alone
-    "llm_batch": 8,
 }
 
 
@@ -54,94 +42,8 @@ def harness_gone(e: Exception) -> bool:
     return isinstance(e, OSError) or str(e) == "the harness closed the channel"
 
 
-class _Call:
-    def __init__(self, messages: list[dict], max_tokens: int) -> None:
-        self.messages, self.max_tokens = messages, max_tokens
-        self.text: str | None = None
-        self.error: Exception | None = None
-        self.done = False
-
-
-class Gatherer:
-    """Free-text LLM calls from several threads, sent together while `gathering`: a caller
-    finding no leader leads; it waits until `size` calls are pending or none came for `quiet`
-    seconds, sends them as one llm_many request (one alone as a plain llm request), hands each
-    caller its text or error, and steps down; the next pending caller then leads. Every pending
-    call is either in the batch being sent or will be led by its own caller, so no call waits for
-    one that never comes. Outside `gathering` each call goes straight to the channel."""
-
-    def __init__(self, ch: Channel, size: int = 8, quiet: float = 0.3) -> None:
-        # up to 8: the harness decodes 4 at a time and starts a waiting call as soon as one ends
-        self.ch, self.size, self.quiet = ch, size, quiet
-        self.on = False
-        self._cond = threading.Condition()
-        self._pending: list[_Call] = []
-        self._leading = False
-
-    @contextmanager
-    def gathering(self):
-        self.on = True
-        try:
-            yield
-        finally:
-            self.on = False
-
-    def llm(self, messages: list[dict], max_tokens: int) -> str:
-        if not self.on:
-            return self.ch.llm(messages, max_tokens, False)
-        mine = _Call(messages, max_tokens)
-        with self._cond:
-            self._pending.append(mine)
-            self._cond.notify_all()
-            while not mine.done:
-                if self._leading:
-                    self._cond.wait()
-                    continue
-                self._leading = True
-                batch = self._gather()
-                self._cond.release()
-                try:
-                    self._send(batch)
-                finally:
-                    self._cond.acquire()
-                    self._leading = False
-                    self._cond.notify_all()
-        if mine.error is not None:
-            raise mine.error
-        return mine.text or ""
-
-    def _gather(self) -> list[_Call]:
-        """The first `size` pending calls, once `size` are pending or none came for `quiet` s
-        (called with the lock held; waiting releases it)."""
-        seen, until = len(self._pending), time.monotonic() + self.quiet
-        while len(self._pending) < self.size and time.monotonic() < until:
-            self._cond.wait(until - time.monotonic())
-            if len(self._pending) > seen:
-                seen, until = len(self._pending), time.monotonic() + self.quiet
-        batch, self._pending[: self.size] = self._pending[: self.size], []
-        return batch
-
-    def _send(self, batch: list[_Call]) -> None:
-        try:
-            if len(batch) == 1:
-                batch[0].text = self.ch.llm(batch[0].messages, batch[0].max_tokens, False)
-            else:
-                requests = [{"messages": c.messages, "max_tokens": c.max_tokens} for c in batch]
-                reply = self.ch.request({"rpc": "llm_many", "requests": requests})
-                for c, text, error in zip(batch, reply["texts"], reply["errors"], strict=True):
-                    c.text, c.error = text, None if error is None else RemoteError(error)
-        except Exception as e:  # the channel failed (the harness gone, a broken pipe): every call of the batch did
-            for c in batch:
-                c.error = e
-        finally:
-            for c in batch:
-                c.done = True
-
-
-def _harness_classes(ch: Channel, dim: int, gather: Gatherer | None = None):
-    """(LLM class, embedding model class) in HippoRAG's interfaces that call the harness; free-text
-    LLM calls go through `gather` (by default one that sends each at once)."""
-    gather = gather or Gatherer(ch)
+def _harness_classes(ch: Channel, dim: int):
+    """(LLM class, embedding model class) in HippoRAG's interfaces that call the harness."""
     import numpy as np
     from hipporag.embedding_model.base import BaseEmbeddingModel, EmbeddingConfig
     from hipporag.llm.base import BaseLLM, LLMConfig
@@ -161,9 +63,8 @@ def _harness_classes(ch: Channel, dim: int, gather: Gatherer | None = None):
             rf = kwargs.get("response_format")
             json_mode = isinstance(rf, dict) and rf.get("type") == "json_object"
             msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
-            max_tokens = int(kwargs.get("max_tokens") or self.global_config.max_new_tokens)
-            try:  # a JSON call goes alone: a batch is free text only
-                text = ch.llm(msgs, max_tokens, True) if json_mode else gather.llm(msgs, max_tokens)
+            try:
+                text = ch.llm(msgs, int(kwargs.get("max_tokens") or self.global_config.max_new_tokens), json_mode)
             except (RemoteError, OSError) as e:
                 if harness_gone(e):
                     raise HarnessGone(str(e)) from None
@@ -208,7 +109,6 @@ class Runner:
         self.ch = channel
         self.rag = None
         self.s: dict = {}
-        self.gather = Gatherer(channel)
 
     def hello(self, workdir: str, embedding_dim: int, settings: dict) -> dict:
         from importlib.metadata import version
@@ -217,7 +117,7 @@ class Runner:
         from hipporag.utils.config_utils import BaseConfig
 
         module = sys.modules["hipporag.HippoRAG"]
-        llm_cls, emb_cls = _harness_classes(self.ch, embedding_dim, self.gather)
+        llm_cls, emb_cls = _harness_classes(self.ch, embedding_dim)
         module._get_llm_class = lambda config: llm_cls(config)
         module._get_embedding_model_class = lambda embedding_model_name=None: emb_cls
         self.s = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS}}
@@ -225,18 +125,13 @@ class Runner:
             save_dir=workdir, llm_name="harness", embedding_model_name="harness-minilm", openie_mode="online"
         )
         for k, v in self.s.items():
-            if k != "llm_batch":
-                setattr(config, k, v)
-        self.gather.size = max(1, int(self.s["llm_batch"]))
+            setattr(config, k, v)
         self.rag = module.HippoRAG(global_config=config)
         return {"package": "hipporag", "version": version("hipporag"), "settings": self.s}
 
     def index(self, passages: list[dict]) -> dict:
         docs = [f"{p['title']}\n{p['text']}" if p.get("title") else p["text"] for p in passages]
-        if docs and self.gather.size > 1:
-            with self.gather.gathering():
-                self.rag.index(docs)
-        elif docs:
+        if docs:
             self.rag.index(docs)
         return {"failed": without_triples(self.rag.openie_results_path, passages, docs)}
 
