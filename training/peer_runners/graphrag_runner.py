@@ -10,20 +10,16 @@ use and LiteLLM's model cost map at import, which this machine cannot (LITELLM_L
 makes LiteLLM, which graphrag_llm imports, read its bundled copy). The tokenizer is LightRAG's
 runner's regex pieces, which count a little under the LLM's BPE tokens: the budgets below leave room.
 
-GraphRAG's own LLM cache is off (cache type "none", and the registered completion ignores the
-cache it is handed), so every call reaches the harness and is counted; the harness's LLM call
-cache makes a rerun free. Concurrency 1: concurrent_requests 1, asyncio mode.
+GraphRAG's LLM cache is off (type "none"; the registered completion ignores the cache it is
+handed): every call reaches the harness and is counted. Concurrency 1 (asyncio).
 
-One build over every passage (the adapter is not incremental): GraphRAG 3's update run
-(`build_index(is_update_run=True)`) indexes new documents as a separate delta graph with its own
-communities and reports and appends them, so an index built batch by batch would have communities
-that never span two batches, unlike the one-shot build the GraphRAG papers measure. Resumable all
-the same: a build cut short starts again from the first workflow, and every LLM call it had made
-comes back from the harness's call cache (counted as cached, timed at its first run).
+One build over every passage (the adapter is not incremental): GraphRAG 3's update run indexes
+new documents as a delta graph with communities of its own, which would never span two batches.
+A build cut short starts again, and every LLM call it had made comes back from the harness's call
+cache (counted as cached, timed at its first run).
 
-A reply asked for JSON (community reports, structured by GraphRAG with a pydantic model) comes as
-free text, as for every peer here: the runner reads its JSON object, fenced or not; a report that
-does not parse is GraphRAG's own failure (the community gets no report), and is counted."""
+A community report (a pydantic-shaped reply) comes as free text, as every peer's JSON here: the
+runner reads its JSON object, fenced or not; one that does not parse is counted, unreported."""
 
 from __future__ import annotations
 
@@ -270,7 +266,6 @@ def register_harness(runner: Runner) -> None:
     factory only when missing)."""
     from graphrag_llm.completion import LLMCompletion, register_completion
     from graphrag_llm.embedding import LLMEmbedding, register_embedding
-    from graphrag_llm.tokenizer import Tokenizer, register_tokenizer
     from graphrag_llm.types import (
         LLMChoiceChunk,
         LLMChoiceDelta,
@@ -280,18 +275,6 @@ def register_harness(runner: Runner) -> None:
     )
     from graphrag_llm.types import LLMEmbedding as EmbeddingRow
     from graphrag_llm.utils import create_completion_response
-
-    pieces = PieceTokenizer()  # one vocabulary of pieces for every tokenizer GraphRAG asks for
-
-    class HarnessTokenizer(Tokenizer):
-        def __init__(self, **_: object) -> None:
-            pass
-
-        def encode(self, text: str) -> list[int]:
-            return pieces.encode(text)
-
-        def decode(self, tokens: list[int]) -> str:
-            return pieces.decode(tokens)
 
     class HarnessModel:
         def __init__(self, *, tokenizer, metrics_store, **_: object) -> None:
@@ -346,10 +329,29 @@ def register_harness(runner: Runner) -> None:
         async def embedding_async(self, /, **kw):
             return self.embedding(**kw)
 
-    register_tokenizer("litellm", HarnessTokenizer)
-    register_tokenizer("tiktoken", HarnessTokenizer)
+    register_tokenizers()
     register_completion(HARNESS, HarnessCompletion)
     register_embedding(HARNESS, HarnessEmbedding)
+
+
+def register_tokenizers() -> None:
+    """The runner's tokenizer under both built-in tokenizer types: GraphRAG never asks tiktoken."""
+    from graphrag_llm.tokenizer import Tokenizer, register_tokenizer
+
+    pieces = PieceTokenizer()  # one vocabulary of pieces for every tokenizer GraphRAG asks for
+
+    class HarnessTokenizer(Tokenizer):
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def encode(self, text: str) -> list[int]:
+            return pieces.encode(text)
+
+        def decode(self, tokens: list[int]) -> str:
+            return pieces.decode(tokens)
+
+    register_tokenizer("litellm", HarnessTokenizer)
+    register_tokenizer("tiktoken", HarnessTokenizer)
 
 
 def graphrag_config(s: dict, workdir: str, embedding_dim: int):
