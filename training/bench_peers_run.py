@@ -45,6 +45,7 @@ class PeersConfig:
     style: str = "short"
     index_batch: int = 5
     retry_errors: bool = False
+    report_only: bool = False  # no indexing, no answering: the report of the rows there are
     show_progress: bool = True
     options: dict = field(default_factory=dict)  # per-system settings (PeerContext.options)
 
@@ -102,6 +103,8 @@ def run_system(
     settings = adapter.settings()
     sig = _fp({**base_sig, "system": name, "settings": settings})
     index_rows = [r for r in store.rows if r.get("kind") == "index" and r.get("system") == name and r["sig"] == sig]
+    if cfg.report_only:
+        return rows_only(name, settings, sig, index_rows, items, passages, store, echo)
     done = {pid for r in index_rows for pid in r.get("passage_ids", [])}
     todo = [p for p in passages if p.id not in done]
     incremental = getattr(adapter, "incremental", True)
@@ -146,6 +149,19 @@ def run_system(
         bar.update(1)
     bar.close()
     return SystemRun(name, settings, sig, index_rows, answers)
+
+
+def rows_only(name, settings, sig, index_rows, items, passages, store, echo) -> SystemRun:
+    """The system's run as its rows have it, nothing indexed or answered: a report made after the
+    builds can never start one (a changed runner or setting signs no row: the system shows none)."""
+    indexed = {pid for r in index_rows for pid in r.get("passage_ids", [])}
+    answers = [row for it in items if (row := store.get(("answer", name, it.key, sig))) is not None]
+    missing = len([p for p in passages if p.id not in indexed]), len(items) - len(answers)
+    echo(f"{name}: rows of {len(passages) - missing[0]} of {len(passages)} passages, {len(answers)} answers")
+    error = None
+    if any(missing):
+        error = f"report only: {missing[0]} passages not indexed and {missing[1]} questions not answered in its rows"
+    return SystemRun(name, settings, sig, index_rows, answers, error=error)
 
 
 def _index_row(name: str, sig: str, ids: list[str], cost: IndexCost, store: JsonlStore) -> dict:

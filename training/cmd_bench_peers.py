@@ -102,12 +102,17 @@ def with_context(llm, n_ctx: int):
 @click.option("--out", default="runs/bench_peers", show_default=True, type=click.Path(file_okay=False))
 @click.option("--report-dir", default="docs/results/peers", show_default=True, type=click.Path(file_okay=False))
 @click.option("--retry-errors", is_flag=True, help="answer again the questions that failed before")
+@click.option(
+    "--report-only",
+    is_flag=True,
+    help="index and answer nothing: the report of the rows there are (a system whose rows are missing says so)",
+)
 @click.option("--no-cache", is_flag=True, help="do not use the on-disk LLM call cache")
 @logic_preset_option
 @llm_option
 def bench_peers(
     data, systems, n, offset, kb_questions, max_passages, k, index_batch, settings, venvs, serve_local,
-    server_port, server_ctx, threads, out, report_dir, retry_errors, no_cache, logic_preset, llm_spec,
+    server_port, server_ctx, threads, out, report_dir, retry_errors, report_only, no_cache, logic_preset, llm_spec,
 ):  # fmt: skip
     """Each system on each DATA set (a shared set name or a file): one KB of the passages of the
     first N questions and their distractors, the same LLM (--llm, or with --serve-local the local
@@ -138,6 +143,7 @@ def bench_peers(
             cfg = PeersConfig(
                 data=resolve_data(d), systems=names, out=out, n=n, offset=offset, kb_questions=kb_questions,
                 max_passages=max_passages, k=k, index_batch=index_batch, retry_errors=retry_errors, options=options,
+                report_only=report_only,
             )  # fmt: skip
             report = run_peers(cfg, builtin_registry(), llm, echo=info)
             md = write_report(report, report_dir, command)
