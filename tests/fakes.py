@@ -257,3 +257,23 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
 def make_rag(llm, **kw) -> RoutedRAG:
     """RoutedRAG over PASSAGES in a word-overlap KB, routed by a FakeRouter unless `router` is given."""
     return RoutedRAG(kb=WordOverlapKB.titled(PASSAGES), llm=llm, router=kw.pop("router", FakeRouter()), **kw)
+
+
+class ArangeEmbedder:
+    """A 4-dimensional embedder whose vectors number the texts in order (0..3, 4..7, ...): a
+    peer runner's embedding request can be checked for shape and order."""
+
+    dim, spec = 4, "fake-emb"
+
+    def encode(self, texts):
+        return np.arange(len(texts) * 4, dtype=np.float64).reshape(len(texts), 4)
+
+
+def this_python_as_venv(tmp_path):
+    """A venv folder under tmp_path whose bin/python is this Python: a peer adapter started on it
+    runs its runner script here, with no peer package installed."""
+    import sys
+
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    return tmp_path / "venv"

@@ -7,14 +7,13 @@ subprocess protocol books every LLM call a runner makes. No model, no embedder, 
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
-from tests.fakes import ScriptedLLM
+from tests.fakes import ScriptedLLM, this_python_as_venv
 from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
 from training.bench_peers_report import COLUMNS, report_markdown
 from training.bench_peers_run import RESULTS_FILE, PeersConfig, run_peers
@@ -270,8 +269,7 @@ class Emb:
 
 
 def echo_peer(tmp_path, llm):
-    (tmp_path / "venv" / "bin").mkdir(parents=True)
-    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    this_python_as_venv(tmp_path)
     runner = tmp_path / "echo_runner.py"
     runner.write_text(textwrap.dedent(ECHO_RUNNER.format(runners=str(RUNNERS))))
     peer_cls = type("Echo", (SubprocessPeer,), {"name": "echo", "runner": str(runner), "requirements": ("echo",)})

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
-from tests.fakes import ScriptedLLM
+from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
 from training.bench_peers import PeerContext
 from training.bench_peers_subprocess import RUNNERS, WORK, GraphRAGAdapter, builtin_registry
 
@@ -70,18 +70,10 @@ serve(ch, {{"hello": hello, "index": index, "answer": answer, "close": lambda: {
 """
 
 
-class Emb:
-    dim, spec = 4, "fake-emb"
-
-    def encode(self, texts):
-        return np.arange(len(texts) * 4, dtype=np.float64).reshape(len(texts), 4)
-
-
 @pytest.fixture
 def graphrag_calls(tmp_path):
     """(peer, llm): the runner above behind GraphRAGAdapter, with this Python as its venv's."""
-    (tmp_path / "venv" / "bin").mkdir(parents=True)
-    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    this_python_as_venv(tmp_path)
     runner = tmp_path / "graphrag_calls_runner.py"
     source = GRAPHRAG_CALLS_RUNNER.format(
         runners=str(RUNNERS), extraction=EXTRACTION, gleaning=GLEANING, summary=SUMMARY
@@ -98,7 +90,7 @@ def graphrag_calls(tmp_path):
         }
     )
     peer_cls = type("GraphRAGCalls", (GraphRAGAdapter,), {"runner": str(runner)})
-    peer = peer_cls(PeerContext(llm, tmp_path, Emb(), options={"graphrag_venv": str(tmp_path / "venv")}))
+    peer = peer_cls(PeerContext(llm, tmp_path, ArangeEmbedder(), options={"graphrag_venv": str(tmp_path / "venv")}))
     yield peer, llm
     peer.close()
 
@@ -284,7 +276,7 @@ def test_graphrag_is_a_registered_peer_in_a_venv_of_its_own_sent_every_passage_a
     assert GraphRAGAdapter.venv_default == WORK / "peers-venv-graphrag"
     assert "lightrag_runner.py" in GraphRAGAdapter.runner_modules  # its tokenizer: a change to it is a new store
     monkeypatch.setenv("LOGICROUTE_GRAPHRAG_VENV", str(tmp_path / "elsewhere"))
-    peer = GraphRAGAdapter(PeerContext(ScriptedLLM(), tmp_path, Emb()))
+    peer = GraphRAGAdapter(PeerContext(ScriptedLLM(), tmp_path, ArangeEmbedder()))
     with pytest.raises(LogicRouteError, match=r"elsewhere/bin/python.*pip install 'graphrag==3\.3\.0'"):
         peer.python()
 

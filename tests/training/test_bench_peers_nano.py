@@ -7,14 +7,12 @@ the benchmark (its own venv), never here."""
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from engine.base.errors import LLMError
-from tests.fakes import ScriptedLLM
+from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
 from training.bench_peers import PeerContext
 from training.bench_peers_subprocess import RUNNERS, NanoGraphRAGAdapter
 
@@ -65,18 +63,10 @@ serve(ch, {{"hello": hello, "index": index, "answer": answer, "close": lambda: {
 """
 
 
-class Emb:
-    dim, spec = 4, "fake-emb"
-
-    def encode(self, texts):
-        return np.arange(len(texts) * 4, dtype=np.float64).reshape(len(texts), 4)
-
-
 @pytest.fixture
 def nano_calls(tmp_path):
     """(peer, llm): the runner above behind NanoGraphRAGAdapter, with this Python as its venv's."""
-    (tmp_path / "venv" / "bin").mkdir(parents=True)
-    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    venv = this_python_as_venv(tmp_path)
     runner = tmp_path / "nano_calls_runner.py"
     runner.write_text(textwrap.dedent(NANO_CALLS_RUNNER.format(runners=str(RUNNERS))))
     llm = ScriptedLLM(
@@ -90,7 +80,7 @@ def nano_calls(tmp_path):
         }
     )
     peer_cls = type("NanoCalls", (NanoGraphRAGAdapter,), {"runner": str(runner)})
-    peer = peer_cls(PeerContext(llm, tmp_path, Emb(), options={"nano-graphrag_venv": str(tmp_path / "venv")}))
+    peer = peer_cls(PeerContext(llm, tmp_path, ArangeEmbedder(), options={"nano-graphrag_venv": str(venv)}))
     yield peer, llm
     peer.close()
 

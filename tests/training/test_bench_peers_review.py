@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from engine.base.errors import LogicRouteError
-from tests.fakes import ScriptedLLM
+from tests.fakes import ScriptedLLM, this_python_as_venv
 from training.bench_peers import PeerContext, route_adapter
 from training.bench_peers_report import summarize
 from training.bench_peers_run import PeersConfig, SystemRun
@@ -178,8 +178,7 @@ serve(ch, {{"hello": hello, "close": lambda: {{}}}})
 
 
 def test_a_peer_upgraded_in_its_venv_does_not_reuse_the_store_its_former_version_built(tmp_path):
-    (tmp_path / "venv" / "bin").mkdir(parents=True)
-    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    this_python_as_venv(tmp_path)
     version = tmp_path / "venv" / "version"
     runner = tmp_path / "versioned_runner.py"
     runner.write_text(textwrap.dedent(VERSIONED_RUNNER.format(runners=str(RUNNERS), version=str(version))))
