@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
-from tests.fakes import ScriptedLLM, this_python_as_venv
+from tests.fakes import Cut, ScriptedLLM, this_python_as_venv
 from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
 from training.bench_peers_report import COLUMNS, report_markdown
 from training.bench_peers_run import RESULTS_FILE, PeersConfig, run_peers
@@ -253,7 +253,8 @@ def answer(question):
     if "crash" in question:
         raise ValueError("no entities")
     try:
-        return {{"text": ch.llm([{{"role": "user", "content": question}}], 16, json_mode="json" in question)}}
+        text, why = ch.completion([{{"role": "user", "content": question}}], 16, json_mode="json" in question)
+        return {{"text": text + ("..." if why == "length" else "")}}  # a reply cut at the cap, marked
     except RemoteError:
         return {{"text": "None"}}  # as LightRAG does: the failed call swallowed
 
@@ -298,6 +299,16 @@ def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_i
     finally:
         peer.close()
     assert peer.proc is None
+
+
+def test_a_runner_learns_which_replies_were_cut_at_its_max_tokens(tmp_path):
+    llm = ScriptedLLM(rules={"Who": "Ann", "Where": Cut("in the north of")})
+    peer = echo_peer(tmp_path, llm)
+    try:
+        assert peer.answer("Who founded Alpha?").text == "Ann"
+        assert peer.answer("Where is Alpha?").text == "in the north of..."
+    finally:
+        peer.close()
 
 
 class TimedLLM(ScriptedLLM):

@@ -21,7 +21,9 @@ DEFAULTS = {
     "retrieval_top_k": 200,
     "linking_top_k": 5,
     "qa_top_k": 5,
-    "max_new_tokens": 2048,
+    # every peer's call is capped at 1024 new tokens (the other runners' cap); HippoRAG's own 2048
+    # only doubles the length of a reply the local model loops in, which HippoRAG repairs either way
+    "max_new_tokens": 1024,
     "dataset": "musique",  # which of HippoRAG's QA prompt templates (musique, 2wikimultihopqa, hotpotqa)
     "embedding_batch_size": 16,
     "synonymy_edge_sim_threshold": 0.8,
@@ -64,12 +66,14 @@ def _harness_classes(ch: Channel, dim: int):
             json_mode = isinstance(rf, dict) and rf.get("type") == "json_object"
             msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
             try:
-                text = ch.llm(msgs, int(kwargs.get("max_tokens") or self.global_config.max_new_tokens), json_mode)
+                limit = int(kwargs.get("max_tokens") or self.global_config.max_new_tokens)
+                text, finish_reason = ch.completion(msgs, limit, json_mode)
             except (RemoteError, OSError) as e:
                 if harness_gone(e):
                     raise HarnessGone(str(e)) from None
                 raise  # a call the harness could not serve: HippoRAG keeps the passage, the harness counts it
-            return text, {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop"}, False
+            # HippoRAG's OpenIE repairs the JSON of a reply cut at the cap only when told "length"
+            return text, {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": finish_reason}, False
 
     class HarnessEmbedding(BaseEmbeddingModel):
         def __init__(self, global_config=None, embedding_model_name=None):
