@@ -281,7 +281,8 @@ def echo_peer(tmp_path, llm):
 def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_is_booked(tmp_path):
     from hierarchy.datasets import Passage
 
-    llm = ScriptedLLM(rules={"extract a": "x", "extract b": LLMError("endpoint down"), "extract j": "{}", "Who": "Ann"})
+    rules = {"extract a": "x", "extract b": LLMError("endpoint down"), "extract j": "{}", "Who": "Ann"}
+    llm = ScriptedLLM(rules={**rules, "Where": Cut("in the north of")})
     peer = echo_peer(tmp_path, llm)
     try:
         assert peer.settings()["package"] == "echo==1" and peer.settings()["embedder"] == "fake-emb"
@@ -294,21 +295,12 @@ def test_a_runner_reaches_the_harness_llm_and_embedder_and_every_call_it_makes_i
         assert cost.prompt_tokens == sum(c.prompt_tokens for c in ok) > 0
         a = peer.answer("Who founded Alpha?")
         assert a.text == "Ann" and a.llm_calls == 1 and a.error is None
+        assert peer.answer("Where is Alpha?").text == "in the north of..."  # the runner learns it was cut
         bad = peer.answer("crash now")
         assert bad.error == "ValueError: no entities" and bad.text == ""
     finally:
         peer.close()
     assert peer.proc is None
-
-
-def test_a_runner_learns_which_replies_were_cut_at_its_max_tokens(tmp_path):
-    llm = ScriptedLLM(rules={"Who": "Ann", "Where": Cut("in the north of")})
-    peer = echo_peer(tmp_path, llm)
-    try:
-        assert peer.answer("Who founded Alpha?").text == "Ann"
-        assert peer.answer("Where is Alpha?").text == "in the north of..."
-    finally:
-        peer.close()
 
 
 class TimedLLM(ScriptedLLM):
