@@ -139,6 +139,8 @@ class SubprocessPeer(PeerAdapter):
             # which llama.cpp's server rejects (HTTP 500), and its breaker then refuses the retry.
             c = self.ctx.llm.chat(msg["messages"], max_tokens=int(msg.get("max_tokens") or 512))
             usage.add(c)
+            # with its finish reason ("length": cut at max_tokens), which a peer may act on (HippoRAG
+            # repairs a cut extraction's JSON); protocol.Channel.llm reads the text alone
             return {"text": c.text, "finish_reason": c.finish_reason or "stop"}
         except LLMError as e:  # the peer sees a failed call, as from an endpoint; it is counted
             usage.llm_calls += 1

@@ -253,8 +253,9 @@ def answer(question):
     if "crash" in question:
         raise ValueError("no entities")
     try:
-        text, why = ch.completion([{{"role": "user", "content": question}}], 16, json_mode="json" in question)
-        return {{"text": text + ("..." if why == "length" else "")}}  # a reply cut at the cap, marked
+        r = ch.request({{"rpc": "llm", "messages": [{{"role": "user", "content": question}}], "max_tokens": 16,
+                        "json": "json" in question}})
+        return {{"text": r["text"] + ("..." if r["finish_reason"] == "length" else "")}}  # a cut reply, marked
     except RemoteError:
         return {{"text": "None"}}  # as LightRAG does: the failed call swallowed
 

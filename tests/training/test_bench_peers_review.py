@@ -140,7 +140,7 @@ def test_hipporag_saves_nothing_of_a_batch_when_the_harness_stops_in_its_middle(
     from protocol import RemoteError
 
     class Closed:  # protocol.Channel once the harness has gone
-        def completion(self, *a, **k):
+        def request(self, *a, **k):
             raise RemoteError("the harness closed the channel")
 
     llm = hipporag_runner._harness_classes(Closed(), 4)[0](SimpleNamespace(max_new_tokens=16))
@@ -153,7 +153,7 @@ def test_a_call_the_harness_could_not_serve_stays_hipporags_own_failure(hipporag
     from protocol import RemoteError
 
     class Refusing:
-        def completion(self, *a, **k):
+        def request(self, *a, **k):
             raise RemoteError("LLMError: prompt too long")
 
     llm = hipporag_runner._harness_classes(Refusing(), 4)[0](SimpleNamespace(max_new_tokens=16))
@@ -162,8 +162,8 @@ def test_a_call_the_harness_could_not_serve_stays_hipporags_own_failure(hipporag
 
 def test_hipporag_is_told_a_reply_was_cut_at_the_cap_so_it_repairs_the_json(hipporag_runner):
     class Cut:  # the harness's reply to a call the model ran to max_tokens in
-        def completion(self, messages, max_tokens, json_mode=False):
-            return '{"triples": [["Ann", "founded", "Alpha"], ["Ann", "founded", "Al', "length"
+        def request(self, obj):
+            return {"text": '{"triples": [["Ann", "founded", "Alpha"], ["Ann", "fo', "finish_reason": "length"}
 
     llm = hipporag_runner._harness_classes(Cut(), 4)[0](SimpleNamespace(max_new_tokens=16))
     text, meta, _ = llm.infer([{"role": "user", "content": "extract"}])

@@ -67,13 +67,15 @@ def _harness_classes(ch: Channel, dim: int):
             msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
             try:
                 limit = int(kwargs.get("max_tokens") or self.global_config.max_new_tokens)
-                text, finish_reason = ch.completion(msgs, limit, json_mode)
+                # the reply's finish reason ("length": cut at the cap) rides beside its text
+                reply = ch.request({"rpc": "llm", "messages": msgs, "max_tokens": limit, "json": json_mode})
             except (RemoteError, OSError) as e:
                 if harness_gone(e):
                     raise HarnessGone(str(e)) from None
                 raise  # a call the harness could not serve: HippoRAG keeps the passage, the harness counts it
             # HippoRAG's OpenIE repairs the JSON of a reply cut at the cap only when told "length"
-            return text, {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": finish_reason}, False
+            meta = {"prompt_tokens": 0, "completion_tokens": 0, "finish_reason": reply.get("finish_reason") or "stop"}
+            return reply["text"], meta, False
 
     class HarnessEmbedding(BaseEmbeddingModel):
         def __init__(self, global_config=None, embedding_model_name=None):

@@ -3,8 +3,7 @@
 The harness sends one command at a time, {"op": NAME, ...}; the runner answers it with
 {"result": ...} or {"error": "..."}. While a command runs, the runner asks the harness for
 what every system shares: {"rpc": "llm", "messages": [...], "max_tokens": N, "json": bool} is
-answered {"text": "...", "finish_reason": "stop" or "length"}, {"rpc": "embed", "texts": [...]}
-is answered {"vectors": [[...]]},
+answered {"text": "..."}, {"rpc": "embed", "texts": [...]} is answered {"vectors": [[...]]},
 either of them {"error": "..."} when it failed. So the peer reaches the same LLM (the harness's
 engine.llm, through its call cache) and the same embedder as logicroute, and the harness counts
 every call and token.
@@ -53,13 +52,7 @@ class Channel:
         return reply
 
     def llm(self, messages: list[dict], max_tokens: int, json_mode: bool = False) -> str:
-        return self.completion(messages, max_tokens, json_mode)[0]
-
-    def completion(self, messages: list[dict], max_tokens: int, json_mode: bool = False) -> tuple[str, str]:
-        """(text, finish reason): "length" when the reply was cut at max_tokens, which a peer may
-        repair (HippoRAG closes the JSON of a cut extraction), else "stop"."""
-        reply = self.request({"rpc": "llm", "messages": messages, "max_tokens": max_tokens, "json": json_mode})
-        return reply["text"], reply.get("finish_reason") or "stop"
+        return self.request({"rpc": "llm", "messages": messages, "max_tokens": max_tokens, "json": json_mode})["text"]
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self.request({"rpc": "embed", "texts": list(texts)})["vectors"]
