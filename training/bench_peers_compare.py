@@ -101,3 +101,32 @@ def comparison_lines(items: list[dict]) -> list[str]:
             f"{c['reference_index_tokens']:,} against {c['peer_index_tokens']:,}"
         )
     return lines
+
+
+def f1_by_type(items, runs: list) -> list[dict]:
+    """Per question type of the set (2Wiki's comparison, compositional, inference...), each
+    system's mean F1 over that type's questions: where a peer's mechanism wins shows here first.
+    A question a system did not answer counts 0, as in the main table."""
+    types: dict[str, list[str]] = {}
+    for it in items:
+        types.setdefault(it.type or "untyped", []).append(it.key)
+    out = []
+    for name, keys in sorted(types.items()):
+        f1 = {}
+        for run in runs:
+            rows = _by_key(run.answer_rows)
+            if rows:
+                f1[run.name] = round(100 * sum(rows[k]["f1"] for k in keys if k in rows) / len(keys), 1)
+        out.append({"type": name, "questions": len(keys), "f1": f1})
+    return out
+
+
+def by_type_lines(groups: list[dict]) -> list[str]:
+    """The report's section: a table of F1 by question type; none when the set has one type."""
+    if len(groups) < 2:
+        return []
+    from training.bench_report import markdown_table
+
+    systems = list(dict.fromkeys(s for g in groups for s in g["f1"]))
+    rows = [[g["type"], g["questions"], *(g["f1"].get(s, "") for s in systems)] for g in groups]
+    return ["## F1 by question type", "", *markdown_table(["type", "questions", *systems], rows)]

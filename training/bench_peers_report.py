@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.base.files import atomic_write_json, atomic_write_text
 from training.answer_scores import answer_scores, answer_text
-from training.bench_peers_compare import comparison_lines, comparisons
+from training.bench_peers_compare import by_type_lines, comparison_lines, comparisons, f1_by_type
 from training.bench_report import markdown_table
 
 COLUMNS = (
@@ -91,6 +91,7 @@ def summarize(name, cfg, items, passages, runs, llm_name: str, notes: list[str],
         "config": cfg_d,
         "systems": [system_row(r) for r in runs],
         "comparisons": comparisons(runs),
+        "f1_by_type": f1_by_type(items, runs),
         "notes": notes,
         "seconds": round(seconds, 1),
         # wall times depend on what else the machine ran: the load says how busy it was
@@ -145,6 +146,8 @@ def report_markdown(report: dict, command: str) -> str:
         ),
         "",
         *comparison_lines(report.get("comparisons", [])),
+        "",
+        *by_type_lines(report.get("f1_by_type", [])),
         "",
         "## Settings",
         "",

@@ -3,7 +3,16 @@ difference with its bootstrap interval, wins and losses per question, and cost a
 
 from __future__ import annotations
 
-from training.bench_peers_compare import compare, comparison_lines, comparisons, paired_interval
+from types import SimpleNamespace
+
+from training.bench_peers_compare import (
+    by_type_lines,
+    compare,
+    comparison_lines,
+    comparisons,
+    f1_by_type,
+    paired_interval,
+)
 from training.bench_peers_run import SystemRun
 
 LOGIC = {"route": "logic"}
@@ -70,3 +79,20 @@ def test_the_bootstrap_interval_is_the_same_on_every_run_and_brackets_the_mean()
     low, high = paired_interval(diffs)
     assert (low, high) == paired_interval(diffs)
     assert low <= sum(diffs) / len(diffs) <= high
+
+
+def test_f1_by_question_type_shows_where_a_peer_wins_with_unanswered_questions_counting_zero():
+    items = [SimpleNamespace(key=f"q{i}", type="comparison" if i < 2 else "compositional") for i in range(4)]
+    logic = system("logic", LOGIC, [1.0, 1.0, 0.0, 0.0])
+    peer = system("peer", PEER, [0.0, 0.0, 1.0])  # q3 unanswered
+    groups = f1_by_type(items, [logic, peer])
+    assert groups == [
+        {"type": "comparison", "questions": 2, "f1": {"logic": 100.0, "peer": 0.0}},
+        {"type": "compositional", "questions": 2, "f1": {"logic": 0.0, "peer": 50.0}},
+    ]
+    assert "| compositional | 2 | 0.0 | 50.0 |" in by_type_lines(groups)
+
+
+def test_a_set_of_one_question_type_has_no_by_type_section():
+    items = [SimpleNamespace(key="q0", type=None)]
+    assert by_type_lines(f1_by_type(items, [system("logic", LOGIC, [1.0])])) == []
