@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+from training.bench_report import markdown_table
+
 REFERENCES = ("logic", "router")  # logicroute's systems a peer is held against, where the run has them
 BOOTSTRAP_SAMPLES = 2000
 
@@ -110,23 +112,21 @@ def f1_by_type(items, runs: list) -> list[dict]:
     types: dict[str, list[str]] = {}
     for it in items:
         types.setdefault(it.type or "untyped", []).append(it.key)
-    out = []
-    for name, keys in sorted(types.items()):
-        f1 = {}
-        for run in runs:
-            rows = _by_key(run.answer_rows)
-            if rows:
-                f1[run.name] = round(100 * sum(rows[k]["f1"] for k in keys if k in rows) / len(keys), 1)
-        out.append({"type": name, "questions": len(keys), "f1": f1})
-    return out
+    answered = {run.name: rows for run in runs if (rows := _by_key(run.answer_rows))}
+
+    def mean_f1(rows: dict, keys: list[str]) -> float:
+        return round(100 * sum(rows[k]["f1"] for k in keys if k in rows) / len(keys), 1)
+
+    return [
+        {"type": name, "questions": len(keys), "f1": {s: mean_f1(rows, keys) for s, rows in answered.items()}}
+        for name, keys in sorted(types.items())
+    ]
 
 
 def by_type_lines(groups: list[dict]) -> list[str]:
     """The report's section: a table of F1 by question type; none when the set has one type."""
     if len(groups) < 2:
         return []
-    from training.bench_report import markdown_table
-
     systems = list(dict.fromkeys(s for g in groups for s in g["f1"]))
     rows = [[g["type"], g["questions"], *(g["f1"].get(s, "") for s in systems)] for g in groups]
     return ["## F1 by question type", "", *markdown_table(["type", "questions", *systems], rows)]
