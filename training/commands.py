@@ -1,8 +1,8 @@
 """Training's commands on the `logicroute` group: label, train, adapt, calibrate, eval-router and
 benchmark (training the router, benchmarking routing decisions) at the top, and the research
 benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
-llm-server|retrieval|peers|adapt`. Reached through the `logicroute.commands` entry point (pyproject.toml), so engine's
-CLI never imports training."""
+llm-server|retrieval|peers|adapt|docs`. Reached through the `logicroute.commands` entry point
+(pyproject.toml), so engine's CLI never imports training."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from engine.cli_options import renamed
 BENCH_HELP = """Research benchmarks, each writing its report (see docs/results): the logic route against
 chunk, summary layers, the chunk index, reader answers, global questions, the HTTP server under
 load, how a KB scales, one LLM server process against the in-process model, dense, lexical and
-hybrid retrieval, and logicroute beside LightRAG, HippoRAG and nano-graphrag on the same ground."""
+hybrid retrieval, logicroute beside LightRAG, HippoRAG and nano-graphrag on the same ground, and
+answers and abstentions on documentation folders."""
 
 
 def register(group: click.Group) -> None:
@@ -35,6 +36,7 @@ def bench_group() -> click.Group:
     from training.bench_llm_server import bench_llm_server
     from training.bench_serve import bench_serve
     from training.cmd_bench_adapt import bench_adapt
+    from training.cmd_bench_docs import bench_docs
     from training.cmd_bench_global import bench_global
     from training.cmd_bench_peers import bench_peers
     from training.cmd_bench_retrieval import bench_retrieval
@@ -51,6 +53,7 @@ def bench_group() -> click.Group:
         bench_retrieval,
         bench_peers,
         bench_adapt,
+        bench_docs,
     ):
         bench.add_command(cmd)
     return bench

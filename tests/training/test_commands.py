@@ -5,6 +5,7 @@ from training.commands import register
 
 BENCHMARKS = [
     "logic", "summary", "index", "reader", "global", "serve", "scale", "llm-server", "retrieval", "peers", "adapt",
+    "docs",
 ]  # fmt: skip
 
 
