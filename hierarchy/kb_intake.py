@@ -1,9 +1,11 @@
 """The documents an add takes in (hierarchy.kb.KnowledgeBase.add): checked, and each given the id
 it is stored under. Every way in (`logicroute index`, the server, the Python API) passes here.
 
-Text. A document whose text is empty or only whitespace is refused (DataFormatError naming it),
-and the whole add with it: it would give no chunk, and a caller told "1 document" would believe
-it indexed. Folders skip such files with a warning before they get here (hierarchy.sources).
+Text. A document with no character a reader can see is refused (DataFormatError naming it), and
+the whole add with it: empty, or only whitespace, zero-width and format characters (U+200B,
+U+2060, U+FEFF) or control characters (NUL). It would give a chunk that no question can find,
+and a caller told "1 document" would believe it indexed. Folders skip such files with a warning
+before they get here (hierarchy.sources).
 
 Ids. A document that comes with an id of its own (JSONL, QA data, the server, the Python API)
 keeps it and replaces the document of that id: that is what an id means. A file read from a
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +45,9 @@ from hierarchy.documents import Chunk, Document
 
 log = logging.getLogger("logicroute.kb")
 _NAMED = 5  # documents named in a summary line; the rest are counted
+# Letters that show nothing: the Hangul fillers and the blank Braille pattern
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_BLANK = frozenset(("Cc", "Cf", "Cs", "Cn"))  # control, format, surrogate, unassigned
 
 
 def take_in(
@@ -66,9 +72,22 @@ def take_in(
 
 def check_text(doc: Document) -> None:
     """DataFormatError unless the document has text to index."""
-    if not isinstance(doc.text, str) or not doc.text.strip():
+    if not isinstance(doc.text, str) or not has_text(doc.text):
         where = f" ({doc.meta['source']})" if doc.meta.get("source") else ""
-        raise DataFormatError(f"document {doc.id!r}{where} has no text (empty or only whitespace): nothing to index")
+        raise DataFormatError(
+            f"document {doc.id!r}{where} has no text (empty, or only whitespace, zero-width or control characters): "
+            "nothing to index"
+        )
+
+
+def has_text(text: str) -> bool:
+    """Whether `text` holds a character that shows: not a separator (Z*), a control or format
+    character (Cc, Cf: NUL, U+200B, U+FEFF), a lone surrogate or an unassigned code point.
+    Stops at the first character that shows, so a text of words costs nothing."""
+    return any(
+        ch not in _BLANK_LETTERS and not (cat := unicodedata.category(ch)).startswith("Z") and cat not in _BLANK
+        for ch in text
+    )
 
 
 def file_key(source: str) -> str:

@@ -81,12 +81,15 @@ def test_documents_are_added_and_answer_at_once(url):
     assert (again["added_chunks"], again["unchanged_chunks"], again["duplicate_chunks"]) == (0, 1, 0)
 
 
-def test_a_document_of_only_whitespace_is_refused_in_one_line_and_nothing_is_indexed(url):
+@pytest.mark.parametrize("blank", [" \n\t ", "\u200b", "\u2060\ufeff", "\x00"], ids=["spaces", "zwsp", "wj-bom", "nul"])
+def test_a_document_of_only_whitespace_or_invisible_characters_is_refused_in_one_line_and_nothing_is_indexed(
+    url, blank
+):
     fine = {"id": "lang", "title": "Fritz Lang", "text": "Fritz Lang was born on 5 December 1890 in Vienna."}
-    r = call("POST", f"{url}/documents", {"documents": [fine, {"id": "blank", "text": " \n\t "}]})
+    r = call("POST", f"{url}/documents", {"documents": [fine, {"id": "blank", "text": blank}]})
     assert r.status == 400 and r.error["code"] == "bad_document"
     message = r.error["message"]
-    assert "'blank'" in message and "only whitespace" in message and "\n" not in message
+    assert "'blank'" in message and "only whitespace, zero-width" in message and "\n" not in message
     assert call("GET", f"{url}/health").body["kb"]["documents"] == 5
 
 

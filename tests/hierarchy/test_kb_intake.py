@@ -161,8 +161,17 @@ def test_a_file_never_takes_the_id_of_a_document_given_its_own(tmp_path, kb):
     assert texts(kb) == {"x.txt": "from a JSONL", "a/x.txt": "one lighthouse"}
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\n\t \n"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "\n\t \n", "\u00a0\u2003", "\u200b", "\u2060\ufeff", "\x00", "\x00\u200b \u200d\n", "\u3164"],
+    ids=["empty", "spaces", "newlines", "nbsp-emspace", "zero-width", "word-joiner-bom", "nul", "mixed", "filler"],
+)
 def test_a_document_without_text_is_refused_and_nothing_is_written(kb, text):
-    with pytest.raises(DataFormatError, match=r"'blank'.*no text \(empty or only whitespace\)"):
+    with pytest.raises(DataFormatError, match=r"'blank'.*no text \(empty, or only whitespace, zero-width or control"):
         kb.add([Document("fine", "Fine", "some text"), Document("blank", "Blank", text)], show_progress=False)
     assert len(KnowledgeBase.open(kb.path, kb.embedder)) == 0
+
+
+def test_a_text_with_one_visible_character_among_zero_width_ones_is_taken(kb):
+    kb.add([Document("mark", "Mark", "\u200b\u200bX\ufeff")], show_progress=False)
+    assert texts(kb) == {"mark": "\u200b\u200bX\ufeff"}
