@@ -76,6 +76,27 @@ class RagConfig:
     retry_routes: tuple[str, ...] = field(
         default=RETRY_ROUTES, metadata={"help": "the retry's ladder, cheaper to costlier (e.g. logic alone)"}
     )
+    keep_absence: bool = field(
+        default=True,
+        metadata={
+            "help": "a cheap answer 'not in the documents' is final unless the retrieval evidence says a "
+            "costlier route could find it (engine.absence; false: every such answer climbs retry_routes)"
+        },
+    )
+    abstain_ungrounded: bool = field(
+        default=True,
+        metadata={
+            "help": "a logic answer whose sub-answers or final words no passage read states becomes "
+            "'not in the documents' (false: it is returned, flagged)"
+        },
+    )
+    ood_kb_questions: bool = field(
+        default=True,
+        metadata={
+            "help": "the out-of-distribution guard also knows questions made from the KB's headings and titles "
+            "(no LLM call), so questions about your own documents keep the router's decision"
+        },
+    )
     ood_policy: str = field(
         default=DEFAULT_OOD_POLICY,
         metadata={"help": "a question unlike the router's training questions: chunk-escalate | chunk | logic | route"},

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import escalation
+from engine import absence, escalation
 from engine.base.errors import DeadlineError, LogicRouteError
 from engine.base.types import Answer
 from engine.budget import Budget, check_a_call_fits, left_after, limits_of, too_little_left
@@ -108,7 +108,7 @@ class RoutedRAG(RagConfig):
             if self.router is None:
                 from router.kb_router import load_for_kb  # the named checkpoint, else the KB's adapted one
 
-                self.router = load_for_kb(self.kb, self.checkpoint)
+                self.router = load_for_kb(self.kb, self.checkpoint, kb_questions=self.ood_kb_questions)
             return self.router
 
     # ------------------------------------------------------------------ routing
@@ -257,12 +257,17 @@ class RoutedRAG(RagConfig):
         escalate = self.escalate if escalate is None else escalate
         if ood is not None:
             route, escalate = ood.route, escalate or ood.escalate
+        # a forced route answers on that route alone: the ladder is climbed only when asked for
+        forced = decision.get("policy") == "forced"
+        retry = self.retry_unanswered and (escalate or not forced)
         # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
         seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
         with answer_scope(seconds, start=t0, hard_seconds=hard):
             ans = self._run_route(q, route, budget)
-            if route in CHEAP_ROUTES and (escalate or self.retry_unanswered):
-                ans = self._escalate(q, ans, budget, checks=escalate, kb_below=decision.get("escalate_below"))
+            if route in CHEAP_ROUTES and (escalate or retry):
+                ans = self._escalate(
+                    q, ans, budget, checks=escalate, kb_below=decision.get("escalate_below"), retry=retry
+                )
         ans.route_probs = probs
         ans.trace.decision = {"route": route, **decision}
         ans.trace.ood = ood.trace if ood is not None else None
@@ -277,8 +282,14 @@ class RoutedRAG(RagConfig):
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
-        """`route`'s answer to the checked question `q`, inside `budget`'s limits."""
-        return self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
+        """`route`'s answer to the checked question `q`, inside `budget`'s limits; a logic answer
+        that outruns its evidence becomes "not in the documents" (engine.absence)."""
+        ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
+        if route == TOP_ROUTE and self.abstain_ungrounded and looks_unanswered(ans.text) is None:
+            why = absence.ungrounded_reason(self.kb, q, ans)
+            if why is not None:
+                ans = absence.abstained(ans, why, self.style)
+        return ans
 
     def logic_config(self) -> LogicConfig:
         """The logic route's settings: the preset (logic_preset, for this style) at this top-k."""
@@ -286,13 +297,25 @@ class RoutedRAG(RagConfig):
 
     # ------------------------------------------------------------------ escalation
     def _escalate(
-        self, q: str, first: Answer, budget: Budget | None, checks: bool = True, kb_below: float | None = None
+        self,
+        q: str,
+        first: Answer,
+        budget: Budget | None,
+        checks: bool = True,
+        kb_below: float | None = None,
+        retry: bool = True,
     ) -> Answer:
-        """Up the retry ladder when `first` says it has no answer; with `checks` (escalation on), to
-        the top route when its confidence is under escalate_below (else `kb_below`, the threshold
-        `logicroute adapt` calibrated for the KB's router) or, with neither, the self-check fails it."""
+        """Up the retry ladder when `first` says it has no answer and `retry` (unless keep_absence
+        and the evidence say the absence is final); with `checks` (escalation on), to the top route
+        when its confidence is under escalate_below (else `kb_below`, the threshold `logicroute
+        adapt` calibrated for the KB's router) or, with neither, the self-check fails it."""
         reason = looks_unanswered(first.text)
-        if reason is not None and self.retry_unanswered:
+        if reason is not None and self.keep_absence:
+            retrieved = [r.get("chunk_id") for r in first.trace.retrieved or [] if isinstance(r, dict)]
+            first.trace.absence = absence.weigh_absence(self.kb, q, [c for c in retrieved if c])
+            if not first.trace.absence["climb"]:
+                return first  # "not in the documents" is the answer: no retry, no self-check
+        if reason is not None and retry:
             ladder = escalation.ladder_for(self.kb, self.retry_routes)
             first = self._climb(q, first, reason, ladder, budget, "retried on")
             if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:

@@ -225,6 +225,11 @@ class LexicalIndex:
             return np.zeros(self.n)
         return np.bincount(np.concatenate(rows), weights=np.concatenate(weights), minlength=self.n)
 
+    def document_frequency(self, term: str) -> int:
+        """How many live rows hold `term`, a token as `tokens` returns it (0: no chunk has it)."""
+        tid = np.uint32(zlib.crc32(term.encode("utf-8")))
+        return sum(len(rows) for rows, _ in self._postings(tid))
+
     def _postings(self, term: np.uint32):
         """(KB rows, weights) of the live postings of `term`, part by part."""
         for vocab, start, rows, weights in self._terms:

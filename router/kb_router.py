@@ -63,12 +63,29 @@ def router_label(path: str | Path | None, kb=None) -> str:
     return f"checkpoint {path}"
 
 
-def load_for_kb(kb, checkpoint: str | Path | None = None) -> "Router":
+def load_for_kb(kb, checkpoint: str | Path | None = None, kb_questions: bool = False) -> "Router":
     """The Router for answering from `kb`: `checkpoint` when one is named, else the KB's
-    remembered one, else the shipped generalist; its `label` names which."""
+    remembered one, else the shipped generalist; its `label` names which. `kb_questions`: its
+    out-of-distribution guard also knows questions made from the KB's headings (with_kb_questions)."""
     from router.checkpoint import load_router
 
     path = checkpoint if checkpoint is not None else remembered_checkpoint(kb)
     router = load_router(path, embedder=kb.embedder)
     router.label = router_label(router.path, kb)
+    if kb_questions:
+        with_kb_questions(router, kb)
     return router
+
+
+def with_kb_questions(router: "Router", kb) -> None:
+    """Add questions made from the KB's headings and titles (hierarchy.kb_questions) to the
+    router's out-of-distribution reference set, embedded as the router embeds a question. One
+    embedding batch when the router loads (the embedding cache keeps it for the next process)."""
+    from hierarchy.kb_questions import heading_questions
+
+    if router.guard is None or not len(kb):
+        return
+    questions = heading_questions(kb.chunks[c] for c in kb.chunk_ids)
+    if questions:
+        x = router.inputs(questions)[:, : router.model.config.embed_dim]
+        router.guard = router.guard.extended(x, "kb headings")

@@ -67,6 +67,16 @@ class OodGuard:
             for s in self.similarity(embeddings)
         ]
 
+    def extended(self, embeddings: np.ndarray, source: str) -> "OodGuard":
+        """This guard with more reference rows (questions known to be in scope, `source` names
+        them), at the same threshold: a question near them is no longer far."""
+        rows = np.asarray(embeddings, dtype=np.float32).reshape(-1, self.dim)
+        if not len(rows):
+            return self
+        reference = np.concatenate([self.reference, _unit_rows(rows).astype(np.float16)])
+        added = {**self.info.get("added", {}), source: int(len(rows))}
+        return OodGuard(reference, self.threshold, {**self.info, "added": added})
+
     def card_entry(self) -> dict:
         return {**self.info, "threshold": float(self.threshold), "reference_rows": int(len(self.reference))}
 

@@ -189,6 +189,14 @@ class WordOverlapKB:
     def search_batch(self, queries, k=3):
         return [self.search(q, k=k) for q in queries]
 
+    def lexical_index(self):
+        """The real BM25 index over these chunks (what engine.absence weighs evidence with)."""
+        from hierarchy.lexical import LexicalIndex, Postings, lexical_text
+
+        chunks = [self.chunks[c] for c in self.chunk_ids]
+        postings = Postings.of_texts(self.chunk_ids, [lexical_text(c) for c in chunks])
+        return LexicalIndex([postings], self.chunk_ids)
+
 
 class FakeRouter:
     """P(logic) high for questions with 'director' or 'first', P(summary) for 'overview'.
@@ -243,6 +251,8 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
         usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": []}}
+        read = [c.chunk_id for c in kb.search(question, k=3)] if hasattr(kb, "search") else []
+        trace["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]  # what the route read
         call_llm(
             llm, [{"role": "user", "content": f"Decompose: {question}"}], purpose="decompose", usage=usage, trace=trace
         )

@@ -23,6 +23,7 @@ _OPTIONAL = (
     "citations_dropped",
     "self_check",
     "escalated_from",
+    "absence",
 )
 
 
@@ -36,8 +37,9 @@ class Trace(Mapping):
     solved and its DAG {nodes, edges, ranks}; fallback_from: the route that handed the question on
     (summary without layers); citations_dropped: a reader answer's [n] that named no source;
     self_check: {answered}; escalated_from: the attempt a costlier route replaced {route, text,
-    reason, usage, trace}; decision: {route, policy, ...} and ood: the guard's measure, set by
-    RoutedRAG; details: the route's own record."""
+    reason, usage, trace}; absence: the evidence that kept an answer "not in the documents" final
+    or sent it up the ladder (engine.absence.weigh_absence); decision: {route, policy, ...} and
+    ood: the guard's measure, set by RoutedRAG; details: the route's own record."""
 
     route: str = ""
     question: str | None = None
@@ -51,6 +53,7 @@ class Trace(Mapping):
     citations_dropped: list[int] | None = None
     self_check: dict | None = None
     escalated_from: dict | None = None
+    absence: dict | None = None
     decision: dict | None = None
     ood: dict | None = None
 

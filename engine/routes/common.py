@@ -7,6 +7,7 @@ import re
 from engine.base.errors import BadQuestionError
 from engine.base.types import Completion
 from engine.llm.base import answer_confidence
+from engine.prompts.answer import NOT_IN_DOCUMENTS
 
 # The local model has a 4,096-token window; few-shots + 3 passages take ~700 tokens.
 # A question longer than this leaves no room for evidence.
@@ -109,6 +110,8 @@ _UNKNOWN_PHRASE = re.compile(
     re.IGNORECASE,
 )
 
+_NOT_IN_DOCUMENTS = NOT_IN_DOCUMENTS.rstrip(".").lower()
+
 # A logic-route sub-answer (a short phrase from its structured step) carrying any of these
 # markers holds no fact: it is left out of the notes and may be asked again.
 _UNKNOWN_MARKER = re.compile(r"\b(unknown|not (mentioned|provided|stated|given|specified)|no information|n/a)\b", re.I)
@@ -119,6 +122,8 @@ def looks_unanswered(text: str) -> str | None:
     t = (text or "").strip().strip(".!\"'").strip()
     if not t:
         return "empty answer"
+    if t.lower().startswith(_NOT_IN_DOCUMENTS):  # the answer prompt's own reply, whatever follows it
+        return f"answer says it is not in the documents ({t[:80]!r})"
     if _UNKNOWN_WHOLE.match(t):
         return f"answer says it does not know ({t!r})"
     if len(t.split()) <= 25 and _UNKNOWN_PHRASE.search(t):

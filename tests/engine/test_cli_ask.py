@@ -92,7 +92,7 @@ def test_thresholds_and_limits_make_one_budget(opened, tmp_path):
     assert opened.logic_calls[-1]["budget"].max_llm_calls == 4
 
 
-def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, tmp_path):
+def test_a_forced_route_answers_alone_and_escalate_opts_into_the_retry(opened, tmp_path):
     def llm():
         return ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
 
@@ -100,12 +100,19 @@ def test_an_unanswered_chunk_answer_is_retried_on_logic_unless_no_retry(opened, 
     res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
+    assert out["route"] == "chunk" and out["text"] == "unknown" and out["usage"]["llm_calls"] == 1
+    opened.llm = llm()
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--escalate", "--json", *NO_GATE)
+    out = json.loads(res.output)
     assert out["route"] == "logic" and out["text"] == "30 July 1970"
     assert out["trace"]["escalated_from"]["route"] == "chunk"
-    assert opened.options[-1]["escalate"] is False and opened.options[-1]["retry_unanswered"] is True
     opened.llm = llm()
-    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--set", "retry_unanswered=false")
+    res = ask("When was he born?", "--kb", tmp_path, "--json", *NO_GATE, "--set", "retry_unanswered=false")
     assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["retry_unanswered"] is False
+
+
+# the evidence gate (engine.absence, tests/engine/test_absence.py) off: these specify the ladder
+NO_GATE = ("--set", "keep_absence=false")
 
 
 def test_the_retry_ladder_is_an_option_and_a_ladder_that_does_not_climb_is_refused(opened, tmp_path):
@@ -120,7 +127,7 @@ def test_the_retry_ladder_is_an_option_and_a_ladder_that_does_not_climb_is_refus
 
 def test_escalate_turns_the_checks_on(opened, tmp_path):
     opened.llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"}, replies=["unknown"])
-    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate")
+    res = ask("When was he born?", "--kb", tmp_path, "--route", "chunk", "--json", "--escalate", *NO_GATE)
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["route"] == "logic"
     assert opened.options[-1]["escalate"] is True and opened.options[-1]["escalate_below"] is None

@@ -1,6 +1,7 @@
 """RoutedRAG escalation: an unanswered cheap answer (by its text or by a self-check) goes on to
 the logic route, within the budget, booking both attempts; one that says it has no answer first
-climbs the retry ladder (summary, then logic).
+climbs the retry ladder (summary, then logic) when the router chose the route (engine.absence
+decides whether the evidence lets it: off here, tests/engine/test_absence.py specifies it).
 No model loads: a tiny in-memory KB, a keyword router and scripted LLMs."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_looks_unanswered_no(text):
 def test_escalation_from_an_unknown_answer(monkeypatch):
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = ScriptedLLM(replies=["unknown", "plan", "30 July 1970"])
-    rag = make_rag(llm)
+    rag = make_rag(llm, keep_absence=False)
     ans = rag.answer("When was the film maker of Inception born?", route="chunk", escalate=True)
     assert ans.route == "logic" and ans.text == "30 July 1970"
     first = ans.trace["escalated_from"]
@@ -55,7 +56,7 @@ def test_escalation_by_self_check(monkeypatch):
             "Question:": "2010",
         }
     )
-    rag = make_rag(llm)
+    rag = make_rag(llm, keep_absence=False)
     ans = rag.answer("When was the director of Inception born?", route="chunk", escalate=True)
     assert ans.route == "logic" and ans.text == "30 July 1970"
     assert ans.trace["escalated_from"]["reason"].startswith("self-check")
@@ -79,15 +80,15 @@ def test_self_check_true_keeps_the_cheap_answer():
 def test_by_default_an_unanswered_cheap_answer_is_retried_on_logic(monkeypatch):
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = ScriptedLLM(replies=["Not in the indexed documents.", "plan", "Warsaw"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?")
     assert ans.route == "logic" and ans.text == "Warsaw"
-    assert "passages do not answer" in ans.trace["escalated_from"]["reason"]
+    assert "not in the documents" in ans.trace["escalated_from"]["reason"]
     assert ans.usage.llm_calls == 3 == len(llm.calls)  # the retry needs no self-check call
 
 
 def test_by_default_an_answer_that_gives_one_gets_no_check_call():
     llm = ScriptedLLM(replies=["Warsaw"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?")
     assert ans.route == "chunk" and ans.text == "Warsaw" and len(llm.calls) == 1
     assert "self_check" not in ans.trace and "escalated_from" not in ans.trace
 
@@ -102,10 +103,10 @@ def test_escalation_respects_the_budget(monkeypatch):
     log: list = []
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(log))
     llm = ScriptedLLM(replies=["unknown", "unknown", "plan", "x"])
-    rag = make_rag(llm)
-    ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=2))
+    rag = make_rag(llm, keep_absence=False)
+    ans = rag.answer("Where?", escalate=True, budget=Budget(max_llm_calls=2))
     assert ans.route == "chunk" and any("too little budget" in f for f in ans.flags) and not log
-    ans = rag.answer("Where?", route="chunk", escalate=True, budget=Budget(max_llm_calls=5))
+    ans = rag.answer("Where?", escalate=True, budget=Budget(max_llm_calls=5))
     assert ans.route == "logic" and log[0]["budget"].max_llm_calls == 4  # 5 minus the chunk call
 
 
@@ -113,7 +114,7 @@ def test_failed_self_check_keeps_the_answer_visibly():
     llm = ScriptedLLM(
         rules={"Proposed answer": "maybe", "Reply again with one JSON object": "still not json", "Question:": "Warsaw"}
     )
-    ans = make_rag(llm).answer("Where was Marie Curie born?", escalate=True)
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?", escalate=True)
     assert ans.route == "chunk" and ans.text == "Warsaw"
     assert any("self-check failed" in f for f in ans.flags)
     assert ans.usage.llm_calls == 3  # the answer + both failed attempts are booked
@@ -186,7 +187,7 @@ def summary_route(monkeypatch):
 
 def test_an_answer_that_says_it_has_none_is_retried_on_summary_first_and_stops_there_when_it_answers(summary_route):
     llm = ScriptedLLM(replies=["Not in the indexed documents.", "Warsaw"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?")
     assert ans.route == "summary" and ans.text == "Warsaw" and len(llm.calls) == 2  # logic never ran
     assert ans.trace["escalated_from"]["route"] == "chunk" and ans.usage.llm_calls == 2
     assert [c["route"] for c in ans.trace["llm_calls"]] == ["chunk", "summary"]
@@ -194,7 +195,7 @@ def test_an_answer_that_says_it_has_none_is_retried_on_summary_first_and_stops_t
 
 def test_logic_answers_when_summary_has_none_either_and_the_answer_pays_for_all_three(summary_route):
     llm = ScriptedLLM(replies=["Not in the indexed documents.", "unknown", "plan", "Warsaw"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk")
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?")
     assert ans.route == "logic" and ans.text == "Warsaw"
     assert [c["route"] for c in ans.trace["llm_calls"]] == ["chunk", "summary", "logic", "logic"]
     assert ans.usage.llm_calls == 4 == len(llm.calls)
@@ -205,10 +206,12 @@ def test_logic_answers_when_summary_has_none_either_and_the_answer_pays_for_all_
 
 def test_a_ladder_of_logic_alone_and_a_summary_answer_skip_the_summary_step(summary_route):
     llm = ScriptedLLM(replies=["unknown", "plan", "Warsaw"])
-    ans = make_rag(llm, retry_routes=("logic",)).answer("Where was Marie Curie born?", route="chunk")
+    ans = make_rag(llm, retry_routes=("logic",), keep_absence=False).answer("Where was Marie Curie born?")
     assert ans.route == "logic" and len(llm.calls) == 3
     llm = ScriptedLLM(replies=["unknown", "plan", "Warsaw"])
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="summary")  # summary already said none
+    ans = make_rag(llm, keep_absence=False).answer(
+        "Where was Marie Curie born?", route="summary", escalate=True
+    )  # summary said none
     assert ans.route == "logic" and [c["route"] for c in ans.trace["llm_calls"]] == ["summary", "logic", "logic"]
 
 
@@ -216,7 +219,7 @@ def test_a_kb_without_summary_layers_retries_on_logic_directly(monkeypatch):
     summarized = []
     monkeypatch.setattr("engine.routes.summary.answer_summary", lambda *a, **kw: summarized.append(a))
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
-    ans = make_rag(ScriptedLLM(replies=["unknown", "plan", "Warsaw"])).answer("Where?", route="chunk")
+    ans = make_rag(ScriptedLLM(replies=["unknown", "plan", "Warsaw"]), keep_absence=False).answer("Where?")
     assert ans.route == "logic" and not summarized  # summary would only have answered as chunk did
 
 
@@ -229,7 +232,7 @@ def test_the_retry_ladder_must_climb(summary_route):
 
 def test_the_retry_stops_climbing_when_the_budget_runs_out(summary_route):
     llm = ScriptedLLM(replies=["unknown", "unknown", "plan", "Warsaw"])
-    ans = make_rag(llm).answer("Where?", route="chunk", budget=Budget(max_llm_calls=3))
+    ans = make_rag(llm, keep_absence=False).answer("Where?", budget=Budget(max_llm_calls=3))
     assert ans.route == "summary" and any("not retried on logic" in f for f in ans.flags)
 
 
@@ -238,7 +241,7 @@ def test_with_escalation_on_a_summary_answer_the_ladder_found_is_checked_like_an
         rules={"Summary:": "Paris", "Proposed answer": {"answered": False}, "Final answer": "Warsaw"},
         replies=["unknown", "plan"],
     )
-    ans = make_rag(llm).answer("Where was Marie Curie born?", route="chunk", escalate=True)
+    ans = make_rag(llm, keep_absence=False).answer("Where was Marie Curie born?", route="chunk", escalate=True)
     assert ans.route == "logic" and ans.text == "Warsaw"
     assert [c["route"] for c in ans.trace["llm_calls"]][:3] == ["chunk", "summary", "summary"]  # + its check
     assert ans.trace["escalated_from"]["reason"].startswith("self-check")

@@ -1,0 +1,194 @@
+"""When "not in the documents" is the answer.
+
+Two rules, both read off what the answer was made from, with no LLM call:
+
+- `weigh_absence`: a cheap route's answer that says it has none is final unless the retrieval
+  evidence says a costlier route could find it. The KB's lexical index tells whether every key
+  term of the question occurs in some chunk, and the passages the route read tell whether one of
+  them held all of those terms. A term no chunk holds ("sails" in a ferry handbook that never
+  names them, "Kubernetes" in a language book) or a passage that held every term and still gave
+  no answer keeps the absence; terms spread over chunks no single passage joins, or a multi-hop
+  form whose first hop is in the KB, send the question on up the ladder.
+- `ungrounded_reason`: a logic answer never outruns its evidence. A sub-answer no passage shown
+  for it states (the grounding check, engine.routes.logic.grounding.supported), or a final
+  answer naming a number, a code word or a name that neither the question nor any passage read
+  holds, turns the answer into "not in the documents", saying what was found.
+
+RagConfig.keep_absence and RagConfig.abstain_ungrounded turn them off (the retry ladder and the
+logic answer as they were).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.base.errors import KBError
+from engine.base.types import Answer
+from engine.prompts.answer import NOT_IN_DOCUMENTS
+
+if TYPE_CHECKING:
+    from hierarchy.kb import KnowledgeBase
+
+# A token of an answer that names something specific: digits, a leading dash (--save-dev), code
+# punctuation inside a word (package.json, key=value, snake_case, a/path), or camelCase. A plain
+# hyphenated word (read-only, well-known) is phrasing.
+_SPECIFIC = re.compile(r"\d|^--?\w|\w[_=./:]\w|[a-z][A-Z]")
+_WORD = re.compile(r"[^\s\[\]()\"'`,;:!?]+")
+_EDGE = ".,;:!?\"'`()[]{}<>*"
+
+
+# A term counts as present when a word of its family is ("director" in a KB that says "directed"):
+# the lexical index's terms are singular forms only, and a question words a fact its own way.
+_SUFFIXES = ("ation", "ition", "ment", "ing", "ion", "ed", "er", "or", "es", "ly", "s", "e")
+
+
+def word_family(term: str) -> set[str]:
+    """`term` and the forms that share its root under a few English suffixes."""
+    roots = {term} | {term[: -len(x)] for x in _SUFFIXES if term.endswith(x) and len(term) - len(x) >= 4}
+    return {term} | {r + x for r in roots for x in ("", *_SUFFIXES)}
+
+
+def _in_kb(lexical, term: str) -> bool:
+    return any(lexical.document_frequency(w) for w in word_family(term))
+
+
+# Pronouns stand for something the question names elsewhere (or the conversation did): no term.
+_PRONOUNS = frozenset(
+    [
+        "he",
+        "she",
+        "him",
+        "his",
+        "her",
+        "hers",
+        "its",
+        "they",
+        "them",
+        "their",
+        "you",
+        "your",
+        "we",
+        "our",
+        "us",
+        "my",
+        "me",
+    ]
+)
+
+
+def key_terms(question: str) -> list[str]:
+    """The question's terms as the lexical index reads them (stop and question words, pronouns
+    dropped), once each."""
+    from hierarchy.lexical import tokens
+
+    return [t for t in dict.fromkeys(tokens(question)) if t not in _PRONOUNS]
+
+
+def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[str]) -> dict:
+    """{"climb": bool, "reason": str, ...the evidence}: whether an answer of a cheap route that
+    says it has none should go up the ladder, from the KB's lexical index and the passages the
+    route read (`retrieved_ids`)."""
+    from hierarchy.question_forms import form_plan
+
+    terms = key_terms(question)
+    try:
+        lexical = kb.lexical_index()
+    except KBError:  # a KB written before lexical retrieval: nothing to weigh, the ladder as before
+        return {"climb": True, "reason": "the KB has no lexical index to weigh the evidence with"}
+    missing = [t for t in terms if not _in_kb(lexical, t)]
+    evidence: dict = {"terms": terms, "missing": missing}
+    plan = form_plan(question)
+    if plan is not None:
+        form, hops = plan
+        hop_missing = [t for t in key_terms(hops[0]) if not _in_kb(lexical, t)]
+        evidence["form"] = form
+        if not hop_missing:
+            return {"climb": True, "reason": f"a {form} question whose first hop is in the KB", **evidence}
+        return {"climb": False, "reason": f"a {form} question whose first hop names {_listed(hop_missing)}, "
+                "which no chunk holds", **evidence}  # fmt: skip
+    if not terms:
+        return {"climb": False, "reason": "the question has no term to look for", **evidence}
+    if missing:
+        return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
+    best = _best_coverage(kb, terms, retrieved_ids)
+    evidence["best_passage_terms"] = best
+    if best == len(terms):
+        return {"climb": False, "reason": "a passage read holds every key term and answered nothing", **evidence}
+    return {
+        "climb": True,
+        "reason": f"every key term is in the KB, but no passage read holds them all (at most {best} of {len(terms)})",
+        **evidence,
+    }
+
+
+def _best_coverage(kb: "KnowledgeBase", terms: list[str], ids: Sequence[str]) -> int:
+    """The most key terms one of the passages `ids` holds (title, heading path and text)."""
+    from hierarchy.lexical import lexical_text, tokens
+
+    families = [word_family(t) for t in terms]
+    best = 0
+    for cid in ids:
+        chunk = kb.chunks.get(cid)
+        if chunk is not None:
+            held = set(tokens(lexical_text(chunk)))
+            best = max(best, sum(1 for f in families if f & held))
+    return best
+
+
+def _listed(terms: list[str]) -> str:
+    return ", ".join(f"'{t}'" for t in terms[:5]) + (f" and {len(terms) - 5} more" if len(terms) > 5 else "")
+
+
+def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
+    """Why a logic answer outruns its evidence, or None when it does not: a sub-answer stated by
+    none of its passages, or specific words of the final answer that nothing read holds."""
+    dag = answer.trace.dag or {}
+    bad = [n for n in dag.get("nodes", []) if n.get("supported") is False]
+    if bad:
+        listed = "; ".join(f"{n.get('id')} {n.get('question', '')!r} -> {n.get('answer', '')!r}" for n in bad[:3])
+        return f"sub-answer stated by none of its passages ({listed})"
+    read = " ".join(_read_texts(kb, answer))
+    unread = unread_words(answer.text, f"{question} {read}")
+    if unread:
+        return f"the answer names {_listed(unread)}, which neither the question nor any passage read holds"
+    return None
+
+
+def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
+    """The text of every passage the logic route retrieved (its steps' chunks)."""
+    ids = [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
+    out = []
+    for cid in dict.fromkeys(ids):
+        chunk = kb.chunks.get(cid)
+        if chunk is not None:
+            out.append(f"{chunk.heading_path or chunk.title} {chunk.text}")
+    return out
+
+
+def unread_words(text: str, evidence: str) -> list[str]:
+    """The specific words of `text` (numbers, flags, code words, camelCase) that `evidence` does
+    not hold, case ignored; a citation marker [n] is not a word."""
+    held = evidence.lower()
+    out = []
+    for raw in _WORD.findall(text):
+        w = raw.strip(_EDGE)
+        if len(w) < 2 or not _SPECIFIC.search(w) or re.fullmatch(r"\d{1,2}", w):
+            continue  # "[2]" leftovers and small counts are phrasing, not claims
+        if w.lower() not in held:
+            out.append(w)
+    return list(dict.fromkeys(out))
+
+
+def abstained(answer: Answer, why: str, style: str) -> Answer:
+    """`answer` turned into "not in the documents": the text says so (with what was found, in the
+    reader style), the first text stays in the trace, and a flag says why."""
+    found = answer.text.strip()
+    answer.trace.details["ungrounded"] = {"answer": found, "reason": why}
+    answer.trace.flag(f"answer withheld: {why}")
+    if style == "reader" and found:
+        answer.text = f"{NOT_IN_DOCUMENTS} (The passages read do not support the answer found: {why}.)"
+    else:
+        answer.text = NOT_IN_DOCUMENTS if style == "reader" else NOT_IN_DOCUMENTS.rstrip(".").lower()
+    return answer

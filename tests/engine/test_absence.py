@@ -1,0 +1,163 @@
+""" "Not in the documents" is an answer (engine.absence): a cheap route's absence is final unless
+the retrieval evidence says a costlier route could find it; a forced route answers on that route
+alone; a logic answer that outruns its passages becomes "not in the documents".
+No model loads: word-overlap KBs with the real lexical index, a keyword router, scripted LLMs."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine.routes.logic.solve as logic_mod
+from engine.absence import unread_words, weigh_absence, word_family
+from engine.base.types import Answer, Usage
+from engine.llm.base import call_llm
+from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.routes.common import looks_unanswered
+from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
+
+FERRY = {
+    "Lowen Ferry": "The Lowen Ferry crosses the river Tamar twice a day, at 7:00 and at 9:30. A ticket costs 3 pounds.",
+    "Harbour office": "The harbour office sells tickets and opens at 6:30 every morning.",
+    "Tamar": "The river Tamar is tidal up to the weir at Gunnislake.",
+}
+SAILS = "What colour are the Lowen Ferry's sails?"
+
+
+def ferry_rag(llm, **kw):
+    from engine.pipeline import RoutedRAG
+
+    return RoutedRAG(kb=WordOverlapKB.titled(FERRY), llm=llm, router=kw.pop("router", FakeRouter()), **kw)
+
+
+def test_a_near_miss_absence_is_final_on_the_default_path_with_one_call(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(calls, reply="white [1]"))
+    llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS])
+    ans = ferry_rag(llm).answer(SAILS)
+    assert ans.text == NOT_IN_DOCUMENTS and ans.route == "chunk"
+    assert ans.usage.llm_calls == 1 and not calls
+    assert ans.trace["absence"]["climb"] is False
+    assert "colour" in ans.trace["absence"]["reason"] and "sail" in ans.trace["absence"]["reason"]
+
+
+def test_a_forced_route_answers_on_that_route_alone_with_exactly_one_call(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(calls))
+    llm = ScriptedLLM(replies=["unknown"])
+    ans = make_rag(llm, keep_absence=False).answer("When was the director of Inception born?", route="chunk")
+    assert ans.route == "chunk" and ans.text == "unknown" and ans.usage.llm_calls == 1 and not calls
+    assert ans.trace["decision"] == {"route": "chunk", "policy": "forced"} and ans.trace["route"] == "chunk"
+
+
+def test_a_forced_route_climbs_the_ladder_only_when_escalation_is_asked_for(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = ScriptedLLM(replies=["unknown", "plan", "30 July 1970"])
+    ans = make_rag(llm).answer("When was the director of Inception born?", route="chunk", escalate=True)
+    assert ans.route == "logic" and ans.text == "30 July 1970"
+    assert ans.trace["decision"]["route"] == "chunk" and ans.trace["route"] == "logic"
+
+
+def test_a_multi_hop_form_whose_first_hop_is_in_the_kb_may_be_found_by_a_costlier_route():
+    kb = WordOverlapKB.titled({"Inception": "Inception is a 2010 film directed by Christopher Nolan."})
+    verdict = weigh_absence(kb, "When was the director of Inception born?", ["c0"])
+    assert verdict["climb"] and verdict["form"] == "chain" and "first hop is in the KB" in verdict["reason"]
+    verdict = weigh_absence(kb, "When was the director of Oppenheimer born?", ["c0"])
+    assert not verdict["climb"] and "oppenheimer" in verdict["reason"]
+
+
+def test_an_absence_the_evidence_says_a_costlier_route_may_find_goes_up_the_ladder(monkeypatch):
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
+    llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "plan", "The harbour office."])
+    ans = ferry_rag(llm).answer("Which office sells tickets for the Lowen Ferry?")
+    assert ans.route == "logic" and ans.text == "The harbour office."
+    absence = ans.trace["escalated_from"]["trace"]["absence"]
+    assert absence["climb"] and "no passage read holds them all" in absence["reason"]
+
+
+def test_an_off_topic_question_keeps_its_absence_naming_the_terms_no_chunk_holds():
+    kb = WordOverlapKB.titled(FERRY)
+    verdict = weigh_absence(kb, "How do I set a memory limit on a Kubernetes pod?", ["c0"])
+    assert verdict["climb"] is False
+    assert "kubernete" in verdict["reason"] and "pod" in verdict["reason"]
+
+
+def test_an_absence_is_final_when_a_passage_read_holds_every_key_term():
+    kb = WordOverlapKB.titled(FERRY)
+    verdict = weigh_absence(kb, "Who captains the Lowen Ferry on the river Tamar?", ["c0"])
+    assert verdict["missing"] == ["captain"] and verdict["climb"] is False
+    verdict = weigh_absence(kb, "Does the Lowen Ferry cross the river Tamar?", ["c0"])
+    assert verdict["climb"] is False and verdict["best_passage_terms"] == len(verdict["terms"])
+
+
+def test_terms_spread_over_chunks_no_passage_read_joins_send_it_up_the_ladder():
+    kb = WordOverlapKB.titled(FERRY)
+    verdict = weigh_absence(kb, "Which office sells tickets for the Lowen Ferry?", ["c0"])
+    assert verdict["climb"] is True and "no passage read holds them all" in verdict["reason"]
+
+
+def test_a_term_counts_as_present_when_a_word_of_its_family_is():
+    assert "directed" in word_family("director") and "release" in word_family("released")
+    kb = WordOverlapKB.titled({"Inception": "Inception is a 2010 film directed by Christopher Nolan."})
+    assert weigh_absence(kb, "Who is the director of Inception?", [])["missing"] == []
+
+
+def test_keep_absence_false_climbs_every_absence_as_before(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(calls))
+    llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "plan", "white"])
+    ans = ferry_rag(llm, keep_absence=False, abstain_ungrounded=False).answer(SAILS)
+    assert ans.route == "logic" and len(calls) == 1 and ans.text == "white"
+
+
+def scripted_logic(text: str, nodes: list[dict], read: list[str]):
+    """A stand-in for answer_logic returning `text` with the DAG `nodes` after reading chunks `read`."""
+
+    def answer_logic(question, kb, llm, config=None, style="short", budget=None):
+        usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": nodes}}
+        trace["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
+        call_llm(llm, [{"role": "user", "content": question}], purpose="answer", usage=usage, trace=trace)
+        return Answer(text=text, route="logic", usage=usage, trace=trace)
+
+    return answer_logic
+
+
+@pytest.mark.parametrize("style", ["reader", "short"])
+def test_a_logic_answer_built_on_an_unsupported_sub_answer_is_not_in_the_documents(monkeypatch, style):
+    node = {"id": "q1", "question": "What colour are the sails?", "answer": "white", "supported": False}
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic("The sails are white.", [node], ["c0"]))
+    ans = ferry_rag(ScriptedLLM(replies=["x"]), style=style).answer(SAILS, route="logic")
+    assert looks_unanswered(ans.text) is not None, ans.text
+    assert ans.trace["ungrounded"]["answer"] == "The sails are white."
+    assert any(f.startswith("answer withheld: sub-answer stated by none of its passages") for f in ans.flags)
+
+
+def test_a_logic_answer_naming_a_command_no_passage_holds_is_withheld(monkeypatch):
+    text = "Use kubectl run --memory=100Mi to set the limit [1]."
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(text, [], ["c0", "c1"]))
+    ans = ferry_rag(ScriptedLLM(replies=["x"])).answer("How do I set a memory limit on a pod?", route="logic")
+    assert ans.text.startswith(NOT_IN_DOCUMENTS) and "--memory=100Mi" in ans.text
+
+
+def test_a_logic_answer_its_passages_state_is_kept(monkeypatch):
+    node = {"id": "q1", "question": "When does the ferry leave?", "answer": "7:00", "supported": True}
+    text = "The Lowen Ferry leaves at 7:00 and 9:30."
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(text, [node], ["c0"]))
+    ans = ferry_rag(ScriptedLLM(replies=["x"])).answer("When does the Lowen Ferry leave?", route="logic")
+    assert ans.text == text and "ungrounded" not in ans.trace
+
+
+def test_abstain_ungrounded_false_returns_the_logic_answer_as_it_was(monkeypatch):
+    node = {"id": "q1", "question": "What colour are the sails?", "answer": "white", "supported": False}
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic("white", [node], ["c0"]))
+    ans = ferry_rag(ScriptedLLM(replies=["x"]), abstain_ungrounded=False).answer(SAILS, route="logic")
+    assert ans.text == "white"
+
+
+def test_unread_words_are_the_specific_words_no_evidence_holds():
+    evidence = "npm install --save-dev adds the package to devDependencies in package.json, version 7"
+    assert unread_words("Run npm install --save-dev [1]; it edits package.json.", evidence) == []
+    assert unread_words("Set NODE_OPTIONS=--max-old-space-size=4096 [2].", evidence) == [
+        "NODE_OPTIONS=--max-old-space-size=4096"
+    ]
+    assert unread_words("It came out in 2014.", evidence) == ["2014"]
+    assert unread_words("The sails are white.", evidence) == []  # plain words are the sub-answer check's job
