@@ -97,9 +97,10 @@ def open_service(ctx, options: dict, *, allow_writes: bool):
         allowed_hosts=tuple(options["allowed_hosts"]),
         allow_writes=allow_writes,
     )
-    info(f"loading the knowledge base {options['kb_dir']} and the router ...")
+    loading = "the embedder, the router and the local model" if local else "the embedder and the router"
+    info(f"loading the knowledge base {options['kb_dir']}, {loading} ...")
     service = AnswerService.open(options["kb_dir"], config, embedder=injected_embedder(ctx), **rag_config.options())
-    service.warm_up()
+    service.warm_up()  # before the first request is read: nothing loads on a question
     return service, local
 
 
@@ -114,6 +115,10 @@ def serve(ctx, allow_writes, **options):
     """Answer questions over HTTP from the knowledge base --kb: an OpenAI-compatible API
     (/v1/chat/completions, /v1/models), native endpoints (/query, /route, /documents, /health,
     /metrics) and a web page at /.
+
+    It listens once the embedder, the router and the local model are loaded: when /health
+    answers, the server is ready, and questions sent at once wait in the queue (--queue-size)
+    instead of being refused while a model loads.
 
     Without $LOGICROUTE_SERVER_KEY it answers only requests for its own address (see
     --allowed-host) and takes no document writes unless --allow-writes; with the key every API

@@ -1,6 +1,10 @@
 """Running the application: run_server for `logicroute serve` (blocks until Ctrl-C), and
 ServerThread, the real server on a free port in a background thread, for tests and
-`logicroute bench serve`."""
+`logicroute bench serve`.
+
+Both listen only once the service is warm (AnswerService.warm_up: the embedder, the router, the
+local model): a server that answers /health is ready, and a burst of questions right after
+start waits in the queue for answers, not behind a model still loading."""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ def run_server(service: AnswerService, *, log_level: str = "info", app=None) -> 
     import uvicorn
 
     try:
+        service.warm_up()
         uvicorn.Server(uvicorn_config(service, log_level=log_level, app=app)).run()
     finally:
         service.close()
@@ -59,6 +64,7 @@ class ServerThread:
     def __enter__(self) -> "ServerThread":
         import uvicorn
 
+        self.service.warm_up()
         # proto IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off only on connections whose
         # socket says TCP, and with it on every keep-alive response waits ~40 ms for a delayed ACK
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)

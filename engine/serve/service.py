@@ -58,6 +58,8 @@ class AnswerService:
         self._variants: dict[str, RoutedRAG] = {rag.style: rag}
         self._variants_lock = threading.Lock()
         self._write_lock = threading.Lock()  # writers of this process; the KB's own lock covers other processes
+        self._warm_lock = threading.Lock()
+        self._warm = False
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -81,10 +83,18 @@ class AnswerService:
         return cls(RoutedRAG(kb=kb, budget=budget, **rag_options), config)
 
     def warm_up(self) -> None:
-        """Load the embedder and the router now, not on the first request. The local model loads
-        on its first call (a call made only to load it could come from the cache and load nothing)."""
-        self.base.get_router().probs_and_ood(["warm-up"])  # the path every answer and decision takes
-        self.base.kb.search("warm-up", k=1)
+        """Load the embedder, the router and the local model now, so that the first questions wait
+        for their answers, not for loading; the server listens only after this (engine.serve.run).
+        A remote endpoint gets no call: it has nothing to load, and a call would cost. Once per
+        service: a later call returns at once."""
+        with self._warm_lock:
+            if self._warm:
+                return
+            self.base.get_router().probs_and_ood(["warm-up"])  # the path every answer and decision takes
+            self.base.kb.search("warm-up", k=1)
+            if self.llm_spec.partition(":")[0] == "local":
+                load_model(self.base.get_llm())
+            self._warm = True
 
     # ------------------------------------------------------------------ answering
     def answer(
@@ -236,3 +246,12 @@ class AnswerService:
 
     def close(self) -> None:
         self.admission.shutdown()
+
+
+def load_model(llm) -> None:
+    """Load an in-process model by one 1-token call to the backend itself, under every wrapper
+    (ObservedLLM, CachedLLM: `inner`): the local model loads on its first call, and a call through
+    the cache could be a hit that loads nothing."""
+    while getattr(llm, "inner", None) is not None:
+        llm = llm.inner
+    llm.chat([{"role": "user", "content": "Say OK."}], max_tokens=1)

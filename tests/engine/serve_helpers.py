@@ -90,15 +90,17 @@ def film_kb(path, embedder=None):
     return index_sources(path, [src], embedder=embedder or HashedBowEmbedder(), show_progress=False).kb
 
 
-def film_service(tmp_path, llm=None, **config) -> AnswerService:
-    """A service over film_kb, a SchemaLLM (unless `llm`) and the FakeRouter; `config`: ServeConfig's
-    fields. It takes document writes (allow_writes=True, as `serve --allow-writes`): the specs of
-    writes need them, and the spec of the default refusal says allow_writes=False."""
+def film_service(tmp_path, llm=None, *, router=None, llm_spec: str = "fake:by-schema", **config) -> AnswerService:
+    """A service over film_kb, a SchemaLLM (unless `llm`) and the FakeRouter (unless `router`);
+    `llm_spec`: what the server is told its LLM is ('local:...' makes it load the model before it
+    listens); `config`: ServeConfig's fields. It takes document writes (allow_writes=True, as
+    `serve --allow-writes`): the specs of writes need them, and the spec of the default refusal
+    says allow_writes=False."""
     kb = film_kb(tmp_path / "kb")
     from engine.pipeline import RoutedRAG
 
-    rag = RoutedRAG(kb=kb, llm=llm or SchemaLLM(), router=FakeRouter(), cache=False)
-    return AnswerService(rag, ServeConfig(**{"allow_writes": True, **config}), llm_spec="fake:by-schema")
+    rag = RoutedRAG(kb=kb, llm=llm or SchemaLLM(), router=router or FakeRouter(), cache=False)
+    return AnswerService(rag, ServeConfig(**{"allow_writes": True, **config}), llm_spec=llm_spec)
 
 
 def a_document(doc_id: str, text: str, title: str = "") -> Document:
