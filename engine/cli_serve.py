@@ -167,7 +167,7 @@ def mcp(ctx, transport, allow_writes, **options):
     server = build_server(service, allow_writes=allow_writes)
     tools = "ask, search, route, list_documents" + (", add_documents, delete_documents" if allow_writes else "")
     if transport == "stdio":
-        from engine.serve.mcp_tools import run_stdio
+        from engine.serve.mcp_framing import run_stdio
 
         info(f"MCP over stdio: {service.kb_summary()['chunks']} chunks; tools {tools}")
         try:

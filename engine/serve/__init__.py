@@ -16,5 +16,8 @@ engine.serve.app, the endpoint modules it imports (native, openai_compat) and en
   openai_compat  chat completions and models, with SSE streaming
   native       /query, /route, /documents, /health, /metrics
   app          create_app: the FastAPI application, its guard middleware and the page
-  run          run_server (uvicorn) and ServerThread (a server on a free port, for tests and benchmarks)
+  run          run_server (uvicorn) and ServerThread (a server on a free port, for tests and
+               benchmarks), both listening only once the models are loaded
+  mcp_tools    `logicroute mcp`: the same service as MCP tools
+  mcp_framing  JSON-RPC errors for MCP frames that are no message (stdio and streamable HTTP)
 """

@@ -155,7 +155,7 @@ class Guard:
             body = await _read_at_most(receive, limit)
             if body is None:
                 return await self._refuse(PayloadTooLarge(f"the request body is over {limit} bytes"), send)
-            receive = _replay(body, receive)
+            receive = replay_body(body, receive)
         return await self.app(scope, receive, send)
 
     def _refusal(self, method: str, path: str, headers: dict) -> ServeError | None:
@@ -220,7 +220,7 @@ async def _read_at_most(receive, limit: int) -> bytes | None:
             return body
 
 
-def _replay(body: bytes, receive):
+def replay_body(body: bytes, receive):
     """`receive` that first returns `body` in one message, then what the connection sends."""
     sent = False
 

@@ -13,8 +13,9 @@ It stands on AnswerService as the HTTP server does: answers take a place in the 
 queue under the same deadline, and writes take the KB's writer lock and swap the readers'
 snapshot. Over HTTP the SDK's application sits behind the HTTP server's Guard (engine.serve.app):
 the same key ($LOGICROUTE_SERVER_KEY), the same Host rule without one, JSON bodies only, the same
-size caps. The write tools need --allow-writes even with a key: an agent decides its own calls,
-and deleting documents should be a choice made when the server starts.
+size caps. A frame that is no JSON-RPC message gets its JSON-RPC error on both transports
+(engine.serve.mcp_framing). The write tools need --allow-writes even with a key: an agent
+decides its own calls, and deleting documents should be a choice made when the server starts.
 """
 
 import asyncio
@@ -235,14 +236,6 @@ def _tool_errors():
 # ---------------------------------------------------------------- transports
 
 
-def run_stdio(server) -> None:
-    """Serve over stdin/stdout until the client closes them (the SDK points fd 1 at stderr
-    meanwhile, so no stray print can break the protocol)."""
-    import anyio
-
-    anyio.run(server.run_stdio_async)
-
-
 def http_app(server, service: AnswerService, *, allow_writes: bool = False):
     """The SDK's streamable HTTP application at /mcp, behind the HTTP server's Guard. The SDK's
     own Host check is off: the Guard applies serve's rule (its names, --allowed-host, or a key)."""
@@ -251,6 +244,7 @@ def http_app(server, service: AnswerService, *, allow_writes: bool = False):
     from mcp.server.transport_security import TransportSecuritySettings
 
     from engine.serve.app import Guard
+    from engine.serve.mcp_framing import http_framing
 
     config = service.config
     if allow_writes:  # documents arrive in a tool call's body: the cap of POST /documents applies
@@ -261,4 +255,4 @@ def http_app(server, service: AnswerService, *, allow_writes: bool = False):
         max_request_body_size=config.max_body_bytes,
         host=config.host,
     )
-    return Guard(app, config=config, on_refusal=service.metrics.failed)
+    return Guard(http_framing(app, MCP_PATH), config=config, on_refusal=service.metrics.failed)

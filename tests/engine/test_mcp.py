@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -156,6 +157,36 @@ def test_over_stdio_a_subprocess_answers_the_same_tools(tmp_path):
     assert content(asked)["answer"] == ANSWER and content(asked)["sources"][0]["doc_id"] == "hitchcock"
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "spec", "version": "1"}},
+}  # fmt: skip
+NOT_REQUESTS = [  # a frame, and the JSON-RPC error (id, code) it must get
+    (b"not json", (None, -32700)),
+    (b"[]", (None, -32600)),
+    (b'[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]', (None, -32600)),  # MCP sends no batches
+    (b'{"hello": "world"}', (None, -32600)),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', (7, -32600)),
+]
+
+
+def test_over_stdio_a_frame_that_is_no_request_gets_a_json_rpc_error_and_the_next_request_its_answer(tmp_path):
+    frames = [frame.decode() for frame, _ in NOT_REQUESTS] + ["", json.dumps(INITIALIZE)]  # "": no frame, no reply
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.engine.mcp_stdio_server", str(tmp_path)],
+        input="\n".join(frames) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"LOGICROUTE_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+    )
+    *errors, answered = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["id"], r["error"]["code"]) for r in errors] == [want for _, want in NOT_REQUESTS]  # in frame order
+    assert answered["id"] == 1 and answered["result"]["serverInfo"]["name"] == "logicroute"
+    assert done.returncode == 0, done.stderr
+
+
 def http_client(url: str, key: str | None = None):
     """The SDK's streamable HTTP transport, sending `key` as the bearer token."""
     import httpx2
@@ -189,6 +220,18 @@ def test_over_http_without_a_key_only_its_own_host_names_and_json_bodies_are_ans
     assert (rebound.status, rebound.error["code"]) == (403, "host_not_allowed")
     assert (form.status, form.error["code"]) == (415, "unsupported_media_type")
     assert huge.status == 413
+
+
+def test_over_http_a_body_that_is_no_request_gets_a_json_rpc_error_with_a_400_and_the_server_goes_on(service):
+    accept = {"Accept": "application/json, text/event-stream"}
+    with ServerThread(service, app=http_app(build_server(service), service)) as server:
+        url = server.url + MCP_PATH
+        replies = [call("POST", url, raw=frame, headers=accept) for frame, _ in NOT_REQUESTS]
+        tools = run(url, lambda c: c.list_tools()).tools
+    assert [(r.status, (r.body["id"], r.body["error"]["code"])) for r in replies] == [
+        (400, want) for _, want in NOT_REQUESTS
+    ]
+    assert [t.name for t in tools] == list(READ_TOOLS)
 
 
 def test_without_the_mcp_extra_the_command_names_its_install_command_before_anything_loads(tmp_path, monkeypatch):
