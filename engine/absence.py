@@ -83,7 +83,7 @@ def key_terms(question: str) -> list[str]:
     dropped), once each."""
     from hierarchy.lexical import tokens
 
-    return [t for t in dict.fromkeys(tokens(question)) if t not in _PRONOUNS]
+    return [t for t in dict.fromkeys(tokens(question)) if len(t) > 1 and t not in _PRONOUNS]  # "'s" is no term
 
 
 def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[str]) -> dict:
