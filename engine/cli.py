@@ -130,16 +130,39 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     "ranking with BM25 over titles, headings and text; dense: the embedding alone. A KB indexed before BM25 "
     "gains its index with any index run, --kb DIR alone too",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="intake.NAME=NUMBER",
+    help="a limit on reading one file (repeatable): intake.max_text_mb=50, intake.max_inflated_mb=200, "
+    'intake.max_seconds=120, intake.max_memory_mb=2048, ... (docs/configuration.md, "Reading documents")',
+)
 @llm_option
 @click.pass_context
 def index(
-    ctx, sources, kb_dir, summaries, rebuild, delete_ids, chunk_words, overlap_words, store_spec, retrieval, llm_spec
+    ctx,
+    sources,
+    kb_dir,
+    summaries,
+    rebuild,
+    delete_ids,
+    chunk_words,
+    overlap_words,
+    store_spec,
+    retrieval,
+    sets,
+    llm_spec,
 ):
     """Index SOURCES into --kb: folders or files of Markdown, text, PDF, HTML, DOCX and PPTX (the last
-    four with the docs extra), JSONL {id,title,text}, QA data files."""
+    four with the docs extra), JSONL {id,title,text}, QA data files. A folder's links that lead outside
+    it are skipped and named; a file over a limit (--set intake.NAME=NUMBER) is skipped with one line."""
     from hierarchy.indexing import index_sources
+    from hierarchy.intake_limits import IntakeLimits
     from hierarchy.kb import KnowledgeBase
     from hierarchy.vector_store.base import parse_store
+
+    limits = IntakeLimits.from_sets(sets)  # a bad key fails before anything is read
 
     store = None
     if store_spec is not None:
@@ -170,6 +193,7 @@ def index(
         embedder=injected_embedder(ctx),
         store=store,
         retrieval=retrieval,
+        limits=limits,
     )
     if result.moved_store:
         info(f"vectors moved to {result.moved_store}")

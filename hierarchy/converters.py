@@ -11,11 +11,13 @@ The readers are small, well-kept libraries of the `docs` extra, each doing one f
 (markitdown does all four, but it loads an ONNX model for file-type sniffing, ~45 MB of wheels,
 and reads a PDF as one text with no pages.)
 
-A PDF's pages are marked in the Markdown by a comment line of their own (PAGE_MARK), which the
-chunker reads into Chunk.pages and takes out of the text. A PDF that is encrypted (and opens
-with no empty password) or has no text layer (a scan) gives no document: one warning line each,
-and the run goes on. Without the extra, reading such a file raises MissingExtraError, whose
-message is the command that installs it.
+Each converter reads the whole file, so none is called directly: hierarchy.conversion runs it
+in a worker process, after the size checks of hierarchy.intake_limits and under a time and a
+memory limit. A PDF's pages are marked in the Markdown by a comment line of their own
+(PAGE_MARK), which the chunker reads into Chunk.pages and takes out of the text. A PDF that is
+encrypted (and opens with no empty password) or has no text layer (a scan) gives no document:
+one warning line each, and the run goes on. Without the extra, reading such a file raises
+MissingExtraError, whose message is the command that installs it (hierarchy.conversion).
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.base.errors import DataFormatError, MissingExtraError
-from hierarchy.chunking import PAGE_MARK, PAGE_MARK_RE
+from hierarchy.chunking import PAGE_MARK
 
 DOCS_EXTRA = "pip install 'logicroute[docs]'"
 KINDS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html", ".docx": "docx", ".pptx": "pptx"}
@@ -68,31 +69,7 @@ def available(kind: str) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in NEEDS[kind])
 
 
-def convert(path: Path) -> Converted | None:
-    """The file at `path` as Markdown, or None (with one warning line) for a file that holds no
-    text we can read: an encrypted or scanned PDF, a damaged file, an empty page."""
-    kind = kind_of(path)
-    if kind is None:
-        raise DataFormatError(f"{path}: no converter for {path.suffix or 'files without an extension'}")
-    if not available(kind):
-        raise MissingExtraError(f"{path}: reading .{kind} files needs the docs extra: {DOCS_EXTRA}")
-    try:
-        converted = _CONVERTERS[kind](path)
-    except _Unreadable as e:
-        log.warning("%s: skipped, %s", path, e)
-        return None
-    except OSError as e:
-        raise DataFormatError(f"{path}: unreadable ({e.strerror or e})") from None
-    except Exception as e:  # the libraries raise their own types for a damaged file: one line, the run goes on
-        log.warning("%s: skipped, not a readable %s file (%s: %s)", path, kind.upper(), type(e).__name__, e)
-        return None
-    if converted is not None and not PAGE_MARK_RE.sub("", converted.text).strip():
-        log.warning("%s: skipped, no text in it", path)
-        return None
-    return converted
-
-
-class _Unreadable(Exception):
+class Unreadable(Exception):
     """A file the run skips, with the reason as its message."""
 
 
@@ -111,9 +88,9 @@ def pdf_to_markdown(path: Path) -> Converted:
         try:
             opened = reader.decrypt("")  # a PDF locked only against editing opens with the empty password
         except DependencyError as e:
-            raise _Unreadable(f"encrypted with a cipher this install cannot read ({e})") from None
+            raise Unreadable(f"encrypted with a cipher this install cannot read ({e})") from None
         if not opened:
-            raise _Unreadable("encrypted: it needs a password (save an unlocked copy to index it)")
+            raise Unreadable("encrypted: it needs a password (save an unlocked copy to index it)")
     headings = _outline_by_page(reader)
     pages = [[_pdf_line(line) for line in (page.extract_text() or "").splitlines()] for page in reader.pages]
     has_text = any(line.strip() for lines in pages for line in lines)
@@ -124,7 +101,7 @@ def pdf_to_markdown(path: Path) -> Converted:
         parts.append(PAGE_MARK.format(i + 1))
         parts.append("\n".join(_place_headings(lines, headings.get(i, []))))
     if not has_text:
-        raise _Unreadable("no text layer (a scanned PDF?): run OCR on it first, e.g. ocrmypdf, then index the copy")
+        raise Unreadable("no text layer (a scanned PDF?): run OCR on it first, e.g. ocrmypdf, then index the copy")
     meta_title = (reader.metadata.title if reader.metadata else None) or ""
     return Converted(" ".join(str(meta_title).split()), "\n\n".join(parts), len(reader.pages))
 
@@ -296,4 +273,9 @@ def _shape_text(shape) -> list[str]:
     return ["\n".join(lines)] if lines else []
 
 
-_CONVERTERS = {"pdf": pdf_to_markdown, "html": _html_file, "docx": _docx_file, "pptx": _pptx_file}
+CONVERTERS = {  # the converter of each kind, run by hierarchy.conversion under its limits
+    "pdf": pdf_to_markdown,
+    "html": _html_file,
+    "docx": _docx_file,
+    "pptx": _pptx_file,
+}

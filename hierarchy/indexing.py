@@ -18,6 +18,7 @@ from pathlib import Path
 from engine.base.errors import DocumentNotFoundError
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
+from hierarchy.intake_limits import IntakeLimits
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import META, layers_dir
 from hierarchy.layers.update import build_layers, sync_layers
@@ -68,6 +69,7 @@ def index_sources(
     show_progress: bool = True,
     store: StoreSpec | None = None,
     retrieval: str | None = None,
+    limits: IntakeLimits | None = None,
 ) -> IndexResult:
     """Read every source before touching the KB (bad input writes nothing), then, holding the
     writer lock: delete (DocumentNotFoundError naming every id that is not in the KB, before
@@ -76,8 +78,9 @@ def index_sources(
     that died). `make_llm` is called only for summaries="llm". store: the vector store of a new
     KB; for an existing one that keeps its vectors elsewhere, they are moved there first.
     retrieval: what the KB's searches do from now on (dense | lexical | hybrid; a new KB's
-    default: hybrid); a KB written before lexical retrieval gains its lexical index here."""
-    docs = [d for s in sources for d in load_documents(s)]
+    default: hybrid); a KB written before lexical retrieval gains its lexical index here.
+    limits: what reading one file may cost (hierarchy.intake_limits; None: the defaults)."""
+    docs = [d for s in sources for d in load_documents(s, limits)]
     delete_ids = list(dict.fromkeys(delete_ids))
     with dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
         kb = KnowledgeBase.open_or_create(

@@ -9,13 +9,19 @@ first Markdown-style heading or its file name.
 Text files are read as UTF-8; a file that is not valid UTF-8 is decoded as Windows-1252 (every
 byte maps to a character, and it is what such files usually are), and the document records it
 (meta["encoding"]) with a warning on the "logicroute" logger. A file with NUL bytes is binary
-whatever its name, and is skipped with a warning; so are empty files in a folder.
+whatever its name, and is skipped with a warning; so are files of a folder with no text that
+shows (empty, only whitespace or zero-width characters: hierarchy.kb_intake.has_text), and
+files over the size limit (hierarchy.intake_limits).
 
 PDF, HTML, DOCX and PPTX files are converted to Markdown (hierarchy.converters, the `docs`
-extra) and chunked along their headings; a PDF's chunks carry their pages. A PDF that is
-encrypted or scanned is skipped with one line of its own. Files of a folder that no reader
-takes (.rst, images; a PDF when the extra is missing, with the command that installs it) are
-counted by kind in one warning, and listed at debug level (`index -v`). A source that yields no
+extra) and chunked along their headings; a PDF's chunks carry their pages. Conversion is
+bounded (hierarchy.conversion: sizes checked first, then a time and a memory limit per file).
+A PDF that is encrypted or scanned, or a file over a limit, is skipped with one line of its
+own. Files of a folder that no reader takes (.rst, images; a PDF when the extra is missing,
+with the command that installs it) are counted by kind in one warning, and listed at debug
+level (`index -v`). A folder is read as
+hierarchy.folder_walk walks it: links that lead outside it are skipped and named, and named
+pipes, sockets and devices are never opened, in a folder or named alone. A source that yields no
 document at all is refused: indexing nothing is always a mistake.
 
 A file's id is its path below the folder named (a file named alone: its name); the document
@@ -26,15 +32,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
-from hierarchy import converters
+from hierarchy import conversion, converters
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
+from hierarchy.folder_walk import report, special_kind, walk_folder
+from hierarchy.intake_limits import MB, PREFIX, IntakeLimits
+from hierarchy.kb_intake import has_text
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -54,18 +65,23 @@ _BINARY_PROBE = 8192  # bytes looked at for a NUL
 log = logging.getLogger("logicroute.sources")
 
 
-def load_documents(source: str | Path) -> list[Document]:
-    """Documents from a folder, a text file, a documents JSONL, or a QA data file."""
+def load_documents(source: str | Path, limits: IntakeLimits | None = None) -> list[Document]:
+    """Documents from a folder, a text file, a documents JSONL, or a QA data file; `limits`: the
+    limits on reading one file (hierarchy.intake_limits; None: the defaults)."""
     path = Path(source).expanduser()
+    limits = limits or IntakeLimits()
     if not path.exists():
         raise LogicRouteError(f"no such file or folder: {path} (expected {SUPPORTED})")
+    mode = path.stat().st_mode
+    if special_kind(mode):  # opening a named pipe blocks until a writer comes
+        raise DataFormatError(f"{path}: {special_kind(mode)}, not a file: not read (give a file or a folder)")
     if path.is_dir():
-        docs = _from_folder(path)
+        docs = _from_folder(path, limits)
     elif path.suffix.lower() in TEXT_SUFFIXES:
-        doc = _from_text_file(path.resolve(), path.name, path.resolve().parent)
+        doc = _from_text_file(path.resolve(), path.name, path.resolve().parent, limits)
         docs = [doc] if doc else []
     elif converters.kind_of(path):
-        doc = _from_converted_file(path.resolve(), path.name, path.resolve().parent)
+        doc = _from_converted_file(path.resolve(), path.name, path.resolve().parent, limits)
         docs = [doc] if doc else []
     elif path.suffix.lower() in DOC_JSONL_SUFFIXES and _looks_like_doc_jsonl(path):
         docs = _from_doc_jsonl(path)
@@ -81,12 +97,27 @@ def _title_of(text: str, fallback: str) -> str:
     return m.group(1).strip() if m else fallback
 
 
-def read_text_file(path: Path) -> tuple[str, str] | None:
-    """(text, encoding) of a text file, or None (with a warning) when it is binary."""
+def read_text_file(path: Path, limits: IntakeLimits | None = None) -> tuple[str, str] | None:
+    """(text, encoding) of a text file, or None (with a warning) when it is binary, not a regular
+    file or over the size limit. Opened without blocking and checked on the open file, so a
+    file swapped for a named pipe after the folder was listed is not waited on either."""
+    limit = (limits or IntakeLimits()).max_text_mb
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                log.warning("%s: skipped, %s (never read)", path, special_kind(info.st_mode))
+                return None
+            if info.st_size > limit * MB:
+                log.warning(
+                    "%s: skipped, a file of %s MB, over the limit %smax_text_mb=%g",
+                    path, f"{info.st_size / MB:,.0f}", PREFIX, limit,
+                )  # fmt: skip
+                return None
+            raw = f.read()
     except OSError as e:
-        raise DataFormatError(f"{path}: unreadable ({e})") from None
+        raise DataFormatError(f"{path}: unreadable ({e.strerror or e})") from None
     if b"\x00" in raw[:_BINARY_PROBE]:
         log.warning("%s: skipped, binary content (NUL bytes) in a text-named file", path)
         return None
@@ -97,8 +128,8 @@ def read_text_file(path: Path) -> tuple[str, str] | None:
         return raw.decode(FALLBACK_ENCODING, errors="replace"), FALLBACK_ENCODING
 
 
-def _from_text_file(path: Path, doc_id: str, root: Path) -> Document | None:
-    got = read_text_file(path)
+def _from_text_file(path: Path, doc_id: str, root: Path, limits: IntakeLimits) -> Document | None:
+    got = read_text_file(path, limits)
     if got is None:
         return None
     text, encoding = got
@@ -111,16 +142,16 @@ def _from_text_file(path: Path, doc_id: str, root: Path) -> Document | None:
         title = _front_matter_title(front) or markdown_title(text) or path.stem
     else:
         title = _title_of(text, path.stem)
-    if not text.strip():
-        log.warning("%s: skipped, empty", path)
+    if not has_text(text):
+        log.warning("%s: skipped, no text in it (empty, or only whitespace or zero-width characters)", path)
         return None
     return Document(id=doc_id, title=title, text=text.strip(), meta=meta, root=str(root))
 
 
-def _from_converted_file(path: Path, doc_id: str, root: Path) -> Document | None:
+def _from_converted_file(path: Path, doc_id: str, root: Path, limits: IntakeLimits) -> Document | None:
     """A PDF, HTML, DOCX or PPTX file as a Markdown document (None when it holds no text we can
-    read: hierarchy.converters warned why)."""
-    converted = converters.convert(path)
+    read or breaks a limit: hierarchy.conversion warned why)."""
+    converted = conversion.convert(path, limits)
     if converted is None:
         return None
     meta = {"source": str(path), "format": MARKDOWN, "converted_from": converters.kind_of(path)}
@@ -161,20 +192,18 @@ def _front_matter_title(fields: dict) -> str:
     return " ".join(str(title).split()) if isinstance(title, (str, int, float)) else ""
 
 
-def _from_folder(folder: Path) -> list[Document]:
+def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
     root = folder.resolve()  # ids are paths below it; sources are absolute (hierarchy.kb_intake compares them)
     docs: list[Document] = []
     skipped: Counter[str] = Counter()
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        # Skip hidden files and folders (.git, editor swap files).
-        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
-            continue
-        suffix, kind = p.suffix.lower(), converters.kind_of(p)
+    walk = walk_folder(root)
+    report(folder, walk)
+    for rel, p in walk.files:
+        suffix, kind = Path(rel).suffix.lower(), converters.kind_of(Path(rel))
         if suffix in TEXT_SUFFIXES:
-            doc = _from_text_file(p, rel.as_posix(), root)
+            doc = _from_text_file(p, rel, root, limits)
         elif kind is not None and converters.available(kind):
-            doc = _from_converted_file(p, rel.as_posix(), root)
+            doc = _from_converted_file(p, rel, root, limits)
         else:
             label = suffix or "(no extension)"
             log.debug("%s: skipped, no reader for %s files", p, label)

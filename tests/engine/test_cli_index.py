@@ -92,3 +92,35 @@ def test_index_retrieval_dense_is_recorded_and_ask_retrieval_holds_for_its_run(t
     assert rag.kb.retrieval == "hybrid" and KnowledgeBase.open(tmp_path / "kb", emb).retrieval == "dense"
     bad = run(emb, "index", "--kb", str(tmp_path / "kb"), "--retrieval", "bm25")
     assert bad.exit_code == 2 and "'bm25' is not one of 'dense', 'hybrid'" in bad.output
+
+
+def test_index_skips_a_link_out_of_the_folder_and_v_lists_it(tmp_path, emb):
+    write(tmp_path / "docs" / "a.md", "# Lighthouse\n\nThe Ardmere lighthouse was built in 1871.")
+    write(tmp_path / "outside" / "passwd", "root:x:0:0:the secret line")
+    (tmp_path / "docs" / "notes.txt").symlink_to(tmp_path / "outside" / "passwd")
+    r = run(emb, "-v", "index", str(tmp_path / "docs"), "--kb", str(tmp_path / "kb"), "--summaries", "none")
+    assert r.exit_code == 0, r.output
+    target = (tmp_path / "outside" / "passwd").resolve()
+    assert (
+        f"warning: {tmp_path / 'docs'}: skipped 1 link that leads outside the folder: notes.txt -> {target}" in r.stderr
+    )
+    assert f"debug: {tmp_path / 'docs'}: skipped notes.txt -> {target}: link that leads outside the folder" in r.stderr
+    kb = KnowledgeBase.open(tmp_path / "kb", emb)
+    assert kb.doc_ids == ["a.md"] and not kb.search("root secret line", k=5)[0].text.startswith("root")
+
+
+def test_index_set_changes_a_limit_on_reading_a_file_and_a_bad_key_fails_in_one_line(tmp_path, emb):
+    from tests import doc_files
+
+    write(tmp_path / "docs" / "a.md", "# Lighthouse\n\nThe Ardmere lighthouse was built in 1871.")
+    doc_files.storms_docx(tmp_path / "docs" / "log.docx")
+    args = ["index", str(tmp_path / "docs"), "--kb", str(tmp_path / "kb"), "--summaries", "none"]
+    low = run(emb, *args, "--set", "intake.max_paragraphs=1")
+    assert low.exit_code == 0, low.output
+    assert "log.docx: skipped, holds more than 1 paragraphs, over the limit intake.max_paragraphs=1" in low.stderr
+    assert KnowledgeBase.open(tmp_path / "kb", emb).doc_ids == ["a.md"]
+    assert run(emb, *args).exit_code == 0
+    assert sorted(KnowledgeBase.open(tmp_path / "kb", emb).doc_ids) == ["a.md", "log.docx"]
+    bad = run(emb, *args, "--set", "intake.max_pagez=3")
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+    assert "'intake.max_pagez=3': expected intake.NAME=NUMBER, NAME one of max_file_mb," in bad.stderr
