@@ -276,7 +276,7 @@ def _from_doc_jsonl(path: Path) -> list[Document]:
             elif not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
                 raise DataFormatError(f"{path}:{ln}: field 'id' must be a string or integer")
             meta = {k: v for k, v in rec.items() if k not in ("id", "title", "text")}
-            if text.strip():
+            if has_text(text):
                 docs[str(doc_id)] = Document(id=str(doc_id), title=title, text=text, meta=meta)
     return list(docs.values())
 
@@ -287,5 +287,5 @@ def _from_qa_file(path: Path) -> list[Document]:
     except UnknownFormatError as e:
         raise UnknownFormatError(f"{path}: unknown format. Supported: {SUPPORTED}. (QA reader: {e})") from None
     # A passage with no text gives no chunk (and an add refuses a document without text).
-    passages = [p for p in ds.passages if p.text.strip()]
+    passages = [p for p in ds.passages if has_text(p.text)]
     return [Document(id=p.id, title=p.title, text=p.text, meta={"dataset": ds.name}) for p in passages]

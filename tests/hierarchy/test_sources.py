@@ -100,3 +100,21 @@ def test_a_source_with_nothing_to_index_is_refused(tmp_path, files):
         (tmp_path / name).write_text(text)
     with pytest.raises(DataFormatError, match="no document with text to index"):
         load_documents(tmp_path)
+
+
+def test_a_text_file_of_only_zero_width_characters_is_skipped_with_a_warning(tmp_path, caplog):
+    (tmp_path / "blank.txt").write_text("\u200b\u2060\ufeff\n\u200d")
+    (tmp_path / "notes.md").write_text("# Notes\nThe Tamsk river is 143 km long.")
+    with caplog.at_level(logging.WARNING, logger="logicroute"):
+        docs = load_documents(tmp_path)
+    assert [d.id for d in docs] == ["notes.md"]
+    assert caplog.messages == [
+        f"{tmp_path / 'blank.txt'}: skipped, no text in it (empty, or only whitespace or zero-width characters)"
+    ]
+
+
+def test_a_jsonl_document_of_only_invisible_characters_is_left_out_as_a_blank_one_is(tmp_path):
+    p = tmp_path / "docs.jsonl"
+    lines = [{"id": "zw", "text": "\u200b"}, {"id": "nul", "text": "\u0000"}, {"id": "ok", "text": "The Olm river."}]
+    p.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert [d.id for d in load_documents(p)] == ["ok"]
