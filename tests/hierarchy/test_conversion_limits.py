@@ -112,6 +112,7 @@ def test_a_conversion_over_the_time_limit_is_skipped_and_the_next_file_is_read(t
     assert lines == {"a_slow.html": "converting took longer than 1 s, the limit intake.max_seconds"}
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the address-space limit is enforced on Linux")
 def test_a_conversion_over_the_memory_limit_is_skipped_and_the_next_file_is_read(tmp_path, caplog):
     big_html(tmp_path / "a_big.html", 500_000)  # 4 MB: a tree of hundreds of MB
     doc_files.storms_docx(tmp_path / "b_log.docx")
