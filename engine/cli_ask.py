@@ -40,7 +40,12 @@ log = logging.getLogger("logicroute.cli")
 
 @click.command()
 @click.argument("question", required=False)
-@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="knowledge base folder (not with --dry-run)")
+@click.option(
+    "--kb",
+    "kb_dir",
+    type=click.Path(file_okay=False),
+    help="knowledge base folder (with --dry-run: decide with its own router)",
+)
 @click.option(
     "--questions",
     "questions_file",
@@ -98,7 +103,7 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
     if dry_run:
         from engine.cli_route import dry_run as decide
 
-        return decide(ctx, question, questions_file, config.checkpoint, config.budget, options["as_json"])
+        return decide(ctx, question, questions_file, config, kb_dir, options["as_json"])
     if kb_dir is None:
         raise click.UsageError("Missing option '--kb' (the knowledge base folder; only --dry-run needs none)")
     if questions_file is not None and options["trace_format"] == "mermaid":

@@ -6,22 +6,25 @@ object). A file (--questions FILE):
 
 Input: any questions file hierarchy.question_files reads (.txt, .jsonl, a QA data file).
 
-Output: one JSON line per input item, in input order, on stdout:
-``{"line", "question", "route", "probs", "policy", "ood"}``; an item that cannot be routed (not
+Output: one JSON line per input item, in input order, on stdout: ``{"line", "question"}`` and the
+decision as `ask` makes it (engine.decide.Decision.to_dict: route, router_route, probs, policy,
+threshold, ood, escalate, router); an item that cannot be routed (not
 JSON, no "question" string, not UTF-8, an empty or overlong question) gets
 ``{"line", "question" (when one was read), "error"}`` instead, and the run goes on. A warning on
 stderr counts the failed lines; the exit status is 0 unless the file as a whole cannot be read.
 
 `engine.cli_options.read_items(path)` reads the file (answering with `ask --questions` reads it the same way),
-`route_items(router, items)` routes and prints. The router
-(embedder + MLP) is loaded once by the caller; questions are decided in batches of
-BATCH (one embedding batch each) and printed as each batch is done.
+`route_items(decide, items)` routes and prints. With --kb the decision is the KB's own (its adapted
+router, its headings in the out-of-distribution guard), exactly as `ask --kb` answers; without,
+the named or shipped checkpoint's. Questions are decided in batches of BATCH (one embedding batch
+each) and printed as each batch is done.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 import click
@@ -46,24 +49,24 @@ class Routed:
         return len(self.routes) + self.failed
 
 
-def route_items(router, items: list[QuestionItem], policy=None, *, source: object = "", echo=click.echo) -> Routed:
-    """Route the items of `read_items` with `router` (router.checkpoint.Router) under `policy`
-    (None: argmax), echoing one JSON line per item in input order; see the module docstring.
-    `source` names the file in the warnings."""
+def route_items(decide, items: list[QuestionItem], *, source: object = "", echo=click.echo) -> Routed:
+    """Route the items of `read_items` with `decide` (questions -> engine.decide.Decision list),
+    echoing one JSON line per item in input order; see the module docstring. `source` names the
+    file in the warnings."""
     done = Routed()
     for start in range(0, len(items), BATCH):
         batch = items[start : start + BATCH]
         good = [i for i in batch if i.error is None]
-        decided = iter(router.decide_many([i.question for i in good], policy)) if good else iter(())
+        decided = iter(decide([i.question for i in good])) if good else iter(())
         for item in batch:
             if item.error is not None:
                 done.failed += 1
                 echo(json.dumps(item.error_record(), ensure_ascii=False))
                 continue
             d = next(decided)
-            done.routes.append(d["route"])
-            done.oods.append(d["ood"])
-            echo(json.dumps({"line": item.line, **d}, ensure_ascii=False))
+            done.routes.append(d.router_route)
+            done.oods.append(d.ood)
+            echo(json.dumps({"line": item.line, "question": item.question, **d.to_dict()}, ensure_ascii=False))
     if not items:
         log.warning("no questions in %s", source)
     elif done.failed:
@@ -76,36 +79,52 @@ def route_items(router, items: list[QuestionItem], policy=None, *, source: objec
     return done
 
 
-def dry_run(ctx, question: str | None, questions_file: str | None, checkpoint, budget, as_json: bool) -> None:
-    """`ask --dry-run`: the router's decision for QUESTION, or for every question of the file,
-    under the budget's calibrated threshold when it has one (as RoutedRAG decides), else argmax."""
-    from engine.cli_options import injected_embedder, read_items
-    from engine.routes import TOP_ROUTE
+def dry_run(ctx, question: str | None, questions_file: str | None, config, kb_dir: str | None, as_json: bool) -> None:
+    """`ask --dry-run`: the decision `ask` would make for QUESTION, or for every question of the
+    file (engine.decide): with --kb the KB's own router and guard, else the checkpoint's."""
     from engine.routes.common import check_question
-    from router.checkpoint import load_router
-    from router.policy import Policy
 
-    policy = None
-    if budget is not None and budget.threshold is not None:
-        policy = Policy(kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share)
     if questions_file:
+        from engine.cli_options import read_items
+
         items = read_items(questions_file)  # a file that cannot be read at all fails before the models load
-        router = load_router(checkpoint, embedder=injected_embedder(ctx))
-        routed = route_items(router, items, policy, source=questions_file)  # one JSON line each; bad ones: error
+        decide, _ = _decider(ctx, config, kb_dir)
+        routed = route_items(decide, items, source=questions_file)  # one JSON line each; bad ones: error
         notice = routing_notice(routed.routes, routed.oods)
         if notice:
             log.warning(notice)
         return
     q = check_question(question)
-    router = load_router(checkpoint, embedder=injected_embedder(ctx))
-    router.probs(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
-    d = router.decide(q, policy)
+    decide, checkpoint = _decider(ctx, config, kb_dir)
+    decide(["warm-up"])  # load the embedder first: the time shown is the decision's, not the model load's
+    t0 = time.perf_counter()
+    (d,) = decide([q])
+    seconds = time.perf_counter() - t0
     if as_json:
-        click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": str(router.path)}, ensure_ascii=False))
+        click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": checkpoint}, ensure_ascii=False))
         return
     click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
-    click.echo(f"route: {d.route}  ({d.policy}, {1000 * d.seconds:.1f} ms)")
+    policy = d.policy + ("+form" if d.form else "")
+    click.echo(f"route: {d.route}  ({policy}, {1000 * seconds:.1f} ms, {d.router or checkpoint})")
     click.echo(ood_line(d.ood))
+
+
+def _decider(ctx, config, kb_dir: str | None):
+    """(questions -> decisions, the checkpoint's path): `ask`'s own decision on the KB at `kb_dir`,
+    or, with no KB, the named (else shipped) checkpoint's under the same policies."""
+    from engine.decide import decide_many
+
+    if kb_dir is not None:
+        from engine.pipeline import RoutedRAG
+
+        rag = RoutedRAG.open(kb_dir, **config.options())
+        router = rag.get_router()
+        return (lambda qs: rag.decide_many(qs)), str(router.path)
+    from engine.cli_options import injected_embedder
+    from router.checkpoint import load_router
+
+    router = load_router(config.checkpoint, embedder=injected_embedder(ctx))
+    return (lambda qs: decide_many(router, qs, config.budget, config.ood_policy, config.style)), str(router.path)
 
 
 def ood_line(ood: dict | None) -> str:

@@ -1,22 +1,29 @@
-"""Escalation's policy: the self-check (do the passages a cheap answer used answer the question?),
-the model's own certainty, the ladder of routes an answer that says it has none is retried on,
-and what an escalated answer is, the later route's answer carrying the attempt it replaced.
-Nothing here runs a route: RoutedRAG._escalate runs the steps these decide."""
+"""Escalation's policy: after a cheap answer, keep it or answer again on a costlier route.
+
+The reasons to go on: the answer says it has none (and engine.absence's evidence lets it climb
+the ladder of retry routes), the model's own certainty is under a calibrated threshold, or the
+self-check (do the passages the answer used answer the question?) says no. `Escalation.next_step`
+decides one step at a time; RoutedRAG runs each step and merges the answers (merge_escalated:
+the later route's answer carrying the attempt it replaced). Nothing here runs a route."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from engine.absence import weigh_absence
 from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, RetrievedChunk, Usage
+from engine.budget import too_little_left
 from engine.llm.base import LLM, call_llm
 from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
-from engine.routes import ROUTES, SummaryRoute, check_route
+from engine.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, SummaryRoute, check_route
+from engine.routes.common import looks_unanswered
 
 if TYPE_CHECKING:
+    from engine.budget import Budget
     from hierarchy.kb import KnowledgeBase
 
 SELF_CHECK_MAX_TOKENS = 12
@@ -24,6 +31,65 @@ SELF_CHECK_MAX_TOKENS = 12
 # answers: every route above the cheapest. Summary first, because it answers some of those
 # questions for a fraction of logic's cost (docs/results/router/retry_ladder.md).
 RETRY_ROUTES: tuple[str, ...] = ROUTES[1:]
+
+
+@dataclass(frozen=True)
+class Step:
+    """Answer again on `route`; `reason` and `verb` ("retried on", "escalated to") name it in flags."""
+
+    route: str
+    reason: str
+    verb: str
+
+
+@dataclass
+class Escalation:
+    """The escalation policy of one answer. retry: climb `ladder` when an answer says it has none;
+    checks: check the cheap answers that give one (confidence under `below`, else the self-check
+    when `self_check`); keep_absence: weigh the evidence before the first climb (engine.absence)."""
+
+    kb: "KnowledgeBase"
+    llm: LLM
+    ladder: tuple[str, ...]
+    retry: bool
+    checks: bool
+    keep_absence: bool
+    below: float | None
+    self_check: bool
+    climbing: bool = False  # a ladder climb is under way: an answer that still has none goes on up it
+    checked: bool = False  # a cheap answer is checked once
+
+    def next_step(self, question: str, ans: Answer, budget: "Budget | None") -> Step | None:
+        """Where `ans` goes next, or None to keep it."""
+        if ans.route not in CHEAP_ROUTES or not (self.retry or self.checks):
+            return None
+        reason = looks_unanswered(ans.text)
+        if reason is not None:
+            return self._after_absence(question, ans, reason)
+        if not self.checks or self.checked:
+            return None
+        self.checked = True
+        if self.below is not None and ans.trace.confidence is not None:  # the model's own certainty: no call
+            reason = confidence_reason(ans, self.below)
+        elif self.self_check:
+            if budget is not None and too_little_left(budget, ans.usage):
+                ans.trace.flag("no self-check: too little budget left")
+                return None
+            reason = self_check_reason(self.kb, self.llm, question, ans)
+        return Step(TOP_ROUTE, reason, "escalated to") if reason is not None else None
+
+    def _after_absence(self, question: str, ans: Answer, reason: str) -> Step | None:
+        if not self.climbing:
+            if self.keep_absence:
+                retrieved = [r.get("chunk_id") for r in ans.trace.retrieved or [] if isinstance(r, dict)]
+                ans.trace.absence = weigh_absence(self.kb, question, [c for c in retrieved if c])
+                if not ans.trace.absence["climb"]:
+                    return None  # "not in the documents" is the answer: no retry, no self-check
+            if not self.retry:
+                return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
+            self.climbing = True
+        later = routes_after(ans.route, self.ladder)
+        return Step(later[0], reason, "retried on") if later else None
 
 
 def check_retry_routes(routes: Sequence[str]) -> tuple[str, ...]:

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import absence, escalation
-from engine.base.errors import DeadlineError, LogicRouteError
+from engine.base.errors import DeadlineError
 from engine.base.types import Answer
-from engine.budget import Budget, check_a_call_fits, left_after, limits_of, too_little_left
+from engine.budget import Budget, left_after, limits_of, too_little_left
 from engine.config import RagConfig
+from engine.decide import Decision, check_single_budget, decide_many, forced
 from engine.llm.base import LLM, LLMSettings, answer_scope
-from engine.ood_policy import OodOutcome, apply_ood_policy
-from engine.routes import CHEAP_ROUTES, TOP_ROUTE, Route, RouteContext, check_route, route_set
+from engine.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, check_route, route_set
 from engine.routes.common import check_question, looks_unanswered
 from engine.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.routes.summary_config import SummaryConfig
@@ -121,12 +121,6 @@ class RoutedRAG(RagConfig):
             return []
         return [dict(p) for p in self.get_router().probs(list(questions))]
 
-    def _route_signals(self, questions: Sequence[str]) -> tuple[list[dict[str, float]], list[dict | None]]:
-        """Router probabilities and the out-of-distribution measure ({similarity, threshold, far};
-        None when the router has no guard), from one embedding batch."""
-        probs, oods = self.get_router().probs_and_ood(list(questions))
-        return [dict(p) for p in probs], list(oods)
-
     def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
         """A Budget whose P(logic) threshold sends about `logic_share` of questions like these
         to the logic route (the (1 - share) quantile of their P(logic))."""
@@ -136,26 +130,11 @@ class RoutedRAG(RagConfig):
         p = [pr.get(TOP_ROUTE, 0.0) for pr in self.route_probs_many(qs)]
         return Budget(threshold=calibrate_share(p, logic_share), logic_share=logic_share, **limits)
 
-    def _decide(self, probs: dict[str, float], budget: Budget | None, question: str) -> tuple[str, dict]:
-        from router.policy import Policy, decide_with_form
-
-        if budget is not None and budget.threshold is not None:
-            policy = Policy(
-                kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share
-            )
-            route, form = decide_with_form(probs, policy, question)
-            decision = {"policy": "threshold", "threshold": budget.threshold, "logic_share": budget.logic_share}
-        else:
-            route, form = decide_with_form(probs, None, question)
-            decision = {"policy": "argmax"}
-        if form:
-            decision["form"] = form  # the form policy sent it to logic (router.policy.decide_with_form)
-        if label := getattr(self.router, "label", None):  # which checkpoint decided (router.kb_router)
-            decision["router"] = label
-        below = getattr(self.router, "escalate_below", None)  # calibrated by `logicroute adapt` on this KB
-        if below is not None and getattr(self.router, "calibrated_style", None) == self.style:
-            decision["escalate_below"] = below
-        return route, decision
+    def decide_many(self, questions: Sequence[str], budget: Budget | None = None) -> list[Decision]:
+        """The routing decision for each checked question (engine.decide), from one embedding batch,
+        with this KB's router, this instance's out-of-distribution policy and answer style."""
+        budget = self.budget if budget is None else budget
+        return decide_many(self.get_router(), questions, budget, self.ood_policy, self.style)
 
     # ------------------------------------------------------------------ answering
     def answer(
@@ -168,18 +147,13 @@ class RoutedRAG(RagConfig):
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
-        check_a_call_fits(budget, [q], self.kb, self.k, self.style)
-        probs, decision, ood = None, {"policy": "forced"}, None
+        check_a_call_fits(budget, [q], self, route)
         if route == "auto":
-            if budget is not None and budget.logic_share is not None and budget.threshold is None:
-                raise LogicRouteError(
-                    "Budget(logic_share=...) needs a calibrated threshold for a single question: "
-                    "use rag.calibrate(sample_questions, logic_share) or answer_many"
-                )
-            (probs,), (measured,) = self._route_signals([q])
-            route, decision = self._decide(probs, budget, q)
-            ood = apply_ood_policy(route, measured, self.ood_policy)
-        return self._answer_decided(q, route, probs, decision, budget, escalate, t0, ood)
+            check_single_budget(budget)
+            (decision,) = self.decide_many([q], budget)
+        else:
+            decision = forced(route)
+        return self._answer_decided(q, decision, budget, escalate, t0)
 
     def answer_many(
         self,
@@ -199,41 +173,18 @@ class RoutedRAG(RagConfig):
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
-        check_a_call_fits(budget, qs, self.kb, self.k, self.style)
+        check_a_call_fits(budget, qs, self, route)
         if not qs:
             return []
         n = len(qs)
-        if route == "auto":
-            probs_list, measured = self._route_signals(qs)
-            if budget is not None and budget.logic_share is not None and budget.threshold is None:
-                from router.policy import calibrate_share
-
-                t = calibrate_share([p.get(TOP_ROUTE, 0.0) for p in probs_list], budget.logic_share)
-                budget = replace(budget, threshold=t)
-            decided = [self._decide(p, budget, q) for p, q in zip(probs_list, qs)]
-            oods: list[OodOutcome | None] = [
-                apply_ood_policy(r, o, self.ood_policy) for (r, _), o in zip(decided, measured)
-            ]
-        else:
-            probs_list = [None] * n
-            decided = [(route, {"policy": "forced"})] * n
-            oods = [None] * n
+        decided = self.decide_many(qs, budget) if route == "auto" else [forced(route)] * n
         # the batch's routing time is shared out evenly among its answers
         routing_share = (time.perf_counter() - t0) / n
         self.get_llm()  # build the shared LLM once, before the threads start
         workers = max(1, min(int(concurrency), n))
 
         def one(i: int) -> Answer:
-            return self._answer_decided(
-                qs[i],
-                decided[i][0],
-                probs_list[i],
-                decided[i][1],
-                budget,
-                escalate,
-                time.perf_counter() - routing_share,
-                oods[i],
-            )
+            return self._answer_decided(qs[i], decided[i], budget, escalate, time.perf_counter() - routing_share)
 
         if workers == 1:
             return [one(i) for i in range(n)]
@@ -242,37 +193,43 @@ class RoutedRAG(RagConfig):
             return [f.result() for f in futures]
 
     def _answer_decided(
-        self,
-        q: str,
-        route: str,
-        probs: dict | None,
-        decision: dict,
-        budget: Budget | None,
-        escalate: bool | None,
-        t0: float,
-        ood: OodOutcome | None = None,
+        self, q: str, decision: Decision, budget: Budget | None, escalate: bool | None, t0: float
     ) -> Answer:
-        """`route` is the router's (or the forced) route; `ood` the guard's outcome for an
-        auto-routed question, which may replace the route and turn escalation on."""
-        escalate = self.escalate if escalate is None else escalate
-        if ood is not None:
-            route, escalate = ood.route, escalate or ood.escalate
+        """One pass: answer on the decided route, then each step the escalation policy asks for,
+        then the answer's decision, flags and wall time."""
+        escalate = (self.escalate if escalate is None else escalate) or decision.escalate
         # a forced route answers on that route alone: the ladder is climbed only when asked for
-        forced = decision.get("policy") == "forced"
-        retry = self.retry_unanswered and (escalate or not forced)
+        retry = self.retry_unanswered and (escalate or decision.policy != "forced")
+        policy = escalation.Escalation(
+            kb=self.kb,
+            llm=self.get_llm(),
+            ladder=escalation.ladder_for(self.kb, self.retry_routes) if retry else (),
+            retry=retry,
+            checks=escalate,
+            keep_absence=self.keep_absence,
+            below=self.escalate_below if self.escalate_below is not None else decision.escalate_below,
+            self_check=self.self_check,
+        )
         # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
         seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
         with answer_scope(seconds, start=t0, hard_seconds=hard):
-            ans = self._run_route(q, route, budget)
-            if route in CHEAP_ROUTES and (escalate or retry):
-                ans = self._escalate(
-                    q, ans, budget, checks=escalate, kb_below=decision.get("escalate_below"), retry=retry
-                )
-        ans.route_probs = probs
-        ans.trace.decision = {"route": route, **decision}
-        ans.trace.ood = ood.trace if ood is not None else None
-        if ood is not None and ood.flag:
-            ans.trace.flag(ood.flag)
+            ans = self._run_route(q, decision.route, budget)
+            while (step := policy.next_step(q, ans, budget)) is not None:
+                why = f"not {step.verb} {step.route} ({step.reason})"
+                if budget is not None and too_little_left(budget, ans.usage):
+                    ans.trace.flag(f"{why}: too little budget left")
+                    break
+                try:
+                    later = self._run_route(q, step.route, left_after(budget, ans.usage))
+                except DeadlineError as e:  # the deadline ends the step: the answer so far, flagged
+                    ans.trace.flag(f"{why}: {e}")
+                    break
+                ans = escalation.merge_escalated(ans, later, step.reason)
+        ans.route_probs = decision.probs
+        ans.trace.decision = decision.trace()
+        ans.trace.ood = decision.ood
+        if decision.flag:
+            ans.trace.flag(decision.flag)
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
         return ans
 
@@ -296,67 +253,6 @@ class RoutedRAG(RagConfig):
         return preset_config(resolve_preset(self.logic_preset, self.style), k=self.k)
 
     # ------------------------------------------------------------------ escalation
-    def _escalate(
-        self,
-        q: str,
-        first: Answer,
-        budget: Budget | None,
-        checks: bool = True,
-        kb_below: float | None = None,
-        retry: bool = True,
-    ) -> Answer:
-        """Up the retry ladder when `first` says it has no answer and `retry` (unless keep_absence
-        and the evidence say the absence is final); with `checks` (escalation on), to the top route
-        when its confidence is under escalate_below (else `kb_below`, the threshold `logicroute
-        adapt` calibrated for the KB's router) or, with neither, the self-check fails it."""
-        reason = looks_unanswered(first.text)
-        if reason is not None and self.keep_absence:
-            retrieved = [r.get("chunk_id") for r in first.trace.retrieved or [] if isinstance(r, dict)]
-            first.trace.absence = absence.weigh_absence(self.kb, q, [c for c in retrieved if c])
-            if not first.trace.absence["climb"]:
-                return first  # "not in the documents" is the answer: no retry, no self-check
-        if reason is not None and retry:
-            ladder = escalation.ladder_for(self.kb, self.retry_routes)
-            first = self._climb(q, first, reason, ladder, budget, "retried on")
-            if first.route not in CHEAP_ROUTES or looks_unanswered(first.text) is not None:
-                return first
-            reason = None  # a cheap route of the ladder answered: checked as any cheap answer
-        if not checks:
-            return first
-        below = self.escalate_below if self.escalate_below is not None else kb_below
-        confident = below is not None and first.trace.confidence is not None
-        if reason is None and confident:  # the model's own certainty: no extra call
-            reason = escalation.confidence_reason(first, below)
-        elif reason is None and self.self_check:
-            if budget is not None and too_little_left(budget, first.usage):
-                first.trace.flag("no self-check: too little budget left")
-                return first
-            reason = self.self_check_reason(q, first)
-        if reason is None:
-            return first
-        return self._climb(q, first, reason, (TOP_ROUTE,), budget, "escalated to")
-
-    def _climb(
-        self, q: str, ans: Answer, reason: str, ladder: tuple[str, ...], budget: Budget | None, verb: str
-    ) -> Answer:
-        """The ladder's routes costlier than `ans`'s in turn, within what the budget leaves, until one
-        answers; each step merged (merge_escalated: every attempt kept and paid for). A step its
-        deadline ends keeps the answer so far, flagged. `verb` names the step in flags."""
-        for route in escalation.routes_after(ans.route, ladder):
-            if budget is not None and too_little_left(budget, ans.usage):
-                ans.trace.flag(f"not {verb} {route} ({reason}): too little budget left")
-                return ans
-            try:
-                later = self._run_route(q, route, left_after(budget, ans.usage))
-            except DeadlineError as e:
-                ans.trace.flag(f"not {verb} {route} ({reason}): {e}")
-                return ans
-            ans = escalation.merge_escalated(ans, later, reason)
-            reason = looks_unanswered(ans.text)
-            if reason is None:
-                break
-        return ans
-
     def self_check_reason(self, question: str, answer: Answer) -> str | None:
         """engine.escalation.self_check_reason on this instance's KB and LLM (the benchmark replays it)."""
         return escalation.self_check_reason(self.kb, self.get_llm(), question, answer)

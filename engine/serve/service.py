@@ -22,7 +22,7 @@ from engine.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.budget import Budget
 from engine.config import thresholds_budget
 from engine.llm.urls import redact
-from engine.routes import ROUTES, TOP_ROUTE
+from engine.routes import ROUTES
 from engine.routes.common import check_question
 from engine.serve.admission import Admission
 from engine.serve.config import ServeConfig
@@ -153,35 +153,13 @@ class AnswerService:
             return self._variants[style]
 
     def decide(self, question: str, limits: dict | None = None) -> dict:
-        """The route decision only: probabilities, the route the policy picks, and what the
-        out-of-distribution guard does with it. No LLM call."""
-        from engine.ood_policy import apply_ood_policy
-        from router.policy import Policy, decide_with_form
-
+        """The route decision only (engine.decide, as an answer decides): probabilities, the route
+        the policy picks, and what the out-of-distribution guard does with it. No LLM call."""
         t0 = time.perf_counter()
         q = check_question(question)
-        budget = self.budget_for(limits, 1.0)
-        (probs,), (ood,) = self.base.get_router().probs_and_ood([q])
-        probs = {r: float(p) for r, p in probs.items()}
-        policy = None
-        if budget.threshold is not None:
-            policy = Policy(
-                kind="threshold", route=TOP_ROUTE, threshold=budget.threshold, target_share=budget.logic_share
-            )
-        router_route, form = decide_with_form(probs, policy, q)
-        outcome = apply_ood_policy(router_route, ood, self.base.ood_policy)
+        (decision,) = self.base.decide_many([q], self.budget_for(limits, 1.0))
         self.metrics.decided()
-        return {
-            "question": q,
-            "route": outcome.route,
-            "router_route": router_route,
-            "probs": probs,
-            "policy": ("threshold" if policy else "argmax") + ("+form" if form else ""),
-            "threshold": budget.threshold,
-            "ood": outcome.trace if outcome.trace is not None else ood,
-            "escalate": outcome.escalate,
-            "seconds": round(time.perf_counter() - t0, 5),
-        }
+        return {"question": q, **decision.to_dict(), "seconds": round(time.perf_counter() - t0, 5)}
 
     # ------------------------------------------------------------------ documents
     def add_documents(self, docs: list["Document"]) -> dict:

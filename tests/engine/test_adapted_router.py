@@ -88,3 +88,23 @@ def test_ask_uses_the_kb_router_unless_one_is_named(kb_with_router, trained, stu
     assert json.loads(out.output)["trace"]["decision"]["router"].startswith("adapted (kb)")
     named = CliRunner().invoke(main, [*base, "--set", f"checkpoint={trained}"], catch_exceptions=False)
     assert json.loads(named.output)["trace"]["decision"]["router"] == f"checkpoint {trained}"
+
+
+def test_a_dry_run_on_an_adapted_kb_names_the_router_and_route_that_ask_answers_with(
+    kb_with_router, stub_routes, monkeypatch
+):
+    import engine.embedder as embedder_mod
+    import engine.llm.factory as factory
+    from engine.cli import main
+
+    emb = embedder()
+    monkeypatch.setattr(embedder_mod, "get_embedder", lambda *a, **kw: emb)
+    monkeypatch.setattr(factory, "make_llm", lambda *a, **kw: ScriptedLLM())
+    base = ["ask", QUESTION, "--kb", str(kb_with_router.path), "--json"]
+    answered = json.loads(CliRunner().invoke(main, base, catch_exceptions=False).output)
+    dry = CliRunner().invoke(main, [*base, "--dry-run"], catch_exceptions=False)
+    assert dry.exit_code == 0, dry.output
+    decided = json.loads(dry.output)
+    assert decided["router"] == answered["trace"]["decision"]["router"] and decided["router"].startswith("adapted (kb)")
+    assert decided["route"] == answered["trace"]["decision"]["route"]
+    assert decided["checkpoint"].endswith(str(ADAPTED))
