@@ -1,9 +1,8 @@
-"""Cost limits for one answer (Budget), the check escalation makes against them, and the
-check that refuses up front a budget no LLM call fits in."""
+"""Cost limits for one answer (Budget) and the check escalation makes against them. The check
+that refuses up front a budget no answer fits in needs the routes: engine.routes.check_a_call_fits."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.base.errors import LogicRouteError
@@ -23,9 +22,10 @@ class Budget:
     calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
     calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
 
-    max_seconds is when the answer stops solving; the logic route's final answer may still take
-    one try after it (engine.llm.base.answer_scope), unless hard_seconds has passed: nothing runs
-    past that (a server's request deadline, after which nobody waits for the answer).
+    max_seconds bounds the whole answer, every route and every call: no LLM call runs past it
+    (engine.llm.base.answer_scope). The logic route stops solving a quarter before it, so its
+    final answer is made inside it. hard_seconds is a second such end (a server's request
+    deadline, after which nobody waits for the answer); the earlier of the two holds.
     """
 
     max_llm_calls: int | None = None
@@ -74,33 +74,11 @@ def left_after(budget: Budget | None, spent: Usage) -> Budget | None:
 
 
 def too_little_left(budget: Budget, spent: Usage) -> bool:
-    # the logic route needs at least a decomposition call and the final answer to help
+    # the logic route needs at least a decomposition call and the final answer to help; a final
+    # answer's prompt is about the size of the answer already paid for (the question, a few passages)
+    tokens = budget.max_prompt_tokens
     return (
         (budget.max_llm_calls is not None and budget.max_llm_calls - spent.llm_calls < 2)
-        or (budget.max_prompt_tokens is not None and budget.max_prompt_tokens - spent.prompt_tokens < 1)
+        or (tokens is not None and tokens - spent.prompt_tokens < max(1, spent.prompt_tokens))
         or (budget.max_seconds is not None and budget.max_seconds - spent.seconds <= 0)
     )
-
-
-def check_a_call_fits(budget: Budget | None, questions: Sequence[str], kb, k: int, style: str) -> None:
-    """Refuse, before anything is asked, a prompt-token budget that no answer call fits in: every
-    route's cheapest answer is one call over the question and its k best passages (the chunk
-    route's only call; the logic route's final answer when it has to stop at once), so a budget
-    below that prompt makes no call and gives a blank answer. The prompt is estimated as the logic
-    route estimates every call it may make (engine.llm.base.estimate_prompt_tokens)."""
-    if budget is None or budget.max_prompt_tokens is None or not questions:
-        return
-    from engine.llm.base import estimate_prompt_tokens
-    from engine.prompts.answer import answer_messages
-    from engine.prompts.passages import format_passages
-
-    def smallest(q: str) -> int:
-        return estimate_prompt_tokens(answer_messages(q, format_passages(kb.search(q, k=k)), style=style))
-
-    need = max(smallest(q) for q in questions)
-    if budget.max_prompt_tokens < need:
-        which = "this question" if len(questions) == 1 else "the batch's longest question"
-        raise LogicRouteError(
-            f"max_prompt_tokens={budget.max_prompt_tokens} allows no LLM call: the answer prompt for {which} "
-            f"and its {k} passages takes about {need} tokens; give at least {need}"
-        )

@@ -10,6 +10,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -152,7 +153,7 @@ class WordOverlapKB:
     and a chunk id in `exclude` never comes back. Records every search."""
 
     embedder = None  # no vectors: a route that embeds the question cannot run on it
-    path = "(in memory)"
+    path = Path("(in memory)")  # no folder: no summary layers, so the summary route answers on chunks
 
     def __init__(self, chunks: Iterable[Chunk]):
         self.chunks = {c.id: c for c in chunks}

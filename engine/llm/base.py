@@ -12,8 +12,8 @@ Contract of `LLM.chat`:
 - Returns a Completion; temperature defaults to 0 for reproducibility.
 - Transport failures (timeouts, 429, 5xx, connection; from a remote endpoint also a malformed
   body or an empty completion) are retried with backoff inside the backend and end in LLMError.
-- Inside `answer_scope` (RoutedRAG opens one per answer) a call also respects the answer's
-  deadline and fails fast on an endpoint that already gave up in that answer (`open_call`).
+- Inside `answer_scope` (RoutedRAG opens one per answer) a call also ends within the answer's
+  time limit and fails fast on an endpoint that already gave up in that answer (`open_call`).
 """
 
 from __future__ import annotations
@@ -140,37 +140,37 @@ def parse_spec(spec: str) -> LLMSpec:
     return LLMSpec(backend, model, base_url or None, settings)
 
 
-# --- One answer's limits: its deadline and the endpoints that gave up in it --------------
+# --- One answer's limits: its end and the endpoints that gave up in it --------------------
+
+# The share of an answer's time limit that solving leaves to the logic route's final answer: a
+# step cut at its end still leaves that one call over the notes and a few passages (about one
+# step's prompt) time to be made inside the limit.
+RESERVE_SHARE = 0.25
 
 
 @dataclass
 class AnswerScope:
-    """What the LLM calls of one answer share. `deadline` (time.perf_counter) is when no call
-    starts any more, except one: the logic route stops solving at its time budget and keeps
-    its final answer in reserve (engine/routes/logic/state.py), so the first call after the
-    deadline still gets a single try, unless `hard_end` (time.perf_counter) has passed: nothing
-    runs past it, that try included. `failed`: endpoint name -> why it gave up."""
+    """What the LLM calls of one answer share. `end` (time.perf_counter): no call starts after it
+    and none runs past it; `limit`: the seconds it stands for, as the caller gave them (for the
+    messages). A call made while `solving()` ends `reserve` seconds earlier: the logic route
+    keeps the end of the limit for its final answer. `failed`: endpoint name -> why it gave up."""
 
-    deadline: float | None = None
-    max_seconds: float | None = None
-    reserve_spent: bool = False
+    end: float | None = None
+    limit: float | None = None
+    reserve: float = 0.0
     failed: dict[str, str] = field(default_factory=dict)
-    hard_end: float | None = None
-    hard_seconds: float | None = None
 
-    def reserve_open(self) -> bool:
-        """Whether the one try after the deadline may still start."""
-        return not self.reserve_spent and (self.hard_end is None or time.perf_counter() < self.hard_end)
+    def solving_end(self) -> float | None:
+        """When the logic route's solving calls must be over (None: no limit)."""
+        return None if self.end is None else self.end - self.reserve
 
 
 @dataclass(frozen=True)
 class CallWindow:
-    """How long one call may wait: until `end` (time.perf_counter; None = no deadline), and
-    whether it gets a single try (the reserve call after the deadline). `limit`: the answer's
-    max_seconds, for the message of a call it cuts."""
+    """How long one call may wait: until `end` (time.perf_counter; None = no limit). `limit`: the
+    answer's time limit, for the message of a call it cuts."""
 
     end: float | None = None
-    single_try: bool = False
     limit: float | None = None
 
     def stop_words(self) -> str:
@@ -183,21 +183,21 @@ class CallWindow:
 
 
 _ANSWER_SCOPE: ContextVar[AnswerScope | None] = ContextVar("logicroute_answer_scope", default=None)
+_SOLVING: ContextVar[bool] = ContextVar("logicroute_solving", default=False)
 
 
 @contextmanager
 def answer_scope(
     max_seconds: float | None = None, *, start: float | None = None, hard_seconds: float | None = None
 ) -> Iterator[AnswerScope]:
-    """Every LLM call made inside (in this thread) belongs to one answer that must end
-    `max_seconds` after `start` (time.perf_counter; default now), but for one reserve try, which
-    too must end `hard_seconds` after `start` when that is given."""
+    """Every LLM call made inside (in this thread) belongs to one answer that must be over
+    `max_seconds` after `start` (time.perf_counter; default now), or `hard_seconds` after it when
+    that comes first (a server's request deadline). Its last RESERVE_SHARE is kept from solving
+    calls (`solving`) for the logic route's final answer."""
     t0 = time.perf_counter() if start is None else start
-    if hard_seconds is not None and (max_seconds is None or hard_seconds < max_seconds):
-        max_seconds = hard_seconds
-    scope = AnswerScope(None if max_seconds is None else t0 + max_seconds, max_seconds)
-    if hard_seconds is not None:
-        scope.hard_end, scope.hard_seconds = t0 + hard_seconds, hard_seconds
+    given = [s for s in (max_seconds, hard_seconds) if s is not None]
+    limit = min(given) if given else None
+    scope = AnswerScope() if limit is None else AnswerScope(t0 + limit, limit, RESERVE_SHARE * limit)
     token = _ANSWER_SCOPE.set(scope)
     try:
         yield scope
@@ -205,30 +205,39 @@ def answer_scope(
         _ANSWER_SCOPE.reset(token)
 
 
+@contextmanager
+def solving() -> Iterator[None]:
+    """The LLM calls made inside (in this thread) are solving steps: they end where the answer
+    scope's reserve for the final answer begins."""
+    token = _SOLVING.set(True)
+    try:
+        yield
+    finally:
+        _SOLVING.reset(token)
+
+
 def open_call(endpoint: str) -> CallWindow:
     """What a backend asks before it sends anything. Raises LLMError, without waiting, when
-    `endpoint` already gave up in this answer or the deadline passed and the reserve is spent."""
+    `endpoint` already gave up in this answer, or DeadlineError when the call's time is up."""
     scope = _ANSWER_SCOPE.get()
     if scope is None:
         return CallWindow()
     if endpoint in scope.failed:
         raise LLMError(f"{scope.failed[endpoint]} (earlier in this answer; not tried again)")
-    if scope.deadline is None or time.perf_counter() < scope.deadline:
-        return CallWindow(scope.deadline, limit=scope.max_seconds)
-    if not scope.reserve_open():
-        limit = scope.max_seconds if scope.reserve_spent else scope.hard_seconds
-        raise DeadlineError(f"{CallWindow(limit=limit).stop_words()}: no further LLM call")
-    scope.reserve_spent = True
-    if scope.hard_end is not None:
-        return CallWindow(scope.hard_end, single_try=True, limit=scope.hard_seconds)
-    return CallWindow(single_try=True, limit=scope.max_seconds)
+    end = scope.solving_end() if _SOLVING.get() else scope.end
+    if end is None:
+        return CallWindow()
+    window = CallWindow(end, limit=scope.limit)
+    if time.perf_counter() >= end:
+        raise DeadlineError(f"{window.stop_words()}: no further LLM call")
+    return window
 
 
-def reserve_left() -> bool:
-    """Whether this answer still holds its reserve call: a deadline is set and its one try after
-    the deadline is not spent (the logic route's final answer may then start late)."""
+def solving_time_up() -> bool:
+    """Whether this answer's time for solving calls has passed (the final answer's may remain)."""
     scope = _ANSWER_SCOPE.get()
-    return scope is not None and scope.deadline is not None and scope.reserve_open()
+    end = None if scope is None else scope.solving_end()
+    return end is not None and time.perf_counter() >= end
 
 
 def stopped_words(seconds: float) -> str:
@@ -236,7 +245,7 @@ def stopped_words(seconds: float) -> str:
     scope is open (a route only knows what is left of it, 0.95 s after an escalation), else
     `seconds`."""
     scope = _ANSWER_SCOPE.get()
-    limit = scope.max_seconds if scope is not None and scope.max_seconds is not None else seconds
+    limit = scope.limit if scope is not None and scope.limit is not None else seconds
     return f"stopped at the {seconds_words(limit)} s limit"
 
 

@@ -181,7 +181,7 @@ class OpenAILLM:
         from engine.llm.http_deadline import total_deadline
 
         client = self._get_client()
-        tries = 1 if window.single_try else self.max_retries + 1
+        tries = self.max_retries + 1
         for attempt in range(tries):
             start = time.perf_counter()
             # the try ends at its own timeout or the answer's deadline, whichever comes first

@@ -12,12 +12,13 @@ Route modules load on first use, so importing this package is instant."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from engine.base.errors import LogicRouteError
 from engine.budget import Budget, limits_of
-from engine.prompts.answer import check_style
+from engine.prompts.answer import answer_messages, check_style
 from engine.routes.common import check_question
 from engine.routes.logic.config import LogicConfig
 from engine.routes.summary_config import SummaryConfig
@@ -58,6 +59,8 @@ class Route(Protocol):
 
     def bounded(self, limits: dict) -> "Route": ...
 
+    def smallest_prompt(self, question: str, ctx: RouteContext) -> int: ...
+
 
 @dataclass(frozen=True)
 class ChunkRoute:
@@ -76,6 +79,9 @@ class ChunkRoute:
 
     def bounded(self, limits: dict) -> "ChunkRoute":
         return self  # one call: nothing for a limit to cut
+
+    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
+        return _answer_prompt(question, ctx.kb.search(question, k=ctx.k), ctx.style)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,12 @@ class SummaryRoute:
 
     def bounded(self, limits: dict) -> "SummaryRoute":
         return self  # one call: nothing for a limit to cut
+
+    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
+        from engine.llm.base import estimate_prompt_tokens
+        from engine.routes.summary import summary_messages
+
+        return estimate_prompt_tokens(summary_messages(question, ctx.kb, k=ctx.k, style=ctx.style, config=self.config))
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,19 @@ class LogicRoute:
 
     def bounded(self, limits: dict) -> "LogicRoute":
         return LogicRoute(self.config, Budget(**{**limits_of(self.budget), **limits})) if limits else self
+
+    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
+        # stopped at once, its final answer is the chunk route's prompt at its own k (final_answer.py)
+        k = self.config.k if self.config else ctx.k
+        return _answer_prompt(question, ctx.kb.search(question, k=k), ctx.style)
+
+
+def _answer_prompt(question: str, passages: list, style: str) -> int:
+    """The estimated prompt tokens of one answer call over `passages`."""
+    from engine.llm.base import estimate_prompt_tokens
+    from engine.prompts.passages import format_passages
+
+    return estimate_prompt_tokens(answer_messages(question, format_passages(passages), style=style))
 
 
 ROUTE_TYPES: dict[str, type] = {
@@ -189,3 +214,27 @@ def _cited(ans: "Answer", style: str) -> "Answer":
         if "answer" in ans.trace.details:  # the logic route's record of its final answer
             ans.trace.details["answer"] = text
     return ans
+
+
+def check_a_call_fits(budget: Budget | None, questions: Sequence[str], rag, route: str) -> None:
+    """Refuse, before anything is asked, a prompt-token budget too small for the route that will
+    answer: `route`, or with "auto" any the router may pick (the largest of them). Each route's
+    answer needs one call at least (Route.smallest_prompt: the chunk route's over the question
+    and its k best passages, which is also the logic route's final answer when it has to stop at
+    once; the summary route's over its context), so a budget below it makes no call and gives a
+    blank answer. `rag`: the RoutedRAG whose routes, KB, k and style answer. The prompt is
+    estimated as the logic route estimates every call it may make
+    (engine.llm.base.estimate_prompt_tokens)."""
+    if budget is None or budget.max_prompt_tokens is None or not questions:
+        return
+    ctx = RouteContext(rag.kb, None, rag.k, rag.style)  # type: ignore[arg-type]  # no call is made
+    names = ROUTES if route == AUTO else (check_route(route, allow_auto=False),)
+    # the first of equals: the cheapest route named
+    need, name = max(((rag.route(n).smallest_prompt(q, ctx), n) for n in names for q in questions), key=lambda t: t[0])
+    if budget.max_prompt_tokens < need:
+        which = "this question" if len(questions) == 1 else "the batch's largest"
+        on = f"the {name} route" + (" (the largest of the routes the router may pick)" if route == AUTO else "")
+        raise LogicRouteError(
+            f"max_prompt_tokens={budget.max_prompt_tokens} allows no LLM call: the answer prompt for {which} "
+            f"takes about {need} tokens on {on}; give at least {need}"
+        )

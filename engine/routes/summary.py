@@ -351,7 +351,7 @@ def answer_summary(
         flag(trace, "no context found in the summary layers; answered without passages")
     c = call_llm(
         llm,
-        answer_messages(q, format_passages(context) if context else "(none)", style=style),
+        _messages(q, context, style),
         purpose="answer",
         usage=usage,
         trace=trace,
@@ -362,3 +362,21 @@ def answer_summary(
     return Answer(
         text=clean_answer(c.text, style), route="summary", usage=usage, trace=trace, sources=numbered_sources(context)
     )
+
+
+def summary_messages(
+    q: str, kb: "KnowledgeBase", *, k: int = 3, style: str = "short", config: SummaryConfig | None = None
+) -> list[dict]:
+    """The prompt answer_summary would send for `q` (on a KB without layers, the chunk route's),
+    with no LLM call: what a prompt-token budget is checked against."""
+    from hierarchy.layers.persist import load_layers
+
+    layers = load_layers(kb)
+    if layers is None:
+        return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
+    context, _ = _context(q, kb, k, None, layers, summary_config(config, {}))
+    return _messages(q, context, style)
+
+
+def _messages(q: str, context: list[RetrievedChunk], style: str) -> list[dict]:
+    return answer_messages(q, format_passages(context) if context else "(none)", style=style)

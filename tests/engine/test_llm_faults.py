@@ -16,7 +16,7 @@ from engine.base.errors import BadQuestionError, DeadlineError, LLMError, Struct
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
 from engine.cli_options import llm_option
-from engine.llm.base import LLMSettings, answer_scope, call_llm
+from engine.llm.base import LLMSettings, answer_scope, call_llm, solving
 from engine.llm.cache import CachedLLM
 from engine.llm.factory import make_llm
 from engine.routes.common import MAX_QUESTION_CHARS, check_question
@@ -72,19 +72,23 @@ def test_timeout_and_retries_come_from_the_spec_then_the_code_never_the_environm
     assert bad.exit_code == 1 and "expected a number of seconds" in str(bad.exception)
 
 
-def test_no_call_outlives_the_answers_deadline_but_one_reserve_try():
+def test_no_call_outlives_the_answers_limit_and_solving_leaves_its_last_quarter_to_the_final_answer():
     with FakeEndpoint(HANG) as server:
         rag = make_rag(server.llm(timeout=5, max_retries=3), cache=False)
         error, seconds = timed(rag.answer, "Who founded the company?", route="chunk", budget=Budget(max_seconds=0.3))
         assert isinstance(error, DeadlineError)
         assert str(error) == f"{server.url} (m): stopped at the 0.3 s limit before a reply"
-        assert seconds < 1.5 and server.requests == 1  # the 5 s try was cut at the deadline, no retry
+        assert seconds < 1.5 and server.requests == 1  # the 5 s try was cut at the limit, no retry
+    no_call = r"^stopped at the 2 s limit: no further LLM call$"
     with FakeEndpoint("Paris") as server:
-        llm = server.llm()
-        with answer_scope(0.01):
-            time.sleep(0.02)
-            assert llm.chat(MSGS).text == "Paris"  # the logic route's final answer, kept in reserve
-            with pytest.raises(DeadlineError, match=r"^stopped at the 0.01 s limit: no further LLM call$"):
+        llm, t0 = server.llm(), time.perf_counter()
+        with answer_scope(2.0, start=t0):  # solving calls end at 1.5 s, every call at 2 s
+            time.sleep(1.55)
+            with solving(), pytest.raises(DeadlineError, match=no_call):
+                llm.chat(MSGS)
+            assert llm.chat(MSGS).text == "Paris"  # the logic route's final answer, in the last quarter
+            time.sleep(max(0.0, t0 + 2.05 - time.perf_counter()))
+            with pytest.raises(DeadlineError, match=no_call):
                 llm.chat(MSGS)
         assert server.requests == 1
 
@@ -116,15 +120,19 @@ def test_a_logic_answer_on_a_hung_endpoint_waits_for_one_call_not_two():
     assert isinstance(error, LLMError) and server.requests == 1 and seconds < 2.0
 
 
-def test_a_local_call_does_not_start_after_the_deadline_and_its_reserve():
+def test_a_local_call_does_not_start_after_its_end():
     from engine.llm.local import LocalLLM
 
     llm = LocalLLM("/nowhere/model.gguf")
-    with answer_scope(0.001):
-        time.sleep(0.01)
-        with pytest.raises(LLMError, match="model file not found"):  # the reserve call still starts
+    no_call = r"^stopped at the 1 s limit: no further LLM call$"
+    with answer_scope(1.0):
+        time.sleep(0.8)
+        with solving(), pytest.raises(DeadlineError, match=no_call):  # solving ended at 0.75 s
             llm.chat(MSGS)
-        with pytest.raises(DeadlineError, match=r"^stopped at the 0.001 s limit: no further LLM call$"):
+        with pytest.raises(LLMError, match="model file not found"):  # the final answer still starts
+            llm.chat(MSGS)
+        time.sleep(0.25)
+        with pytest.raises(DeadlineError, match=no_call):
             llm.chat(MSGS)
 
 

@@ -17,14 +17,14 @@ from click.testing import CliRunner
 from engine.base.errors import DeadlineError
 from engine.budget import Budget
 from engine.cli import main
-from engine.llm.base import answer_scope
+from engine.llm.base import answer_scope, solving
 from engine.llm.factory import make_llm
 from engine.pipeline import RoutedRAG
 from engine.serve.run import ServerThread
 from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle, timed
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, corpus_kb, step
 from tests.engine.serve_helpers import CHAIN_QUESTION, SIMPLE_QUESTION, call, film_service
-from tests.fakes import FakeRouter, make_rag
+from tests.fakes import FakeRouter, HashedBowEmbedder, layered_kb, make_rag
 from tests.samples import MSGS
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
@@ -64,17 +64,33 @@ def test_a_trickling_reply_is_cut_at_the_answers_deadline():
         assert server.hung_up.wait(2)
 
 
-def test_ask_on_a_trickling_endpoint_ends_at_max_seconds(monkeypatch, tmp_path):
-    # the real RoutedRAG and LLM, on a tiny KB that needs no embedder
-    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
+@pytest.mark.parametrize("route", ["chunk", "summary"])
+def test_ask_on_a_trickling_endpoint_ends_at_max_seconds(monkeypatch, tmp_path, route):
+    # the real RoutedRAG and LLM, on a KB with summary layers and a fake embedder, built before the clock starts
+    kb = layered_kb(tmp_path / "kb", HashedBowEmbedder(dim=128))
+    opened = lambda cls, _, **options: RoutedRAG(kb=kb, router=FakeRouter(), **options)  # noqa: E731
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(opened))
     with FakeEndpoint(Trickle()) as server:
         spec = f"openai:m@{server.url}?timeout=5&retries=0"
-        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "chunk", "--set", "budget.max_seconds=1"]
+        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", route, "--set", "budget.max_seconds=1"]
         t0 = time.perf_counter()
         res = CliRunner().invoke(main, [*args, "--set", "cache=false", "--llm", spec])
         seconds = time.perf_counter() - t0
     assert (res.exit_code, res.output) == (2, f"error: {server.url} (m): stopped at the 1 s limit before a reply\n")
     assert seconds < 4  # not the 12 s the reply takes, nor the 5 s timeout
+
+
+def test_ask_on_the_logic_route_ends_inside_max_seconds_final_answer_included(monkeypatch, tmp_path):
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(None, **options)))
+    with FakeEndpoint(Trickle(every=0.2)) as server:  # ~50 s a reply
+        spec = f"openai:m@{server.url}?timeout=60&retries=0"
+        args = ["ask", QUESTION, "--kb", str(tmp_path), "--route", "logic", "--set", "budget.max_seconds=5"]
+        t0 = time.perf_counter()
+        res = CliRunner().invoke(main, [*args, "--set", "cache=false", "--llm", spec])
+        seconds = time.perf_counter() - t0
+    # the plan is cut at 3.75 s, the final answer at 5 s: nothing was answered, and the message says why
+    assert (res.exit_code, res.output) == (2, f"error: {server.url} (m): stopped at the 5 s limit before a reply\n")
+    assert server.requests == 2 and 4.5 < seconds < 8  # not the 60 s timeout of the final answer's try
 
 
 def warm(service, llm, server, reply) -> None:
@@ -104,7 +120,7 @@ def test_serve_on_a_trickling_endpoint_frees_its_worker_at_the_deadline(tmp_path
             assert after.status == 200 and after.body["answer"].startswith("Paris")
 
 
-def test_serve_makes_no_reserve_call_past_the_request_deadline(tmp_path):
+def test_serve_makes_no_call_past_the_request_deadline(tmp_path):
     with FakeEndpoint("ready") as server:
         llm = server.llm(timeout=30, max_retries=0)
         service = film_service(tmp_path, llm, workers=1, queue_size=0, deadline_seconds=0.8)
@@ -116,7 +132,22 @@ def test_serve_makes_no_reserve_call_past_the_request_deadline(tmp_path):
             while service.admission.state()["running"] and time.perf_counter() - t0 < 2:
                 time.sleep(0.01)
             assert service.admission.state()["running"] == 0  # not held 30 s by the final answer's try
-    assert server.requests == 2  # the warm-up and the step the deadline cut: the 504 was the answer
+    # the warm-up, the step cut at 0.6 s, the final answer cut at the 0.8 s deadline: the 504 was the answer
+    assert server.requests == 3
+
+
+def test_serve_ends_a_logic_answer_at_the_requests_max_seconds_not_its_deadline(tmp_path):
+    with FakeEndpoint("ready") as server:
+        llm = server.llm(timeout=30, max_retries=0)
+        service = film_service(tmp_path, llm, workers=1, queue_size=0, deadline_seconds=30)
+        warm(service, llm, server, Trickle())
+        with ServerThread(service) as s:
+            body = {"question": CHAIN_QUESTION, "route": "logic", "budget": {"max_seconds": 1}}
+            t0 = time.perf_counter()
+            cut = call("POST", f"{s.url}/query", body)
+            seconds = time.perf_counter() - t0
+    assert cut.status == 504 and "stopped at the 1 s limit" in cut.error["message"]
+    assert seconds < 3  # not held until the 30 s deadline by the final answer's try
 
 
 # ---------------------------------------------------------------- the caller's deadline is not the endpoint's fault
@@ -125,10 +156,11 @@ def test_serve_makes_no_reserve_call_past_the_request_deadline(tmp_path):
 def test_a_try_cut_by_the_answers_deadline_opens_no_breaker():
     with FakeEndpoint(HANG, "Paris", "Rome") as server:
         llm = server.llm(timeout=5, max_retries=0)  # the default 30 s cool-down
-        with answer_scope(0.3):
-            cut, _ = timed(llm.chat, MSGS)
+        with answer_scope(1.2):
+            with solving():  # a logic step, cut at 0.9 s
+                cut, _ = timed(llm.chat, MSGS)
             assert isinstance(cut, DeadlineError)
-            assert llm.chat(MSGS).text == "Paris"  # the same answer's reserve call is made
+            assert llm.chat(MSGS).text == "Paris"  # the same answer's final call is made
         assert llm.chat(MSGS).text == "Rome"  # and the next answer's
         assert server.requests == 3
 
@@ -195,11 +227,14 @@ def test_an_answer_the_deadline_ends_keeps_what_was_found_and_says_the_limit(mon
 
 
 def test_a_logic_retry_stopped_by_the_time_limit_names_the_answers_limit_not_what_was_left():
+    from engine.routes import RouteContext
     from tests.fakes import ScriptedLLM
 
-    # every call takes 0.3 s: the chunk answer says it does not know, the logic retry (its plan read off
-    # the question's form) has 0.2 s left for its first step
-    llm = ScriptedLLM(["unknown", json.dumps(step({"q1": "Steven Spielberg"})), "December 18, 1946"], delay=0.3)
-    ans = make_rag(llm).answer(CHAIN_Q, route="chunk", budget=Budget(max_seconds=0.5))
-    assert ans.route == "logic" and ans.text == "December 18, 1946"  # the final answer took the reserve call
+    # the logic route as a retry runs: 0.3 s of the answer's 0.5 s spent, its budget the 0.2 s left; every
+    # call takes 0.3 s, so its first step (its plan read off the question's form) ends past the limit
+    llm = ScriptedLLM([json.dumps(step({"q1": "Steven Spielberg"})), "December 18, 1946"], delay=0.3)
+    rag = make_rag(llm)
+    with answer_scope(0.5, start=time.perf_counter() - 0.3):
+        ans = rag.route("logic", Budget(max_seconds=0.2)).answer(CHAIN_Q, RouteContext(rag.kb, llm, rag.k, rag.style))
+    assert len(llm.calls) == 1 and ans.text == "Steven Spielberg"  # no final call past the limit
     assert "budget exhausted (stopped at the 0.5 s limit): answered from the memory so far" in ans.flags

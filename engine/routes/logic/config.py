@@ -190,3 +190,8 @@ def preset_config(name: str, **settings) -> LogicConfig:
 class BudgetExhausted(Exception):
     """A budgeted LLM call would pass the LogicConfig's limits: stop solving and answer from
     what was found (the final answer has a call in reserve)."""
+
+
+class TokensExhausted(BudgetExhausted):
+    """BudgetExhausted by the prompt-token limit: the prompt it refused was never read, so what it
+    was to show (a step's passages) is no evidence either."""

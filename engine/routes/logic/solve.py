@@ -17,7 +17,7 @@ from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.logic.config import BudgetExhausted, LogicConfig, caps, mechanism
+from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps, mechanism
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
@@ -202,6 +202,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     texts = [n.rewritten or n.question for n in group]
     query = " ".join(texts)
     k = cfg.k * len(group)
+    before = (len(st.raw), len(st.seen), len(st.trace["steps"]))
     chunks = retrieve(st, query, k, spare=texts)
     for n in group:
         n.query = query
@@ -234,6 +235,9 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     try:
         c = budgeted_call(st, msgs, purpose="step " + ",".join(ids), schema=schema, max_tokens=max_tokens)
         data = c.data
+    except TokensExhausted:
+        _unread(st, group, before)
+        raise
     except StructuredOutputError as e:
         data = _after_cut_memory(st, e, msgs, ids) if rolling else None
         if data is None:
@@ -251,6 +255,18 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     check_support(st, group)
     if cfg.keep_facts:
         st.facts = step["facts"] = kept_facts(st)
+
+
+def _unread(st: SolveState, group: list[SubQuestion], before: tuple[int, int, int]) -> None:
+    """Undo the retrieval of a step the prompt-token limit refused: nobody read its passages, and
+    shown raw to the final answer they would only make its prompt larger than the one the budget
+    was checked for (engine.budget.check_a_call_fits: stopped at once, the final answer is the
+    chunk route's prompt). `before`: the lengths of st.raw, st.seen and the trace's steps then."""
+    raw, seen, steps = before
+    del st.raw[raw:], st.seen[seen:], st.trace["steps"][steps:]
+    st.rounds -= 1
+    for n in group:
+        n.query, n.chunk_ids = None, []
 
 
 def _after_cut_memory(st: SolveState, e: StructuredOutputError, msgs: list[dict], ids: list[str]) -> dict | None:

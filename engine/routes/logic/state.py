@@ -5,13 +5,23 @@ the state that the solving loop and the final answer share."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from engine.base.types import RetrievedChunk, Usage
 from engine.budget import Budget
-from engine.llm.base import LLM, Stopwatch, call_llm, estimate_prompt_tokens, reserve_left, stopped_words
+from engine.llm.base import (
+    LLM,
+    RESERVE_SHARE,
+    Stopwatch,
+    call_llm,
+    estimate_prompt_tokens,
+    solving,
+    solving_time_up,
+    stopped_words,
+)
 from engine.routes.common import says_unknown
-from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, mechanism
+from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TokensExhausted, mechanism
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
@@ -48,20 +58,27 @@ def budgeted_call(
 ):
     """call_llm behind the per-question budget, a hard limit: a call that could pass a limit is
     not made (BudgetExhausted). A structured call may cost two calls (its one retry after a
-    malformed reply), so it needs room for both; non-final calls also keep one call in reserve
-    for the final answer, so a budget stop still answers. Past the time limit the final answer
-    still starts when the answer's deadline keeps its reserve try (engine.llm.base.answer_scope)."""
+    malformed reply), so it needs room for both; non-final calls also keep one call and its
+    tokens in reserve for the final answer, so a budget stop still answers; for the same reason solving stops
+    RESERVE_SHARE before the time limit, and its calls are cut there (engine.llm.base.solving),
+    while the final answer may run to the limit itself."""
     cap, u = st.limits, st.usage
     attempts = 1 if schema is None else 2
     needed = attempts + (0 if final else 1)
     if u.llm_calls + needed > cap.max_llm_calls:
         raise BudgetExhausted(f"budget exhausted (LLM calls {u.llm_calls}+{needed} > {cap.max_llm_calls})")
-    est = attempts * estimate_prompt_tokens(messages)
+    # the tokens likewise: the final answer's prompt (the question, notes, a few passages) is about
+    # the size of a step's, so a non-final call keeps room for one more of its own
+    est = needed * estimate_prompt_tokens(messages)
     if u.prompt_tokens + est > cap.max_prompt_tokens:
-        raise BudgetExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cap.max_prompt_tokens})")
-    if st.watch.elapsed() >= cap.max_seconds and not (final and reserve_left()):
+        raise TokensExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cap.max_prompt_tokens})")
+    seconds = cap.max_seconds if final else cap.max_seconds * (1 - RESERVE_SHARE)
+    if st.watch.elapsed() >= seconds or (not final and solving_time_up()):
         raise BudgetExhausted(f"budget exhausted ({stopped_words(cap.max_seconds)})")
-    return call_llm(st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens)
+    with nullcontext() if final else solving():
+        return call_llm(
+            st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens
+        )
 
 
 def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> list[RetrievedChunk]:
