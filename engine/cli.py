@@ -32,6 +32,7 @@ from engine.cli_options import (  # the shared options; plugins import them from
     renamed,
 )
 from engine.cli_serve import mcp, serve
+from engine.cli_stdout import reader_may_leave
 from engine.llm.urls import redact
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -47,8 +48,8 @@ __all__ = [
 
 
 class Group(click.Group):
-    """Adds the plugin commands on first use, and turns every LogicRouteError into one line on
-    stderr and exit code 2: no tracebacks."""
+    """Adds the plugin commands on first use, turns every LogicRouteError into one line on stderr
+    and exit code 2 (no tracebacks), and lets a command's stdout be closed early (engine.cli_stdout)."""
 
     _plugins_loaded = False
 
@@ -70,6 +71,10 @@ class Group(click.Group):
             self._load_plugins()
             command = super().get_command(ctx, name)
         return command
+
+    def main(self, *args, **kwargs):
+        with reader_may_leave():  # a closed stdout (`check | head -1`) is not the command's failure
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx):
         try:

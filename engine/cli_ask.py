@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -36,6 +37,7 @@ from engine.sources_text import format_sources
 
 __all__ = ["NOTICE_MIN_QUESTIONS", "answer_record", "ask", "print_answer", "routing_notice"]
 log = logging.getLogger("logicroute.cli")
+BATCH_FAILED = 3  # the exit status of a --questions run in which some questions failed
 
 
 @click.command()
@@ -92,7 +94,12 @@ log = logging.getLogger("logicroute.cli")
 @click.pass_context
 def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurrency, route, **options):
     """Answer QUESTION (or every question of --questions) from the knowledge base --kb; with
-    --dry-run, show where the router would send it."""
+    --dry-run, show where the router would send it.
+
+    \b
+    Exit status: 0 answered; 2 an error or a refusal, in one line on stderr;
+    3 (--questions) some questions failed: each is named on stderr by FILE:LINE
+    with its error, and the others are answered."""
     from engine.pipeline import RoutedRAG
 
     if (question is None) == (questions_file is None):
@@ -118,7 +125,7 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
     rag = RoutedRAG.open(kb_dir, **config.options())
     if items is not None:
         with_trace = options["as_json"] or options["trace_format"] == "json"
-        answers = answer_file(rag, items, out, concurrency, route, with_trace)
+        answers = answer_file(rag, items, out, concurrency, route, with_trace, questions_file)
         if route == "auto":
             notice = routing_notice([router_route(a) for a in answers], [a.trace.ood for a in answers])
             if notice:
@@ -166,11 +173,13 @@ def answer_record(question: str, ans, with_trace: bool = False, line: int | None
     return record
 
 
-def answer_file(rag, items: list, out: str | None, concurrency: int, route: str, with_trace: bool) -> list:
-    """Answer the items of a questions file, `concurrency` at a time, with a progress bar; each
+def answer_file(
+    rag, items: list, out: str | None, concurrency: int, route: str, with_trace: bool, questions_path: str = "-"
+) -> list:
+    """Answer the items of `questions_path`, `concurrency` at a time, with a progress bar; each
     record is written as soon as its answer is made (see the module docstring). The answers of
-    this run are returned. A question that fails does not stop the others; the first failure
-    (in input order) is raised once they are done, after their answers are written."""
+    this run are returned. A question that fails does not stop the others; once they are done,
+    after their answers are written, the failures are reported (report_failures)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from engine.base.progress import progress_bar
@@ -208,13 +217,31 @@ def answer_file(rag, items: list, out: str | None, concurrency: int, route: str,
             if item.line in records:
                 click.echo(json.dumps(records[item.line], ensure_ascii=False))
     if failed:
-        raise failed[min(failed)]
+        report_failures(questions_path, failed, len(items))
     if out:
         from engine.base.files import atomic_write_text
 
         atomic_write_text(out, "".join(json.dumps(records[i.line], ensure_ascii=False) + "\n" for i in items))
         click.echo(f"{len(records)} answers -> {out}", err=True)
     return [answers[i.line] for i in todo]
+
+
+def report_failures(path: str, failed: dict[int, BaseException], total: int) -> None:
+    """Each failed question on stderr by FILE:LINE with its error, then how many failed, and the
+    exit status BATCH_FAILED. An error that is not one of ours (a bug) is raised after the lines,
+    with its traceback."""
+    from engine.base.errors import LogicRouteError
+    from engine.llm.urls import redact
+
+    for line in sorted(failed):
+        e = failed[line]
+        why = str(e) if isinstance(e, LogicRouteError) else f"{type(e).__name__}: {e}"
+        click.echo(f"{path}:{line}: {redact(why)}", err=True)
+    click.echo(f"error: {len(failed)} of {total} questions failed; the others were answered", err=True)
+    bug = next((failed[i] for i in sorted(failed) if not isinstance(failed[i], LogicRouteError)), None)
+    if bug is not None:
+        raise bug
+    sys.exit(BATCH_FAILED)
 
 
 def answered_before(out: str, items: list) -> dict[int, dict]:

@@ -1,4 +1,5 @@
-"""The CLI: instant help, one-line errors instead of tracebacks, the index/ask round trip."""
+"""The CLI: instant help, one-line errors instead of tracebacks, a stdout closed early is no
+failure, the index/ask round trip."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +16,7 @@ from click.testing import CliRunner
 from engine.cli import main
 from hierarchy.kb import KnowledgeBase
 from tests import doc_files
-from tests.fakes import HashedBowEmbedder
+from tests.fakes import HashedBowEmbedder, layered_kb, segment_file
 
 
 def test_help_imports_no_heavy_library():
@@ -192,3 +194,23 @@ def test_embedder_index_then_ask_with_an_unreachable_endpoint_fails_cleanly(tmp_
         env={"OPENAI_API_KEY": "x", "LOGICROUTE_API_KEY": "x"},
     )
     assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------- a reader that leaves early
+
+
+@pytest.mark.parametrize(("damaged", "status"), [(False, 0), (True, 1)], ids=["healthy", "damaged"])
+def test_a_closed_stdout_is_not_a_failure_and_the_exit_status_stays_the_commands(tmp_path, damaged, status):
+    kb = layered_kb(tmp_path / "kb", HashedBowEmbedder(dim=128))
+    if damaged:
+        segment_file(kb.path, "vectors").write_bytes(b"garbage")
+    logicroute = str(Path(sys.executable).parent / "logicroute")
+    for args in (["check", "--kb", str(kb.path)], ["check", "--kb", str(kb.path), "--json"], ["--help"]):
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before the first line: every write meets a closed pipe
+        try:
+            r = subprocess.run([logicroute, *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+        finally:
+            os.close(write)
+        expected = 0 if args == ["--help"] else status
+        assert (r.returncode, r.stderr) == (expected, ""), args  # no "Broken pipe", no traceback

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import engine.routes.logic.solve as logic_mod
 from engine.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.cli import main
-from engine.cli_ask import NOTICE_MIN_QUESTIONS, answer_record, routing_notice
+from engine.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.pipeline import RoutedRAG
 from router.policy import Policy
 from tests.fakes import FakeGuardedRouter, ScriptedLLM, fake_logic, make_rag
@@ -185,7 +185,7 @@ def test_each_answer_is_written_as_it_is_made_and_a_rerun_answers_only_the_rest(
     args = ("--questions", qfile, "--kb", tmp_path, "--out", out, "--route", "chunk", "--set", "retry_unanswered=false")
     opened.llm = ScriptedLLM(rules={"": down_for_emma})
     first = CliRunner().invoke(main, ["ask", *map(str, args), "--concurrency", "1"])
-    assert first.exit_code == 2 and "the endpoint is down" in first.stderr
+    assert first.exit_code == BATCH_FAILED and f"{qfile}:3: the endpoint is down\n" in first.stderr
     assert [json.loads(x)["answer"] for x in out.read_text().splitlines()] == ["Paris", "Lima"]  # kept
     assert "answering" in first.stderr and "3/3" in first.stderr  # the progress bar, on stderr
     opened.llm = ScriptedLLM(rules={"": by_question})
