@@ -51,3 +51,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cli_usage_errors_fail():
+    """A test that runs a command fails on a usage error it does not expect (tests.cli_usage)."""
+    from click.testing import CliRunner
+
+    from tests.cli_usage import guarded_invoke
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(CliRunner, "invoke", guarded_invoke)
+        yield

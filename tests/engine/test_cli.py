@@ -81,7 +81,7 @@ def test_a_command_by_its_name_before_it_moved_runs_with_a_note(tmp_path):
     r = CliRunner().invoke(main, ["repair", "--kb", str(tmp_path / "nowhere")])
     assert r.stderr.splitlines()[0] == "note: `logicroute repair` is now `logicroute check --repair`"
     assert r.exit_code == 2 and "no knowledge base" in r.stderr
-    r = CliRunner().invoke(main, ["ask", "Who?"])
+    r = CliRunner().invoke(main, ["ask", "Who?"], usage_error_expected=True)
     assert r.exit_code == 2 and "Missing option '--kb'" in r.output and "--dry-run" in r.output
 
 

@@ -37,8 +37,10 @@ def opened(monkeypatch):
     return state
 
 
-def ask(*args, env=None):
-    return CliRunner().invoke(main, ["ask", *map(str, args)], env=env, catch_exceptions=False)
+def ask(*args, env=None, usage_error_expected=False):
+    return CliRunner().invoke(
+        main, ["ask", *map(str, args)], env=env, catch_exceptions=False, usage_error_expected=usage_error_expected
+    )
 
 
 def thresholds_file(tmp_path, threshold: float = 0.3):
@@ -227,7 +229,7 @@ def test_question_and_questions_exclude_each_other(opened, tmp_path):
     qfile = tmp_path / "qs.txt"
     qfile.write_text("Who?\n")
     for args in (["Who?", "--questions", qfile], [], ["Who?", "--out", tmp_path / "o.jsonl"]):
-        res = CliRunner().invoke(main, ["ask", "--kb", str(tmp_path), *map(str, args)])
+        res = CliRunner().invoke(main, ["ask", "--kb", str(tmp_path), *map(str, args)], usage_error_expected=True)
         assert res.exit_code == 2 and "Usage" in res.output
     assert opened.options == []
 
@@ -258,7 +260,7 @@ def test_skip_bad_answers_the_good_lines_and_counts_the_bad_ones_by_number(opene
     records = [json.loads(line) for line in res.stdout.splitlines()]
     assert [(r["line"], r["answer"]) for r in records] == [(1, "Paris"), (3, "Lima")]
     assert f"warning: skipped 2 bad lines of {qfile}: 2, 4" in res.stderr
-    alone = ask("Who?", "--kb", tmp_path, "--skip-bad")
+    alone = ask("Who?", "--kb", tmp_path, "--skip-bad", usage_error_expected=True)
     assert alone.exit_code == 2 and "--skip-bad go with --questions" in alone.output
 
 

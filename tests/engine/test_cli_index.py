@@ -18,8 +18,8 @@ def emb() -> HashedBowEmbedder:
     return HashedBowEmbedder(dim=128)
 
 
-def run(emb, *args: str):
-    return CliRunner().invoke(main, list(args), obj={"embedder": emb})
+def run(emb, *args: str, usage_error_expected: bool = False):
+    return CliRunner().invoke(main, list(args), obj={"embedder": emb}, usage_error_expected=usage_error_expected)
 
 
 def write(path, text: str) -> None:
@@ -90,7 +90,7 @@ def test_index_retrieval_dense_is_recorded_and_ask_retrieval_holds_for_its_run(t
     assert kb.retrieval == "dense"
     rag = RoutedRAG(kb=kb, retrieval="hybrid", llm=object())  # what `ask --retrieval hybrid` builds
     assert rag.kb.retrieval == "hybrid" and KnowledgeBase.open(tmp_path / "kb", emb).retrieval == "dense"
-    bad = run(emb, "index", "--kb", str(tmp_path / "kb"), "--retrieval", "bm25")
+    bad = run(emb, "index", "--kb", str(tmp_path / "kb"), "--retrieval", "bm25", usage_error_expected=True)
     assert bad.exit_code == 2 and "'bm25' is not one of 'dense', 'hybrid'" in bad.output
 
 

@@ -162,7 +162,7 @@ def test_verbose_shows_debug_lines(tmp_path, monkeypatch):
     assert "debug: budget limits {'max_llm_calls': 3}" in res.stderr
     res = CliRunner().invoke(main, args)
     assert "debug:" not in res.stderr
-    res = CliRunner().invoke(main, ["-q", "-v", *args])
+    res = CliRunner().invoke(main, ["-q", "-v", *args], usage_error_expected=True)
     assert res.exit_code == 2 and "exclude each other" in res.output
 
 

@@ -178,7 +178,12 @@ def test_the_cli_indexes_into_the_store_it_is_given_and_refuses_an_unknown_one(t
     r = CliRunner().invoke(main, args, obj={"embedder": emb})
     assert r.exit_code == 0, r.output
     assert json.loads((kb_dir / MANIFEST).read_text())["store"]["kind"] == "milvus"
-    bad = CliRunner().invoke(main, ["index", str(src), "--kb", str(kb_dir), "--store", "annoy"], obj={"embedder": emb})
+    bad = CliRunner().invoke(
+        main,
+        ["index", str(src), "--kb", str(kb_dir), "--store", "annoy"],
+        obj={"embedder": emb},
+        usage_error_expected=True,
+    )
     assert bad.exit_code == 2 and "--store" in bad.output and "Traceback" not in bad.output
 
 

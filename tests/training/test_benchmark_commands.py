@@ -64,7 +64,9 @@ def test_the_benchmark_answers_logic_with_the_preset_asked_for(tmp_path, monkeyp
     assert [c.logic_preset for c in seen] == ["auto", "paper"]
     with pytest.raises(LogicRouteError, match="logic_preset must be one of auto, paper, lean"):
         BenchConfig(data=[], out=str(tmp_path), logic_preset="fast")
-    res = CliRunner().invoke(main, ["benchmark", "nq", "--logic-preset", "fast", "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        main, ["benchmark", "nq", "--logic-preset", "fast", "--out", str(tmp_path)], usage_error_expected=True
+    )
     assert res.exit_code == 2 and "fast" in res.output
 
 

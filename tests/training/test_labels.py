@@ -286,7 +286,7 @@ def test_label_refuses_complete_beside_a_cascade_before_reading_anything(tmp_pat
     from training.cmd_label import label
 
     args = ["no-such-data", "--kb", str(tmp_path / "kb"), "--out", str(tmp_path / "l.jsonl"), "--complete"]
-    res = CliRunner().invoke(label, [*args, "--stop-score", "1.0"])
+    res = CliRunner().invoke(label, [*args, "--stop-score", "1.0"], usage_error_expected=True)
     assert res.exit_code == 2 and "give one or the other" in res.output
     assert not (tmp_path / "l.jsonl").exists() and not (tmp_path / "kb").exists()
 

@@ -158,7 +158,9 @@ def test_seeds_must_be_whole_numbers():
 
     from training.cmd_eval import eval_router
 
-    res = CliRunner().invoke(eval_router, ["--lodo", "--labels", "x.jsonl", "--seeds", "0,one"])
+    res = CliRunner().invoke(
+        eval_router, ["--lodo", "--labels", "x.jsonl", "--seeds", "0,one"], usage_error_expected=True
+    )
     assert res.exit_code != 0 and "--seeds takes whole numbers" in res.output
 
 
