@@ -111,9 +111,10 @@ def system_settings(system: System, k: int, wide_chunks: int, logic_max_seconds:
             cfg = replace(cfg, wide_chunks=wide_chunks)
         return cfg, f"summary-{system.layers}-k{k}-{cfg.fingerprint()}"
     from training.bench_logic import system_config
+    from training.logic_experiment import logic_fingerprint
 
     cfg = system_config(system.name, k, max_seconds=logic_max_seconds)
-    return cfg, f"logic-k{k}-{cfg.fingerprint()}"
+    return cfg, f"logic-k{k}-{logic_fingerprint(cfg)}"
 
 
 def answer_with(system: System, settings, question: str, kb, llm, k: int, style: str) -> "Answer":

@@ -35,7 +35,7 @@ from hierarchy.datasets import SHARED_FILES, shared_data_dir
 from training.answer_scores import answer_scores
 from training.bench_logic_report import build_report, report_markdown
 from training.jsonl_store import JsonlStore
-from training.logic_experiment import experiment
+from training.logic_experiment import experiment, logic_fingerprint
 
 # data set name -> file under the shared data folder
 DATASETS = {
@@ -322,7 +322,7 @@ def main(
     kb_n = max(n, kb_n)
     kb_sets, loaded = _load_sets(datasets, data_dir, n, kb_n, offset)
     # a result is reused only for the same route settings (a changed default is answered again)
-    cfgs = {s: system_config(s, k).fingerprint() if s != "chunk" else f"chunk-k{k}" for s in systems}
+    cfgs = {s: logic_fingerprint(system_config(s, k)) if s != "chunk" else f"chunk-k{k}" for s in systems}
     _answer_all(store, kb_sets, loaded, systems, cfgs, spec, llm, k, out_dir, kb_n, show_progress, offset)
 
     qids = {name: {q.id for q in ds.questions} for name, ds in loaded.items()}

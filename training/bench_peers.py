@@ -155,7 +155,9 @@ class LogicrouteAdapter(PeerAdapter):
         if self.route != "chunk":  # what RoutedRAG.logic_config() resolves, known before the KB is open
             preset = resolve_preset(self.ctx.options.get("logic_preset", "auto"), self.ctx.style)
             out["logic_preset"] = preset
-            out["logic_config"] = preset_config(preset, k=self.ctx.k).fingerprint()
+            from training.logic_experiment import logic_fingerprint
+
+            out["logic_config"] = logic_fingerprint(preset_config(preset, k=self.ctx.k))
             out["logic_max_seconds"] = float(self.ctx.options.get("logic_max_seconds", 1800))
         if self.route == "router":
             out["router"] = ADAPTED_ROUTER if self.name == ADAPTED_SYSTEM else "the shipped generalist"

@@ -180,7 +180,7 @@ def run_bench_reader(
             "llm": getattr(llm, "name", "?"),
             **summarize(by_system[systems[0]]),
             "systems": {s: summarize(rows) for s, rows in by_system.items()},
-            "fingerprints": {s: cfg.fingerprint() for s, (_, _, cfg) in parsed.items() if cfg is not None},
+            "fingerprints": {s: _fingerprint(cfg) for s, (_, _, cfg) in parsed.items() if cfg is not None},
         }
         report["seconds_this_run"] = round(time.perf_counter() - t0, 1)
         atomic_write_json(folder / "report.json", report)
@@ -212,3 +212,11 @@ def format_report(report: dict, by_system: dict[str, Sequence[dict]]) -> str:
         reply = r["reply"].replace("\n", " ").replace("|", "/")
         lines.append(f"| {r['question']} | {'; '.join(r['answers'][:2])} | {reply} |")
     return "\n".join(lines) + "\n"
+
+
+def _fingerprint(cfg) -> str:
+    """A route config's fingerprint: a logic one's as every benchmark stores it (logic_fingerprint)."""
+    from engine.routes.logic.config import LogicConfig
+    from training.logic_experiment import logic_fingerprint
+
+    return logic_fingerprint(cfg) if isinstance(cfg, LogicConfig) else cfg.fingerprint()

@@ -314,7 +314,9 @@ def _start(
     store = JsonlStore(out / RESULTS_FILE, key=result_key)
     if store.bad_lines:
         notes.append(f"{store.bad_lines} unreadable line(s) in {RESULTS_FILE} ignored")
-    logic_fp = next(iter(rags.values())).logic_config().fingerprint() if rags else ""
+    from training.logic_experiment import logic_fingerprint
+
+    logic_fp = logic_fingerprint(next(iter(rags.values())).logic_config()) if rags else ""
     run = Run(cfg, items, rags, store, llm, llm.name, kb_fp, logic_fp, notes)
     return run, data, kb_passages
 

@@ -1,14 +1,14 @@
 """The logic route under experiment: LogicExperiment is a LogicConfig with a switch for each of
-the route's fixed mechanisms (engine.routes.logic.config.FIXED_MECHANISMS): the paper's four, each
+the route's fixed mechanisms (engine.routes.logic.config.Mechanisms): the paper's four, each
 turned off in turn for its ablation, and the prompt forms and cost cuts measured against them; and
 caps of its own where an answer's budget sets none (bench logic relaxes the time).
 The bench commands build it (bench logic's systems, bench reader's `preset+FIELD=VALUE` specs) and
-pass it where a LogicConfig goes: the route reads each mechanism through
-engine.routes.logic.config.mechanism, so the product's config holds only what a user chooses.
+pass it where a LogicConfig goes: the route reads its mechanisms from LogicConfig.mechanisms(), which
+an experiment answers with its own, so the product's config holds only what a user chooses.
 
 Its defaults are the product's fixed values, so LogicExperiment(**preset fields) answers as the
-preset does, and its fingerprint is the one the same settings had before the mechanisms were
-fixed: stored benchmark answers stay valid.
+preset does, and its fingerprint (logic_fingerprint, the one home of logic fingerprints) is the
+one the same settings had before the mechanisms were fixed: stored benchmark answers stay valid.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 import click
 
-from engine.routes.logic.config import FIXED_MECHANISMS, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig
+from engine.budget import Budget, limits_of
+from engine.routes.logic.config import FIXED, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig, Mechanisms
 
 
 @dataclass(frozen=True)
@@ -25,26 +26,26 @@ class LogicExperiment(LogicConfig):
     """A LogicConfig with the fixed mechanisms as switches (defaults: the product's values)."""
 
     merge_same_rank: bool = field(
-        default=FIXED_MECHANISMS["merge_same_rank"],
+        default=FIXED.merge_same_rank,
         metadata={"help": "graph pruning: one retrieval + one LLM call per topological rank (off: per sub-question)"},
     )
     rolling_memory: bool = field(
-        default=FIXED_MECHANISMS["rolling_memory"],
+        default=FIXED.rolling_memory,
         metadata={
             "help": "context pruning: keep a query-oriented summary instead of raw chunks "
             "(off: raw chunks concatenated)"
         },
     )
     without_replacement: bool = field(
-        default=FIXED_MECHANISMS["without_replacement"],
+        default=FIXED.without_replacement,
         metadata={"help": "never retrieve a chunk twice for one question, so later retrievals bring new evidence"},
     )
     reflection: bool = field(
-        default=FIXED_MECHANISMS["reflection"],
+        default=FIXED.reflection,
         metadata={"help": "after the DAG is solved, check sufficiency and add sub-questions if evidence is missing"},
     )
     final_chunks: int = field(
-        default=FIXED_MECHANISMS["final_chunks"],
+        default=FIXED.final_chunks,
         metadata={
             "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
             "0 = memory only, as the paper (more raised the prompt tokens, not F1:"
@@ -52,21 +53,21 @@ class LogicExperiment(LogicConfig):
         },
     )
     direct_single_hop: bool = field(
-        default=FIXED_MECHANISMS["direct_single_hop"],
+        default=FIXED.direct_single_hop,
         metadata={
             "help": "a plan of one node restating the question (one lookup) is answered as the chunk route does: "
             "one retrieval, one answer over the raw chunks; off: step call, memory and reflection as for any DAG"
         },
     )
     evidence_tokens: int = field(
-        default=FIXED_MECHANISMS["evidence_tokens"],
+        default=FIXED.evidence_tokens,
         metadata={
             "help": "context compression: a step call sees at most this many tokens of its retrieved chunks per "
             "sub-question, their sentences closest to it by embedding (0 = the whole chunks)"
         },
     )
     compact_examples: bool = field(
-        default=FIXED_MECHANISMS["compact_examples"],
+        default=FIXED.compact_examples,
         metadata={
             "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
             "turns (with short_prompts 301 prompt tokens instead of 479; the reply is JSON either way). Measured "
@@ -74,7 +75,7 @@ class LogicExperiment(LogicConfig):
         },
     )
     plan_questions: bool = field(
-        default=FIXED_MECHANISMS["plan_questions"],
+        default=FIXED.plan_questions,
         metadata={
             "help": "the plan as a JSON list of sub-question strings (ids by position, dependencies from their #qN "
             "placeholders) instead of objects with an id and depends_on: a shorter prompt and reply; "
@@ -82,9 +83,8 @@ class LogicExperiment(LogicConfig):
         },
     )
     plan_examples: int = field(
-        default=FIXED_MECHANISMS["plan_examples"],
+        default=FIXED.plan_examples,
         metadata={
-            "neutral": 0,
             "help": "the decomposition shows only this many example plans, those closest in form to the question "
             "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
             "on 2Wiki with the local 1.5B model: it copies the plans shown, F1 -20 (2 shown) and -35 (1), and "
@@ -92,7 +92,7 @@ class LogicExperiment(LogicConfig):
         },
     )
     reflect_notes: bool = field(
-        default=FIXED_MECHANISMS["reflect_notes"],
+        default=FIXED.reflect_notes,
         metadata={
             "help": "show the rolling memory to the reflection call beside the sub-questions' answers "
             "(off: the answers alone, ~150 fewer prompt tokens a reflection at memory_words 150)"
@@ -117,8 +117,43 @@ class LogicExperiment(LogicConfig):
         if self.final_chunks < 0 or self.evidence_tokens < 0 or self.plan_examples < 0:
             raise ValueError(f"bad LogicExperiment: final_chunks, evidence_tokens, plan_examples >= 0 (got {self})")
 
-    def fingerprint_values(self) -> dict:
-        return asdict(self)  # its fields hold every mechanism
+    def mechanisms(self) -> Mechanisms:
+        """The route's mechanisms as this experiment sets them, its caps included."""
+        values = {f.name: getattr(self, f.name) for f in fields(Mechanisms) if f.name != "caps"}
+        caps = Budget(
+            max_llm_calls=self.max_llm_calls, max_prompt_tokens=self.max_prompt_tokens, max_seconds=self.max_seconds
+        )
+        return Mechanisms(**values, caps=caps)
+
+
+# Settings added after answers were stored, at the value that leaves the route as it was: left out
+# of the fingerprint, so adding them kept every stored answer valid (benchmark stores, label runs).
+_NEUTRAL = {
+    "form_evidence_tokens": 0,
+    "plan_forms": False,
+    "reflect_unknown_only": False,
+    "reshow_best": False,
+    "keep_facts": 0,
+    "ground_retry": False,
+    "cite_passages": False,
+    "plan_examples": 0,
+}
+
+
+def logic_fingerprint(cfg: LogicConfig) -> str:
+    """Short hash of how a logic answer was made: a LogicConfig's settings with the route's fixed
+    mechanisms and default caps (as an experiment holds them), so results stored under other
+    settings are not reused and an experiment at a preset's values shares its answers."""
+    import hashlib
+    import json
+
+    if isinstance(cfg, LogicExperiment):
+        values = asdict(cfg)
+    else:
+        fixed = {f.name: getattr(FIXED, f.name) for f in fields(Mechanisms) if f.name != "caps"}
+        values = {**fixed, **limits_of(LOGIC_CAPS), **asdict(cfg)}
+    kept = {k: v for k, v in values.items() if not (k in _NEUTRAL and v == _NEUTRAL[k])}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def experiment(base: LogicConfig | str = "paper", **settings) -> LogicExperiment:

@@ -11,10 +11,10 @@ from dataclasses import fields
 import pytest
 
 from engine.base.errors import LogicRouteError
-from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig, preset_config
+from engine.routes.logic.config import FIXED, LogicConfig, preset_config
 from tests.fakes import ScriptedLLM, make_rag
 from training.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
-from training.logic_experiment import LogicExperiment, experiment
+from training.logic_experiment import LogicExperiment, experiment, logic_fingerprint
 
 
 def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():
@@ -27,9 +27,10 @@ def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():
 
 @pytest.mark.parametrize("preset", ["paper", "lean", "grounded", "lean-grounded"])
 def test_an_experiment_that_changes_no_mechanism_is_its_preset_to_the_fingerprint(preset):
-    assert {f: getattr(LogicExperiment(), f) for f in FIXED_MECHANISMS} == FIXED_MECHANISMS
-    assert experiment(preset, k=5).fingerprint() == preset_config(preset, k=5).fingerprint()
-    assert experiment(preset, reflection=False).fingerprint() != preset_config(preset).fingerprint()
+    assert LogicExperiment().mechanisms() == FIXED and experiment(preset).mechanisms() == FIXED
+    assert logic_fingerprint(experiment(preset, k=5)) == logic_fingerprint(preset_config(preset, k=5))
+    assert logic_fingerprint(experiment(preset, reflection=False)) != logic_fingerprint(preset_config(preset))
+    assert experiment(preset, reflection=False).mechanisms().reflection is False
 
 
 def test_an_unknown_preset_is_refused():

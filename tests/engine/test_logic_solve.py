@@ -9,13 +9,14 @@ Runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embedder).
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 
 import pytest
 
 from engine.base.errors import BadQuestionError, LLMError
 from engine.budget import Budget
 from engine.routes import LogicRoute, RouteContext, answer_on
-from engine.routes.logic.config import FIXED_MECHANISMS, LogicConfig, caps
+from engine.routes.logic.config import LogicConfig, Mechanisms, caps
 from engine.routes.logic.render import trace_to_mermaid
 from engine.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
@@ -280,7 +281,8 @@ def test_config_documents_every_field_a_user_chooses_and_experiments_every_fixed
         "cite_passages",
     }
     limits = {"max_llm_calls", "max_prompt_tokens", "max_seconds"}  # an experiment's own caps
-    assert set(LogicExperiment.help()) == set(h) | set(FIXED_MECHANISMS) | limits
+    mechanisms = {f.name for f in fields(Mechanisms)} - {"caps"}
+    assert set(LogicExperiment.help()) == set(h) | mechanisms | limits
     assert all(LogicExperiment.help().values())
     assert all(h.values())
     c = LogicConfig()

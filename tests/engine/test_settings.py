@@ -12,7 +12,7 @@ from engine.base.settings import Settings
 from engine.pipeline import RoutedRAG
 from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
 from training.bench_data import BenchConfig
-from training.logic_experiment import LogicExperiment
+from training.logic_experiment import LogicExperiment, logic_fingerprint
 
 BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
 STORE = Path(__file__).resolve().parents[2] / "docs/results/routing/bench_mixed100/results.jsonl"
@@ -52,7 +52,7 @@ def test_the_committed_routing_benchmark_answers_match_the_preset_its_command_na
     named = re.search(r"--logic-preset (\S+)", command).group(1)
     # the fingerprint the benchmark stamps on its logic answers (training/benchmark.py: its RoutedRAG)
     stamped = RoutedRAG(kb=None, style="short", **{**BENCH_DEFAULTS, "logic_preset": named})
-    assert by_fingerprint.get(stamped.logic_config().fingerprint()) == questions
-    assert set(by_fingerprint) <= {preset_config(name).fingerprint() for name in PRESETS}
-    assert LogicExperiment(plan_examples=2).fingerprint() != LogicConfig().fingerprint()
-    assert LogicConfig(reflect_unknown_only=True).fingerprint() != LogicConfig().fingerprint()
+    assert by_fingerprint.get(logic_fingerprint(stamped.logic_config())) == questions
+    assert set(by_fingerprint) <= {logic_fingerprint(preset_config(name)) for name in PRESETS}
+    assert logic_fingerprint(LogicExperiment(plan_examples=2)) != logic_fingerprint(LogicConfig())
+    assert logic_fingerprint(LogicConfig(reflect_unknown_only=True)) != logic_fingerprint(LogicConfig())

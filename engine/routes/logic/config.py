@@ -2,49 +2,48 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from engine.base.settings import Settings
-from engine.budget import LIMITS, Budget, limits_of
-
-# The mechanisms every preset runs the same way: the paper's four (graph pruning by merging a
-# rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
-# self-reflection) on, the rest as measured best. They are not settings: experiments vary them
-# (the benchmarks' ablations: training/logic_experiment.py, a LogicConfig with a field of each
-# name), and the route reads them through mechanism().
-FIXED_MECHANISMS: dict = {
-    "merge_same_rank": True,
-    "rolling_memory": True,
-    "without_replacement": True,
-    "reflection": True,
-    "final_chunks": 0,  # raw chunks of the last hop shown to the final answer beside the memory
-    "direct_single_hop": True,  # a one-lookup plan is answered as the chunk route does
-    "evidence_tokens": 0,  # a step call's passages compressed to this many tokens (0: whole)
-    "compact_examples": False,  # the decomposition's examples as text lines, not JSON turns
-    "plan_questions": False,  # the plan as a JSON list of sub-question strings
-    "plan_examples": 0,  # only the N example plans closest in form (0: the fixed set)
-    "reflect_notes": True,  # the reflection call sees the rolling memory
-}
-# Added after answers were stored: at this value a mechanism is left out of fingerprints.
-_FIXED_NEUTRAL = {"plan_examples": 0}
-
-
-def mechanism(cfg: "LogicConfig", name: str):
-    """The route's fixed mechanism `name`, or the value an experiment's config gives it."""
-    return getattr(cfg, name, FIXED_MECHANISMS[name])
-
+from engine.budget import LIMITS, Budget
 
 # What one logic answer may spend where its budget (engine.budget.Budget, the one home of limits:
 # RagConfig.budget, a request's limits) sets no limit: the final answer has a call in reserve.
 LOGIC_CAPS = Budget(max_llm_calls=12, max_prompt_tokens=12000, max_seconds=300)
 
 
+@dataclass(frozen=True)
+class Mechanisms:
+    """How the route works, the same in every preset: the paper's four (graph pruning by merging a
+    rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
+    self-reflection) on, the rest as measured best, and what an answer may spend where its budget
+    sets no limit. Not settings: a user picks a preset (LogicConfig); experiments vary these
+    (training/logic_experiment.py, whose LogicExperiment answers LogicConfig.mechanisms())."""
+
+    merge_same_rank: bool = True
+    rolling_memory: bool = True
+    without_replacement: bool = True
+    reflection: bool = True
+    final_chunks: int = 0  # raw chunks of the last hop shown to the final answer beside the memory
+    direct_single_hop: bool = True  # a one-lookup plan is answered as the chunk route does
+    evidence_tokens: int = 0  # a step call's passages compressed to this many tokens (0: whole)
+    compact_examples: bool = False  # the decomposition's examples as text lines, not JSON turns
+    plan_questions: bool = False  # the plan as a JSON list of sub-question strings
+    plan_examples: int = 0  # only the N example plans closest in form (0: the fixed set)
+    reflect_notes: bool = True  # the reflection call sees the rolling memory
+    caps: Budget = LOGIC_CAPS
+
+
+FIXED = Mechanisms()
+
+
 def caps(cfg: "LogicConfig", budget: Budget | None) -> Budget:
-    """The limits of one logic answer: each of the budget's, else an experiment's own (bench logic
-    relaxes the time: training/logic_experiment.py), else LOGIC_CAPS'."""
+    """The limits of one logic answer: each of the budget's, else the mechanisms' caps (LOGIC_CAPS,
+    or an experiment's own: bench logic relaxes the time)."""
+    own = cfg.mechanisms().caps
 
     def pick(name: str):
-        given = (getattr(budget, name, None), getattr(cfg, name, None), getattr(LOGIC_CAPS, name))
+        given = (getattr(budget, name, None), getattr(own, name, None), getattr(LOGIC_CAPS, name))
         return next(v for v in given if v is not None)
 
     return Budget(**{name: pick(name) for name in LIMITS})
@@ -53,7 +52,7 @@ def caps(cfg: "LogicConfig", budget: Budget | None) -> Budget:
 @dataclass(frozen=True)
 class LogicConfig(Settings):
     """What a user chooses for the logic route: a preset (PRESETS) with k on top. The presets are
-    named values of it; the mechanisms they share are FIXED_MECHANISMS; what an answer may spend
+    named values of it; the mechanisms they share are Mechanisms (FIXED); what an answer may spend
     is its Budget (caps)."""
 
     k: int = field(default=3, metadata={"help": "chunks retrieved per sub-question (a merged rank gets k x its size)"})
@@ -62,7 +61,6 @@ class LogicConfig(Settings):
     form_evidence_tokens: int = field(
         default=0,
         metadata={
-            "neutral": 0,
             "help": "context compression for a form plan's sub-questions only (0 = whole passages)",
         },
     )
@@ -73,7 +71,6 @@ class LogicConfig(Settings):
     plan_forms: bool = field(
         default=False,
         metadata={
-            "neutral": False,
             "help": "questions of a few fixed forms get their plan from the form (hierarchy/question_forms.py)",
         },
     )
@@ -84,7 +81,6 @@ class LogicConfig(Settings):
     reflect_unknown_only: bool = field(
         default=False,
         metadata={
-            "neutral": False,
             "help": "with reflect_when_unsure: reflect only while a sub-question has no answer",
         },
     )
@@ -95,28 +91,24 @@ class LogicConfig(Settings):
     reshow_best: bool = field(
         default=False,
         metadata={
-            "neutral": False,
             "help": "sampling without replacement spares each sub-question's best match (off: as the paper)",
         },
     )
     keep_facts: int = field(
         default=0,
         metadata={
-            "neutral": 0,
             "help": "tokens of read sentences naming a sub-answer kept beside the memory (0: as the paper)",
         },
     )
     ground_retry: bool = field(
         default=False,
         metadata={
-            "neutral": False,
             "help": "a sub-answer no passage states is asked once more over the whole DAG's passages",
         },
     )
     cite_passages: bool = field(
         default=False,
         metadata={
-            "neutral": False,
             "help": "reader style: the final answer is shown the numbered passage stating each sub-answer",
         },
     )
@@ -134,11 +126,9 @@ class LogicConfig(Settings):
                 f"keep_facts >= 0 are required (got {self})"
             )
 
-    def fingerprint_values(self) -> dict:
-        """The settings, the fixed mechanisms and the default caps: a result stored under a config
-        that held them as fields (before they left it) keeps its fingerprint."""
-        fixed = {k: v for k, v in FIXED_MECHANISMS.items() if _FIXED_NEUTRAL.get(k, object()) != v}
-        return {**fixed, **limits_of(LOGIC_CAPS), **asdict(self)}
+    def mechanisms(self) -> Mechanisms:
+        """How the route works under this config: the fixed mechanisms (an experiment's own in training/)."""
+        return FIXED
 
 
 # Named settings: "paper" is every mechanism of the paper as LogicConfig's defaults have it; "lean"

@@ -11,7 +11,7 @@ from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint, computed_comparison
-from engine.routes.logic.config import BudgetExhausted, mechanism
+from engine.routes.logic.config import BudgetExhausted
 from engine.routes.logic.grounding import cited_passages, notes_with_facts
 from engine.routes.logic.plan import SubQuestion
 from engine.routes.logic.state import (
@@ -41,7 +41,7 @@ def final_answer(st: SolveState) -> str:
         st.trace["steps"].append(
             {"nodes": [], "rank": None, "query": st.question, "k": cfg.k, "chunk_ids": [c.chunk_id for c in got]}
         )
-    if mechanism(cfg, "rolling_memory") and st.memory:
+    if cfg.mechanisms().rolling_memory and st.memory:
         context = notes_with_facts(st)
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
         summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
@@ -125,7 +125,7 @@ def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:
     An experiment (the memory can drop the exact phrase the answer needs); off in every preset.
     Comparisons (several sinks) keep memory + computed notes only.
     """
-    wanted = mechanism(st.cfg, "final_chunks")
+    wanted = st.cfg.mechanisms().final_chunks
     if wanted == 0:
         return []
     sinks = [n for n in _sinks(st) if n.chunk_ids]

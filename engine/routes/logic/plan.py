@@ -264,7 +264,7 @@ def nearest_examples(question: str, embedder, n: int) -> list[str]:
     vectors with names, titles and numbers masked (hierarchy.question_structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. Experiments only: the small model copies the content of the few plans it
-    is shown, so the plan_examples mechanism is fixed at 0 (logic.config.FIXED_MECHANISMS)."""
+    is shown, so the plan_examples mechanism is fixed at 0 (logic.config.Mechanisms)."""
     pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
     vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
     sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows

@@ -17,7 +17,7 @@ from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
-from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps, mechanism
+from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
 from engine.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
@@ -90,7 +90,7 @@ def answer_logic(
         add_nodes(st.nodes, plan)
         # a plan of one node that restates the question = the decomposer judged it one lookup.
         # (One node that is only a first hop keeps the DAG: reflection can add the missing hop.)
-        single = mechanism(cfg, "direct_single_hop") and len(plan) == 1 and is_copy(st.question, plan[0].question)
+        single = cfg.mechanisms().direct_single_hop and len(plan) == 1 and is_copy(st.question, plan[0].question)
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
             # single lookups: the structured step + memory lose the exact phrase
@@ -103,7 +103,7 @@ def answer_logic(
             )
         else:
             _solve_pending(st)
-            if mechanism(cfg, "reflection"):
+            if cfg.mechanisms().reflection:
                 _reflect_loop(st)
     except BudgetExhausted as e:
         flag(trace, f"{e}: answered from the memory so far")
@@ -128,7 +128,7 @@ def _plan(st: SolveState) -> list[SubQuestion]:
         st.trace["plan_form"] = form[0]
         return form[1]
     examples = None
-    wanted = mechanism(cfg, "plan_examples")
+    wanted = cfg.mechanisms().plan_examples
     if wanted:
         examples = st.trace["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
     return decompose(
@@ -136,8 +136,8 @@ def _plan(st: SolveState) -> list[SubQuestion]:
         partial(budgeted_call, st),
         st.trace,
         cfg.short_prompts,
-        mechanism(cfg, "compact_examples"),
-        mechanism(cfg, "plan_questions"),
+        cfg.mechanisms().compact_examples,
+        cfg.mechanisms().plan_questions,
         examples,
     )
 
@@ -153,7 +153,7 @@ def _solve_pending(st: SolveState) -> None:
     for group in rank_groups(ranks, only=pending):
         for i in group:
             _rewrite(st, st.nodes[i], g)
-        if mechanism(st.cfg, "merge_same_rank"):
+        if st.cfg.mechanisms().merge_same_rank:
             _solve_group(st, [st.nodes[i] for i in group])
         else:
             for i in group:
@@ -216,7 +216,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     }
     st.trace["steps"].append(step)
     ids = [n.id for n in group]
-    rolling = mechanism(cfg, "rolling_memory")
+    rolling = cfg.mechanisms().rolling_memory
     if rolling:
         shown = chunks
         budget = _evidence_budget(cfg, group)
@@ -298,7 +298,7 @@ def _evidence_budget(cfg: LogicConfig, group: list[SubQuestion]) -> int:
     form_evidence_tokens when every node comes from a form plan, else evidence_tokens."""
     if cfg.form_evidence_tokens and all(n.origin == "form" for n in group):
         return cfg.form_evidence_tokens
-    return mechanism(cfg, "evidence_tokens")
+    return cfg.mechanisms().evidence_tokens
 
 
 # ---------------------------------------------------------------- reflection
@@ -314,7 +314,7 @@ def _reflect_loop(st: SolveState) -> None:
         try:
             c = budgeted_call(
                 st,
-                reflect_messages(st.question, facts, st.memory if mechanism(st.cfg, "reflect_notes") else ""),
+                reflect_messages(st.question, facts, st.memory if st.cfg.mechanisms().reflect_notes else ""),
                 purpose=f"reflect {rnd}",
                 schema=reflect_schema(),
                 max_tokens=REFLECT_MAX_TOKENS,

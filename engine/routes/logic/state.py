@@ -21,7 +21,7 @@ from engine.llm.base import (
     stopped_words,
 )
 from engine.routes.common import says_unknown
-from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TokensExhausted, mechanism
+from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TokensExhausted
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
@@ -86,7 +86,7 @@ def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> l
     for this question, so a repeated search brings new evidence. With `reshow_best`, the best
     match of each query in `spare` (a rank's sub-questions) is shown again even when already
     retrieved: a later hop's one passage may have been read by an earlier hop."""
-    exclude = list(st.seen) if mechanism(st.cfg, "without_replacement") else []
+    exclude = list(st.seen) if st.cfg.mechanisms().without_replacement else []
     again: list[RetrievedChunk] = []
     if exclude and st.cfg.reshow_best and spare:
         batch = getattr(st.kb, "search_batch", None)
