@@ -9,9 +9,9 @@ Two rules, both read off what the answer was made from, with no LLM call:
   names them, "Kubernetes" in a language book) or a passage that held every term and still gave
   no answer keeps the absence; terms spread over chunks no single passage joins, or a multi-hop
   form whose first hop is in the KB, send the question on up the ladder.
-- `ungrounded_reason`: a logic answer never outruns its evidence. A sub-answer no passage shown
-  for it states (the grounding check, engine.routes.logic.grounding.supported), or a final
-  answer naming a number, a code word or a name that neither the question nor any passage read
+- `ungrounded_reason`: an answer never outruns its evidence. A logic sub-answer no passage shown
+  for it states (the grounding check, engine.routes.logic.grounding.supported), or an answer of
+  any route naming a number, a flag or a code word that neither the question nor any passage read
   holds, turns the answer into "not in the documents", saying what was found.
 
 RagConfig.keep_absence and RagConfig.abstain_ungrounded turn them off (the retry ladder and the
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # punctuation inside a word (package.json, key=value, snake_case, a/path), or camelCase. A plain
 # hyphenated word (read-only, well-known) is phrasing.
 _SPECIFIC = re.compile(r"\d|^--?\w|\w[_=./:]\w|[a-z][A-Z]")
-_WORD = re.compile(r"[^\s\[\]()\"'`,;:!?]+")
+_WORD = re.compile(r"(?:[^\s\[\]()\"'`,;:!?]|(?<=\d)[,:](?=\d))+")  # 6,650 and 7:30 are one word
 _EDGE = ".,;:!?\"'`()[]{}<>*"
 
 
@@ -142,8 +142,8 @@ def _listed(terms: list[str]) -> str:
 
 
 def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
-    """Why a logic answer outruns its evidence, or None when it does not: a sub-answer stated by
-    none of its passages, or specific words of the final answer that nothing read holds."""
+    """Why an answer outruns its evidence, or None when it does not: a logic sub-answer stated by
+    none of its passages, or specific words of the answer that nothing read holds."""
     dag = answer.trace.dag or {}
     bad = [n for n in dag.get("nodes", []) if n.get("supported") is False]
     if bad:
@@ -157,8 +157,10 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str
 
 
 def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
-    """The text of every passage the logic route retrieved (its steps' chunks)."""
-    ids = [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
+    """The text of every passage the route read: a cheap route's retrieved chunks, the logic
+    route's steps' chunks."""
+    ids = [r.get("chunk_id") for r in answer.trace.retrieved or [] if isinstance(r, dict)]
+    ids += [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
     out = []
     for cid in dict.fromkeys(ids):
         chunk = kb.chunks.get(cid)
@@ -169,16 +171,21 @@ def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
 
 def unread_words(text: str, evidence: str) -> list[str]:
     """The specific words of `text` (numbers, flags, code words, camelCase) that `evidence` does
-    not hold, case ignored; a citation marker [n] is not a word."""
-    held = evidence.lower()
+    not hold, case and thousands separators ignored; a citation marker [n] is not a word."""
+    held = _plain(evidence)
     out = []
     for raw in _WORD.findall(text):
         w = raw.strip(_EDGE)
         if len(w) < 2 or not _SPECIFIC.search(w) or re.fullmatch(r"\d{1,2}", w):
             continue  # "[2]" leftovers and small counts are phrasing, not claims
-        if w.lower() not in held:
+        if _plain(w) not in held:
             out.append(w)
     return list(dict.fromkeys(out))
+
+
+def _plain(text: str) -> str:
+    """Lower case, with a number's thousands separators dropped (10,000 and 10000 are one claim)."""
+    return re.sub(r"(?<=\d)[,_](?=\d{3})", "", text.lower())
 
 
 def abstained(answer: Answer, why: str, style: str) -> Answer:

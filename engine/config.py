@@ -86,8 +86,8 @@ class RagConfig:
     abstain_ungrounded: bool = field(
         default=True,
         metadata={
-            "help": "a logic answer whose sub-answers or final words no passage read states becomes "
-            "'not in the documents' (false: it is returned, flagged)"
+            "help": "an answer naming a number, flag or code word no passage read holds (or a logic answer "
+            "built on a sub-answer no passage states) becomes 'not in the documents' (false: it is returned)"
         },
     )
     ood_kb_questions: bool = field(

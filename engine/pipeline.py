@@ -239,10 +239,10 @@ class RoutedRAG(RagConfig):
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
     def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
-        """`route`'s answer to the checked question `q`, inside `budget`'s limits; a logic answer
-        that outruns its evidence becomes "not in the documents" (engine.absence)."""
+        """`route`'s answer to the checked question `q`, inside `budget`'s limits; an answer that
+        outruns the passages it read becomes "not in the documents" (engine.absence)."""
         ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
-        if route == TOP_ROUTE and self.abstain_ungrounded and looks_unanswered(ans.text) is None:
+        if self.abstain_ungrounded and looks_unanswered(ans.text) is None:
             why = absence.ungrounded_reason(self.kb, q, ans)
             if why is not None:
                 ans = absence.abstained(ans, why, self.style)

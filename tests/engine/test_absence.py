@@ -161,3 +161,19 @@ def test_unread_words_are_the_specific_words_no_evidence_holds():
     ]
     assert unread_words("It came out in 2014.", evidence) == ["2014"]
     assert unread_words("The sails are white.", evidence) == []  # plain words are the sub-answer check's job
+
+
+def test_a_chunk_answer_naming_a_number_no_passage_read_holds_is_withheld():
+    llm = ScriptedLLM(replies=["The largest ticket costs 6,650 pounds [1]."])
+    ans = ferry_rag(llm).answer("What is the largest ticket price of the Lowen Ferry?", route="chunk")
+    assert ans.text.startswith(NOT_IN_DOCUMENTS) and "6,650" in ans.text and ans.usage.llm_calls == 1
+    assert ans.trace["ungrounded"]["answer"] == "The largest ticket costs 6,650 pounds [1]."
+
+
+def test_a_chunk_answer_its_passages_state_is_kept_whatever_the_number_formatting():
+    kb_text = {"Limits": "A package tarball may hold at most 10,000 files and 214 characters of name."}
+    from engine.pipeline import RoutedRAG
+
+    rag = RoutedRAG(kb=WordOverlapKB.titled(kb_text), llm=ScriptedLLM(replies=["At most 10000 files [1]."]))
+    ans = rag.answer("How many files may a package tarball hold?", route="chunk")
+    assert ans.text == "At most 10000 files [1]." and "ungrounded" not in ans.trace
