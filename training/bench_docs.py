@@ -28,7 +28,7 @@ from training.jsonl_store import JsonlStore
 # defaults. `before` is the default path as it was before issue 56 (absence climbs the ladder,
 # the OOD guard ignores the KB's own questions, ungrounded logic answers stand).
 SYSTEMS: dict[str, dict] = {
-    "chunk": {"route": "chunk", "options": {}},
+    "chunk": {"route": "chunk", "options": {"abstain_ungrounded": False}},  # the chunk route's own answer
     "default": {"route": "auto", "options": {}},
     "before": {
         "route": "auto",
