@@ -31,11 +31,12 @@ from engine.prompts.answer import NOT_IN_DOCUMENTS
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
-# A token of an answer that names something specific: digits, a leading dash (--save-dev), code
-# punctuation inside a word (package.json, key=value, snake_case, a/path), or camelCase. A plain
-# hyphenated word (read-only, well-known) is phrasing.
-_SPECIFIC = re.compile(r"\d|^--?\w|\w[_=./:]\w|[a-z][A-Z]")
+# A token of an answer that states a checkable specific: a number, a flag (--save-dev) or a
+# key=value. Names and code words (package.json, snake_case) are not checked: an answer may bring
+# the common ones from outside the passages without inventing its claim.
+_SPECIFIC = re.compile(r"\d|^--?[A-Za-z]|\w=\w")
 _WORD = re.compile(r"(?:[^\s\[\]()\"'`,;:!?]|(?<=\d)[,:](?=\d))+")  # 6,650 and 7:30 are one word
+_CITATION_MARK = re.compile(r"\[\d+(?:\s*[,;-]\s*\d+)*\]")
 _EDGE = ".,;:!?\"'`()[]{}<>*"
 
 
@@ -170,15 +171,15 @@ def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
 
 
 def unread_words(text: str, evidence: str) -> list[str]:
-    """The specific words of `text` (numbers, flags, code words, camelCase) that `evidence` does
-    not hold, case and thousands separators ignored; a citation marker [n] is not a word."""
+    """The specific words of `text` (numbers, flags, key=value) that `evidence` does not hold as
+    words, case and thousands separators ignored; citation markers [n] are left out first."""
     held = _plain(evidence)
     out = []
-    for raw in _WORD.findall(text):
+    for raw in _WORD.findall(_CITATION_MARK.sub(" ", text)):
         w = raw.strip(_EDGE)
-        if len(w) < 2 or not _SPECIFIC.search(w) or re.fullmatch(r"\d{1,2}", w):
-            continue  # "[2]" leftovers and small counts are phrasing, not claims
-        if _plain(w) not in held:
+        if not w or not _SPECIFIC.search(w) or re.fullmatch(r"\d{1,2}", w):
+            continue  # a small number is phrasing as often as a claim ("20 million" for 20000000)
+        if not re.search(r"(?<![\w.-])" + re.escape(_plain(w)) + r"(?![\w-])", held):
             out.append(w)
     return list(dict.fromkeys(out))
 

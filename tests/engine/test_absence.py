@@ -161,6 +161,9 @@ def test_unread_words_are_the_specific_words_no_evidence_holds():
     ]
     assert unread_words("It came out in 2014.", evidence) == ["2014"]
     assert unread_words("The sails are white.", evidence) == []  # plain words are the sub-answer check's job
+    assert unread_words("Set it in .npmrc or package.json [3].", "audit-level") == []  # names are not claims
+    assert unread_words("Up to 20 million bytes [1].", "20,000,000 bytes") == []  # a small number is phrasing
+    assert unread_words("It holds 1,500 files.", "it holds 150 files and 15000 links") == ["1,500"]
 
 
 def test_a_chunk_answer_naming_a_number_no_passage_read_holds_is_withheld():
