@@ -10,8 +10,8 @@ route's retrieval, kb.search(question, k)), and retry_with_gate replays the ladd
     python -m training.absence_replay --recipe checkpoints/generalist.ckpt --labels FILE ... \
         --kb graphrag_medical=KB_DIR [--retrieval dense] [--json OUT]
 
-A row whose first route is unanswered needs a verdict: its set's KB must be given (an error names
-the sets that lack one). Only the chunk route's retrieval is rebuilt: a row the router sends to
+A row whose first route is unanswered needs a verdict: its set's KB must be given (a KeyError names
+the row that lacks one). Only the chunk route's retrieval is rebuilt: a row the router sends to
 summary first with an unanswered summary answer is an error too, not a silent climb.
 """
 
