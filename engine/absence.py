@@ -46,9 +46,13 @@ _SUFFIXES = ("ation", "ition", "ment", "ing", "ion", "ed", "er", "or", "es", "ly
 
 
 def word_family(term: str) -> set[str]:
-    """`term` and the forms that share its root under a few English suffixes."""
+    """`term` and the forms that share its root under a few English suffixes (modification:
+    modify, modified)."""
     roots = {term} | {term[: -len(x)] for x in _SUFFIXES if term.endswith(x) and len(term) - len(x) >= 4}
-    return {term} | {r + x for r in roots for x in ("", *_SUFFIXES)}
+    family = {term} | {r + x for r in roots for x in ("", *_SUFFIXES)}
+    if term.endswith("ication") and len(term) > 10:
+        family |= {term[: -len("ication")] + x for x in ("y", "ies", "ied", "ying")}
+    return family
 
 
 def _in_kb(lexical, term: str) -> bool:
@@ -111,7 +115,7 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
                 "which no chunk holds", **evidence}  # fmt: skip
     if not terms:
         return {"climb": False, "reason": "the question has no term to look for", **evidence}
-    if missing:
+    if missing and _asks_a_lookup(question, terms):
         return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
     best = _best_coverage(kb, terms, retrieved_ids)
     evidence["best_passage_terms"] = best
@@ -122,6 +126,18 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
         "reason": f"every key term is in the KB, but no passage read holds them all (at most {best} of {len(terms)})",
         **evidence,
     }
+
+
+# A request with more key terms than this names its task as much as its facts ("Rewrite the
+# guideline into a formal discharge summary for ..."): a word of its framing no chunk holds is no
+# evidence that the facts are absent. Off-topic questions and near misses on documentation sets
+# have at most 10.
+LOOKUP_MAX_TERMS = 12
+
+
+def _asks_a_lookup(question: str, terms: list[str]) -> bool:
+    """A question (it ends with "?") short enough that a term no chunk holds means its fact is not there."""
+    return question.rstrip().endswith("?") and len(terms) <= LOOKUP_MAX_TERMS
 
 
 def _best_coverage(kb: "KnowledgeBase", terms: list[str], ids: Sequence[str]) -> int:

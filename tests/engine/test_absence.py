@@ -180,3 +180,15 @@ def test_a_chunk_answer_its_passages_state_is_kept_whatever_the_number_formattin
     rag = RoutedRAG(kb=WordOverlapKB.titled(kb_text), llm=ScriptedLLM(replies=["At most 10000 files [1]."]))
     ans = rag.answer("How many files may a package tarball hold?", route="chunk")
     assert ans.text == "At most 10000 files [1]." and "ungrounded" not in ans.trace
+
+
+def test_a_long_request_or_an_instruction_is_not_kept_absent_for_a_framing_word_no_chunk_holds():
+    kb = WordOverlapKB.titled(FERRY)
+    instruction = "Rewrite the Lowen Ferry timetable as a formal notice for the harbour office."
+    verdict = weigh_absence(kb, instruction, ["c0"])
+    assert "formal" in verdict["missing"] and verdict["climb"] is True
+    long_question = (
+        "Which formal notice of the harbour office lists the Lowen Ferry crossings of the river Tamar, "
+        "the ticket price, the opening time and the weir at Gunnislake?"
+    )
+    assert weigh_absence(kb, long_question, ["c0"])["climb"] is True
