@@ -114,7 +114,7 @@ def markdown(report: dict) -> str:
         "negative (a question the folder does not answer) is right when the answer abstains; answered, "
         "it is a fabrication. Costs are means a question from each answer's usage: LLM calls, prompt + "
         "completion tokens, wall seconds (cached calls are fast) and the LLM seconds the calls took "
-        "when they were made. "
+        "when they were made (the first answer of a run that loads the local model carries its load). "
         f"The last two columns pair each system with `{ref}` on the same questions: the difference in "
         "right answers (all questions) with a 95% bootstrap interval, questions won and lost, and the "
         "difference in LLM calls a question.",

@@ -72,12 +72,15 @@ def abstention_reason(text: str) -> str | None:
 
 
 def phrase_in(phrase: str, text: str) -> bool:
-    """Case-insensitive. A number or a phrase of three characters or fewer matches as a whole
-    word (12 not in 120 or 1.2.0, -g not in --gen-suppressions); a longer one anywhere, so
-    that a stem matches its forms (remov: removed, removes)."""
+    """Case-insensitive. An option matches as a whole option name (--trace-children not in
+    --trace-children-skip, but in --trace-children=yes); a number or a phrase of three characters
+    or fewer as a whole word (12 not in 120 or 1.2.0, -g not in --gen-suppressions); a longer
+    one anywhere, so that a stem matches its forms (remov: removed, removes)."""
     p, t = phrase.casefold().strip(), text.casefold()
     if not p:
         return False
+    if p.startswith("-") and p[-1].isalnum():  # an option is not the start of a longer option's name
+        return re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", t) is not None
     if len(p) > 3 and not _NUMBER.fullmatch(p):
         return p in t
     left = r"(?<![\w-])(?<!\d[.,])" if p[0].isalnum() or p[0] == "-" else ""

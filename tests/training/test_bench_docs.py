@@ -76,6 +76,11 @@ def test_numbers_and_short_phrases_match_only_as_whole_words():
     assert phrase_in("^", "a caret (^) prefix") and phrase_in("ISC", "the isc license")
 
 
+def test_an_option_matches_only_as_a_whole_option_name():
+    assert phrase_in("--trace-children", "use --trace-children=yes [1]")
+    assert not phrase_in("--trace-children", "use the --trace-children-skip-by-arg option")
+
+
 def test_longer_phrases_match_anywhere_so_a_stem_matches_its_forms():
     assert phrase_in("remov", "node_modules is removed first")
     assert phrase_in("--track-origins", "run with --track-origins=yes")
