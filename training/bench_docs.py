@@ -180,7 +180,10 @@ def scored_rows(sets: Sequence[DocsSet], systems: Sequence[str], rows: dict) -> 
                     "id": q.id,
                     "kind": q.kind,
                     "group": q.group,
-                    **{c: row.get(c) for c in ("llm_calls", "tokens", "seconds", "llm_seconds_uncached", "error")},
+                    **{
+                        c: row.get(c)
+                        for c in ("llm_calls", "tokens", "seconds", "llm_seconds_uncached", "error", "flags")
+                    },
                 }
                 if row.get("error"):
                     out.append({**base, "outcome": "error", "right": False, "abstained": False})

@@ -156,7 +156,12 @@ def tally(rows: Iterable[dict]) -> dict:
     for c in COSTS:
         out[f"{c}_per_q"] = _mean([float(r.get(c) or 0.0) for r in rows])
     out["errors"] = sum(1 for r in rows if r.get("error"))
+    # the out-of-distribution guard replaced the router's decision (its flag is on the answer)
+    out["positives_flagged_far"] = sum(1 for r in pos if any(str(f).startswith(FAR_FLAG) for f in r.get("flags") or []))
     return out
+
+
+FAR_FLAG = "out of distribution"
 
 
 def paired_against(rows: Sequence[dict], reference: Sequence[dict]) -> dict | None:

@@ -139,6 +139,13 @@ def test_the_tally_splits_negatives_by_kind_and_averages_the_cost():
     assert (t["positives_right"], t["positives_wrong"], t["positives_abstained"]) == (1, 1, 0)
     assert (t["off_topic_abstained"], t["near_miss_abstained"], t["negatives_answered"]) == (1, 0, 1)
     assert t["right_pct"] == 50.0 and t["llm_calls_per_q"] == 1.75
+    assert t["positives_flagged_far"] == 0
+
+
+def test_the_tally_counts_the_positives_the_out_of_distribution_guard_took_from_the_router():
+    far = {"flags": ["out of distribution: similarity 0.22 to the router's training questions, below 0.31"]}
+    rows = [{**_row("x", "p1", "positive", "right"), **far}, _row("x", "p2", "positive", "right")]
+    assert tally(rows)["positives_flagged_far"] == 1
 
 
 def test_the_paired_difference_counts_questions_won_and_lost():
