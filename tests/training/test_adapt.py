@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-import training.adapt as adapt_mod
+import training.adapt.adapt as adapt_mod
 from engine.base.errors import KBEmptyError, LogicRouteError
 from router.checkpoint import load_router
 from router.kb_router import ADAPTED, MANIFEST_ENTRY
@@ -24,10 +24,10 @@ from tests.training.adapt_setup import (
     small_generalist,
     tiny_kb,
 )
-from training.adapt import AdaptError, adapt
-from training.adapt_labels import AGREEMENT_METRIC, label_all, own_questions, written_questions
-from training.label_scorers import LabelConfig
-from training.labels import read_labels
+from training.adapt.adapt import AdaptError, adapt
+from training.adapt.adapt_labels import AGREEMENT_METRIC, label_all, own_questions, written_questions
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import read_labels
 
 # logic answers the volcano questions, chunk the bank questions
 RIGHT = {"logic": {"volcano"}, "chunk": {"bank"}}
@@ -206,7 +206,7 @@ def test_a_malformed_questions_file_names_its_line_before_any_work(tmp_path, gen
 def judge_file(path) -> str:
     """Answer-label rows of four real questions: chunk right on the bank ones, logic on all."""
     from hierarchy.datasets import Question
-    from training.labels import make_row
+    from training.labels.labels import make_row
 
     cfg = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm="fake", style="short")
     costs = {"chunk": {"tokens": 500, "llm_calls": 1}, "summary": {"tokens": 600, "llm_calls": 1}}
@@ -224,7 +224,7 @@ def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_train
     tmp_path, generalist, monkeypatch
 ):
     import engine.llm.factory as factory
-    import training.adapt_questions as writer_mod
+    import training.adapt.adapt_questions as writer_mod
     from engine.cli import main
 
     tiny_kb(tmp_path / "kb")
@@ -250,7 +250,7 @@ def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_train
 
 
 def test_kinds_are_read_as_weights_and_a_bad_weight_names_the_option():
-    from training.cmd_adapt import _kinds
+    from training.adapt.cmd_adapt import _kinds
 
     assert _kinds("single=1, bridge=2.5,overview") == {"single": 1.0, "bridge": 2.5, "overview": 1.0}
     assert _kinds(None) is None
@@ -344,7 +344,7 @@ def test_the_card_records_the_escalation_budget_adapt_was_given_and_a_bad_one_is
 
 
 def test_the_escalation_budget_option_reads_a_share_or_none_and_names_itself_on_anything_else():
-    from training.cmd_adapt import BUDGET_HELP, parse_budget
+    from training.adapt.cmd_adapt import BUDGET_HELP, parse_budget
 
     assert parse_budget(None, None, None) == {}  # not given: adapt's default
     assert parse_budget(None, None, "0.45") == {"escalation_budget": 0.45}

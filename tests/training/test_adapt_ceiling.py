@@ -1,4 +1,4 @@
-"""training.adapt_ceiling: the best one threshold on one signal reaches within the token cap,
+"""training.adapt.adapt_ceiling: the best one threshold on one signal reaches within the token cap,
 fitted on the judged rows (an upper bound), beside the exact expected score of a random pick."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from training.adapt_ceiling import (
+from training.adapt.adapt_ceiling import (
     Rule,
     ceiling,
     cheap_choice,

@@ -1,4 +1,4 @@
-"""`bench adapt --own-folds K` (training.adapt_own_folds): a left-out set's real questions given to
+"""`bench adapt --own-folds K` (training.adapt.adapt_own_folds): a left-out set's real questions given to
 `adapt` K-fold as the user's own, on a tiny KB with scripted routes. Each real question is judged
 once per split by the router adapted without it, the folds are seeded, the real questions'
 answers are replayed from their label rows (the LLM never hears them), the KB keeps the router it
@@ -25,14 +25,14 @@ from tests.training.adapt_setup import (
     small_generalist,
     tiny_kb,
 )
-from training.adapt import adapt
-from training.adapt_labels import AGREEMENT_METRIC, OWN
-from training.adapt_own_folds import OWN as OWN_SYSTEM
-from training.adapt_own_folds import TITLE, OwnFoldsRun, ReplayRunner, fold_split, own_folds
-from training.adapt_verdict import CONFIDENCE, GENERALIST
-from training.label_scorers import LabelConfig
-from training.labels import make_row
-from training.lodo import judge
+from training.adapt.adapt import adapt
+from training.adapt.adapt_labels import AGREEMENT_METRIC, OWN
+from training.adapt.adapt_own_folds import OWN as OWN_SYSTEM
+from training.adapt.adapt_own_folds import TITLE, OwnFoldsRun, ReplayRunner, fold_split, own_folds
+from training.adapt.adapt_verdict import CONFIDENCE, GENERALIST
+from training.fitting.lodo import judge
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import make_row
 
 WRITTEN = [question(i, "volcano", "bridge") for i in range(6)] + [question(i, "bank") for i in range(6)]
 RIGHT = {"logic": {"volcano", "bank"}, "chunk": {"bank"}}  # the written questions' scripted routes
@@ -161,7 +161,7 @@ def test_the_kb_keeps_the_router_it_had_before_the_folds(folded):
 def test_a_kb_without_a_router_before_the_folds_has_none_after_them(tmp_path):
     from hierarchy.kb import KnowledgeBase
     from router.kb_router import remember, remembered_checkpoint
-    from training.adapt_own_folds import kept_kb_router
+    from training.adapt.adapt_own_folds import kept_kb_router
 
     emb = embedder()
     kb = tiny_kb(tmp_path / "kb", emb)
@@ -175,7 +175,7 @@ def test_a_kb_without_a_router_before_the_folds_has_none_after_them(tmp_path):
 
 def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
     from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
-    from training.bench_adapt import bench_adapt
+    from training.adapt.bench_adapt import bench_adapt
 
     emb = HashedBowEmbedder(dim=32)
     files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}
@@ -196,7 +196,7 @@ def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
 
 def test_more_folds_than_real_questions_fail_the_set_before_any_adaptation(tmp_path):
     from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
-    from training.bench_adapt import bench_adapt
+    from training.adapt.bench_adapt import bench_adapt
 
     emb, calls = HashedBowEmbedder(dim=32), []
     files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}

@@ -1,4 +1,4 @@
-"""The question writer of `logicroute adapt` (training.adapt_questions) on tiny invented corpora
+"""The question writer of `logicroute adapt` (training.adapt.adapt_questions) on tiny invented corpora
 with a scripted LLM: how bridges are linked and asked, every check that rejects a question,
 malformed replies, resuming a cut run, and KBs that cannot give a kind."""
 
@@ -13,9 +13,9 @@ from engine.prompts import questions as p
 from hierarchy.documents import Chunk
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb
 from tests.samples import DOCS, VELMORA
-from training.adapt_candidates import bridge_pairs, kb_chunks
-from training.adapt_checks import bridge_question, names_entity, names_subject
-from training.adapt_questions import question_id, read_written, write_questions
+from training.adapt.adapt_candidates import bridge_pairs, kb_chunks
+from training.adapt.adapt_checks import bridge_question, names_entity, names_subject
+from training.adapt.adapt_questions import question_id, read_written, write_questions
 
 CITY = (
     "Velmora is a river city in Ardun known for its glassworks. The mayor of Velmora is Odile Brankov, elected in 2019."

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from engine.base.errors import LogicRouteError
 from engine.base.metrics import f1
-from training.answer_scores import (
+from training.bench.bench_data import BenchConfig, collect_items, load_data
+from training.common.answer_scores import (
     METRICS,
     answer_scores,
     answer_text,
@@ -21,7 +22,6 @@ from training.answer_scores import (
     rouge_l,
     string_acc,
 )
-from training.bench_data import BenchConfig, collect_items, load_data
 
 GOLD = "Basal cell carcinoma (BCC) is the most common type of skin cancer."
 
@@ -114,8 +114,8 @@ def test_the_sentence_metrics_are_named_everywhere():
 
 
 def test_benchmark_config_and_commands_accept_the_sentence_metrics(tmp_path):
-    from training.cmd_benchmark import benchmark
-    from training.cmd_label import label
+    from training.bench.cmd_benchmark import benchmark
+    from training.labels.cmd_label import label
 
     assert BenchConfig(data=[], out=str(tmp_path), metric="rouge_l").metric == "rouge_l"
     for cmd in (benchmark, label):

@@ -1,4 +1,4 @@
-"""`logicroute bench adapt` (training.bench_adapt) on tiny label rows with a stand-in for adapt:
+"""`logicroute bench adapt` (training.adapt.bench_adapt) on tiny label rows with a stand-in for adapt:
 the left-out set trains no generalist, its KB holds its own passages only, every fine-tuning
 seed is judged on the set's label rows, and the verdict applies issue 43's bar."""
 
@@ -14,12 +14,12 @@ from hierarchy.datasets import Question
 from hierarchy.kb import KnowledgeBase
 from router.checkpoint import read_card
 from tests.fakes import HashedBowEmbedder
-from training.adapt_verdict import CONFIDENCE, GENERALIST, SPECIALIST, verdict
-from training.bench_adapt import bench_adapt, escalated
-from training.fit import TrainConfig
-from training.label_scorers import LabelConfig
-from training.labels import make_row
-from training.train import train_generalist
+from training.adapt.adapt_verdict import CONFIDENCE, GENERALIST, SPECIALIST, verdict
+from training.adapt.bench_adapt import bench_adapt, escalated
+from training.fitting.fit import TrainConfig
+from training.fitting.train import train_generalist
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import make_row
 
 TOPICS = {
     "films": ["Vertigo", "Psycho", "Alien", "Jaws"],
@@ -62,7 +62,7 @@ def write_set(tmp_path, dataset: str, names: list[str]) -> tuple[str, str]:
 
 
 def always_logic_adapt(tmp_path, embedder, calls: list):
-    """Stands in for training.adapt.adapt: the 'specialist' it saves in the KB was trained on rows
+    """Stands in for training.adapt.adapt.adapt: the 'specialist' it saves in the KB was trained on rows
     where only logic ever answers, so it routes every question to logic."""
     _, logic_only = write_set(tmp_path, "logicland", ["A", "B", "C", "D"])
     rows = [json.loads(line) for line in Path(logic_only).read_text().splitlines()]

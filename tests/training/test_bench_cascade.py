@@ -1,5 +1,5 @@
 """router+check in the routing benchmark: the pipeline's structured self-check replayed on the
-router's cheap answers (training/bench_cascade.py), what it sends to logic and what that costs,
+router's cheap answers (training/bench/bench_cascade.py), what it sends to logic and what that costs,
 resume, and rows it cannot replay. One question per data file, so each dataset's table is that
 question's result. Fakes only: no model, no embedder."""
 
@@ -13,9 +13,9 @@ import pytest
 from engine.base.types import Answer, Usage
 from engine.pipeline import RoutedRAG
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
-from training.bench_data import BenchConfig
-from training.benchmark import RESULTS_FILE, run_benchmark
-from training.jsonl_store import read_jsonl
+from training.bench.bench_data import BenchConfig
+from training.bench.benchmark import RESULTS_FILE, run_benchmark
+from training.common.jsonl_store import read_jsonl
 
 # dataset -> (question with the router's P(logic), gold, each route's answer)
 CASES = {

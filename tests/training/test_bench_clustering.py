@@ -1,4 +1,4 @@
-"""The clustering benchmark (training.bench_clustering): the corpus it assembles, the descent
+"""The clustering benchmark (training.scale.bench_clustering): the corpus it assembles, the descent
 recall it scores, one tiny run of every method in-process, and the report it writes."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training import bench_clustering
-from training.bench_clustering_eval import (
+from training.scale import bench_clustering
+from training.scale.bench_clustering_eval import (
     METHODS,
     QACorpus,
     centroid_layers,
@@ -86,9 +86,9 @@ def test_a_tiny_run_of_every_method_and_its_report(monkeypatch):
         assert 0 <= r["recall_top"] <= 1 and 0 <= r["recall_l1"] <= 1
         if "clusters" in r:
             assert r["clusters"] == round(r["size"] / 10) and r["peak_mb"] >= 0
-    md = bench_clustering.report(rows, _setup(), "python -m training.bench_clustering --sizes 60,200")
+    md = bench_clustering.report(rows, _setup(), "python -m training.scale.bench_clustering --sizes 60,200")
     assert "## 60 rows" in md and "## 200 rows" in md and "| two-stage |" in md
-    assert "`python -m training.bench_clustering --sizes 60,200`" in md and "ward 60 rows (--ward-max)" in md
+    assert "`python -m training.scale.bench_clustering --sizes 60,200`" in md and "ward 60 rows (--ward-max)" in md
 
 
 def test_main_writes_the_report_with_its_command(tmp_path, monkeypatch):

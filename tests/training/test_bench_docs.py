@@ -14,9 +14,16 @@ from engine.base.errors import DataFormatError, LogicRouteError
 from engine.base.types import Answer, Usage
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import ScriptedLLM, make_rag
-from training import bench_docs
-from training.bench_docs_score import abstention_reason, missing_phrases, paired_against, phrase_in, score, tally
-from training.bench_docs_sets import DocsQuestion, parse_question, read_set, select, split_halves
+from training.docs_qa import bench_docs
+from training.docs_qa.bench_docs_score import (
+    abstention_reason,
+    missing_phrases,
+    paired_against,
+    phrase_in,
+    score,
+    tally,
+)
+from training.docs_qa.bench_docs_sets import DocsQuestion, parse_question, read_set, select, split_halves
 
 SETS = Path(__file__).resolve().parents[2] / "training" / "data" / "docs_questions"
 
@@ -235,7 +242,7 @@ SET_ROWS = [
 
 
 def _invoke(tmp_path, rag_for, systems="chunk,default", extra=()):
-    from training.cmd_bench_docs import bench_docs as cmd
+    from training.docs_qa.cmd_bench_docs import bench_docs as cmd
 
     set_file = _write(tmp_path, SET_ROWS)
     kb = tmp_path / "kb"

@@ -1,4 +1,4 @@
-"""`logicroute bench global` (training/bench_global*.py): on a tiny GraphRAG-Bench-format corpus
+"""`logicroute bench global` (training/global_qa/bench_global*.py): on a tiny GraphRAG-Bench-format corpus
 with the fake embedder and a scripted LLM, every system answers the same questions of each type,
 results resume per (system, question), the LLM-written layers' cost sits beside the extractive
 one, and every system is compared with chunk question by question (paired bootstrap)."""
@@ -16,10 +16,10 @@ from engine.base.errors import LLMError, LogicRouteError
 from tests.engine.logic_scripts import SUFFICIENT, plan
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import make_docs
-from training.answer_scores import coverage, rouge_l
-from training.bench_global import GlobalConfig, estimate, main, select_typed
-from training.bench_global_report import paired, report_markdown, verdict
-from training.bench_global_systems import DEFAULT_SYSTEMS, SYSTEMS
+from training.common.answer_scores import coverage, rouge_l
+from training.global_qa.bench_global import GlobalConfig, estimate, main, select_typed
+from training.global_qa.bench_global_report import paired, report_markdown, verdict
+from training.global_qa.bench_global_systems import DEFAULT_SYSTEMS, SYSTEMS
 
 TYPES = ("Fact Retrieval", "Complex Reasoning", "Contextual Summarize")
 ONE_CALL = [s for s in SYSTEMS if SYSTEMS[s].route != "logic"]

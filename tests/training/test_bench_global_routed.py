@@ -1,5 +1,5 @@
-"""bench global's derived rows and ceilings (training/bench_global_routed.py,
-training/bench_global_context.py): the router's and the oracle's rows come from the answers
+"""bench global's derived rows and ceilings (training/global_qa/bench_global_routed.py,
+training/global_qa/bench_global_context.py): the router's and the oracle's rows come from the answers
 already made, and the locality ceiling is the best coverage one text can give."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 
 from tests.fakes import HashedBowEmbedder
 from tests.training.test_bench_global import TYPES, BenchLLM, config, rows
-from training.answer_scores import coverage
-from training.bench_global import main
-from training.bench_global_report import report_markdown
+from training.common.answer_scores import coverage
+from training.global_qa.bench_global import main
+from training.global_qa.bench_global_report import report_markdown
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def emb():
 def test_the_locality_ceiling_is_the_best_coverage_of_the_answer_by_one_text_of_the_pool():
     from types import SimpleNamespace
 
-    from training.bench_global_context import _best_mean
+    from training.global_qa.bench_global_context import _best_mean
 
     pool = ["The river Rhine flows north.", "A river is water.", "Nothing here."]
     qs = [SimpleNamespace(answers=["The Rhine flows north into the sea."]), SimpleNamespace(answers=["Water, water."])]
@@ -57,7 +57,7 @@ def _row(system, qid, score, tokens, type_="Contextual Summarize"):
 
 
 def test_the_oracle_picks_the_best_answer_ties_to_the_fewest_tokens_and_the_router_its_own_pick():
-    from training.bench_global_routed import route_shares, routed_rows
+    from training.global_qa.bench_global_routed import route_shares, routed_rows
 
     rows = [
         *(_row(s, "a", x, t) for s, x, t in (("chunk", 0.2, 900), ("summary", 0.5, 1000), ("logic", 0.5, 4000))),

@@ -1,7 +1,7 @@
 """The index benchmark embeds exactly the chunks a KB would hold: one per distinct title + text."""
 
 from hierarchy.documents import Document
-from training.bench_index import chunk_documents
+from training.bench.bench_index import chunk_documents
 
 
 def test_identical_chunks_dedupe_across_documents():

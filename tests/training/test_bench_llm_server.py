@@ -13,7 +13,7 @@ import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
 from tests.fakes import ScriptedLLM, make_rag
-from training.bench_llm_server import report_markdown, run_answers, wait_ready
+from training.scale.bench_llm_server import report_markdown, run_answers, wait_ready
 
 
 def test_a_run_books_every_answer_its_tokens_and_the_answers_that_fell_back():

@@ -1,4 +1,4 @@
-"""The logic route benchmark script (training.bench_logic): runs, resumes, reports, and its
+"""The logic route benchmark script (training.bench.bench_logic): runs, resumes, reports, and its
 deep-hops sample. The LLM is a fake that answers every logic-route schema."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class _AutoLLM:
 @pytest.mark.embedder
 @pytest.mark.shared_data
 def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
-    from training.bench_logic import main
+    from training.bench.bench_logic import main
 
     kw = dict(
         systems=["chunk", "logic", "logic-no-merge"],
@@ -78,7 +78,7 @@ def test_bench_logic_runs_resumes_and_reports(tmp_path, shared_data):
 
 
 def test_calls_by_kind_counts_each_attempt_of_a_retried_structured_reply():
-    from training.bench_logic import calls_by_kind
+    from training.bench.bench_logic import calls_by_kind
 
     calls = [
         {"purpose": "decompose", "prompt_tokens": 300, "completion_tokens": 40, "attempts": 2},
@@ -91,7 +91,7 @@ def test_calls_by_kind_counts_each_attempt_of_a_retried_structured_reply():
 
 @pytest.mark.shared_data
 def test_bench_logic_deep_hops_sample_takes_3_and_4_hop_questions_with_their_passages(shared_data):
-    from training.bench_logic import DATASETS, _deep_hops
+    from training.bench.bench_logic import DATASETS, _deep_hops
 
     kb, asked = _deep_hops(shared_data / DATASETS["musique-34hop"], 6)
     assert sorted(q.type for q in asked.questions) == ["3hop"] * 3 + ["4hop"] * 3

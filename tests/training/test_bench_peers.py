@@ -14,11 +14,11 @@ import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
 from tests.fakes import Cut, ScriptedLLM, this_python_as_venv
-from training.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
-from training.bench_peers_report import COLUMNS, report_markdown
-from training.bench_peers_run import RESULTS_FILE, PeersConfig, run_peers
-from training.bench_peers_subprocess import RUNNERS, SubprocessPeer
-from training.jsonl_store import read_jsonl
+from training.common.jsonl_store import read_jsonl
+from training.peers.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
+from training.peers.bench_peers_report import COLUMNS, report_markdown
+from training.peers.bench_peers_run import RESULTS_FILE, PeersConfig, run_peers
+from training.peers.bench_peers_subprocess import RUNNERS, SubprocessPeer
 
 FACTS = [  # question, gold, the passage that answers it, a distractor
     ("Who founded Alpha Corp?", "Ann", "Alpha Corp was founded by Ann.", "Beta Ltd makes bridges."),
@@ -192,12 +192,12 @@ def test_an_unknown_system_is_an_error_naming_the_choices(tmp_path, fake):
 def test_logicroutes_own_rows_index_with_no_llm_call_and_book_each_answers_usage(tmp_path, fake, monkeypatch):
     from hierarchy.documents import Chunk
     from tests.fakes import WordOverlapKB
-    from training.bench_peers_subprocess import builtin_registry
+    from training.peers.bench_peers_subprocess import builtin_registry
 
     def kb_of(path, passages, show_progress=True):
         return WordOverlapKB(Chunk(p.id, p.id, p.title, p.text, 0) for p in passages)
 
-    monkeypatch.setattr("training.bench_data.build_or_open_kb", kb_of)
+    monkeypatch.setattr("training.bench.bench_data.build_or_open_kb", kb_of)
     llm = ScriptedLLM(rules={q: gold for q, gold, *_ in FACTS})
     cfg = PeersConfig(data=write_set(tmp_path), systems=("chunk",), out=str(tmp_path / "out"), n=4)
     cfg.show_progress = False
@@ -214,7 +214,7 @@ def test_the_router_row_keeps_the_shipped_generalist_and_router_adapted_takes_th
 
     from router.checkpoint import DEFAULT_CHECKPOINT
     from router.kb_router import MANIFEST_ENTRY
-    from training.bench_peers import router_checkpoint
+    from training.peers.bench_peers import router_checkpoint
 
     bare = SimpleNamespace(path=tmp_path, manifest={})
     with pytest.raises(LogicRouteError, match="logicroute adapt --kb"):
@@ -356,7 +356,7 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
     import tomllib
     from pathlib import Path
 
-    from training.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter, NanoGraphRAGAdapter
+    from training.peers.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter, NanoGraphRAGAdapter
 
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
@@ -370,7 +370,7 @@ def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harn
     from engine.llm.control_tokens import neutralise_messages
 
     monkeypatch.syspath_prepend(str(RUNNERS))
-    from training.peer_runners.lightrag_runner import restore_delimiters
+    from training.peers.peer_runners.lightrag_runner import restore_delimiters
 
     sent = neutralise_messages([{"role": "user", "content": "entity<|#|>Ann<|#|>person\n<|COMPLETE|>"}])
     copied = sent[0]["content"]  # what a model that copies the example writes back
@@ -382,7 +382,7 @@ def test_lightrag_deletes_the_documents_an_interrupted_build_left_half_done_so_t
     import asyncio
 
     monkeypatch.syspath_prepend(str(RUNNERS))
-    from training.peer_runners.lightrag_runner import clear_unfinished
+    from training.peers.peer_runners.lightrag_runner import clear_unfinished
 
     class Status:
         async def get_docs_by_statuses(self, statuses):

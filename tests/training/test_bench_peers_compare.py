@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from training.bench_peers_compare import (
+from training.peers.bench_peers_compare import (
     by_type_lines,
     compare,
     comparison_lines,
@@ -13,7 +13,7 @@ from training.bench_peers_compare import (
     f1_by_type,
     paired_interval,
 )
-from training.bench_peers_run import SystemRun
+from training.peers.bench_peers_run import SystemRun
 
 LOGIC = {"route": "logic"}
 PEER = {"package": "peer==1.0"}

@@ -1,4 +1,4 @@
-"""Microsoft GraphRAG's runner (training/peer_runners/graphrag_runner.py) without graphrag: the calls
+"""Microsoft GraphRAG's runner (training/peers/peer_runners/graphrag_runner.py) without graphrag: the calls
 GraphRAG's registered completion and embedding models make reach the harness's LLM and embedder in
 GraphRAG's message shapes, with the token limits they ask for, and every call is booked; what the
 runner reads of GraphRAG's replies and tables; the adapter's venv, registry and pins. The package
@@ -15,8 +15,8 @@ import pytest
 
 from engine.base.errors import LLMError, LogicRouteError
 from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
-from training.bench_peers import PeerContext
-from training.bench_peers_subprocess import RUNNERS, WORK, GraphRAGAdapter, builtin_registry
+from training.peers.bench_peers import PeerContext
+from training.peers.bench_peers_subprocess import RUNNERS, WORK, GraphRAGAdapter, builtin_registry
 
 EXTRACTION = (
     "-Goal-\nGiven a text document that is potentially relevant to this activity and a list of entity types, "
@@ -158,7 +158,7 @@ def test_a_failed_call_reaches_graphrag_as_an_endpoints_error_and_is_counted(gra
 @pytest.fixture
 def runner_module(monkeypatch):
     monkeypatch.syspath_prepend(str(RUNNERS))
-    from training.peer_runners import graphrag_runner
+    from training.peers.peer_runners import graphrag_runner
 
     return graphrag_runner
 

@@ -1,4 +1,4 @@
-"""nano-graphrag's runner (training/peer_runners/nano_graphrag_runner.py) without nano-graphrag: the
+"""nano-graphrag's runner (training/peers/peer_runners/nano_graphrag_runner.py) without nano-graphrag: the
 functions it hands GraphRAG as best_model_func, cheap_model_func and embedding func reach the
 harness's LLM and embedder, in the calling conventions nano-graphrag uses, and every call is booked;
 the tokenizer that stands in for tiktoken cuts and restores text. The package itself runs only in
@@ -13,8 +13,8 @@ import pytest
 
 from engine.base.errors import LLMError
 from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
-from training.bench_peers import PeerContext
-from training.bench_peers_subprocess import RUNNERS, NanoGraphRAGAdapter
+from training.peers.bench_peers import PeerContext
+from training.peers.bench_peers_subprocess import RUNNERS, NanoGraphRAGAdapter
 
 # A runner that makes nano-graphrag's calls with the real runner's functions: extraction, the
 # gleaning call with the extraction as history, a community report asking for JSON, a description
@@ -145,7 +145,7 @@ def test_an_unchanged_communitys_report_costs_one_call_however_many_batches_the_
 
 def test_the_tokenizer_that_stands_in_for_tiktoken_cuts_text_into_pieces_that_decode_back(monkeypatch):
     monkeypatch.syspath_prepend(str(RUNNERS))
-    from training.peer_runners.nano_graphrag_runner import PieceEncoding
+    from training.peers.peer_runners.nano_graphrag_runner import PieceEncoding
 
     enc = PieceEncoding()
     docs = ["Alpha Corp was founded by Ann in 1990.", "Ann was born in Oslo, Norway."]
@@ -158,7 +158,7 @@ def test_the_tokenizer_that_stands_in_for_tiktoken_cuts_text_into_pieces_that_de
 
 def test_the_index_reports_as_failed_exactly_the_passages_nano_graphrag_did_not_store(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(RUNNERS))
-    from training.peer_runners.nano_graphrag_runner import Runner, doc_id
+    from training.peers.peer_runners.nano_graphrag_runner import Runner, doc_id
 
     class FullDocs:  # nano-graphrag's JsonKVStorage: filter_keys returns the keys it does NOT hold
         def __init__(self):

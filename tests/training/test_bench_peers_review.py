@@ -16,10 +16,10 @@ import pytest
 
 from engine.base.errors import LogicRouteError
 from tests.fakes import ScriptedLLM, this_python_as_venv
-from training.bench_peers import PeerContext, route_adapter
-from training.bench_peers_report import summarize
-from training.bench_peers_run import PeersConfig, SystemRun
-from training.bench_peers_subprocess import RUNNERS, SubprocessPeer
+from training.peers.bench_peers import PeerContext, route_adapter
+from training.peers.bench_peers_report import summarize
+from training.peers.bench_peers_run import PeersConfig, SystemRun
+from training.peers.bench_peers_subprocess import RUNNERS, SubprocessPeer
 
 GOLD = "October 5, 1987"
 LIGHTRAG_REPLY = f"{GOLD}\n\n### References\n\n- [1] Get Low (song)\n- [2] Dillon Francis"
@@ -35,7 +35,7 @@ def test_no_peer_runner_has_a_setting_named_route_so_the_comparison_never_takes_
     runners = sorted(p.stem for p in RUNNERS.glob("*_runner.py"))
     assert {"lightrag_runner", "hipporag_runner", "nano_graphrag_runner"} <= set(runners)
     for name in runners:  # a peer's settings are its runner's DEFAULTS and the harness's three keys
-        defaults = importlib.import_module(f"training.peer_runners.{name}").DEFAULTS
+        defaults = importlib.import_module(f"training.peers.peer_runners.{name}").DEFAULTS
         assert "route" not in defaults, name
 
 

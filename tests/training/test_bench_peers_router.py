@@ -4,13 +4,13 @@ answered again; the `router` rows keep the shipped generalist."""
 
 from __future__ import annotations
 
-from training.bench_peers import PeerContext
+from training.peers.bench_peers import PeerContext
 
 
 def test_adapting_the_kb_again_gives_router_adapted_rows_a_new_signature_and_leaves_the_router_rows(tmp_path):
     from router.kb_router import ADAPTED, remember
     from tests.training.adapt_setup import embedder, tiny_kb
-    from training.bench_peers_subprocess import builtin_registry
+    from training.peers.bench_peers_subprocess import builtin_registry
 
     emb = embedder()
     kb = tiny_kb(tmp_path / "kb", emb)
@@ -31,8 +31,8 @@ def test_logicroutes_kb_holds_every_passage_even_when_the_peers_index_in_small_b
     from hierarchy.documents import Chunk
     from tests.fakes import ScriptedLLM, WordOverlapKB
     from tests.training.test_bench_peers import FACTS, write_set
-    from training.bench_peers_run import PeersConfig, run_peers
-    from training.bench_peers_subprocess import builtin_registry
+    from training.peers.bench_peers_run import PeersConfig, run_peers
+    from training.peers.bench_peers_subprocess import builtin_registry
 
     built = []
 
@@ -40,7 +40,7 @@ def test_logicroutes_kb_holds_every_passage_even_when_the_peers_index_in_small_b
         built.append([p.id for p in passages])
         return WordOverlapKB(Chunk(p.id, p.id, p.title, p.text, 0) for p in passages)
 
-    monkeypatch.setattr("training.bench_data.build_or_open_kb", kb_of)
+    monkeypatch.setattr("training.bench.bench_data.build_or_open_kb", kb_of)
     llm = ScriptedLLM(rules={q: gold for q, gold, *_ in FACTS})
     cfg = PeersConfig(data=write_set(tmp_path), systems=("chunk",), out=str(tmp_path / "out"), n=4, index_batch=3)
     cfg.show_progress = False

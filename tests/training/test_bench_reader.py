@@ -8,7 +8,7 @@ import json
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES
-from training.bench_reader import run_bench_reader
+from training.bench.bench_reader import run_bench_reader
 
 ITEMS = [
     ("q1", "Where was Marie Curie born?", ["Warsaw"]),

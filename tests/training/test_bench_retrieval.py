@@ -11,8 +11,8 @@ from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from hierarchy.retrieval import DENSE, HYBRID, LEXICAL, RetrievalConfig
 from tests.fakes import HashedBowEmbedder
-from training.bench_retrieval import QASet, heading_hit, means, pooled, qa_scores
-from training.bench_retrieval_report import write_report
+from training.retrieval.bench_retrieval import QASet, heading_hit, means, pooled, qa_scores
+from training.retrieval.bench_retrieval_report import write_report
 
 
 def _hit(doc_id: str, heading_path: str) -> RetrievedChunk:

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from engine.cli import main
 from hierarchy.datasets import SHARED_FILES, load_dataset
 from tests.fakes import HashedBowEmbedder
-from training.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
-from training.bench_scale_report import bar_checks
+from training.scale.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
+from training.scale.bench_scale_report import bar_checks
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_bench_scale_runs_end_to_end_and_writes_every_figure(tmp_path, shared_da
 
 
 def test_counts_read_k_and_m_suffixes():
-    from training.cmd_bench_scale import _ints
+    from training.scale.cmd_bench_scale import _ints
 
     assert _ints("1k, 10_000,0.1M,", "--sizes") == (1_000, 10_000, 100_000)
 

@@ -1,6 +1,6 @@
-"""The folder corpora of `logicroute bench scale` (training.bench_scale_corpus): a folder of files
+"""The folder corpora of `logicroute bench scale` (training.scale.bench_scale_corpus): a folder of files
 in several formats, read by the KB's own reader, gives deduplicated real chunks; Debian's HTML
-manuals become Markdown (training.corpus_html) in a folder that training.corpus_fetch writes
+manuals become Markdown (training.scale.corpus_html) in a folder that training.scale.corpus_fetch writes
 atomically and only once; a corpus that is not there is one clear error line that says how to
 fetch it. No network: a .deb built here stands in for apt-get's."""
 
@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from engine.base.errors import LogicRouteError
 from engine.cli import main
-from training import corpus_fetch
-from training.bench_scale_corpus import corpus_lines, folder_corpus, load_corpus, plan_sizes
-from training.corpus_fetch import DocPackage, convert_package, fetch, html_pages
-from training.corpus_html import html_to_markdown
+from training.scale import corpus_fetch
+from training.scale.bench_scale_corpus import corpus_lines, folder_corpus, load_corpus, plan_sizes
+from training.scale.corpus_fetch import DocPackage, convert_package, fetch, html_pages
+from training.scale.corpus_html import html_to_markdown
 
 PAGE = """<!DOCTYPE html><html><head><title>Write-ahead log &#8212; Demo 1.0 documentation</title>
 <script>var x = "<p>not text</p>";</script><style>p {color: red}</style></head>
@@ -102,7 +102,7 @@ def test_a_folder_corpus_is_the_deduplicated_real_chunks_of_every_format(folder)
 
 def test_a_folder_corpus_is_asked_the_leading_words_of_chunks_no_kb_holds(folder):
     from tests.fakes import HashedBowEmbedder
-    from training.bench_scale import QUERY_WORDS, query_set
+    from training.scale.bench_scale import QUERY_WORDS, query_set
 
     corpus = folder_corpus(folder)
     largest = 2  # the KB of the largest size: the first documents reaching 2 chunks, and their 1% add

@@ -1,4 +1,4 @@
-"""training.bench_store, the measurement behind the HNSW parameters: exact top-k is the true
+"""training.scale.bench_store, the measurement behind the HNSW parameters: exact top-k is the true
 nearest rows, `grow` pads a corpus with noisy unit copies, and the efSearch sweep reports one
 row per width whose recall rises to exact as the search widens."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.bench_store import ef_sweep, exact_top, grow, truth_ids
+from training.scale.bench_store import ef_sweep, exact_top, grow, truth_ids
 
 
 def unit(n: int, dim: int = 16, seed: int = 0) -> np.ndarray:

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from engine.base.errors import LogicRouteError
 from engine.cli import main
 from tests.fakes import ScriptedLLM
-from training.bench_data import BenchConfig
+from training.bench.bench_data import BenchConfig
 
 
 def test_cli_command_is_exported_and_documented():
-    from training.cmd_benchmark import (
+    from training.bench.cmd_benchmark import (
         BENCH_COMMANDS,
         COMMANDS,
         bench_index,
@@ -30,7 +30,7 @@ def test_cli_command_is_exported_and_documented():
     assert res.exit_code == 0 and "--kb-per-dataset" in res.output and "--labels" in res.output
     res = CliRunner().invoke(bench_index, ["--help"])
     assert res.exit_code == 0 and "--no-sandwich" in res.output
-    from training.bench_logic import SYSTEMS
+    from training.bench.bench_logic import SYSTEMS
 
     systems_help = next(p.help for p in bench_logic.params if p.name == "systems")
     assert [s for s in SYSTEMS if s not in systems_help.replace(",", " ").split()] == []  # the help names every system
@@ -58,7 +58,7 @@ def test_metric_acc_is_read_as_string_acc(tmp_path):
 def test_the_benchmark_answers_logic_with_the_preset_asked_for(tmp_path, monkeypatch):
     """--logic-preset reaches the RoutedRAG that answers; auto (RoutedRAG's default) when not given."""
     seen = []
-    monkeypatch.setattr("training.benchmark.run_benchmark", lambda cfg, echo=None: seen.append(cfg) or {})
+    monkeypatch.setattr("training.bench.benchmark.run_benchmark", lambda cfg, echo=None: seen.append(cfg) or {})
     for extra in ([], ["--logic-preset", "paper"]):
         CliRunner().invoke(main, ["benchmark", "nq", "--n", "1", "--out", str(tmp_path), *extra])
     assert [c.logic_preset for c in seen] == ["auto", "paper"]
@@ -71,8 +71,8 @@ def test_the_benchmark_answers_logic_with_the_preset_asked_for(tmp_path, monkeyp
 
 
 def test_bench_summary_report_keeps_parts_of_earlier_runs(tmp_path):
-    from training.bench_summary import main
-    from training.bench_summary_build import PUBLISHED
+    from training.bench.bench_summary import main
+    from training.bench.bench_summary_build import PUBLISHED
 
     step = {"total_tokens": 0, "seconds": 120.0, "cpu_seconds": 90.0}
     (tmp_path / "build.json").write_text(
@@ -97,9 +97,9 @@ def test_logreg_baseline_router_is_fitted_on_the_routers_own_labels(tmp_path):
 
     from hierarchy.datasets import Question
     from tests.real_embedder import shared_test_embedder
-    from training.eval_router import logreg_router_probs
-    from training.label_scorers import LabelConfig
-    from training.labels import make_row
+    from training.fitting.eval_router import logreg_router_probs
+    from training.labels.label_scorers import LabelConfig
+    from training.labels.labels import make_row
 
     cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"), k=3)
     cost = {"tokens_est": 500.0}
@@ -129,7 +129,7 @@ def test_logreg_baseline_router_is_fitted_on_the_routers_own_labels(tmp_path):
 
 
 def test_llm_router_books_every_attempt_and_falls_back_to_the_cheapest_route():
-    from training.llm_router import llm_route
+    from training.fitting.llm_router import llm_route
 
     llm = ScriptedLLM(replies=[{"route": "nope"}, {"route": "nope"}])  # invalid twice: the retry fails too
     d = llm_route(llm, "Who founded Alpha Corp?", ("chunk", "logic"))
@@ -159,8 +159,8 @@ def test_repeated_retrieval_runs_the_benchmark_once_per_mode_and_compares_them(t
         seen.append((cfg.retrieval, cfg.out))
         return _report(0.4 if cfg.retrieval == "dense" else 0.5, 1000.0 if cfg.retrieval == "dense" else 1100.0)
 
-    monkeypatch.setattr("training.benchmark.run_benchmark", fake_run)
-    monkeypatch.setattr("training.bench_report.pooled_lines", lambda report: [])
+    monkeypatch.setattr("training.bench.benchmark.run_benchmark", fake_run)
+    monkeypatch.setattr("training.bench.bench_report.pooled_lines", lambda report: [])
     args = ["benchmark", "nq", "--n", "2", "--out", str(tmp_path), "--retrieval", "dense", "--retrieval", "hybrid"]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
@@ -173,10 +173,10 @@ def test_repeated_retrieval_runs_the_benchmark_once_per_mode_and_compares_them(t
 def test_one_retrieval_mode_keeps_the_output_folder(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(
-        "training.benchmark.run_benchmark",
+        "training.bench.benchmark.run_benchmark",
         lambda cfg, echo=None: seen.append((cfg.retrieval, cfg.out)) or _report(0.4, 9),
     )
-    monkeypatch.setattr("training.bench_report.pooled_lines", lambda report: [])
+    monkeypatch.setattr("training.bench.bench_report.pooled_lines", lambda report: [])
     CliRunner().invoke(main, ["benchmark", "nq", "--out", str(tmp_path), "--retrieval", "dense"])
     CliRunner().invoke(main, ["benchmark", "nq", "--out", str(tmp_path)])
     assert seen == [("dense", str(tmp_path)), (None, str(tmp_path))]
@@ -186,7 +186,7 @@ def test_one_retrieval_mode_keeps_the_output_folder(tmp_path, monkeypatch):
 def test_a_run_searches_every_kb_the_way_it_was_asked(tmp_path):
     from types import SimpleNamespace
 
-    from training.bench_data import open_kbs
+    from training.bench.bench_data import open_kbs
 
     def hybrid_kb(path, passages, show_progress):
         kb = SimpleNamespace(retrieval="hybrid")

@@ -15,10 +15,10 @@ from engine.base.types import Answer, Usage
 from engine.pipeline import RoutedRAG
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES
-from training.bench_data import BenchConfig
-from training.benchmark import RESULTS_FILE, run_benchmark
-from training.jsonl_store import JsonlStore
-from training.logic_experiment import LogicExperiment
+from training.bench.bench_data import BenchConfig
+from training.bench.benchmark import RESULTS_FILE, run_benchmark
+from training.common.jsonl_store import JsonlStore
+from training.common.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- a whole run with fakes
 
@@ -367,7 +367,7 @@ def test_kb_questions_adds_the_passages_of_later_questions_as_distractors(tmp_pa
 
 
 def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
-    import training.eval_router as ev
+    import training.fitting.eval_router as ev
 
     monkeypatch.setattr(
         ev, "logreg_router_probs", lambda router, qs: [{"chunk": 0.1, "summary": 0.1, "logic": 0.8} for _ in qs]
@@ -382,7 +382,7 @@ def test_logreg_system_is_scored_beside_the_router(tmp_path, monkeypatch):
 def test_answers_found_by_another_retrieval_are_not_reused(tmp_path):
     from types import SimpleNamespace
 
-    from training.bench_data import open_kbs
+    from training.bench.bench_data import open_kbs
 
     def kb_of(mode):
         return lambda path, passages, show_progress: SimpleNamespace(retrieval=mode)

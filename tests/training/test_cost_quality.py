@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from training.bench_analysis import oracle_choice
-from training.cost_quality import apgr, cost_quality, cost_quality_curve, cpt, curve_auc, pgr
-from training.route_metrics import confusion
+from training.bench.bench_analysis import oracle_choice
+from training.bench.cost_quality import apgr, cost_quality, cost_quality_curve, cpt, curve_auc, pgr
+from training.fitting.route_metrics import confusion
 
 
 def test_auc_apgr_cpt_on_a_hand_made_curve():

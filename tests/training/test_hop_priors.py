@@ -11,9 +11,9 @@ import pytest
 from engine.base.errors import LogicRouteError
 from hierarchy.datasets import resolve_data
 from tests.fakes import HashedBowEmbedder
-from training import lodo, train
-from training.fit import TrainConfig
-from training.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows, pair_rows
+from training.fitting import lodo, train
+from training.fitting.fit import TrainConfig
+from training.fitting.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows, pair_rows
 
 ROUTES = ("chunk", "summary", "logic")
 
@@ -76,8 +76,8 @@ def test_train_generalist_takes_hop_priors_and_its_card_records_them(tmp_path, s
     from click.testing import CliRunner
 
     from tests.training.test_set_priors import _label_file
-    from training.cmd_train import train as train_cmd
-    from training.fit import config_from_card
+    from training.fitting.cmd_train import train as train_cmd
+    from training.fitting.fit import config_from_card
 
     files = ",".join(_label_file(tmp_path, d) for d in ("nq", "2wiki"))
     out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine.base.errors import DataFormatError
-from training.jsonl_store import JsonlStore, read_jsonl
+from training.common.jsonl_store import JsonlStore, read_jsonl
 
 
 def test_a_torn_last_line_is_skipped_on_read_and_cut_off_before_appending(tmp_path):

@@ -11,8 +11,8 @@ import pytest
 from engine.base.errors import LogicRouteError
 from engine.base.types import Answer, Usage
 from hierarchy.datasets import Question
-from training.label_scorers import LabelConfig, score_answer
-from training.labels import label_questions, make_row, read_labels
+from training.labels.label_scorers import LabelConfig, score_answer
+from training.labels.labels import label_questions, make_row, read_labels
 
 
 def q(i, text, answers):
@@ -96,7 +96,7 @@ def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(
         text = {"chunk": "Paris", "summary": "Lyon", "logic": "Paris" if lean else "Nice"}[route.name]
         return Answer(text=text, route=route.name, usage=Usage(llm_calls=1, prompt_tokens=100 + 50 * lean), trace={})
 
-    monkeypatch.setattr("training.label_scorers.answer_on", answer_on)
+    monkeypatch.setattr("training.labels.label_scorers.answer_on", answer_on)
     paper_file, lean_file = tmp_path / "paper.jsonl", tmp_path / "lean.jsonl"
     paper = LabelConfig(
         scorer="answer", routes=("chunk", "summary", "logic"), llm="fake:scripted", logic_preset="paper"
@@ -127,7 +127,7 @@ def test_rerunning_the_logic_route_with_the_lean_preset_copies_the_other_routes(
 
 def test_a_rerun_refuses_rows_labelled_in_another_answer_style(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "training.label_scorers.answer_on",
+        "training.labels.label_scorers.answer_on",
         lambda route, *a, **kw: Answer(text="Paris", route=route.name, usage=Usage(llm_calls=1), trace={}),
     )
     reader = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted", style="reader")
@@ -154,7 +154,7 @@ def test_the_label_preset_follows_the_answer_style_as_ask_picks_it_and_a_file_ke
         presets.append(route.config is not None and route.config.short_prompts)
         return Answer(text="Paris", route=route.name, usage=Usage(llm_calls=1), trace={})
 
-    monkeypatch.setattr("training.label_scorers.answer_on", answer_on)
+    monkeypatch.setattr("training.labels.label_scorers.answer_on", answer_on)
     short = LabelConfig(scorer="answer", routes=("chunk", "logic"), llm="fake:scripted")
     assert short.logic_preset == "lean-grounded"
     out = tmp_path / "short.jsonl"

@@ -7,8 +7,8 @@ import pytest
 
 from engine.base.errors import LogicRouteError
 from tests.hierarchy.test_datasets import write_graphrag
-from training.bench_data import gold_style
-from training.labels import select_questions
+from training.bench.bench_data import gold_style
+from training.labels.labels import select_questions
 
 
 def test_a_type_filter_counts_offset_and_stride_within_that_type(tmp_path):

@@ -13,9 +13,9 @@ from engine.base.types import Answer, RetrievedChunk, Usage
 from hierarchy.datasets import Question
 from hierarchy.documents import Chunk
 from tests.fakes import WordOverlapKB
-from training.label_arrays import oracle_indices, stratified_split, target_matrix, training_targets
-from training.label_scorers import LabelConfig, context_of, logic_proxy_context, score_answer, support_score
-from training.labels import label_questions, make_row, oracle_route, preference, read_labels, with_cost_weight
+from training.labels.label_arrays import oracle_indices, stratified_split, target_matrix, training_targets
+from training.labels.label_scorers import LabelConfig, context_of, logic_proxy_context, score_answer, support_score
+from training.labels.labels import label_questions, make_row, oracle_route, preference, read_labels, with_cost_weight
 
 DOCS = {
     "inception": ("Inception", "Inception is a 2010 film directed by Christopher Nolan."),
@@ -239,7 +239,7 @@ def test_summary_context_credit_for_quoted_sentences():
 
 
 def test_string_accuracy_has_one_name_and_acc_is_accepted():
-    from training.answer_scores import METRICS, metric_name
+    from training.common.answer_scores import METRICS, metric_name
 
     assert METRICS == ("em", "f1", "string_acc", "rouge_l", "coverage")
     assert LabelConfig(metric="acc").metric == "string_acc" == metric_name("string_acc")
@@ -257,8 +257,8 @@ def test_string_accuracy_has_one_name_and_acc_is_accepted():
 
 
 def test_decision_metrics_confusion_rows_are_decisions_and_columns_oracle_routes():
-    from training.eval_router import format_report
-    from training.route_metrics import routing_metrics
+    from training.fitting.eval_router import format_report
+    from training.fitting.route_metrics import routing_metrics
 
     costs = {"chunk": {"tokens_est": 540}, "logic": {"tokens_est": 1780}}
     rows = [
@@ -283,7 +283,7 @@ def test_decision_metrics_confusion_rows_are_decisions_and_columns_oracle_routes
 def test_label_refuses_complete_beside_a_cascade_before_reading_anything(tmp_path):
     from click.testing import CliRunner
 
-    from training.cmd_label import label
+    from training.labels.cmd_label import label
 
     args = ["no-such-data", "--kb", str(tmp_path / "kb"), "--out", str(tmp_path / "l.jsonl"), "--complete"]
     res = CliRunner().invoke(label, [*args, "--stop-score", "1.0"], usage_error_expected=True)
@@ -295,7 +295,7 @@ def test_the_shipped_routers_label_files_are_found_where_they_moved_though_its_h
     """The checkpoint's header card is never rewritten: it still lists checkpoints/labels/...;
     the pretty-printed card names training/data/labels/... Both resolve to the same files."""
     from router.checkpoint import DEFAULT_CHECKPOINT, card_path, read_card
-    from training.labels import REPO, card_label_paths
+    from training.labels.labels import REPO, card_label_paths
 
     header = read_card(DEFAULT_CHECKPOINT)
     pretty = json.loads(card_path(DEFAULT_CHECKPOINT).read_text())
@@ -311,7 +311,7 @@ def test_the_shipped_routers_label_files_are_found_where_they_moved_though_its_h
 
 
 def test_a_card_label_file_missing_everywhere_is_left_out(tmp_path):
-    from training.labels import card_label_paths
+    from training.labels.labels import card_label_paths
 
     there = tmp_path / "rows.jsonl"
     there.write_text("")

@@ -8,10 +8,10 @@ import pytest
 
 from hierarchy.datasets import Question
 from tests.fakes import HashedBowEmbedder
-from training.fit import TrainConfig
-from training.label_scorers import LabelConfig
-from training.labels import make_row
-from training.lodo import format_lodo, lodo_report
+from training.fitting.fit import TrainConfig
+from training.fitting.lodo import format_lodo, lodo_report
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import make_row
 
 TOPICS = {
     "films": ["Vertigo", "Psycho", "Alien", "Jaws", "Heat", "Ronin"],
@@ -92,7 +92,7 @@ def test_a_generalist_card_keeps_its_recipes_leave_one_dataset_out_figures(tmp_p
     from click.testing import CliRunner
 
     from router.checkpoint import read_card
-    from training.cmd_train import train
+    from training.fitting.cmd_train import train
 
     files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
     out = tmp_path / "g.ckpt"
@@ -114,9 +114,9 @@ def test_eval_router_lodo_retrains_every_fold_with_a_checkpoints_recorded_recipe
     from click.testing import CliRunner
 
     from router.checkpoint import read_card
-    from training.cmd_eval import eval_router
-    from training.cmd_train import train
-    from training.fit import config_from_card
+    from training.fitting.cmd_eval import eval_router
+    from training.fitting.cmd_train import train
+    from training.fitting.fit import config_from_card
 
     files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
     out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
@@ -156,7 +156,7 @@ def test_seeds_retrain_every_fold_and_report_the_spread_of_the_routers_score(tmp
 def test_seeds_must_be_whole_numbers():
     from click.testing import CliRunner
 
-    from training.cmd_eval import eval_router
+    from training.fitting.cmd_eval import eval_router
 
     res = CliRunner().invoke(
         eval_router, ["--lodo", "--labels", "x.jsonl", "--seeds", "0,one"], usage_error_expected=True
@@ -165,7 +165,7 @@ def test_seeds_must_be_whole_numbers():
 
 
 def test_the_recipes_own_seed_is_judged_from_the_folds_already_trained(tmp_path, monkeypatch):
-    import training.lodo as lodo
+    import training.fitting.lodo as lodo
 
     files = [_label_file(tmp_path, d, names) for d, names in TOPICS.items()]
     cfg = TrainConfig(features=("comparison",), hidden=(8, 4), max_epochs=3, batch_size=8, seed=0)

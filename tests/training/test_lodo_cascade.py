@@ -9,11 +9,11 @@ import pytest
 
 from hierarchy.datasets import Question
 from tests.fakes import HashedBowEmbedder
-from training.fit import TrainConfig
-from training.label_scorers import LabelConfig
-from training.labels import make_row
-from training.lodo import format_lodo, lodo_report
-from training.lodo_cascade import escalate, fit_threshold, fit_threshold_utility, retry_unanswered
+from training.fitting.fit import TrainConfig
+from training.fitting.lodo import format_lodo, lodo_report
+from training.fitting.lodo_cascade import escalate, fit_threshold, fit_threshold_utility, retry_unanswered
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import make_row
 
 CHUNK, LOGIC = {"tokens": 700, "llm_calls": 1}, {"tokens": 3000, "llm_calls": 5}
 
@@ -128,7 +128,7 @@ def test_lodo_judges_the_chunk_and_router_cascades_with_thresholds_from_the_othe
 
 
 def test_the_retry_cascade_pays_once_for_a_retried_answer_and_once_for_an_unsure_one():
-    from training.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, escalation_systems
+    from training.fitting.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, escalation_systems
 
     rows = [_row(0, 1, 0.9), _row(0, 1, 0.2), _row(1, 1, 0.9)]
     rows[0]["answers_pred"] = {"chunk": "Not in the indexed documents."}
@@ -144,7 +144,7 @@ def test_the_retry_cascade_pays_once_for_a_retried_answer_and_once_for_an_unsure
 
 
 def test_the_ranking_check_scores_each_signal_by_how_it_orders_the_rows_logic_wins():
-    from training.lodo_cascade import logic_gain_ranking
+    from training.fitting.lodo_cascade import logic_gain_ranking
 
     rows = [
         {"scores": {"chunk": c, "logic": g}, "confidence": {"chunk": conf}}

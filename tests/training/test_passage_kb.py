@@ -1,4 +1,4 @@
-"""training.passage_kb and the commands that build a KB from a data set's passages: a KB that an
+"""training.common.passage_kb and the commands that build a KB from a data set's passages: a KB that an
 interrupted build left committed but short (even empty) is resumed, never trusted, and no label
 is ever answered from an empty KB."""
 
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from tests.fakes import HashedBowEmbedder
-from training.passage_kb import passages_kb
+from training.common.passage_kb import passages_kb
 
 
 def _passages(n: int) -> list:

@@ -12,8 +12,8 @@ from engine.base.errors import LogicRouteError
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from tests.fakes import HashedBowEmbedder
-from training.lodo_cascade import logic_gain_ranking
-from training.retrieval_signals import SIGNALS, kb_folder, row_signals, signals_of
+from training.fitting.lodo_cascade import logic_gain_ranking
+from training.fitting.retrieval_signals import SIGNALS, kb_folder, row_signals, signals_of
 
 
 def _hit(score: float, title: str, text: str):
@@ -60,7 +60,7 @@ def test_eval_router_lodo_with_a_kb_root_ranks_by_the_retrieval_signals_too(tmp_
     from click.testing import CliRunner
 
     from tests.training.test_set_priors import _label_file
-    from training.cmd_eval import eval_router
+    from training.fitting.cmd_eval import eval_router
 
     emb = HashedBowEmbedder(dim=16)
     files = [_label_file(tmp_path, d) for d in ("nq", "2wiki")]  # "Who wrote book i of <set>?"

@@ -12,11 +12,11 @@ import pytest
 from engine.base.errors import LogicRouteError
 from hierarchy.datasets import Question, load_dataset, resolve_data
 from tests.fakes import HashedBowEmbedder
-from training import lodo, train
-from training.fit import TrainConfig
-from training.label_scorers import LabelConfig
-from training.labels import make_row
-from training.set_priors import BENCHMARK_QUESTIONS, SET_ROUTES, Priors, prior_rows
+from training.fitting import lodo, train
+from training.fitting.fit import TrainConfig
+from training.fitting.set_priors import BENCHMARK_QUESTIONS, SET_ROUTES, Priors, prior_rows
+from training.labels.label_scorers import LabelConfig
+from training.labels.labels import make_row
 
 ROUTES = ("chunk", "summary", "logic")
 
@@ -115,9 +115,9 @@ def test_a_fold_never_trains_on_the_priors_of_the_set_it_leaves_out(tmp_path, sh
 def test_train_and_eval_router_take_set_priors_and_the_card_records_them(tmp_path, shared_data):
     from click.testing import CliRunner
 
-    from training.cmd_eval import eval_router
-    from training.cmd_train import train
-    from training.fit import config_from_card
+    from training.fitting.cmd_eval import eval_router
+    from training.fitting.cmd_train import train
+    from training.fitting.fit import config_from_card
 
     files = ",".join(_label_file(tmp_path, d) for d in ("nq", "2wiki"))
     out, obj = tmp_path / "g.ckpt", {"embedder": HashedBowEmbedder(dim=16)}
