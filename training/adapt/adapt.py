@@ -44,7 +44,7 @@ STYLE_METRICS = {"short": "f1", "reader": "string_acc"}
 MIN_ROWS = 5  # fewer labelled questions cannot give both a training part and a held-out part
 # The paper's specialist recipe (training.fitting.fit.specialist_config) with its early stopping off: at
 # lr 1e-4 a domain the generalist routes wrongly takes longer than the recipe's patience (10
-# epochs) to move a single argmax. On the synthetic two-cluster task of tests/training/test_adapt.py
+# epochs) to move a single argmax. On the synthetic two-cluster task of tests/training/adapt/test_adapt.py
 # the first held-out decision moved at epoch 23, and patience 10 had stopped at epoch 11 with the
 # generalist's weights. The best validation epoch is still the one kept, the generalist's included.
 TRAINING = {"patience": 40}

@@ -14,7 +14,7 @@ from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
 from engine.routes import ROUTES, check_routes
 from engine.routes.logic.config import PRESET_CHOICES
-from training.common.answer_scores import answer_scores, metric_name
+from training.common.answer_scores import answer_scores, gold_style, metric_name
 
 DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)
 ESCALATE_BELOW = 0.63  # the confidence threshold every leave-one-dataset-out fold fitted (0.60-0.63)
@@ -136,12 +136,6 @@ class Item:
 
 def fingerprint(ids: Sequence[str]) -> str:
     return hashlib.sha1("\n".join(sorted(ids)).encode()).hexdigest()[:12]
-
-
-def gold_style(ds: Any) -> str:
-    """The style a Dataset's gold answers are written in: "reader" (sentences) for sets with a
-    shared corpus (GraphRAG-Bench), else "short" (phrases); engine.prompts.answer has both."""
-    return "reader" if ds.corpus else "short"
 
 
 def answer_style(cfg: BenchConfig, data: list[tuple[str, Any, str]]) -> str:

@@ -120,3 +120,9 @@ def answer_scores(pred: str, golds: list[str]) -> dict[str, float]:
     """Every metric of one prediction (its answer_text) against its gold answers, in METRICS order."""
     pred = answer_text(pred)
     return {m: _FUNCTIONS[m](pred, golds) for m in METRICS}
+
+
+def gold_style(ds: Any) -> str:
+    """The style a Dataset's gold answers are written in: "reader" (sentences) for sets with a
+    shared corpus (GraphRAG-Bench), else "short" (phrases); engine.prompts.answer has both."""
+    return "reader" if ds.corpus else "short"

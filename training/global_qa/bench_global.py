@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.base.errors import LogicRouteError
 from engine.llm.base import DEFAULT_LLM
-from training.bench.bench_data import gold_style
+from training.common.answer_scores import gold_style
 from training.common.jsonl_store import JsonlStore
 from training.global_qa.bench_global_routed import ABOUT, DERIVED, can_route, route_questions, route_shares, routed_rows
 from training.global_qa.bench_global_systems import (

@@ -16,8 +16,7 @@ import click
 from engine.base.errors import LogicRouteError
 from engine.cli_options import injected_embedder, llm_option, style_option
 from engine.routes.logic.config import PRESET_CHOICES
-from training.bench.bench_data import gold_style
-from training.common.answer_scores import ALIASES, METRICS
+from training.common.answer_scores import ALIASES, METRICS, gold_style
 
 
 def expand_files(values) -> list[str]:

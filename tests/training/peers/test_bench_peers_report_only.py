@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.training.test_bench_peers import FakePeer, Stop, run
+from tests.training.peers.test_bench_peers import FakePeer, Stop, run
 
 
 @pytest.fixture

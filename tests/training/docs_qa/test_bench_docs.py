@@ -25,7 +25,7 @@ from training.docs_qa.bench_docs_score import (
 )
 from training.docs_qa.bench_docs_sets import DocsQuestion, parse_question, read_set, select, split_halves
 
-SETS = Path(__file__).resolve().parents[2] / "training" / "data" / "docs_questions"
+SETS = Path(__file__).resolve().parents[3] / "training" / "data" / "docs_questions"
 
 
 def positive(must, qid="p1") -> DocsQuestion:

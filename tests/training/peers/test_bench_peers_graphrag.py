@@ -285,7 +285,7 @@ def test_graphrags_pin_is_the_one_its_extra_installs():
     import tomllib
     from pathlib import Path
 
-    extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
+    extras = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     assert extras["peers-graphrag"] == list(GraphRAGAdapter.requirements)

@@ -358,7 +358,7 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
 
     from training.peers.bench_peers_subprocess import HippoRAGAdapter, LightRAGAdapter, NanoGraphRAGAdapter
 
-    extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
+    extras = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     assert extras["peers"] == list(LightRAGAdapter.requirements)

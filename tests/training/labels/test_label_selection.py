@@ -7,7 +7,7 @@ import pytest
 
 from engine.base.errors import LogicRouteError
 from tests.hierarchy.test_datasets import write_graphrag
-from training.bench.bench_data import gold_style
+from training.common.answer_scores import gold_style
 from training.labels.labels import select_questions
 
 

@@ -59,7 +59,7 @@ def test_the_ranking_check_scores_every_signal_given_it():
 def test_eval_router_lodo_with_a_kb_root_ranks_by_the_retrieval_signals_too(tmp_path):
     from click.testing import CliRunner
 
-    from tests.training.test_set_priors import _label_file
+    from tests.training.fitting.test_set_priors import _label_file
     from training.fitting.cmd_eval import eval_router
 
     emb = HashedBowEmbedder(dim=16)

@@ -357,7 +357,7 @@ def test_the_local_model_writes_kept_questions_from_the_demo_corpus(tmp_path, re
     from engine.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
-    corpus = Path(__file__).resolve().parents[2] / "engine" / "demo" / "corpus.jsonl"
+    corpus = Path(__file__).resolve().parents[3] / "engine" / "demo" / "corpus.jsonl"
     kb = index_sources(tmp_path / "kb", [corpus], summaries="none", embedder=real_embedder).kb
     llm = make_llm(cache=tmp_path / "llm_cache.sqlite")
     kept, report = write_questions(

@@ -56,7 +56,7 @@ def test_a_config_asks_for_hop_priors_apart_from_set_priors_and_counts_them_apar
 
 
 def test_a_fold_that_leaves_2wiki_out_trains_on_no_hop_prior(tmp_path, shared_data, monkeypatch):
-    from tests.training.test_set_priors import _label_file
+    from tests.training.fitting.test_set_priors import _label_file
 
     files = [_label_file(tmp_path, d) for d in ("nq", "2wiki")]
     seen: list[int] = []
@@ -75,7 +75,7 @@ def test_a_fold_that_leaves_2wiki_out_trains_on_no_hop_prior(tmp_path, shared_da
 def test_train_generalist_takes_hop_priors_and_its_card_records_them(tmp_path, shared_data):
     from click.testing import CliRunner
 
-    from tests.training.test_set_priors import _label_file
+    from tests.training.fitting.test_set_priors import _label_file
     from training.fitting.cmd_train import train as train_cmd
     from training.fitting.fit import config_from_card
 

@@ -174,7 +174,7 @@ def test_a_kb_without_a_router_before_the_folds_has_none_after_them(tmp_path):
 
 
 def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
-    from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
+    from tests.training.adapt.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
     from training.adapt.bench_adapt import bench_adapt
 
     emb = HashedBowEmbedder(dim=32)
@@ -195,7 +195,7 @@ def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
 
 
 def test_more_folds_than_real_questions_fail_the_set_before_any_adaptation(tmp_path):
-    from tests.training.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
+    from tests.training.adapt.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
     from training.adapt.bench_adapt import bench_adapt
 
     emb, calls = HashedBowEmbedder(dim=32), []

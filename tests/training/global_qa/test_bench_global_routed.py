@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes import HashedBowEmbedder
-from tests.training.test_bench_global import TYPES, BenchLLM, config, rows
+from tests.training.global_qa.test_bench_global import TYPES, BenchLLM, config, rows
 from training.common.answer_scores import coverage
 from training.global_qa.bench_global import main
 from training.global_qa.bench_global_report import report_markdown

@@ -30,7 +30,7 @@ def test_adapting_the_kb_again_gives_router_adapted_rows_a_new_signature_and_lea
 def test_logicroutes_kb_holds_every_passage_even_when_the_peers_index_in_small_batches(tmp_path, monkeypatch):
     from hierarchy.documents import Chunk
     from tests.fakes import ScriptedLLM, WordOverlapKB
-    from tests.training.test_bench_peers import FACTS, write_set
+    from tests.training.peers.test_bench_peers import FACTS, write_set
     from training.peers.bench_peers_run import PeersConfig, run_peers
     from training.peers.bench_peers_subprocess import builtin_registry
 
