@@ -57,7 +57,7 @@ PEERS_VENV ?= ../peers-venv
 HIPPORAG_VENV ?= ../peers-venv-hipporag
 NANO_VENV ?= ../peers-venv-nano
 GRAPHRAG_VENV ?= ../peers-venv-graphrag
-peer_pins = $(shell $(BIN)/python -c "import shlex; from training.bench_peers_subprocess import $(1) as A; print(shlex.join(A.requirements))")
+peer_pins = $(shell $(BIN)/python -c "import shlex; from training.peers.bench_peers_subprocess import $(1) as A; print(shlex.join(A.requirements))")
 peers: install
 	test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install -q $(call peer_pins,LightRAGAdapter)
@@ -77,7 +77,7 @@ lint: install
 # (apt-get download, dpkg-deb -x: nothing installed) as Markdown, 100k+ chunks, fetched once into
 # $LOGICROUTE_CACHE_DIR/corpora/debian-docs (default ~/.cache/logicroute/...), outside the repository.
 corpus: install
-	$(BIN)/python -m training.corpus_fetch
+	$(BIN)/python -m training.scale.corpus_fetch
 
 clean:
 	rm -rf $(VENV)

@@ -1,6 +1,6 @@
 """The router network: a 3-layer MLP over [query embedding ‖ cheap features], one logit
 per route, trained with a straight-through Gumbel-Softmax head (QA-GraphRAG; the loss is
-training.fit.gumbel_routing_loss).
+training.fitting.fit.gumbel_routing_loss).
 
 At inference `predict_proba` puts the module in eval mode (dropout off), adds NO noise, and
 returns the plain softmax; the decision is argmax or a calibrated threshold (router.policy).

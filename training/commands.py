@@ -18,11 +18,11 @@ answers and abstentions on documentation folders."""
 
 
 def register(group: click.Group) -> None:
-    from training.cmd_adapt import COMMANDS as adapt_commands
-    from training.cmd_benchmark import COMMANDS as benchmark_commands
-    from training.cmd_eval import COMMANDS as eval_commands
-    from training.cmd_label import COMMANDS as label_commands
-    from training.cmd_train import COMMANDS as train_commands
+    from training.adapt.cmd_adapt import COMMANDS as adapt_commands
+    from training.bench.cmd_benchmark import COMMANDS as benchmark_commands
+    from training.fitting.cmd_eval import COMMANDS as eval_commands
+    from training.fitting.cmd_train import COMMANDS as train_commands
+    from training.labels.cmd_label import COMMANDS as label_commands
 
     for cmd in (*label_commands, *train_commands, *adapt_commands, *eval_commands, *benchmark_commands):
         group.add_command(cmd)
@@ -33,15 +33,15 @@ def register(group: click.Group) -> None:
 
 
 def bench_group() -> click.Group:
-    from training.bench_llm_server import bench_llm_server
-    from training.bench_serve import bench_serve
-    from training.cmd_bench_adapt import bench_adapt
-    from training.cmd_bench_docs import bench_docs
-    from training.cmd_bench_global import bench_global
-    from training.cmd_bench_peers import bench_peers
-    from training.cmd_bench_retrieval import bench_retrieval
-    from training.cmd_bench_scale import bench_scale
-    from training.cmd_benchmark import BENCH_COMMANDS
+    from training.adapt.cmd_bench_adapt import bench_adapt
+    from training.bench.cmd_benchmark import BENCH_COMMANDS
+    from training.docs_qa.cmd_bench_docs import bench_docs
+    from training.global_qa.cmd_bench_global import bench_global
+    from training.peers.cmd_bench_peers import bench_peers
+    from training.retrieval.cmd_bench_retrieval import bench_retrieval
+    from training.scale.bench_llm_server import bench_llm_server
+    from training.scale.bench_serve import bench_serve
+    from training.scale.cmd_bench_scale import bench_scale
 
     bench = click.Group("bench", help=BENCH_HELP, short_help="Research benchmarks: logic, global, reader, scale, ...")
     for cmd in (

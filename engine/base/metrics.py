@@ -1,7 +1,7 @@
 """Token F1 of an answer against gold answers (official SQuAD / HotpotQA scripts), best over the
 gold aliases, inline citation markers ("[2]", "[1, 3]") of reader-style answers not counted as
 answer words. HotpotQA rule: when either side normalizes to "yes", "no" or "noanswer" and the
-two differ, the score is 0. The benchmarks' other metrics are in training.answer_scores.
+two differ, the score is 0. The benchmarks' other metrics are in training.common.answer_scores.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     logic       the logic route: decomposition, rewrite, rank step, reflection, with their schemas
     summary     the summary layers' cluster summary
     self_check  the pipeline's escalation self-check
-    judge       the sentence-answer benchmark's grader (training/bench_global_judge.py)
+    judge       the sentence-answer benchmark's grader (training/global_qa/bench_global_judge.py)
     passages    how passages appear inside every prompt that shows them
     router      the LLM as router (a baseline)
     structured  what every structured call adds: the schema stated in the prompt, the retry

@@ -1,4 +1,4 @@
-"""The judge prompt of the sentence-answer benchmark (training/bench_global_judge.py): does an
+"""The judge prompt of the sentence-answer benchmark (training/global_qa/bench_global_judge.py): does an
 answer state what the reference answer states? A JSON verdict, {"correct": true|false}."""
 
 from __future__ import annotations

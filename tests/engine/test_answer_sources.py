@@ -21,7 +21,7 @@ from hierarchy.layers.update import build_layers
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, SUFFICIENT, corpus_kb, node, step
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB
 from tests.samples import make_docs
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 NPM = [
     Chunk("u1", "npm-uninstall.md", "npm-uninstall", "npm uninstall removes a package.", 0,

@@ -18,7 +18,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import ScriptedLLM
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 
 def test_comparison_same_rank_is_one_merged_retrieval_and_one_call():

@@ -19,7 +19,7 @@ from hierarchy.documents import Chunk
 from tests.engine.logic_scripts import SUFFICIENT, node, plan, purposes, step
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB
 from tests.samples import VELMORA
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 QUESTION = "Where was the mayor of Velmora born?"
 PLAN = plan(("q1", "Who is the mayor of Velmora?", []), ("q2", "Where was #q1 born?", ["q1"]))

@@ -30,7 +30,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 LEAN = LogicExperiment(evidence_tokens=100, short_prompts=True, reflect_when_unsure=True, fold_final=True)
 

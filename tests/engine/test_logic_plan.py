@@ -30,7 +30,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import ScriptedLLM
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- the DAG module
 

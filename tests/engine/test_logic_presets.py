@@ -13,8 +13,8 @@ import pytest
 from engine.base.errors import LogicRouteError
 from engine.routes.logic.config import FIXED, LogicConfig, preset_config
 from tests.fakes import ScriptedLLM, make_rag
-from training.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
-from training.logic_experiment import LogicExperiment, experiment, logic_fingerprint
+from training.bench.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
+from training.common.logic_experiment import LogicExperiment, experiment, logic_fingerprint
 
 
 def test_paper_is_the_defaults_and_lean_is_the_measured_bench_logic_row():

@@ -31,7 +31,7 @@ from tests.engine.logic_scripts import (
     step,
 )
 from tests.fakes import Cut, ScriptedLLM
-from training.logic_experiment import LogicExperiment
+from training.common.logic_experiment import LogicExperiment
 
 # ---------------------------------------------------------------- dependent nodes
 

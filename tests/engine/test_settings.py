@@ -11,8 +11,8 @@ from pathlib import Path
 from engine.base.settings import Settings
 from engine.pipeline import RoutedRAG
 from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
-from training.bench_data import BenchConfig
-from training.logic_experiment import LogicExperiment, logic_fingerprint
+from training.bench.bench_data import BenchConfig
+from training.common.logic_experiment import LogicExperiment, logic_fingerprint
 
 BENCH_DEFAULTS = {f.name: f.default for f in fields(BenchConfig) if f.name in ("k", "logic_preset")}
 STORE = Path(__file__).resolve().parents[2] / "docs/results/routing/bench_mixed100/results.jsonl"
@@ -50,7 +50,7 @@ def test_the_committed_routing_benchmark_answers_match_the_preset_its_command_na
 
     command = next(line for line in README.read_text().splitlines() if "--out runs/bench_mixed100" in line)
     named = re.search(r"--logic-preset (\S+)", command).group(1)
-    # the fingerprint the benchmark stamps on its logic answers (training/benchmark.py: its RoutedRAG)
+    # the fingerprint the benchmark stamps on its logic answers (training/bench/benchmark.py: its RoutedRAG)
     stamped = RoutedRAG(kb=None, style="short", **{**BENCH_DEFAULTS, "logic_preset": named})
     assert by_fingerprint.get(logic_fingerprint(stamped.logic_config())) == questions
     assert set(by_fingerprint) <= {logic_fingerprint(preset_config(name)) for name in PRESETS}

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from router.model import RouterConfig, RouterMLP
-from training.fit import TrainConfig, fit, gumbel_routing_loss
+from training.fitting.fit import TrainConfig, fit, gumbel_routing_loss
 
 ROUTES = ("chunk", "summary", "logic")
 

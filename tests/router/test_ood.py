@@ -43,8 +43,8 @@ def training_questions(n: int = 24) -> list[str]:
 
 def label_file(path, questions):
     from hierarchy.datasets import Question
-    from training.label_scorers import LabelConfig
-    from training.labels import make_row
+    from training.labels.label_scorers import LabelConfig
+    from training.labels.labels import make_row
 
     cfg = LabelConfig(scorer="retrieval", routes=("chunk", "logic"))
     costs = {"chunk": {"tokens_est": 540}, "logic": {"tokens_est": 1780}}
@@ -58,8 +58,8 @@ def label_file(path, questions):
 
 @pytest.fixture(scope="module")
 def generalist(tmp_path_factory):
-    from training.fit import TrainConfig
-    from training.train import train_generalist
+    from training.fitting.fit import TrainConfig
+    from training.fitting.train import train_generalist
 
     d = tmp_path_factory.mktemp("ood")
     labels = label_file(d / "labels.jsonl", training_questions())
@@ -154,8 +154,8 @@ def test_the_reference_set_round_trips_through_safetensors(generalist, tmp_path)
 
 
 def test_a_specialist_fine_tunes_at_its_generalists_cost_weight_unless_given_its_own(tmp_path):
-    from training.fit import TrainConfig, specialist_config
-    from training.train import train_generalist, train_specialist
+    from training.fitting.fit import TrainConfig, specialist_config
+    from training.fitting.train import train_generalist, train_specialist
 
     labels = label_file(tmp_path / "labels.jsonl", training_questions())
     parent = tmp_path / "g.ckpt"
@@ -170,8 +170,8 @@ def test_a_specialist_fine_tunes_at_its_generalists_cost_weight_unless_given_its
 
 
 def test_a_specialist_keeps_its_parents_reference_set(generalist, tmp_path):
-    from training.fit import specialist_config
-    from training.train import train_specialist
+    from training.fitting.fit import specialist_config
+    from training.fitting.train import train_specialist
 
     target = [f"Which river flows through town {i}?" for i in range(20)]
     labels = label_file(tmp_path / "target.jsonl", target)

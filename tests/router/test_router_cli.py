@@ -78,9 +78,9 @@ def tiny_data(tmp_path):
 
 def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
     from engine.cli_ask import ask
-    from training.cmd_eval import calibrate, eval_router
-    from training.cmd_label import label
-    from training.cmd_train import train
+    from training.fitting.cmd_eval import calibrate, eval_router
+    from training.fitting.cmd_train import train
+    from training.labels.cmd_label import label
 
     assert set(train.commands) == {"generalist", "specialist"}
     emb = tiny_embedder()
@@ -218,8 +218,8 @@ def test_cli_errors_are_clean(tmp_path, tiny_data):
 
 def test_training_is_seeded_and_deterministic(tmp_path):
     from hierarchy.datasets import Question
-    from training.label_scorers import LabelConfig
-    from training.labels import make_row
+    from training.labels.label_scorers import LabelConfig
+    from training.labels.labels import make_row
 
     cfg = LabelConfig(scorer="retrieval", routes=ROUTES)
     costs = {"chunk": {"tokens_est": 540}, "logic": {"tokens_est": 1780}}
@@ -231,8 +231,8 @@ def test_training_is_seeded_and_deterministic(tmp_path):
         rows.append(make_row(qq, {"chunk": 0.5 if multi else 1.0, "logic": 1.0}, costs, cfg, index=i))
     path = tmp_path / "l.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from training.fit import TrainConfig
-    from training.train import train_generalist
+    from training.fitting.fit import TrainConfig
+    from training.fitting.train import train_generalist
 
     tc = TrainConfig(hidden=(8, 4), max_epochs=3, batch_size=8)
     probs = []
@@ -245,7 +245,7 @@ def test_training_is_seeded_and_deterministic(tmp_path):
 
 def test_llm_as_router_baseline_is_scored_and_timed():
     from tests.fakes import ScriptedLLM
-    from training.eval_router import llm_route_baseline
+    from training.fitting.eval_router import llm_route_baseline
 
     rows = [
         {

@@ -16,8 +16,8 @@ from router.features import ALL_FEATURES, build_inputs, cheap_features, feature_
 from router.model import RouterConfig, RouterMLP
 from router.policy import Policy, calibrate_share, decide
 from tests.router.tiny_setup import ROUTES, tiny_embedder
-from training.cmd_eval import achieved_share, share_for_budget
-from training.fit import anneal_tau, gumbel_routing_loss
+from training.fitting.cmd_eval import achieved_share, share_for_budget
+from training.fitting.fit import anneal_tau, gumbel_routing_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

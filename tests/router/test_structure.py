@@ -192,7 +192,7 @@ def test_a_plain_checkpoint_embeds_the_question_without_its_closing_marks(tmp_pa
 
 
 def test_the_text_form_option_offers_every_text_form():
-    from training.cmd_train import text_form_option
+    from training.fitting.cmd_train import text_form_option
 
     option = text_form_option("text embedded")(lambda: None).__click_params__[0]
     assert tuple(option.type.choices) == features.TEXT_FORMS

@@ -13,7 +13,7 @@ from engine.llm.base import call_llm
 from hierarchy.datasets import Question
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import TOPICS, make_docs
-from training.adapt_questions import WritingReport, WrittenQuestion
+from training.adapt.adapt_questions import WritingReport, WrittenQuestion
 
 ROUTES = ("chunk", "summary", "logic")
 DIM = 64
@@ -37,10 +37,10 @@ def small_generalist(path: Path, emb=None) -> Path:
     """A small generalist over ROUTES, trained on questions of the written questions' form over
     every topic (chunk and logic both right on each), with a guard over those questions: it
     routes the volcano and the bank questions alike."""
-    from training.fit import TrainConfig
-    from training.label_scorers import LabelConfig
-    from training.labels import make_row
-    from training.train import train_generalist
+    from training.fitting.fit import TrainConfig
+    from training.fitting.train import train_generalist
+    from training.labels.label_scorers import LabelConfig
+    from training.labels.labels import make_row
 
     cfg = LabelConfig(scorer="answer", routes=ROUTES, llm="fake")
     costs = {"chunk": {"tokens": 500, "llm_calls": 1}, "summary": {"tokens": 600, "llm_calls": 1}}
@@ -70,7 +70,7 @@ def question(i: int, topic: str, kind: str = "single") -> WrittenQuestion:
 
 
 class ScriptedWriter:
-    """Stands in for training.adapt_questions.write_questions: returns `questions` (at most n),
+    """Stands in for training.adapt.adapt_questions.write_questions: returns `questions` (at most n),
     writes them to `out` and reports rejects; counts its calls."""
 
     def __init__(self, questions: list[WrittenQuestion], rejected: dict | None = None):

@@ -18,7 +18,7 @@ class Mechanisms:
     rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
     self-reflection) on, the rest as measured best, and what an answer may spend where its budget
     sets no limit. Not settings: a user picks a preset (LogicConfig); experiments vary these
-    (training/logic_experiment.py, whose LogicExperiment answers LogicConfig.mechanisms())."""
+    (training/common/logic_experiment.py, whose LogicExperiment answers LogicConfig.mechanisms())."""
 
     merge_same_rank: bool = True
     rolling_memory: bool = True

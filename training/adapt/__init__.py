@@ -1,0 +1,1 @@
+"""`logicroute adapt`: a specialist router for one KB from questions written from its chunks; `bench adapt`."""

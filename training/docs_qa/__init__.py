@@ -1,0 +1,1 @@
+"""`bench docs`: answers and abstentions of RoutedRAG configurations on documentation folders."""

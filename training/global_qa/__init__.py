@@ -1,0 +1,1 @@
+"""`bench global`: questions about a whole corpus (GraphRAG-Bench), every system scored and judged."""

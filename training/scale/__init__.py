@@ -1,0 +1,1 @@
+"""How the system grows: bench scale|serve|llm-server, the store, commit and clustering benches, their corpora."""
