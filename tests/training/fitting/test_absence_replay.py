@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes import WordOverlapKB
-from training.absence_replay import GATED, gate_report, gate_verdicts, reason_kind, retry_with_gate
-from training.lodo_cascade import ROUTER_RETRY
+from training.fitting.absence_replay import GATED, gate_report, gate_verdicts, reason_kind, retry_with_gate
+from training.fitting.lodo_cascade import ROUTER_RETRY
 
 NONE = "Not in the indexed documents."
 CHEAP, MID, TOP = {"tokens": 700, "llm_calls": 1}, {"tokens": 900, "llm_calls": 1}, {"tokens": 3000, "llm_calls": 5}

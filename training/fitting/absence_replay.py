@@ -1,13 +1,13 @@
 """RoutedRAG's retry ladder with engine.absence's gate, replayed leave-one-dataset-out.
 
-`router+forms+retry` (training.lodo_cascade.retry_unanswered) climbs every cheap answer that says
+`router+forms+retry` (training.fitting.lodo_cascade.retry_unanswered) climbs every cheap answer that says
 it has none, because label rows carry no retrieval evidence. RoutedRAG weighs that evidence first
 (engine.escalation.Escalation: weigh_absence before the first climb, on the passages the first
 route read): when the gate says keep, "not in the documents" is the answer and nothing climbs.
 Here the gate's verdicts come from the KB the labels were answered on (gate_verdicts: the chunk
 route's retrieval, kb.search(question, k)), and retry_with_gate replays the ladder with them.
 
-    python -m training.absence_replay --recipe checkpoints/generalist.ckpt --labels FILE ... \
+    python -m training.fitting.absence_replay --recipe checkpoints/generalist.ckpt --labels FILE ... \
         --kb graphrag_medical=KB_DIR [--retrieval dense] [--json OUT]
 
 A row whose first route is unanswered needs a verdict: its set's KB must be given (a KeyError names
@@ -26,7 +26,7 @@ from unittest import mock
 
 from engine.escalation import RETRY_ROUTES
 from engine.routes.common import looks_unanswered
-from training.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, STRONG, retry_unanswered
+from training.fitting.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, STRONG, retry_unanswered
 
 GATED = f"{ROUTER_RETRY}+gate"
 
@@ -84,7 +84,7 @@ def gate_report(rows: Sequence[dict], folds: dict[str, tuple[list[int], list[str
     """Per left-out set (folds: set -> (row indices, router+forms decisions)) and pooled: the
     committed router+forms+retry and the gated one (score, tokens, LLM calls, route shares), and
     the gate's keeps and climbs with their reasons' counts."""
-    from training.lodo import judge
+    from training.fitting.lodo import judge
 
     routes = list(rows[0]["pref"])
     out: dict = {"held_out": {}}
@@ -122,10 +122,10 @@ def _figures(rows, routes, plain, gated, judge) -> dict:
 
 def lodo_folds(label_files: Sequence[str], cfg) -> tuple[list[dict], dict, dict]:
     """(rows, {left-out set: (row indices, router+forms decisions)}, the LODO report) from
-    training.lodo.lodo_report itself, each fold's decisions taken as it hands them to the
+    training.fitting.lodo.lodo_report itself, each fold's decisions taken as it hands them to the
     escalation systems: the same folds, router and figures as `eval-router --lodo`."""
-    import training.lodo as lodo
-    from training.label_arrays import load_label_files
+    import training.fitting.lodo as lodo
+    from training.labels.label_arrays import load_label_files
 
     folds: dict = {}
     real = lodo.escalation_systems
@@ -140,7 +140,7 @@ def lodo_folds(label_files: Sequence[str], cfg) -> tuple[list[dict], dict, dict]
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(prog="python -m training.absence_replay", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m training.fitting.absence_replay", description=__doc__.split("\n\n")[0])
     p.add_argument("--recipe", required=True, help="checkpoint card whose training recipe the folds use")
     p.add_argument("--labels", action="append", required=True, help="label file (repeat)")
     p.add_argument("--kb", action="append", default=[], help="SET=KB_DIR: the KB a set's labels were answered on")
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     a = p.parse_args(argv)
     from engine.embedder import get_embedder
     from hierarchy.kb import KnowledgeBase
-    from training.fit import config_from_card
+    from training.fitting.fit import config_from_card
 
     rows, folds, report = lodo_folds(a.labels, config_from_card(a.recipe))
     verdicts: dict = {}
