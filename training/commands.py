@@ -37,6 +37,7 @@ def bench_group() -> click.Group:
     from training.bench.cmd_benchmark import BENCH_COMMANDS
     from training.docs_qa.cmd_bench_docs import bench_docs
     from training.global_qa.cmd_bench_global import bench_global
+    from training.global_qa.cmd_bench_global_lists import bench_global_lists
     from training.peers.cmd_bench_peers import bench_peers
     from training.retrieval.cmd_bench_retrieval import bench_retrieval
     from training.scale.bench_llm_server import bench_llm_server
@@ -47,6 +48,7 @@ def bench_group() -> click.Group:
     for cmd in (
         *BENCH_COMMANDS,
         bench_global,
+        bench_global_lists,
         bench_serve,
         bench_scale,
         bench_llm_server,
