@@ -186,18 +186,57 @@ def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     return out
 
 
-def unread_words(text: str, evidence: str) -> list[str]:
-    """The specific words of `text` (numbers, flags, key=value) that `evidence` does not hold as
-    words, case and thousands separators ignored; citation markers [n] are left out first."""
-    held = _plain(evidence)
+def specific_words(text: str) -> list[str]:
+    """The words of `text` that state a checkable specific (numbers of three digits or more,
+    flags, key=value), citation markers [n] left out, once each."""
     out = []
     for raw in _WORD.findall(_CITATION_MARK.sub(" ", text)):
         w = raw.strip(_EDGE)
-        if not w or not _SPECIFIC.search(w) or re.fullmatch(r"\d{1,2}", w):
-            continue  # a small number is phrasing as often as a claim ("20 million" for 20000000)
-        if not re.search(r"(?<![\w.-])" + re.escape(_plain(w)) + r"(?![\w-])", held):
-            out.append(w)
+        if w and _SPECIFIC.search(w) and not re.fullmatch(r"\d{1,2}", w):
+            out.append(w)  # a small number is phrasing as often as a claim ("20 million" for 20000000)
     return list(dict.fromkeys(out))
+
+
+def _holds(plain_text: str, word: str) -> bool:
+    return re.search(r"(?<![\w.-])" + re.escape(_plain(word)) + r"(?![\w-])", plain_text) is not None
+
+
+def unread_words(text: str, evidence: str) -> list[str]:
+    """The specific words of `text` (numbers, flags, key=value) that `evidence` does not hold as
+    words, case and thousands separators ignored."""
+    held = _plain(evidence)
+    return [w for w in specific_words(text) if not _holds(held, w)]
+
+
+def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
+    """Why an answer found after cheaper routes said "not in the documents" is taken from passages
+    about something else, or None: each specific word of it must be held by a passage read that
+    holds at least half of the key terms of the question or of a sub-question the logic route
+    asked (the number a passage gives for another option is no answer). A multi-hop form is not
+    checked: its answer sits in a later hop's passage."""
+    from hierarchy.lexical import tokens
+    from hierarchy.question_forms import form_plan
+
+    words = specific_words(answer.text)
+    if not key_terms(question) or not words or form_plan(question) is not None:
+        return None
+    # what a passage may be about: the question, or a sub-question the logic route asked on the way
+    # (a plan of one node restates the question: no hop of its own)
+    nodes = (answer.trace.dag or {}).get("nodes", [])
+    hops = [n.get("rewritten") or n.get("question") or "" for n in nodes] if len(nodes) > 1 else []
+    asked = [question, *hops]
+    topics = [[word_family(t) for t in key_terms(a)] for a in asked if key_terms(a)]
+
+    def about(text: str) -> bool:
+        held = set(tokens(text))
+        return any(2 * sum(1 for f in fams if f & held) >= len(fams) for fams in topics)
+
+    texts = _read_texts(kb, answer)
+    for w in words:
+        holding = [t for t in texts if _holds(_plain(t), w)]
+        if holding and not any(about(t) for t in holding):
+            return f"the answer's {w!r} comes from passages about something else (none holds half the question's terms)"
+    return None
 
 
 def _plain(text: str) -> str:

@@ -33,6 +33,9 @@ SELF_CHECK_MAX_TOKENS = 12
 RETRY_ROUTES: tuple[str, ...] = ROUTES[1:]
 
 
+RETRIED = "retried on"  # a step up the ladder after an answer that said it had none
+
+
 @dataclass(frozen=True)
 class Step:
     """Answer again on `route`; `reason` and `verb` ("retried on", "escalated to") name it in flags."""
@@ -89,7 +92,7 @@ class Escalation:
                 return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
             self.climbing = True
         later = routes_after(ans.route, self.ladder)
-        return Step(later[0], reason, "retried on") if later else None
+        return Step(later[0], reason, RETRIED) if later else None
 
 
 def check_retry_routes(routes: Sequence[str]) -> tuple[str, ...]:

@@ -224,6 +224,11 @@ class RoutedRAG(RagConfig):
                 except DeadlineError as e:  # the deadline ends the step: the answer so far, flagged
                     ans.trace.flag(f"{why}: {e}")
                     break
+                if step.verb == escalation.RETRIED and self.abstain_ungrounded and looks_unanswered(later.text) is None:
+                    # cheaper routes read and found nothing: the answer must come from a passage about the question
+                    why = absence.off_question_reason(self.kb, q, later)
+                    if why is not None:
+                        later = absence.abstained(later, why, self.style)
                 ans = escalation.merge_escalated(ans, later, step.reason)
         ans.route_probs = decision.probs
         ans.trace.decision = decision.trace()

@@ -192,3 +192,43 @@ def test_a_long_request_or_an_instruction_is_not_kept_absent_for_a_framing_word_
         "the ticket price, the opening time and the weir at Gunnislake?"
     )
     assert weigh_absence(kb, long_question, ["c0"])["climb"] is True
+
+
+VALGRIND = {
+    "Core options": "--num-callers=<number> [default: 12] Specifies the maximum number of entries shown in stack "
+    "traces. The maximum value is 500.",
+    "Suppressions": "A suppressions file holds suppression entries, each naming the error kind and the stack it hides.",
+}
+
+
+# every term in the KB, no passage holding them all: the absence climbs
+SUPPRESSIONS_Q = "What number of suppression entries can a suppressions file hold?"
+
+
+def test_an_answer_found_after_an_absence_must_come_from_a_passage_about_the_question(monkeypatch):
+    from engine.pipeline import RoutedRAG
+
+    reply = "A suppressions file holds at most 500 entries [1]."
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(reply, [], ["c0", "c1"]))
+    rag = RoutedRAG(
+        kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]), router=FakeRouter()
+    )
+    ans = rag.answer(SUPPRESSIONS_Q)
+    assert ans.route == "logic" and ans.text.startswith(NOT_IN_DOCUMENTS), ans.text
+    assert "'500' comes from passages about something else" in ans.trace["ungrounded"]["reason"]
+
+
+def test_an_answer_found_after_an_absence_from_a_passage_about_a_sub_question_is_kept(monkeypatch):
+    from engine.pipeline import RoutedRAG
+
+    hops = [
+        {"id": "q1", "question": "Which option sets the stack depth of errors?", "answer": "--num-callers"},
+        {"id": "q2", "question": "What is the largest value of --num-callers?", "answer": "500", "supported": True},
+    ]
+    reply = "Up to 500."
+    monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(reply, hops, ["c0", "c1"]))
+    rag = RoutedRAG(
+        kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]), router=FakeRouter()
+    )
+    ans = rag.answer(SUPPRESSIONS_Q)  # the same question: the passage is about its second hop
+    assert ans.route == "logic" and ans.text == reply, ans.trace.get("ungrounded")

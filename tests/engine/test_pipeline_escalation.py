@@ -32,7 +32,7 @@ def test_looks_unanswered_no(text):
 def test_escalation_from_an_unknown_answer(monkeypatch):
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = ScriptedLLM(replies=["unknown", "plan", "30 July 1970"])
-    rag = make_rag(llm, keep_absence=False)
+    rag = make_rag(llm, keep_absence=False, abstain_ungrounded=False)  # the fake logic route asks no sub-question
     ans = rag.answer("When was the film maker of Inception born?", route="chunk", escalate=True)
     assert ans.route == "logic" and ans.text == "30 July 1970"
     first = ans.trace["escalated_from"]
