@@ -134,14 +134,13 @@ def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answ
     passages = passages_of(kb, answer)
     if not passages:
         return None
-    booked = {"llm_calls": answer.trace.llm_calls, "flags": answer.trace.flags}  # call_llm books here
     try:
         c = call_llm(
             llm,
             self_check_messages(question, answer.text, passages),
             purpose="self_check",
             usage=answer.usage,
-            trace=booked,
+            trace=answer.trace,
             schema=SELF_CHECK_SCHEMA,
             max_tokens=SELF_CHECK_MAX_TOKENS,
         )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from engine.base.trace import Trace
 from engine.base.types import Usage
 from engine.llm.base import LLM, call_llm
 
@@ -202,7 +203,7 @@ def extractive_batch(
     return out
 
 
-def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage, trace: dict) -> list[Unit]:
+def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage, trace: Trace) -> list[Unit]:
     """Abstractive summary (temperature 0, through call_llm so it is cached and booked),
     cut to max_words words."""
     from engine.prompts.summary import summary_messages

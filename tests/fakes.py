@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import KBEmptyError
+from engine.base.trace import Trace
 from engine.base.types import Answer, Completion, RetrievedChunk, Usage
 from engine.llm.base import call_llm
 from engine.llm.structured import chat_structured
@@ -251,9 +252,9 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
-        usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": []}}
+        usage, trace = Usage(), Trace(route="logic", dag={"nodes": []})
         read = [c.chunk_id for c in kb.search(question, k=3)] if hasattr(kb, "search") else []
-        trace["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]  # what the route read
+        trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]  # what the route read
         call_llm(
             llm, [{"role": "user", "content": f"Decompose: {question}"}], purpose="decompose", usage=usage, trace=trace
         )

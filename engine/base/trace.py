@@ -3,10 +3,12 @@ server and the benchmarks read (the LLM calls, the flags, the passages shown, th
 confidence, the logic route's DAG, the routing decision, the escalation); the route's own record
 (the logic route's steps, memory and reflection, the summary route's descent) stays in `details`.
 
-A route builds its record as a plain dict while it answers (engine.llm.base.call_llm and flag
-write into it) and its Answer turns it into a Trace (Trace.of). `to_dict()` is the one JSON form:
-the keys the server's and `ask --trace`'s JSON and the benchmark stores have always had. A Trace
-also reads as that JSON (trace["dag"], trace.get("steps")), so a route's own keys are read as before."""
+A route builds its Trace from the start (Trace(route=...)) and writes the typed fields as
+attributes; engine.llm.base.call_llm and flag append to `llm_calls` and `flags`; the route's own
+record goes in `details`. Trace.of still turns a plain dict into a Trace (an Answer given one: the
+stand-in routes of the tests and benchmarks). `to_dict()` is the one JSON form: the keys the
+server's and `ask --trace`'s JSON and the benchmark stores have always had. A Trace also reads as
+that JSON (trace["dag"], trace.get("steps")), so a route's own keys are read as before."""
 
 from __future__ import annotations
 

@@ -172,13 +172,14 @@ def numbered_sources(shown: list[RetrievedChunk]) -> list[Source]:
 class Answer:
     """What every route returns.
 
-    trace: route-specific JSON-able dict; always has "llm_calls": [{purpose, prompt_tokens,
-    completion_tokens, seconds, cached}] and "flags": [str] (fallbacks taken, visibly)."""
+    trace: how the answer was made (engine.base.trace.Trace): its llm_calls [{purpose,
+    prompt_tokens, completion_tokens, seconds, cached}], its flags [str] (fallbacks taken,
+    visibly), the route's own record in details; a dict given here becomes a Trace."""
 
     text: str
     route: str
     usage: Usage
-    trace: Trace = field(default_factory=Trace)  # a route's record (a dict) becomes a Trace
+    trace: Trace = field(default_factory=Trace)
     route_probs: dict[str, float] | None = None
     sources: list[Source] = field(default_factory=list)  # what the answer was built on
 

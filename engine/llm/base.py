@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.base.errors import DeadlineError, LLMError, LogicRouteError, StructuredOutputError
+from engine.base.trace import Trace
 from engine.base.types import Completion, Usage
 from engine.llm.urls import check_base_url, redact
 
@@ -269,15 +270,15 @@ def call_llm(
     *,
     purpose: str,
     usage: Usage,
-    trace: dict,
+    trace: Trace,
     schema: dict | None = None,
     max_tokens: int = 256,
 ) -> Completion:
-    """Make one call, add its cost to `usage` and log it in trace["llm_calls"].
+    """Make one call, add its cost to `usage` and log it in trace.llm_calls.
 
     A StructuredOutputError is booked too (its attempts cost tokens) and re-raised, so the
     caller decides the visible fallback."""
-    calls = trace.setdefault("llm_calls", [])
+    calls = trace.llm_calls
     try:
         c = llm.chat(messages, schema=schema, max_tokens=max_tokens, temperature=0.0)
     except StructuredOutputError as e:
@@ -300,7 +301,7 @@ _STRUCTURED_VIA = {
 }
 
 
-def _flag_structured_via(trace: dict, purpose: str, completions: list[Completion]) -> None:
+def _flag_structured_via(trace: Trace, purpose: str, completions: list[Completion]) -> None:
     """An endpoint that refused the schema as a response format answered under a weaker
     constraint (engine.llm.openai_api): visible, as every fallback is."""
     via = next((c.structured_via for c in completions if c.structured_via), None)
@@ -336,9 +337,9 @@ def answer_confidence(c: Completion) -> float | None:
     return math.exp(sum(c.token_logprobs) / len(c.token_logprobs))
 
 
-def flag(trace: dict, message: str) -> None:
+def flag(trace: Trace, message: str) -> None:
     """Record a visible fallback in the trace."""
-    trace.setdefault("flags", []).append(message)
+    trace.flag(message)
 
 
 class Stopwatch:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm
 from engine.prompts.answer import answer_messages
@@ -18,9 +19,9 @@ def answer_chunk(q: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: st
     """`q` as check_question returns it (the route registry's callers check it once)."""
     watch = Stopwatch()
     usage = Usage()
-    trace: dict = {"route": "chunk", "llm_calls": [], "flags": []}
+    trace = Trace(route="chunk")
     chunks = kb.search(q, k=k)
-    trace["retrieved"] = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in chunks]
+    trace.retrieved = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in chunks]
     c = call_llm(
         llm,
         answer_messages(q, format_passages(chunks), style=style),

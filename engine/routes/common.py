@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from engine.base.errors import BadQuestionError
+from engine.base.trace import Trace
 from engine.base.types import Completion
 from engine.llm.base import answer_confidence
 from engine.prompts.answer import NOT_IN_DOCUMENTS
@@ -69,12 +70,12 @@ def resolve_citations(text: str, numbered: set[int]) -> tuple[str, list[int]]:
     return _CITATION.sub(fix, text), list(dict.fromkeys(dropped))
 
 
-def note_confidence(trace: dict, c: Completion) -> None:
-    """trace["confidence"]: how sure the model was of the route's answer (geometric mean of its
+def note_confidence(trace: Trace, c: Completion) -> None:
+    """trace.confidence: how sure the model was of the route's answer (geometric mean of its
     tokens' probabilities), where the backend reports log-probabilities (the local model does)."""
     confidence = answer_confidence(c)
     if confidence is not None:
-        trace["confidence"] = round(confidence, 4)
+        trace.confidence = round(confidence, 4)
 
 
 def check_question(question: str) -> str:

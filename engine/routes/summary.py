@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.base.trace import Trace
 from engine.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages
@@ -339,14 +340,14 @@ def answer_summary(
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
     usage = Usage()
-    trace: dict = {"route": "summary", "llm_calls": [], "flags": []}
+    trace = Trace(route="summary")
     if cfg != SummaryConfig():
-        trace["summary_config"] = asdict(cfg)
+        trace.details["summary_config"] = asdict(cfg)
     context, visited = _context(q, kb, k, None, layers, cfg)
     for f in visited.pop("flags"):
         flag(trace, f)
-    trace.update(visited)
-    trace["retrieved"] = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in context]
+    trace.details.update(visited)
+    trace.retrieved = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in context]
     if not context:
         flag(trace, "no context found in the summary layers; answered without passages")
     c = call_llm(

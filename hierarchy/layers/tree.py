@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from engine.base.progress import progress_bar
+from engine.base.trace import Trace
 from engine.base.types import Usage
 from hierarchy.layers.clustering import cluster as cluster_rows
 from hierarchy.layers.clustering import cluster_method
@@ -139,7 +140,7 @@ class SummaryRun:
         self.show_progress = show_progress
         self.words = words
         self.usage = Usage()
-        self.trace: dict = {"llm_calls": [], "flags": []}
+        self.trace = Trace()  # call_llm books the summaries' calls here
         self.sentence_cache: dict[str, np.ndarray] = {}
         self.rows = {c: i for i, c in enumerate(kb.chunk_ids)}
         self.embedded = 0

@@ -9,6 +9,7 @@ import pytest
 
 import engine.routes.logic.solve as logic_mod
 from engine.absence import unread_words, weigh_absence, word_family
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.prompts.answer import NOT_IN_DOCUMENTS
@@ -113,8 +114,8 @@ def scripted_logic(text: str, nodes: list[dict], read: list[str]):
     """A stand-in for answer_logic returning `text` with the DAG `nodes` after reading chunks `read`."""
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        usage, trace = Usage(), {"route": "logic", "llm_calls": [], "flags": [], "dag": {"nodes": nodes}}
-        trace["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
+        usage, trace = Usage(), Trace(route="logic", dag={"nodes": nodes})
+        trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
         call_llm(llm, [{"role": "user", "content": question}], purpose="answer", usage=usage, trace=trace)
         return Answer(text=text, route="logic", usage=usage, trace=trace)
 

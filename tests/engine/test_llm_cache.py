@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from engine.base.errors import LLMError, StructuredOutputError
+from engine.base.trace import Trace
 from engine.base.types import Completion, Usage
 from engine.llm.base import call_llm, flag
 from engine.llm.cache import CachedLLM, cache_key
@@ -60,7 +61,7 @@ def test_cache_hit_returns_original_tokens_without_calling_inner(tmp_path):
     with __import__("sqlite3").connect(tmp_path / "c.sqlite") as db:  # original seconds kept
         assert db.execute("SELECT seconds FROM completions").fetchall() == [(1.5,)]
 
-    usage, trace = Usage(), {}
+    usage, trace = Usage(), Trace()
     call_llm(llm, MSGS, purpose="t", usage=usage, trace=trace, schema=SCHEMA)
     assert usage.cached_calls == 1 and usage.prompt_tokens == 11
     assert trace["llm_calls"][0]["cached"] is True
@@ -215,7 +216,7 @@ def test_a_hit_keeps_the_answers_token_log_probabilities(tmp_path):
 
 def structured(llm) -> tuple[object, dict]:
     """One structured call as a route makes it: booked by call_llm, a failure flagged by the caller."""
-    usage, trace = Usage(), {}
+    usage, trace = Usage(), Trace()
     try:
         c = call_llm(llm, MSGS, purpose="decompose", usage=usage, trace=trace, schema=SCHEMA)
     except StructuredOutputError as e:

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from engine.base.errors import BadQuestionError, DeadlineError, LLMError, StructuredOutputError
+from engine.base.trace import Trace
 from engine.base.types import Completion, Usage
 from engine.budget import Budget
 from engine.cli_options import llm_option
@@ -195,7 +196,7 @@ class BlankLLM:
 
 
 def test_a_blank_completion_that_gets_through_is_flagged_and_not_served_from_the_cache(tmp_path):
-    trace: dict = {}
+    trace = Trace()
     call_llm(BlankLLM(), MSGS, purpose="answer", usage=Usage(), trace=trace)
     assert trace["flags"] == ["the LLM returned a blank completion for answer"]
 

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from engine.base.errors import LLMError
+from engine.base.trace import Trace
 from engine.base.types import Usage
 from engine.llm.base import call_llm
 from engine.llm.cache import CachedLLM
@@ -69,7 +70,7 @@ class FormatServer(ThreadedEndpoint):
 
 
 def ask(llm, purpose: str = "decompose"):
-    usage, trace = Usage(), {}
+    usage, trace = Usage(), Trace()
     c = call_llm(llm, MSGS, purpose=purpose, usage=usage, trace=trace, schema=SCHEMA)
     return c, trace
 

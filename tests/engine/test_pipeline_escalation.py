@@ -10,6 +10,7 @@ import pytest
 
 import engine.routes.logic.solve as logic_mod
 from engine.base.errors import LogicRouteError
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.pipeline import Budget
@@ -169,7 +170,7 @@ def fake_summary():
 
     def answer_summary(question, kb, llm, k=3, style="short", config=None):
         retrieved = [{"chunk_id": cid, "score": 1.0} for cid in list(kb.chunks)[:2]]
-        usage, trace = Usage(), {"route": "summary", "llm_calls": [], "flags": [], "retrieved": retrieved}
+        usage, trace = Usage(), Trace(route="summary", retrieved=retrieved)
         c = call_llm(
             llm, [{"role": "user", "content": f"Summary: {question}"}], purpose="answer", usage=usage, trace=trace
         )

@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from hierarchy.datasets import Question
@@ -103,7 +104,7 @@ def route_llm(right: dict[str, set[str]]) -> ScriptedLLM:
 
 def runner(route, q, kb, llm, k=3, style="short", **_):
     """A route as the labels see it: chunk and summary one LLM call, logic two."""
-    usage, trace = Usage(), {"llm_calls": [], "flags": []}
+    usage, trace = Usage(), Trace()
     for _ in range(2 if route == "logic" else 1):
         c = call_llm(llm, [{"role": "user", "content": f"{route}: {q}"}], purpose="answer", usage=usage, trace=trace)
     return Answer(text=c.text, route=route, usage=usage, trace=trace)

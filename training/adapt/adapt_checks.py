@@ -23,6 +23,7 @@ import time
 
 from engine.base.errors import StructuredOutputError
 from engine.base.metrics import f1, normalize_answer
+from engine.base.trace import Trace
 from engine.base.types import RetrievedChunk, Usage
 from training.adapt.adapt_candidates import STOP_WORDS, Candidate, entity_name
 
@@ -88,7 +89,7 @@ def _fields(c, names: tuple[str, ...]) -> dict[str, str]:
     return got
 
 
-def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, dict]:
+def _write(cand: Candidate, llm, usage: Usage, trace: Trace) -> tuple[str, str, dict]:
     """Ask the LLM for the candidate's question: (question, answer, details kept in the row). A
     bridge takes two calls: the link on chunk A, then a single-hop question on chunk B."""
     from engine.prompts import questions as p
@@ -110,7 +111,7 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
     got = _ask(llm, msgs, schema, names, f"write {cand.kind}", usage, trace)
     question, answer = got.pop("question"), got.pop("answer")
     if cand.kind == "bridge":
-        trace["reply"] |= {"hop2": question, "answer": answer}
+        trace.details["reply"] |= {"hop2": question, "answer": answer}
         question, got = (
             bridge_question(question, description, cand.entity),
             {"description": description, "hop2": question},
@@ -118,8 +119,8 @@ def _write(cand: Candidate, llm, usage: Usage, trace: dict) -> tuple[str, str, d
     return question, answer, got
 
 
-def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: str, usage: Usage, trace: dict) -> dict:
-    """One writing call: its fields, stripped (kept in trace["reply"] for the row), or Rejected("malformed")."""
+def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: str, usage: Usage, trace: Trace) -> dict:
+    """One writing call: its fields, stripped (kept in trace.details["reply"] for the row), or Rejected("malformed")."""
     from engine.llm.base import call_llm
 
     try:
@@ -127,11 +128,11 @@ def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: s
     except StructuredOutputError:
         raise Rejected("malformed") from None
     got = _fields(c, names)
-    trace["reply"] = {**trace.get("reply", {}), **got}
+    trace.details["reply"] = {**trace.details.get("reply", {}), **got}
     return got
 
 
-def _link(cand: Candidate, llm, usage: Usage, trace: dict) -> str:
+def _link(cand: Candidate, llm, usage: Usage, trace: Trace) -> str:
     """How chunk A describes the bridge's entity, checked before the second hop is written: it
     names A's subject (else the first hop is not needed) and not the entity."""
     from engine.prompts import questions as p
@@ -205,14 +206,14 @@ def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) ->
             raise Rejected("answer contradicts its values")
 
 
-def _answer(llm, msgs: list[dict], purpose: str, usage: Usage, trace: dict) -> str:
+def _answer(llm, msgs: list[dict], purpose: str, usage: Usage, trace: Trace) -> str:
     from engine.llm.base import call_llm
     from engine.routes.common import clean_answer
 
     return clean_answer(call_llm(llm, msgs, purpose=purpose, usage=usage, trace=trace, max_tokens=32).text)
 
 
-def _check_answerable(cand: Candidate, question: str, answer: str, llm, usage: Usage, trace: dict) -> None:
+def _check_answerable(cand: Candidate, question: str, answer: str, llm, usage: Usage, trace: Trace) -> None:
     """The answer's tokens occur in the chunks it must come from, or the LLM reading the
     candidate's chunks alone gets it."""
     from engine.prompts.answer import answer_messages
@@ -225,7 +226,7 @@ def _check_answerable(cand: Candidate, question: str, answer: str, llm, usage: U
         return  # a comparison's values were checked against their chunks
     shown = [RetrievedChunk(c.id, c.doc_id, c.title, c.text, 1.0) for c in cand.chunks[:READ_MAX_CHUNKS]]
     read = _answer(llm, answer_messages(question, format_passages(shown)), "check: read", usage, trace)
-    trace["read"] = read
+    trace.details["read"] = read
     if f1(read, answer) < RIGHT_F1:
         raise Rejected("not answerable from its chunks")
 
@@ -234,7 +235,7 @@ def attempt(cand: Candidate, kb, llm) -> dict:
     """Write and check one question from `cand`: the row the writer stores (without its id)."""
     from engine.prompts.questions import closed_book_messages
 
-    t0, usage, trace = time.perf_counter(), Usage(), {}
+    t0, usage, trace = time.perf_counter(), Usage(), Trace()
     question = answer = ""
     details: dict = {}
     try:
@@ -249,7 +250,7 @@ def attempt(cand: Candidate, kb, llm) -> dict:
             raise Rejected("the answer is in the question")
         _check_answerable(cand, question, answer, llm, usage, trace)
         closed = _answer(llm, closed_book_messages(question), "check: closed book", usage, trace)
-        trace["closed_book"] = closed
+        trace.details["closed_book"] = closed
         if f1(closed, answer) >= RIGHT_F1:
             raise Rejected("answerable without passages")
         status, reason = "kept", None
@@ -259,10 +260,10 @@ def attempt(cand: Candidate, kb, llm) -> dict:
         details["entity"] = cand.entity
         details["answer_in_first_chunk"] = bool(answer) and in_text(answer, cand.chunks[0].text)
     for k in ("read", "closed_book"):
-        if k in trace:
-            details[k] = trace[k]
-    if status == "rejected" and "reply" in trace:
-        details["reply"] = trace["reply"]  # what the model wrote, to see why it was rejected
+        if k in trace.details:
+            details[k] = trace.details[k]
+    if status == "rejected" and "reply" in trace.details:
+        details["reply"] = trace.details["reply"]  # what the model wrote, to see why it was rejected
     if cand.node:
         details["node"] = cand.node
     return {

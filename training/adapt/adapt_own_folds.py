@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from engine.base.trace import Trace
 from training.adapt.adapt_labels import normalized
 
 SPLIT_SEEDS = (0, 1, 2)  # each seeds the folds and the fine-tuning of that split's routers
@@ -62,8 +63,9 @@ def replayed_answer(row: dict, route: str):
         cached_calls=int(cost.get("cached_calls", 0)),
         seconds=float(cost.get("seconds", 0.0)),
     )
-    trace = {"llm_calls": [], "flags": list((row.get("flags") or {}).get(route, []))}
-    trace["confidence"] = (row.get("confidence") or {}).get(route)
+    trace = Trace(
+        flags=list((row.get("flags") or {}).get(route, [])), confidence=(row.get("confidence") or {}).get(route)
+    )
     return Answer(text=text, route=route, usage=usage, trace=trace)
 
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 from engine.base.errors import LogicRouteError
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.routes import CHEAP_ROUTES
 from engine.routes.common import looks_unanswered
@@ -41,7 +42,7 @@ def check_sig(run, it, route: str, row: dict) -> dict:
 
 def rebuilt_answer(row: dict, route: str) -> Answer:
     """The cheap answer as the pipeline held it, from its row: the text and the chunk ids."""
-    trace = {"retrieved": [{"chunk_id": c} for c in row.get("retrieved") or []], "llm_calls": [], "flags": []}
+    trace = Trace(retrieved=[{"chunk_id": c} for c in row.get("retrieved") or []])
     return Answer(text=str(row.get("pred") or ""), route=route, usage=Usage(), trace=trace)
 
 

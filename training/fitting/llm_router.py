@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.base.errors import LogicRouteError
+from engine.base.trace import Trace
 from engine.base.types import Usage
 from engine.llm.base import call_llm
 from engine.prompts.router import llm_router_messages, llm_router_schema
@@ -27,7 +28,7 @@ class LLMRouteDecision:
 def llm_route(llm, question: str, routes: Sequence[str]) -> LLMRouteDecision:
     """Ask `llm` to pick one of `routes` (cheapest first) for `question`. A failed call falls
     back to the cheapest route, visibly (error)."""
-    usage, trace = Usage(), {}
+    usage, trace = Usage(), Trace()
     t0 = time.perf_counter()
     try:
         c = call_llm(

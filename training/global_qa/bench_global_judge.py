@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.base.errors import LLMError, StructuredOutputError
 from engine.base.files import content_hash
+from engine.base.trace import Trace
 from engine.base.types import Usage
 
 JUDGE_MAX_TOKENS = 16
@@ -50,7 +51,7 @@ def judge_answers(rows: list[dict], golds: dict[str, str], llm, store, per_type:
         if old is not None:
             out.append(old)
             continue
-        usage, trace, verdict, error = Usage(), {}, None, None
+        usage, trace, verdict, error = Usage(), Trace(), None, None
         try:
             c = call_llm(
                 llm,

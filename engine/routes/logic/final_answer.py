@@ -34,17 +34,17 @@ def final_answer(st: SolveState) -> str:
     if folded:
         return folded
     if not any(known_answer(n) for n in st.nodes.values()) and st.question not in (
-        s["query"] for s in st.trace["steps"]
+        s["query"] for s in st.trace.details["steps"]
     ):
         # stopped before any sub-answer: never answer from less than the chunk route would see
         got = retrieve(st, st.question, cfg.k)
-        st.trace["steps"].append(
+        st.trace.details["steps"].append(
             {"nodes": [], "rank": None, "query": st.question, "k": cfg.k, "chunk_ids": [c.chunk_id for c in got]}
         )
     if cfg.mechanisms().rolling_memory and st.memory:
         context = notes_with_facts(st)
         # chunks of a step that never got summarised (stopped mid-rank) are still evidence
-        summarised = {cid for s in st.trace["steps"] if "memory" in s for cid in s["chunk_ids"]}
+        summarised = {cid for s in st.trace.details["steps"] if "memory" in s for cid in s["chunk_ids"]}
         pending = [c for c in unique_chunks(st.raw) if c.chunk_id not in summarised]
         # a reader answer cites [n]: show, numbered, the passage stating each sub-answer
         cited = cited_passages(st) if cfg.cite_passages and st.style == "reader" else []
@@ -82,16 +82,16 @@ def _folded_answer(st: SolveState) -> str:
     """LogicConfig.fold_final: the short answer when the solved DAG already holds it, so the
     final call would only copy it: the date comparison computed in code, or the answer of the single
     last sub-question (every other node feeds it), when a retrieved passage states that answer
-    and the question is not a yes/no one. "" = make the final call. Recorded in trace["final"]."""
-    if not st.cfg.fold_final or st.style != "short" or st.trace.get("single_hop"):
+    and the question is not a yes/no one. "" = make the final call. Recorded in trace.details["final"]."""
+    if not st.cfg.fold_final or st.style != "short" or st.trace.details.get("single_hop"):
         return ""
     known = [n for n in nodes_in_order(st) if known_answer(n)]
     sentence, answer = computed_comparison(st.question, st.nodes, known)
     # only a date choice is folded: a computed same-X check from two misread sub-answers can say
     # "yes" where the final call, shown it among the notes, still answers "no"
     if answer and answer not in ("yes", "no"):
-        st.trace["comparison"] = sentence
-        st.trace["final"] = {"folded": "the comparison computed in code"}
+        st.trace.details["comparison"] = sentence
+        st.trace.details["final"] = {"folded": "the comparison computed in code"}
         ids = {cid for n in known for cid in n.chunk_ids}
         st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
         return answer
@@ -99,7 +99,7 @@ def _folded_answer(st: SolveState) -> str:
     if len(sinks) != 1 or question_word(st.question) == "yesno" or not grounded(st, sinks[0]):
         return ""
     sink = sinks[0]
-    st.trace["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}
+    st.trace.details["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}
     st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in set(sink.chunk_ids)]
     return clean_answer(sink.answer or "", st.style)
 
@@ -143,11 +143,11 @@ def _sinks(st: SolveState) -> list[SubQuestion]:
 
 def _final_notes(st: SolveState) -> str:
     """Sub-answers as "question answer" lines, plus the comparison computed in code when one
-    applies (compare.py says why); that line is also recorded in trace["comparison"]."""
+    applies (compare.py says why); that line is also recorded in trace.details["comparison"]."""
     known = [n for n in nodes_in_order(st) if known_answer(n)]
     lines = [f"{n.rewritten or n.question} {n.answer}" for n in known]
     hint = comparison_hint(st.question, st.nodes, known)
     if hint:
-        st.trace["comparison"] = hint
+        st.trace.details["comparison"] = hint
         lines.append(hint)
     return "\n".join(lines)

@@ -82,7 +82,7 @@ def check_support(st: SolveState, group: list[SubQuestion]) -> None:
         again = " ".join(str(c.data["answers"].get(n.id, "")).split())
         stating = [x for x in everything if supported(again, [x])]
         if again and stating:
-            st.trace.setdefault("grounded_again", []).append({"id": n.id, "was": n.answer, "now": again})
+            st.trace.details.setdefault("grounded_again", []).append({"id": n.id, "was": n.answer, "now": again})
             n.answer = again
             n.chunk_ids = list(dict.fromkeys([*n.chunk_ids, *(x.chunk_id for x in stating)]))
 

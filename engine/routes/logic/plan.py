@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 from engine.base.errors import StructuredOutputError
+from engine.base.trace import Trace
 from engine.llm.base import flag
 from engine.prompts.logic import (
     DECOMPOSE_EXAMPLE_QUESTIONS,
@@ -275,7 +276,7 @@ def nearest_examples(question: str, embedder, n: int) -> list[str]:
 def decompose(
     question: str,
     call: LLMCall,
-    trace: dict,
+    trace: Trace,
     short_prompt: bool = False,
     compact: bool = False,
     questions: bool = False,
@@ -320,7 +321,7 @@ def decompose(
     return _move_copies_last(question, trace, nodes)
 
 
-def _drop_compare_only(trace: dict, nodes: list[SubQuestion]) -> list[SubQuestion]:
+def _drop_compare_only(trace: Trace, nodes: list[SubQuestion]) -> list[SubQuestion]:
     """Drop a leaf that depends on 2+ answers without using any of them in its text ("Who is
     older?"): it has nothing to retrieve; the final answer does the comparison."""
     used = {d for n in nodes for d in all_refs(n)}
@@ -338,7 +339,7 @@ def is_copy(question: str, sub: str) -> bool:
     return bool(a) and common >= 0.9 * sum(a.values()) and common >= 0.9 * sum(b.values())
 
 
-def _move_copies_last(question: str, trace: dict, nodes: list[SubQuestion]) -> list[SubQuestion]:
+def _move_copies_last(question: str, trace: Trace, nodes: list[SubQuestion]) -> list[SubQuestion]:
     """The small model's usual failure: q1 repeats the whole question and the real first hop
     comes after it ("q1: seat of the county where X is? q2: county where X is? (needs q1)").
     A regeneration does not fix it, so the copy becomes the LAST node, depending on

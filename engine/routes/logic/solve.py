@@ -11,6 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from engine.base.errors import LLMError, StructuredOutputError
+from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.budget import Budget
 from engine.llm.base import LLM, Stopwatch, flag
@@ -68,22 +69,17 @@ def answer_logic(
     """Answer one question with query-time DAG reasoning. `q` and `style` as check_question and
     check_style return them (the route registry's callers check them once); `budget`: what the
     answer may spend (engine.routes.logic.config.caps). Failures fall back visibly
-    (trace["flags"]) instead of raising, except an LLMError on the final answer when nothing at
+    (trace.flags) instead of raising, except an LLMError on the final answer when nothing at
     all was answered."""
     watch = Stopwatch()
     cfg = config or LogicConfig()
     usage = Usage()
-    trace: dict = {
-        "route": "logic",
-        "question": q,
-        "config": asdict(cfg),
-        "llm_calls": [],
-        "flags": [],
-        "dag": {"nodes": [], "edges": [], "ranks": []},
-        "steps": [],
-        "memory": [],
-        "reflection": [],
-    }
+    trace = Trace(
+        route="logic",
+        question=q,
+        dag={"nodes": [], "edges": [], "ranks": []},
+        details={"config": asdict(cfg), "steps": [], "memory": [], "reflection": []},
+    )
     st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget))
     try:
         plan = _plan(st)
@@ -94,11 +90,11 @@ def answer_logic(
         if plan[0].origin == "fallback" or single:
             # one-node DAG = chunk-route behaviour: one retrieval, then the final answer. Why for
             # single lookups: the structured step + memory lose the exact phrase
-            trace["single_hop"] = single
+            trace.details["single_hop"] = single
             n = plan[0]
             n.rewritten = n.query = st.question
             n.chunk_ids = [c.chunk_id for c in retrieve(st, st.question, cfg.k)]
-            st.trace["steps"].append(
+            st.trace.details["steps"].append(
                 {"nodes": [n.id], "rank": 0, "query": st.question, "k": cfg.k, "chunk_ids": n.chunk_ids}
             )
         else:
@@ -111,11 +107,11 @@ def answer_logic(
         flag(trace, f"LLM error mid-DAG ({e}): answered from the memory so far")
     text = final_answer(st)
     for n in st.nodes.values():
-        if (n.origin == "fallback" or trace.get("single_hop")) and n.answer is None:
+        if (n.origin == "fallback" or trace.details.get("single_hop")) and n.answer is None:
             n.answer = text
     _record_dag(st)
-    trace["answer"] = text
-    trace["retrieval_rounds"] = st.rounds
+    trace.details["answer"] = text
+    trace.details["retrieval_rounds"] = st.rounds
     usage.seconds = watch.elapsed()
     return Answer(text=text, route="logic", usage=usage, trace=trace, sources=answer_sources(st))
 
@@ -125,12 +121,12 @@ def _plan(st: SolveState) -> list[SubQuestion]:
     cfg = st.cfg
     form = plan_from_form(st.question) if cfg.plan_forms else None
     if form is not None:
-        st.trace["plan_form"] = form[0]
+        st.trace.details["plan_form"] = form[0]
         return form[1]
     examples = None
     wanted = cfg.mechanisms().plan_examples
     if wanted:
-        examples = st.trace["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
+        examples = st.trace.details["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
     return decompose(
         st.question,
         partial(budgeted_call, st),
@@ -202,7 +198,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     texts = [n.rewritten or n.question for n in group]
     query = " ".join(texts)
     k = cfg.k * len(group)
-    before = (len(st.raw), len(st.seen), len(st.trace["steps"]))
+    before = (len(st.raw), len(st.seen), len(st.trace.details["steps"]))
     chunks = retrieve(st, query, k, spare=texts)
     for n in group:
         n.query = query
@@ -214,7 +210,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
         "k": k,
         "chunk_ids": [c.chunk_id for c in chunks],
     }
-    st.trace["steps"].append(step)
+    st.trace.details["steps"].append(step)
     ids = [n.id for n in group]
     rolling = cfg.mechanisms().rolling_memory
     if rolling:
@@ -251,7 +247,7 @@ def _solve_group(st: SolveState, group: list[SubQuestion]) -> None:
     if rolling:
         st.memory = _cap(data.get("memory", ""), cfg.memory_words)
         step["memory"] = st.memory
-        st.trace["memory"].append(st.memory)
+        st.trace.details["memory"].append(st.memory)
     check_support(st, group)
     if cfg.keep_facts:
         st.facts = step["facts"] = kept_facts(st)
@@ -263,7 +259,7 @@ def _unread(st: SolveState, group: list[SubQuestion], before: tuple[int, int, in
     was checked for (engine.budget.check_a_call_fits: stopped at once, the final answer is the
     chunk route's prompt). `before`: the lengths of st.raw, st.seen and the trace's steps then."""
     raw, seen, steps = before
-    del st.raw[raw:], st.seen[seen:], st.trace["steps"][steps:]
+    del st.raw[raw:], st.seen[seen:], st.trace.details["steps"][steps:]
     st.rounds -= 1
     for n in group:
         n.query, n.chunk_ids = None, []
@@ -308,7 +304,7 @@ def _reflect_loop(st: SolveState) -> None:
     for rnd in range(1, st.cfg.max_rounds + 1):
         if st.cfg.reflect_when_unsure and all(_settled(st, n) for n in st.nodes.values()):
             why = "answered" if st.cfg.reflect_unknown_only else "answered from a passage"
-            st.trace["reflection"].append({"round": rnd, "skipped": f"every sub-question {why}"})
+            st.trace.details["reflection"].append({"round": rnd, "skipped": f"every sub-question {why}"})
             return
         facts = [(n.id, n.rewritten or n.question, n.answer or "unknown") for n in nodes_in_order(st)]
         try:
@@ -323,7 +319,7 @@ def _reflect_loop(st: SolveState) -> None:
             flag(st.trace, f"reflection output malformed ({e}): stopped reflecting (every node was retrieved for)")
             return
         rec = {"round": rnd, "sufficient": bool(c.data["sufficient"]), "missing": c.data["missing"], "added": []}
-        st.trace["reflection"].append(rec)
+        st.trace.details["reflection"].append(rec)
         if c.data["sufficient"] or not c.data["missing"]:
             return
         new = _new_nodes(st, c.data["missing"])
@@ -370,7 +366,7 @@ def _new_nodes(st: SolveState, missing: list[dict]) -> list[SubQuestion]:
 
 def _record_dag(st: SolveState) -> None:
     g = build_graph(list(st.nodes.values()))
-    st.trace["dag"] = {
+    st.trace.dag = {
         "nodes": [{**n.to_dict(), "supported": _supported(st, n)} for n in nodes_in_order(st)],
         "edges": [[u, v] for u, v in sorted(g.edges, key=lambda e: (id_order_key(e[0]), id_order_key(e[1])))],
         "ranks": rank_groups(topological_ranks(g)) if len(g) else [],
@@ -380,7 +376,7 @@ def _record_dag(st: SolveState) -> None:
 def _supported(st: SolveState, n: SubQuestion) -> bool | None:
     """Whether a passage shown for the node states its answer (None: nothing to check, or a
     one-node plan whose answer is the final one)."""
-    if n.origin == "fallback" or st.trace.get("single_hop"):
+    if n.origin == "fallback" or st.trace.details.get("single_hop"):
         return None
     return supported(n.answer or "", node_chunks(st, n))
 

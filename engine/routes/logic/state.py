@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from engine.base.trace import Trace
 from engine.base.types import RetrievedChunk, Usage
 from engine.budget import Budget
 from engine.llm.base import (
@@ -34,7 +35,7 @@ class SolveState:
     llm: LLM
     cfg: LogicConfig
     usage: Usage
-    trace: dict
+    trace: Trace
     watch: Stopwatch
     nodes: dict[str, SubQuestion] = field(default_factory=dict)
     memory: str = ""
@@ -98,7 +99,7 @@ def retrieve(st: SolveState, query: str, k: int, spare: Sequence[str] = ()) -> l
     fresh = st.kb.search(query, k=k - len(again), exclude=exclude) if k > len(again) else []
     chunks = again + list(fresh)
     if again:
-        st.trace.setdefault("reshown", []).extend(c.chunk_id for c in again)
+        st.trace.details.setdefault("reshown", []).extend(c.chunk_id for c in again)
     st.rounds += 1
     for c in chunks:
         st.raw.append(c)
