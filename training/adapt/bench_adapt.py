@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.base.errors import LogicRouteError
 from training.adapt.adapt_verdict import (
@@ -145,80 +147,93 @@ def lodo_generalist(work: Path, train_files: list[str], dataset: str, cfg, embed
     return generalist
 
 
-def judge_set(
-    name: str,
-    label_files: Sequence[str | Path],
-    work: Path,
-    llm,
-    *,
-    n: int,
-    seeds: Sequence[int] = SEEDS,
-    embedder=None,
-    cfg=None,
-    llm_spec: str | None = None,
-    adapt_fn: Callable | None = None,
-    adapt_options: Mapping | None = None,
-    data: str | Path | None = None,
-    concurrency: int = 1,
-    progress: bool = True,
-    echo: Callable[[str], None] = print,
-    own_folds: int = 0,
-) -> dict:
+@dataclass(frozen=True)
+class BenchAdaptSettings:
+    """What `bench adapt` runs every left-out set with, built once from the command's options.
+    llm: the LLM adapt writes and labels with (llm_spec: its spec, as the label rows name it);
+    n: questions adapt writes per set; seeds: the fine-tuning seeds; embedder and cfg: the
+    generalist's (cfg: the shipped recipe); adapt_fn: training.adapt.adapt.adapt unless given
+    (tests); adapt_options: more of its keywords (its escalation_budget); data: a set's data file
+    by name [default: the shared set]; own_folds K > 1: the set's real questions given to adapt
+    K-fold as the user's own (training.adapt.adapt_own_folds; 0: off); command: the command line
+    the report names."""
+
+    llm: Any
+    n: int
+    seeds: Sequence[int] = SEEDS
+    embedder: Any = None
+    cfg: Any = None
+    llm_spec: str | None = None
+    adapt_fn: Callable | None = None
+    adapt_options: Mapping | None = None
+    data: Mapping[str, str | Path] | None = None
+    concurrency: int = 1
+    progress: bool = True
+    echo: Callable[[str], None] = print
+    command: str = ""
+    own_folds: int = 0
+
+    def data_of(self, name: str) -> str | Path | None:
+        """The data file of the set `name` (None: the shared set of that name)."""
+        return (self.data or {}).get(name)
+
+    def adapter(self) -> Callable:
+        """The adapt function: adapt_fn, else training.adapt.adapt.adapt."""
+        if self.adapt_fn is not None:
+            return self.adapt_fn
+        from training.adapt.adapt import adapt
+
+        return adapt
+
+
+@dataclass(frozen=True)
+class _SetRun:
+    """One left-out set's state once its generalist and KB exist, as its steps share it."""
+
+    name: str
+    work: Path
+    settings: BenchAdaptSettings
+    kb: Any
+    generalist: Path
+    rows: list[dict]
+    routes: list[str]
+    options: dict  # adapt's keywords for this set
+
+    def echo(self, s: str) -> None:
+        self.settings.echo(f"{self.name}: {s}")
+
+
+def judge_set(name: str, label_files: Sequence[str | Path], work: Path, settings: BenchAdaptSettings) -> dict:
     """Steps 1-4 of the module docstring for the left-out set `name`; every step resumes from
-    what `work` holds (the generalist, the KB, adapt's questions and labels). `adapt_options`:
-    more keywords of training.adapt.adapt.adapt (its escalation_budget). `own_folds` K > 1: the set's
-    real questions given to adapt K-fold as the user's own (training.adapt.adapt_own_folds)."""
-    from router.checkpoint import load_router
-    from training.adapt.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
+    what `work` holds (the generalist, the KB, adapt's questions and labels)."""
     from training.adapt.adapt_own_folds import fold_split
     from training.common.passage_kb import passages_kb
-    from training.fitting.lodo import judge
     from training.labels.label_arrays import routes_of
 
-    if adapt_fn is None:
-        from training.adapt.adapt import adapt as adapt_fn
     work.mkdir(parents=True, exist_ok=True)
     train_files, rows, dataset = split_files(label_files, name)
-    if own_folds:  # a fold count the questions cannot fill fails now, not after the set's adaptation
-        fold_split(len(rows), own_folds, seed=0)
-    generalist = lodo_generalist(work, train_files, dataset, cfg, embedder, echo=lambda s: echo(f"{name}: {s}"))
-    passages = set_passages(name, rows, data)
-    echo(f"{name}: KB of the {len(passages)} passages of its {len(rows)} labelled questions")
-    kb = passages_kb(work / "kb", passages, embedder, layers=True, show_progress=progress)
-    routes = list(routes_of(rows))
-    questions = [r["question"] for r in rows]
-
-    def judged(router) -> tuple[dict, list[str], list[dict]]:
-        """(the judge's figures and the guard's far share, the router's decisions, its probabilities)."""
-        decided, far, probs = decisions(router, questions)
-        return {**judge(rows, decided, routes), "far": far}, decided, probs
-
-    systems: dict = {}
-    systems[GENERALIST], gen_decided, gen_probs = judged(load_router(generalist, embedder=kb.embedder))
-    systems[GENERALIST + CONFIDENCE] = escalated(rows, gen_decided, chunk_first_threshold(train_files), routes)
-    options = {"n": n, "concurrency": concurrency, "llm_spec": llm_spec, "embedder": kb.embedder, "progress": progress}
-    options |= dict(adapt_options or {})
-    adapted, seed_probs, per_seed = _adapt_seeds(
-        name, kb, llm, generalist, work, seeds, options, adapt_fn, judged, rows, routes, systems, echo
-    )  # fmt: skip
+    if settings.own_folds:  # a fold count the questions cannot fill fails now, not after the set's adaptation
+        fold_split(len(rows), settings.own_folds, seed=0)
+    say = lambda s: settings.echo(f"{name}: {s}")  # noqa: E731
+    generalist = lodo_generalist(work, train_files, dataset, settings.cfg, settings.embedder, echo=say)
+    passages = set_passages(name, rows, settings.data_of(name))
+    settings.echo(f"{name}: KB of the {len(passages)} passages of its {len(rows)} labelled questions")
+    kb = passages_kb(work / "kb", passages, settings.embedder, layers=True, show_progress=settings.progress)
+    run = _SetRun(name, work, settings, kb, generalist, rows, list(routes_of(rows)), _adapt_options(settings, kb))
+    systems, gen_decided, gen_probs = _generalist_systems(run, train_files)
+    adapted, seed_probs, per_seed = _adapt_seeds(run, systems)
     budget = adapted.get("escalation_budget")  # the one adapt fitted its router's threshold within
-    systems |= fixed_systems(rows, routes, work / "adapt" / "train.jsonl", budget)
-    say = lambda s: echo(f"{name}: {s}")  # noqa: E731
-    own = _own_folds(own_folds, kb, llm, generalist, work, rows, routes, gen_decided, adapt_fn, options, systems, say)
-    routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
-    signals = retrieval_values(kb, rows)
-    ceiling = set_ceilings(rows, routers, list(routers)[-1], signals, bar=score_bar(systems, routes))
+    systems |= fixed_systems(rows, run.routes, work / "adapt" / "train.jsonl", budget)
+    own = _own_folds(run, gen_decided, systems)
+    ceiling = _ceiling(run, gen_probs, seed_probs, systems)
+    head = {"set": name, "dataset": dataset, "questions": len(rows), "passages": len(passages), "chunks": len(kb)}
     return {
-        "set": name,
-        "dataset": dataset,
-        "questions": len(rows),
-        "passages": len(passages),
-        "chunks": len(kb),
+        **head,
         "generalist_trained_on": train_files,
         "systems": systems,
         "specialist_seeds": per_seed,
-        "verdict": verdict(systems, routes),  # the adapted router as `ask` routes by default
-        "verdict_escalating": verdict(systems, routes, SPECIALIST + CONFIDENCE),  # with escalation on
+        "verdict": verdict(systems, run.routes),  # the adapted router as `ask` routes by default
+        "verdict_escalating": verdict(systems, run.routes, SPECIALIST + CONFIDENCE),  # with escalation on
         "escalation_budget": budget,
         "adaptation": {k: adapted.get(k) for k in ("questions", "writing", "writing_notes", "labels", "phases")},
         "ceiling": ceiling,  # training.adapt.adapt_ceiling: the best one threshold reaches, fitted on these rows
@@ -226,33 +241,76 @@ def judge_set(
     }
 
 
-def _own_folds(k, kb, llm, generalist, work, rows, routes, gen_decided, adapt_fn, options, systems, echo) -> dict:
-    """training.adapt.adapt_own_folds.own_folds for this set when `k` folds are asked for ({} at 0)."""
+def _adapt_options(settings: BenchAdaptSettings, kb) -> dict:
+    """The keywords every adapt call of a set takes: the settings' and adapt_options."""
+    options = {
+        "n": settings.n,
+        "concurrency": settings.concurrency,
+        "llm_spec": settings.llm_spec,
+        "embedder": kb.embedder,
+        "progress": settings.progress,
+    }
+    return options | dict(settings.adapt_options or {})
+
+
+def _judged(run: _SetRun, router) -> tuple[dict, list[str], list[dict]]:
+    """(the judge's figures and the guard's far share, the router's decisions, its probabilities)."""
+    from training.fitting.lodo import judge
+
+    decided, far, probs = decisions(router, [r["question"] for r in run.rows])
+    return {**judge(run.rows, decided, run.routes), "far": far}, decided, probs
+
+
+def _generalist_systems(run: _SetRun, train_files: list[str]) -> tuple[dict, list[str], list[dict]]:
+    """(the systems with the LODO generalist, with and without escalation; its decisions; its probabilities)."""
+    from router.checkpoint import load_router
+
+    systems: dict = {}
+    systems[GENERALIST], decided, probs = _judged(run, load_router(run.generalist, embedder=run.kb.embedder))
+    systems[GENERALIST + CONFIDENCE] = escalated(run.rows, decided, chunk_first_threshold(train_files), run.routes)
+    return systems, decided, probs
+
+
+def _ceiling(run: _SetRun, gen_probs: list[dict], seed_probs: dict, systems: dict) -> dict:
+    """training.adapt.adapt_ceiling.set_ceilings on this set's rows, the generalist and each seed's specialist."""
+    from training.adapt.adapt_ceiling import retrieval_values, seed_groups, set_ceilings
+
+    routers = {GENERALIST: gen_probs, **seed_groups(seed_probs, SPECIALIST)}
+    signals = retrieval_values(run.kb, run.rows)
+    return set_ceilings(run.rows, routers, list(routers)[-1], signals, bar=score_bar(systems, run.routes))
+
+
+def _own_folds(run: _SetRun, gen_decided: list[str], systems: dict) -> dict:
+    """training.adapt.adapt_own_folds.own_folds for this set when folds are asked for ({} at 0)."""
+    k = run.settings.own_folds
     if not k:
         return {}
     from training.adapt.adapt_own_folds import OwnFoldsRun, own_folds
 
-    run = OwnFoldsRun(list(rows), routes, gen_decided, adapt_fn, options)
-    return own_folds(kb, llm, generalist, work, k, run, systems, echo)
+    folds = OwnFoldsRun(list(run.rows), run.routes, gen_decided, run.settings.adapter(), run.options)
+    return own_folds(run.kb, run.settings.llm, run.generalist, run.work, k, folds, systems, run.echo)
 
 
-def _adapt_seeds(name, kb, llm, generalist, work, seeds, options, adapt_fn, judged, rows, routes, systems, echo):
+def _adapt_seeds(run: _SetRun, systems: dict) -> tuple[dict, dict, list[dict]]:
     """Adapt once per fine-tuning seed (the questions, labels and held-out split of seed 0 shared
     by all) and judge each specialist, with and without escalation: their means go into
     `systems`. Returns (adapt's last report, each seed's probabilities, each seed's figures)."""
     from router.checkpoint import load_router
 
+    adapt_fn, work = run.settings.adapter(), run.work
     per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
-    for seed in seeds:
-        echo(f"{name}: adapting (fine-tuning seed {seed})")
+    for seed in run.settings.seeds:
+        run.echo(f"adapting (fine-tuning seed {seed})")
         res = adapt_fn(
-            kb.path, llm, generalist=generalist, seed=0, out=work / "adapt", train_options={"seed": seed}, **options
-        )
+            run.kb.path, run.settings.llm, generalist=run.generalist, seed=0, out=work / "adapt",
+            train_options={"seed": seed}, **run.options,
+        )  # fmt: skip
         shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
-        specialist = load_router(res.checkpoint, embedder=kb.embedder)
-        table, decided, seed_probs[seed] = judged(specialist)
+        specialist = load_router(res.checkpoint, embedder=run.kb.embedder)
+        table, decided, seed_probs[seed] = _judged(run, specialist)
         per_seed.append({"seed": seed, **table})
-        per_seed_escalated.append({"seed": seed, **escalated(rows, decided, specialist.escalate_below, routes)})
+        escalated_table = escalated(run.rows, decided, specialist.escalate_below, run.routes)
+        per_seed_escalated.append({"seed": seed, **escalated_table})
         adapted = res.report
     systems[SPECIALIST] = mean_tables(per_seed)
     systems[SPECIALIST + CONFIDENCE] = {
@@ -267,53 +325,22 @@ def bench_adapt(
     label_files: Sequence[str | Path],
     work: str | Path,
     out: str | Path,
-    llm,
-    *,
-    n: int,
-    seeds: Sequence[int] = SEEDS,
-    embedder=None,
-    cfg=None,
-    llm_spec: str | None = None,
-    adapt_fn: Callable | None = None,
-    adapt_options: Mapping | None = None,
-    data: Mapping[str, str | Path] | None = None,
-    concurrency: int = 1,
-    progress: bool = True,
-    echo: Callable[[str], None] = print,
-    command: str = "",
-    own_folds: int = 0,
+    settings: BenchAdaptSettings,
 ) -> dict:
     """judge_set for each set, then report.md + report.json under `out` (written after each set,
-    so a long run shows what it has). `data`: a set's data file by name [default: the shared set];
-    `own_folds`: judge_set's (0: off)."""
+    so a long run shows what it has)."""
     from training.adapt.bench_adapt_report import write_report
 
-    report: dict = {"command": command, "n": n, "seeds": list(seeds), "label_files": [str(f) for f in label_files]}
-    if own_folds:
-        report["own_folds"] = own_folds
+    seeds, files = list(settings.seeds), [str(f) for f in label_files]
+    report: dict = {"command": settings.command, "n": settings.n, "seeds": seeds, "label_files": files}
+    if settings.own_folds:
+        report["own_folds"] = settings.own_folds
     report["sets"] = {}
     for name in sets:
         try:
-            report["sets"][name] = judge_set(
-                name,
-                label_files,
-                Path(work) / name,
-                llm,
-                n=n,
-                seeds=seeds,
-                embedder=embedder,
-                cfg=cfg,
-                llm_spec=llm_spec,
-                adapt_fn=adapt_fn,
-                adapt_options=adapt_options,
-                data=(data or {}).get(name),
-                concurrency=concurrency,
-                progress=progress,
-                echo=echo,
-                own_folds=own_folds,
-            )
+            report["sets"][name] = judge_set(name, label_files, Path(work) / name, settings)
         except LogicRouteError as e:  # a set that cannot be adapted (no question kept) does not stop the others
-            echo(f"{name}: {e}")
+            settings.echo(f"{name}: {e}")
             report["sets"][name] = {"set": name, "error": str(e)}
         write_report(Path(out), report)
     return report

@@ -72,8 +72,8 @@ def bench_adapt(
     from engine.embedder import get_embedder
     from engine.llm.factory import make_llm
     from router.checkpoint import DEFAULT_CHECKPOINT
+    from training.adapt.bench_adapt import BenchAdaptSettings, shipped_label_files
     from training.adapt.bench_adapt import bench_adapt as run
-    from training.adapt.bench_adapt import shipped_label_files
     from training.fitting.fit import config_from_card
 
     check_llm_spec(llm_spec)
@@ -87,12 +87,8 @@ def bench_adapt(
         raise click.BadParameter(f"{seeds!r}: a comma list of integers", param_hint="--seeds") from None
     names = [s.strip() for s in sets.split(",") if s.strip()]
     files = list(label_files) or shipped_label_files()
-    report = run(
-        names,
-        files,
-        work,
-        out,
-        make_llm(llm_spec, cache=not no_cache),
+    settings = BenchAdaptSettings(
+        llm=make_llm(llm_spec, cache=not no_cache),
         n=n,
         seeds=seed_list,
         embedder=injected_embedder(ctx) or get_embedder(),
@@ -104,6 +100,7 @@ def bench_adapt(
         command="logicroute " + " ".join(sys.argv[1:]),
         own_folds=own_folds,
     )
+    report = run(names, files, work, out, settings)
     for name, part in report["sets"].items():
         if "error" in part:
             click.echo(f"{name}: failed: {part['error']}")

@@ -7,6 +7,7 @@ had, and without --own-folds the bench's report is what it was."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import partial
 
 import pytest
@@ -175,20 +176,20 @@ def test_a_kb_without_a_router_before_the_folds_has_none_after_them(tmp_path):
 
 def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
     from tests.training.adapt.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
-    from training.adapt.bench_adapt import bench_adapt
+    from training.adapt.bench_adapt import BenchAdaptSettings, bench_adapt
 
     emb = HashedBowEmbedder(dim=32)
     files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}
-    common = dict(
+    settings = BenchAdaptSettings(
         llm=None, n=7, embedder=emb, cfg=CFG, adapt_fn=always_logic_adapt(tmp_path, emb, []), seeds=(0,),
         data={d: data for d, (data, _) in files.items()}, progress=False, echo=lambda s: None,
     )  # fmt: skip
     labels = [label for _, label in files.values()]
-    report = bench_adapt(["films"], labels, tmp_path / "work", tmp_path / "out", **common)
+    report = bench_adapt(["films"], labels, tmp_path / "work", tmp_path / "out", settings)
     md = (tmp_path / "out" / "report.md").read_text()
     assert "own_folds" not in report and "own_folds" not in report["sets"]["films"]
     assert TITLE not in md and "own questions" not in md
-    folded = bench_adapt(["films"], labels, tmp_path / "work", tmp_path / "out2", own_folds=2, **common)
+    folded = bench_adapt(["films"], labels, tmp_path / "work", tmp_path / "out2", replace(settings, own_folds=2))
     md = (tmp_path / "out2" / "report.md").read_text()
     assert folded["sets"]["films"]["own_folds"]["folds"] == 2 and f"### {TITLE}" in md
     assert (tmp_path / "work" / "films" / "own_folds" / "split2" / "fold1" / "own_questions.jsonl").is_file()
@@ -196,14 +197,16 @@ def test_without_own_folds_the_bench_report_is_as_it_was(tmp_path):
 
 def test_more_folds_than_real_questions_fail_the_set_before_any_adaptation(tmp_path):
     from tests.training.adapt.test_bench_adapt import CFG, TOPICS, always_logic_adapt, write_set
-    from training.adapt.bench_adapt import bench_adapt
+    from training.adapt.bench_adapt import BenchAdaptSettings, bench_adapt
 
     emb, calls = HashedBowEmbedder(dim=32), []
     files = {d: write_set(tmp_path, d, names) for d, names in TOPICS.items()}
     report = bench_adapt(
-        ["films"], [label for _, label in files.values()], tmp_path / "work", tmp_path / "out", llm=None, n=7,
-        embedder=emb, cfg=CFG, adapt_fn=always_logic_adapt(tmp_path, emb, calls), seeds=(0,), progress=False,
-        data={d: data for d, (data, _) in files.items()}, echo=lambda s: None, own_folds=9,
+        ["films"], [label for _, label in files.values()], tmp_path / "work", tmp_path / "out",
+        BenchAdaptSettings(
+            llm=None, n=7, embedder=emb, cfg=CFG, adapt_fn=always_logic_adapt(tmp_path, emb, calls), seeds=(0,),
+            progress=False, data={d: data for d, (data, _) in files.items()}, echo=lambda s: None, own_folds=9,
+        ),
     )  # fmt: skip
     assert "9 folds of 8 questions" in report["sets"]["films"]["error"]
     assert calls == []  # the set's adaptation (hours of labelling for a real set) never started

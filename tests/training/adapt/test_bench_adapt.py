@@ -15,7 +15,7 @@ from hierarchy.kb import KnowledgeBase
 from router.checkpoint import read_card
 from tests.fakes import HashedBowEmbedder
 from training.adapt.adapt_verdict import CONFIDENCE, GENERALIST, SPECIALIST, verdict
-from training.adapt.bench_adapt import bench_adapt, escalated
+from training.adapt.bench_adapt import BenchAdaptSettings, bench_adapt, escalated
 from training.fitting.fit import TrainConfig
 from training.fitting.train import train_generalist
 from training.labels.label_scorers import LabelConfig
@@ -96,15 +96,17 @@ def test_each_left_out_set_judges_its_lodo_generalist_and_every_seed_of_the_adap
         [label for _, label in files.values()],
         tmp_path / "work",
         tmp_path / "out",
-        llm=None,
-        n=7,
-        embedder=emb,
-        cfg=CFG,
-        adapt_fn=always_logic_adapt(tmp_path, emb, calls),
-        adapt_options={"escalation_budget": 0.4},
-        data={d: data for d, (data, _) in files.items()},
-        progress=False,
-        echo=lambda s: None,
+        BenchAdaptSettings(
+            llm=None,
+            n=7,
+            embedder=emb,
+            cfg=CFG,
+            adapt_fn=always_logic_adapt(tmp_path, emb, calls),
+            adapt_options={"escalation_budget": 0.4},
+            data={d: data for d, (data, _) in files.items()},
+            progress=False,
+            echo=lambda s: None,
+        ),
     )
     # a set adapt fails on is reported, and the next set still runs
     assert report["sets"]["rivers"] == {"set": "rivers", "error": "no written question was kept"}
