@@ -67,11 +67,30 @@ def systems_table(table: dict[str, dict], routes: Sequence[str], order: Sequence
 
 
 def render_markdown(report: dict) -> str:
+    """The routing benchmark's report.md: the header, each scope's systems, the cost-quality sweep,
+    the confusion matrices, the LLM router's timings, the notes."""
+    md = _header(report)
+    for scope, table in report["systems"].items():
+        n = next(iter(table.values()))["n"]
+        md += [f"## {scope} ({n} questions)", "", *systems_table(table, report["routes"], report["systems_order"]), ""]
+    md += _cost_quality_section(report.get("cost_quality") or {}, report["config"]["metric"])
+    md += _confusion_section(report.get("confusion") or {})
+    md += _llm_router_section(report)
+    if report.get("notes"):
+        md += ["## Notes", "", *[f"- {n}" for n in report["notes"]], ""]
+    md += [
+        "Plots: `cost_quality.png`, `route_distribution.png`. Per-question results: `report.json` "
+        "(`per_question`) and `results.jsonl`.",
+        "",
+    ]
+    return "\n".join(md)
+
+
+def _header(report: dict) -> list[str]:
+    """The title and the run's settings."""
     cfg = report["config"]
-    routes = report["routes"]
-    order = report["systems_order"]
     kb_note = f" (passages of the first {int(cfg['kb_questions'])} questions)" if cfg.get("kb_questions") else ""
-    md = [
+    return [
         "# Routing benchmark",
         "",
         f"LLM `{cfg['llm_spec']}`, top-k {cfg['k']}, {cfg['n'] or 'all'} questions per file from offset "
@@ -84,32 +103,39 @@ def render_markdown(report: dict) -> str:
         "MLP seconds, LLM router call, self-checks; escalation: both answers); `% route`: share sent there.",
         "",
     ]
-    for scope, table in report["systems"].items():
-        n = next(iter(table.values()))["n"]
-        md += [f"## {scope} ({n} questions)", "", *systems_table(table, routes, order), ""]
-    cq = report.get("cost_quality") or {}
-    if cq:
-        md += [
-            "## Cost-quality (RouteLLM): logic = strong, chunk = weak",
-            "",
-            f"Threshold sweep on P(logic); quality = mean {cfg['metric']}. APGR = average performance gap "
-            "recovered over the share of logic calls (random routing: 0.50); CPT(x%) = share of logic calls "
-            "needed to recover x% of the gap. APGR above 1 means the mix beats logic alone; '-' = logic is "
-            "not better than chunk here, so there is no gap to recover.",
-            "",
-            "| scope | weak | strong | oracle (share) | router AUC | router APGR | router CPT(50%) | "
-            "router CPT(80%) | oracle APGR |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for scope, a in cq.items():
-            r = a.get("router") or {}
-            md.append(
-                f"| {scope} | {_pct(a['weak'])} | {_pct(a['strong'])} | {_pct(a['oracle_point']['quality'])} "
-                f"({_share(a['oracle_point']['share'])}) | {_pct(r.get('auc'))} | {_num(r.get('apgr'))} | "
-                f"{_share(r.get('cpt50'))} | {_share(r.get('cpt80'))} | {_num(a['oracle'].get('apgr'))} |"
-            )
-        md.append("")
-    for scope, cms in (report.get("confusion") or {}).items():
+
+
+def _cost_quality_section(cq: dict, metric: str) -> list[str]:
+    """RouteLLM's cost-quality figures per scope ([] without them)."""
+    if not cq:
+        return []
+    md = [
+        "## Cost-quality (RouteLLM): logic = strong, chunk = weak",
+        "",
+        f"Threshold sweep on P(logic); quality = mean {metric}. APGR = average performance gap "
+        "recovered over the share of logic calls (random routing: 0.50); CPT(x%) = share of logic calls "
+        "needed to recover x% of the gap. APGR above 1 means the mix beats logic alone; '-' = logic is "
+        "not better than chunk here, so there is no gap to recover.",
+        "",
+        "| scope | weak | strong | oracle (share) | router AUC | router APGR | router CPT(50%) | "
+        "router CPT(80%) | oracle APGR |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for scope, a in cq.items():
+        r = a.get("router") or {}
+        md.append(
+            f"| {scope} | {_pct(a['weak'])} | {_pct(a['strong'])} | {_pct(a['oracle_point']['quality'])} "
+            f"({_share(a['oracle_point']['share'])}) | {_pct(r.get('auc'))} | {_num(r.get('apgr'))} | "
+            f"{_share(r.get('cpt50'))} | {_share(r.get('cpt80'))} | {_num(a['oracle'].get('apgr'))} |"
+        )
+    md.append("")
+    return md
+
+
+def _confusion_section(confusion: dict) -> list[str]:
+    """One confusion matrix (chosen route against the oracle's) per scope and system."""
+    md: list[str] = []
+    for scope, cms in confusion.items():
         for name, cm in cms.items():
             md += [
                 f"### {scope}: {name.replace('_vs_', ' vs ')} (rows: chosen, columns: oracle; agreement "
@@ -121,31 +147,29 @@ def render_markdown(report: dict) -> str:
             for lab, row in zip(cm["labels"], cm["matrix"]):
                 md.append(f"| **{lab}** | " + " | ".join(str(v) for v in row) + " |")
             md.append("")
+    return md
+
+
+def _llm_router_section(report: dict) -> list[str]:
+    """The LLM router's decisions and timings beside the MLP router's ([] when it did not run)."""
     lr = report.get("llm_router")
-    if lr:
-        md += [
-            "## The LLM as router",
-            "",
-            f"{lr['decisions']} decisions ({lr['uncached']} uncached, {lr['errors']} failed): median "
-            f"{lr['median_seconds']:.2f} s, mean {lr['mean_seconds']:.2f} s per decision"
-            + (
-                f"; the MLP router takes {report['router']['seconds_per_question'] * 1000:.1f} ms per question "
-                "(batched)"
-                if report.get("router")
-                else ""
-            )
-            + "."
-            + (f" {lr['note']}." if lr.get("note") else ""),
-            "",
-        ]
-    if report.get("notes"):
-        md += ["## Notes", "", *[f"- {n}" for n in report["notes"]], ""]
-    md += [
-        "Plots: `cost_quality.png`, `route_distribution.png`. Per-question results: `report.json` "
-        "(`per_question`) and `results.jsonl`.",
+    if not lr:
+        return []
+    mlp = (
+        f"; the MLP router takes {report['router']['seconds_per_question'] * 1000:.1f} ms per question (batched)"
+        if report.get("router")
+        else ""
+    )
+    return [
+        "## The LLM as router",
+        "",
+        f"{lr['decisions']} decisions ({lr['uncached']} uncached, {lr['errors']} failed): median "
+        f"{lr['median_seconds']:.2f} s, mean {lr['mean_seconds']:.2f} s per decision"
+        + mlp
+        + "."
+        + (f" {lr['note']}." if lr.get("note") else ""),
         "",
     ]
-    return "\n".join(md)
 
 
 ROUTE_COLORS = {"chunk": "#4C72B0", "summary": "#55A868", "logic": "#C44E52"}
