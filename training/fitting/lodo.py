@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -172,53 +172,95 @@ def lodo_report(
     asked = _llm_decisions(llm, rows, routes, progress) if llm is not None else None
     with_confidence = "chunk" in routes and STRONG in routes and any(confidence_of(r, "chunk") for r in rows)
     systems = _systems(routes, with_llm=asked is not None, with_confidence=with_confidence)
-    pooled: dict[str, list] = {s: [] for s in systems}
-    paid: dict[str, list] = {s: [] for s in ESCALATING}  # cheap attempts redone
-    pooled_index: list[int] = []  # the left-out rows, fold after fold
+    run = _LodoRun(x, rows, routes, cfg, int(embedder.dim), priors, asked, systems, specialist_n, progress)
     report: dict = {"routes": routes, "label_files": [str(f) for f in label_files], "config": asdict(cfg)}
     report["held_out"] = {}
     if priors is not None:
         report["priors"] = priors.counts()  # per set; a fold trains on those of its training sets
     folds = {d: [i for i, r in enumerate(rows) if str(r["dataset"]) == d] for d in datasets}
-    routed: dict[str, list[str]] = {}  # the router's decisions per fold at the recipe's own seed
-    rank_logic = STRONG in routes and "chunk" in routes
-    p_strong = np.zeros(len(rows))  # the router's left-out P(logic), for the ranking check
-    for d, test in folds.items():
-        if progress:
-            print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
-        decided, model, probs = _fold_decisions(x, rows, test, routes, cfg, int(embedder.dim), priors)
-        routed[d] = decided["router"]
-        if rank_logic:
-            p_strong[test] = probs[:, routes.index(STRONG)]
-        if asked is not None:
-            decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
-        fold_paid: dict[str, list] = {}
-        t = escalation_systems(rows, test, decided, fold_paid, systems)
-        if t is not None:
-            report.setdefault("confidence_thresholds", {})[d] = t
-        if 0 < specialist_n < len(test) - 1:
-            report.setdefault("specialist", {})[d] = _specialist(model, x, rows, test, routes, specialist_n, cfg)
-        report["held_out"][d] = {
-            s: _judge_system(s, rows, test, decided[s], routes, asked, fold_paid.get(s)) for s in systems
-        }
-        for s in systems:
-            pooled[s].extend(decided[s])
-        for s, o in fold_paid.items():
-            paid[s].extend(o)
-        pooled_index.extend(test)
+    pooled = _run_folds(run, folds, report)
     report["pooled"] = {
-        s: _judge_system(s, rows, pooled_index, pooled[s], routes, asked, paid.get(s) or None) for s in systems
+        s: _judge_system(s, rows, pooled.index, pooled.decided[s], routes, asked, pooled.paid.get(s) or None)
+        for s in systems
     }
-    if rank_logic:
-        sets = [*((d, folds[d]) for d in folds), ("pooled", pooled_index)]
-        report["logic_gain_ranking"] = _ranking(rows, sets, p_strong, signals)
+    if run.rank_logic:
+        sets = [*((d, folds[d]) for d in folds), ("pooled", pooled.index)]
+        report["logic_gain_ranking"] = _ranking(rows, sets, pooled.p_strong, signals)
     if asked is not None:
         report["llm_router_errors"] = sum(a["error"] is not None for a in asked)
     if seeds:
-        dim = int(embedder.dim)
-        known = {cfg.seed: routed}
-        report["seed_spread"] = seed_spread(x, rows, folds, routes, cfg, dim, seeds, progress, known, priors)
+        known = {cfg.seed: pooled.routed}
+        report["seed_spread"] = seed_spread(x, rows, folds, routes, cfg, run.dim, seeds, progress, known, priors)
     return report
+
+
+@dataclass(frozen=True)
+class _LodoRun:
+    """What every fold of lodo_report shares: the rows and their inputs, the recipe, the systems judged."""
+
+    x: np.ndarray
+    rows: list[dict]
+    routes: list[str]
+    cfg: TrainConfig
+    dim: int
+    priors: Priors | None
+    asked: list[dict] | None  # the LLM router's decisions, one per row
+    systems: list[str]
+    specialist_n: int
+    progress: bool
+
+    @property
+    def rank_logic(self) -> bool:
+        return STRONG in self.routes and "chunk" in self.routes
+
+
+@dataclass
+class _Pooled:
+    """The folds' left-out decisions, pooled fold after fold."""
+
+    decided: dict[str, list]
+    paid: dict[str, list]  # cheap attempts redone
+    index: list[int] = field(default_factory=list)  # the left-out rows, fold after fold
+    routed: dict[str, list[str]] = field(default_factory=dict)  # the router's decisions per fold at the recipe's seed
+    p_strong: np.ndarray | None = None  # the router's left-out P(logic), for the ranking check
+
+
+def _run_folds(run: _LodoRun, folds: dict[str, list[int]], report: dict) -> _Pooled:
+    """Each fold in turn: its systems judged into `report` (held_out, confidence_thresholds,
+    specialist), its decisions pooled."""
+    pooled = _Pooled({s: [] for s in run.systems}, {s: [] for s in ESCALATING}, p_strong=np.zeros(len(run.rows)))
+    for d, test in folds.items():
+        decided, fold_paid = _one_fold(run, d, test, report, pooled)
+        for s in run.systems:
+            pooled.decided[s].extend(decided[s])
+        for s, o in fold_paid.items():
+            pooled.paid[s].extend(o)
+        pooled.index.extend(test)
+    return pooled
+
+
+def _one_fold(run: _LodoRun, d: str, test: list[int], report: dict, pooled: _Pooled) -> tuple[dict, dict]:
+    """Train without `d`, judge every system on its rows into `report`; (the decisions, the cheap attempts redone)."""
+    rows, routes, asked = run.rows, run.routes, run.asked
+    if run.progress:
+        print(f"leaving out {d}: {len(test)} rows, training on {len(rows) - len(test)}", flush=True)
+    decided, model, probs = _fold_decisions(run.x, rows, test, routes, run.cfg, run.dim, run.priors)
+    pooled.routed[d] = decided["router"]
+    if run.rank_logic:
+        pooled.p_strong[test] = probs[:, routes.index(STRONG)]
+    if asked is not None:
+        decided[LLM_ROUTER] = [asked[i]["route"] for i in test]
+    fold_paid: dict[str, list] = {}
+    t = escalation_systems(rows, test, decided, fold_paid, run.systems)
+    if t is not None:
+        report.setdefault("confidence_thresholds", {})[d] = t
+    if 0 < run.specialist_n < len(test) - 1:
+        specialist = _specialist(model, run.x, rows, test, routes, run.specialist_n, run.cfg)
+        report.setdefault("specialist", {})[d] = specialist
+    report["held_out"][d] = {
+        s: _judge_system(s, rows, test, decided[s], routes, asked, fold_paid.get(s)) for s in run.systems
+    }
+    return decided, fold_paid
 
 
 def seed_spread(
