@@ -109,9 +109,6 @@ def adapt(
     train_seed (default seed) the fine-tuning alone; judge: label files of real questions also judged,
     with no LLM call; style: the answer style `ask` will use (STYLE_METRICS); escalation_budget: the
     most the escalation threshold may spend, a share of always-logic's tokens (None: no cap)."""
-    from router.kb_router import remember
-    from training.adapt import adapt_report as ar
-
     t_start = time.monotonic()
     check_budget(escalation_budget)
     own = read_own_questions(questions_file) if questions_file else []  # a bad file fails before any work
@@ -122,12 +119,8 @@ def adapt(
     out.mkdir(parents=True, exist_ok=True)
     phases: dict[str, dict] = {}
 
-    t0 = time.perf_counter()
-    write = writer or _default_writer()
-    written, wreport = write(
-        kb, llm, n=n, out=out / "questions.jsonl", kinds=kinds, seed=seed, minutes=minutes, progress=progress
-    )
-    phases["writing"] = _phase(t0, wreport.llm_calls, wreport.prompt_tokens + wreport.completion_tokens)
+    writing = dict(n=n, kinds=kinds, seed=seed, minutes=minutes, progress=progress)
+    written, wreport = _write(writer or _default_writer(), kb, llm, out, writing, phases)
     if not written and not own:
         raise AdaptError(
             f"no written question was kept ({_rejections(wreport)}): nothing to label, and nothing was recorded in "
@@ -150,9 +143,29 @@ def adapt(
     split = {"train": len(train_rows), "heldout": len(held_rows), "holdout": holdout, "seed": seed + 1}
     report = _report(kb, card, generalist, ckpt, spec, run_routes, run, (written, own, wreport), routers, judge)
     report |= {"seed": seed, "train_seed": seeded["seed"], "split": split, "phases": phases}
+    return _finish(
+        kb, out, report, (generalist, ckpt, spec, run, held_rows, routers, run_routes), escalation_budget, t_start
+    )
+
+
+def _write(write: Callable, kb, llm, out: Path, writing: dict, phases: dict) -> tuple:
+    """Step 1: (the kept questions, the writer's report); the writing phase's figures into `phases`."""
+    t0 = time.perf_counter()
+    written, wreport = write(kb, llm, out=out / "questions.jsonl", **writing)
+    phases["writing"] = _phase(t0, wreport.llm_calls, wreport.prompt_tokens + wreport.completion_tokens)
+    return written, wreport
+
+
+def _finish(kb, out: Path, report: dict, trained: tuple, budget: float | None, t_start: float) -> AdaptResult:
+    """Steps 5-6: the held-out section and the total time into `report`, the checkpoint recorded in
+    the KB, the report written."""
+    from router.kb_router import remember
+    from training.adapt import adapt_report as ar
+
+    generalist, ckpt, spec, run, held_rows, routers, run_routes = trained
     report["heldout"] = ar.heldout_section(held_rows, routers, run_routes)
-    phases["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
-    escalation = {"escalate_below": routers["specialist"].escalate_below, "escalation_budget": escalation_budget}
+    report["phases"]["total"] = {"seconds": round(time.monotonic() - t_start, 1)}
+    escalation = {"escalate_below": routers["specialist"].escalate_below, "escalation_budget": budget}
     report |= escalation
     info = {"adapted_from": str(generalist), "llm": spec, "report": str(out / "report.md"), "labels": len(run.rows)}
     remember(kb, ckpt, info | escalation)
