@@ -204,7 +204,8 @@ def eval_router(
         from engine.llm.factory import make_llm
         from training.fitting.cmd_train import train_config_from_options
         from training.fitting.fit import TrainConfig
-        from training.fitting.lodo import format_lodo, lodo_report
+        from training.fitting.lodo import lodo_report
+        from training.fitting.lodo_format import format_lodo
 
         if recipe:
             from training.fitting.fit import config_from_card

@@ -271,7 +271,8 @@ def generalist(
     files, embedder = expand_files(labels + more_labels), injected_embedder(ctx)
     extras = {}
     if lodo:
-        from training.fitting.lodo import lodo_report, lodo_summary
+        from training.fitting.lodo import lodo_report
+        from training.fitting.lodo_format import lodo_summary
 
         extras["lodo"] = lodo_summary(lodo_report(files, cfg, embedder=embedder))
     card = train_generalist(

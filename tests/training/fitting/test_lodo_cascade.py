@@ -10,8 +10,9 @@ import pytest
 from hierarchy.datasets import Question
 from tests.fakes import HashedBowEmbedder
 from training.fitting.fit import TrainConfig
-from training.fitting.lodo import format_lodo, lodo_report
+from training.fitting.lodo import lodo_report
 from training.fitting.lodo_cascade import escalate, fit_threshold, fit_threshold_utility, retry_unanswered
+from training.fitting.lodo_format import format_lodo
 from training.labels.label_scorers import LabelConfig
 from training.labels.labels import make_row
 

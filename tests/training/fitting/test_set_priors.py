@@ -14,6 +14,7 @@ from hierarchy.datasets import Question, load_dataset, resolve_data
 from tests.fakes import HashedBowEmbedder
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
+from training.fitting.lodo_format import format_lodo
 from training.fitting.set_priors import BENCHMARK_QUESTIONS, SET_ROUTES, Priors, prior_rows
 from training.labels.label_scorers import LabelConfig
 from training.labels.labels import make_row
@@ -105,7 +106,7 @@ def test_a_fold_never_trains_on_the_priors_of_the_set_it_leaves_out(tmp_path, sh
     rep = lodo.lodo_report(files, cfg, embedder=HashedBowEmbedder(dim=16))
 
     assert rep["priors"] == {name: 3 for name in SET_ROUTES}
-    assert "router trained with set priors (nq 3, squad 3, hotpotqa 3, 2wiki 3, musique 3)" in lodo.format_lodo(rep)
+    assert "router trained with set priors (nq 3, squad 3, hotpotqa 3, 2wiki 3, musique 3)" in format_lodo(rep)
     left_out = sorted(rep["held_out"])  # the folds run in this order
     assert left_out == ["2wiki", "musique", "nq"]
     for dataset, datasets_trained in zip(left_out, seen):
