@@ -1,6 +1,6 @@
 """When "not in the documents" is the answer.
 
-Two rules, both read off what the answer was made from, with no LLM call:
+Rules read off what an answer was made from, with no LLM call:
 
 - `weigh_absence`: a cheap route's answer that says it has none is final unless the retrieval
   evidence says a costlier route could find it. The KB's lexical index tells whether every key
@@ -11,11 +11,13 @@ Two rules, both read off what the answer was made from, with no LLM call:
   form whose first hop is in the KB, send the question on up the ladder.
 - `ungrounded_reason`: an answer never outruns its evidence. A logic sub-answer no passage shown
   for it states (the grounding check, engine.routes.logic.grounding.supported), or an answer of
-  any route naming a number, a flag or a code word that neither the question nor any passage read
+  any route naming a number, a flag or a key=value that neither the question nor any passage read
   holds, turns the answer into "not in the documents", saying what was found.
+- `off_question_reason`: an answer found after cheaper routes said "not in the documents" takes
+  its specific words from a passage about the question.
 
-RagConfig.keep_absence and RagConfig.abstain_ungrounded turn them off (the retry ladder and the
-logic answer as they were).
+RagConfig.keep_absence turns the first off (every absence climbs the ladder);
+RagConfig.abstain_ungrounded the other two (answers are returned as the routes gave them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import KBError
 from engine.base.types import Answer
 from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.routes.common import strip_citations
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -36,7 +39,6 @@ if TYPE_CHECKING:
 # the common ones from outside the passages without inventing its claim.
 _SPECIFIC = re.compile(r"\d|^--?[A-Za-z]|\w=\w")
 _WORD = re.compile(r"(?:[^\s\[\]()\"'`,;:!?]|(?<=\d)[,:](?=\d))+")  # 6,650 and 7:30 are one word
-_CITATION_MARK = re.compile(r"\[\d+(?:\s*[,;-]\s*\d+)*\]")
 _EDGE = ".,;:!?\"'`()[]{}<>*"
 
 
@@ -60,27 +62,7 @@ def _in_kb(lexical, term: str) -> bool:
 
 
 # Pronouns stand for something the question names elsewhere (or the conversation did): no term.
-_PRONOUNS = frozenset(
-    [
-        "he",
-        "she",
-        "him",
-        "his",
-        "her",
-        "hers",
-        "its",
-        "they",
-        "them",
-        "their",
-        "you",
-        "your",
-        "we",
-        "our",
-        "us",
-        "my",
-        "me",
-    ]
-)
+_PRONOUNS = frozenset("he she him his her hers its they them their you your we our us my me".split())  # noqa: SIM905
 
 
 def key_terms(question: str) -> list[str]:
@@ -173,10 +155,15 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str
     return None
 
 
+def retrieved_ids(answer: Answer) -> list[str]:
+    """The chunk ids a cheap route shows in trace.retrieved."""
+    return [r["chunk_id"] for r in answer.trace.retrieved or [] if isinstance(r, dict) and r.get("chunk_id")]
+
+
 def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     """The text of every passage the route read: a cheap route's retrieved chunks, the logic
     route's steps' chunks."""
-    ids = [r.get("chunk_id") for r in answer.trace.retrieved or [] if isinstance(r, dict)]
+    ids = retrieved_ids(answer)
     ids += [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
     out = []
     for cid in dict.fromkeys(ids):
@@ -190,7 +177,7 @@ def specific_words(text: str) -> list[str]:
     """The words of `text` that state a checkable specific (numbers of three digits or more,
     flags, key=value), citation markers [n] left out, once each."""
     out = []
-    for raw in _WORD.findall(_CITATION_MARK.sub(" ", text)):
+    for raw in _WORD.findall(strip_citations(text)):
         w = raw.strip(_EDGE)
         if w and _SPECIFIC.search(w) and not re.fullmatch(r"\d{1,2}", w):
             out.append(w)  # a small number is phrasing as often as a claim ("20 million" for 20000000)
@@ -224,17 +211,15 @@ def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> s
     # (a plan of one node restates the question: no hop of its own)
     nodes = (answer.trace.dag or {}).get("nodes", [])
     hops = [n.get("rewritten") or n.get("question") or "" for n in nodes] if len(nodes) > 1 else []
-    asked = [question, *hops]
-    topics = [[word_family(t) for t in key_terms(a)] for a in asked if key_terms(a)]
+    topics = [[word_family(t) for t in terms] for terms in map(key_terms, [question, *hops]) if terms]
 
-    def about(text: str) -> bool:
-        held = set(tokens(text))
+    def about(held: set[str]) -> bool:
         return any(2 * sum(1 for f in fams if f & held) >= len(fams) for fams in topics)
 
-    texts = _read_texts(kb, answer)
+    read = [(_plain(t), set(tokens(t))) for t in _read_texts(kb, answer)]
     for w in words:
-        holding = [t for t in texts if _holds(_plain(t), w)]
-        if holding and not any(about(t) for t in holding):
+        holding = [held for plain, held in read if _holds(plain, w)]
+        if holding and not any(about(held) for held in holding):
             return f"the answer's {w!r} comes from passages about something else (none holds half the question's terms)"
     return None
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from engine.absence import weigh_absence
+from engine.absence import retrieved_ids, weigh_absence
 from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.budget import too_little_left
@@ -47,7 +47,8 @@ class Step:
 
 @dataclass
 class Escalation:
-    """The escalation policy of one answer. retry: climb `ladder` when an answer says it has none;
+    """The escalation policy of one answer. retry: climb `ladder` (the retry routes, less summary
+    on a KB without layers once a climb starts) when an answer says it has none;
     checks: check the cheap answers that give one (confidence under `below`, else the self-check
     when `self_check`); keep_absence: weigh the evidence before the first climb (engine.absence)."""
 
@@ -84,13 +85,13 @@ class Escalation:
     def _after_absence(self, question: str, ans: Answer, reason: str) -> Step | None:
         if not self.climbing:
             if self.keep_absence:
-                retrieved = [r.get("chunk_id") for r in ans.trace.retrieved or [] if isinstance(r, dict)]
-                ans.trace.absence = weigh_absence(self.kb, question, [c for c in retrieved if c])
+                ans.trace.absence = weigh_absence(self.kb, question, retrieved_ids(ans))
                 if not ans.trace.absence["climb"]:
                     return None  # "not in the documents" is the answer: no retry, no self-check
             if not self.retry:
                 return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
             self.climbing = True
+            self.ladder = ladder_for(self.kb, self.ladder)  # read when a climb starts, not for every answer
         later = routes_after(ans.route, self.ladder)
         return Step(later[0], reason, RETRIED) if later else None
 

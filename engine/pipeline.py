@@ -203,7 +203,7 @@ class RoutedRAG(RagConfig):
         policy = escalation.Escalation(
             kb=self.kb,
             llm=self.get_llm(),
-            ladder=escalation.ladder_for(self.kb, self.retry_routes) if retry else (),
+            ladder=self.retry_routes if retry else (),
             retry=retry,
             checks=escalate,
             keep_absence=self.keep_absence,
@@ -220,15 +220,11 @@ class RoutedRAG(RagConfig):
                     ans.trace.flag(f"{why}: too little budget left")
                     break
                 try:
-                    later = self._run_route(q, step.route, left_after(budget, ans.usage))
+                    after_absence = step.verb == escalation.RETRIED
+                    later = self._run_route(q, step.route, left_after(budget, ans.usage), after_absence)
                 except DeadlineError as e:  # the deadline ends the step: the answer so far, flagged
                     ans.trace.flag(f"{why}: {e}")
                     break
-                if step.verb == escalation.RETRIED and self.abstain_ungrounded and looks_unanswered(later.text) is None:
-                    # cheaper routes read and found nothing: the answer must come from a passage about the question
-                    why = absence.off_question_reason(self.kb, q, later)
-                    if why is not None:
-                        later = absence.abstained(later, why, self.style)
                 ans = escalation.merge_escalated(ans, later, step.reason)
         ans.route_probs = decision.probs
         ans.trace.decision = decision.trace()
@@ -243,12 +239,16 @@ class RoutedRAG(RagConfig):
         routes = route_set(self.summary_config, self.logic_config())
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
-    def _run_route(self, q: str, route: str, budget: Budget | None = None) -> Answer:
+    def _run_route(self, q: str, route: str, budget: Budget | None = None, after_absence: bool = False) -> Answer:
         """`route`'s answer to the checked question `q`, inside `budget`'s limits; an answer that
-        outruns the passages it read becomes "not in the documents" (engine.absence)."""
+        outruns the passages it read becomes "not in the documents" (engine.absence), and so does
+        one `after_absence` (cheaper routes read and found nothing) taken from a passage about
+        something else."""
         ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
         if self.abstain_ungrounded and looks_unanswered(ans.text) is None:
             why = absence.ungrounded_reason(self.kb, q, ans)
+            if why is None and after_absence:
+                why = absence.off_question_reason(self.kb, q, ans)
             if why is not None:
                 ans = absence.abstained(ans, why, self.style)
         return ans

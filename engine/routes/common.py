@@ -49,6 +49,11 @@ def _cited(marker: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def strip_citations(text: str) -> str:
+    """The text with its [n] citation markers replaced by a space."""
+    return _CITATION.sub(" ", text)
+
+
 def cited_numbers(text: str) -> list[int]:
     """Every source number the text's [n] markers cite, as resolve_citations reads them."""
     return [n for m in _CITATION.finditer(text) for n in _cited(m.group(2))]
