@@ -19,7 +19,7 @@ from engine.budget import too_little_left
 from engine.llm.base import LLM, call_llm
 from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
-from engine.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, SummaryRoute, check_route
+from engine.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
 from engine.routes.common import looks_unanswered
 
 if TYPE_CHECKING:
@@ -34,15 +34,19 @@ RETRY_ROUTES: tuple[str, ...] = ROUTES[1:]
 
 
 RETRIED = "retried on"  # a step up the ladder after an answer that said it had none
+LOOKED_FURTHER = "looked further with"  # the chunk route again, on the next passages by rank
+AFTER_ABSENCE = (RETRIED, LOOKED_FURTHER)  # steps taken after an answer that said it had none
 
 
 @dataclass(frozen=True)
 class Step:
-    """Answer again on `route`; `reason` and `verb` ("retried on", "escalated to") name it in flags."""
+    """Answer again on `route`, passing over the chunks in `exclude`; `reason` and `verb`
+    ("retried on", "looked further with", "escalated to") name it in flags."""
 
     route: str
     reason: str
     verb: str
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass
@@ -61,6 +65,7 @@ class Escalation:
     below: float | None
     self_check: bool
     climbing: bool = False  # a ladder climb is under way: an answer that still has none goes on up it
+    looked_further: bool = False  # the next passages were read once: an answer that still has none is final
     checked: bool = False  # a cheap answer is checked once
 
     def next_step(self, question: str, ans: Answer, budget: "Budget | None") -> Step | None:
@@ -83,13 +88,19 @@ class Escalation:
         return Step(TOP_ROUTE, reason, "escalated to") if reason is not None else None
 
     def _after_absence(self, question: str, ans: Answer, reason: str) -> Step | None:
+        if self.looked_further:
+            return None  # the next passages said the same: "not in the documents" is the answer
         if not self.climbing:
+            verdict = None
             if self.keep_absence:
-                ans.trace.absence = weigh_absence(self.kb, question, retrieved_ids(ans))
-                if not ans.trace.absence["climb"]:
+                verdict = ans.trace.absence = weigh_absence(self.kb, question, retrieved_ids(ans))
+                if not verdict["climb"] and not verdict.get("look_further"):
                     return None  # "not in the documents" is the answer: no retry, no self-check
             if not self.retry:
                 return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
+            if verdict is not None and verdict.get("look_further"):
+                self.looked_further = True
+                return Step(ChunkRoute.name, verdict["reason"], LOOKED_FURTHER, tuple(retrieved_ids(ans)))
             self.climbing = True
             self.ladder = ladder_for(self.kb, self.ladder)  # read when a climb starts, not for every answer
         later = routes_after(ans.route, self.ladder)
@@ -164,9 +175,10 @@ def passages_of(kb: "KnowledgeBase", ans: Answer) -> str:
     return format_passages(chunks)
 
 
-def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
+def merge_escalated(first: Answer, second: Answer, reason: str, verb: str = "escalated to") -> Answer:
     """The later route's answer, carrying the first attempt: trace["escalated_from"], every LLM call
-    of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed."""
+    of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed; the flag
+    names the step (`verb`: a look at the next passages is no escalation)."""
     usage = Usage()
     usage.merge(first.usage)
     usage.merge(second.usage)
@@ -184,5 +196,8 @@ def merge_escalated(first: Answer, second: Answer, reason: str) -> Answer:
             "trace": first.trace.to_dict(),
         },
     )
-    trace.flag(f"escalated from {first.route} to {second.route}: {reason}")
+    if verb == LOOKED_FURTHER:
+        trace.flag(f"looked further: {second.route} again on the next passages ({reason})")
+    else:
+        trace.flag(f"escalated from {first.route} to {second.route}: {reason}")
     return Answer(text=second.text, route=second.route, usage=usage, trace=trace, sources=second.sources)

@@ -220,12 +220,12 @@ class RoutedRAG(RagConfig):
                     ans.trace.flag(f"{why}: too little budget left")
                     break
                 try:
-                    after_absence = step.verb == escalation.RETRIED
-                    later = self._run_route(q, step.route, left_after(budget, ans.usage), after_absence)
+                    after_absence = step.verb in escalation.AFTER_ABSENCE
+                    later = self._run_route(q, step.route, left_after(budget, ans.usage), after_absence, step.exclude)
                 except DeadlineError as e:  # the deadline ends the step: the answer so far, flagged
                     ans.trace.flag(f"{why}: {e}")
                     break
-                ans = escalation.merge_escalated(ans, later, step.reason)
+                ans = escalation.merge_escalated(ans, later, step.reason, step.verb)
         ans.route_probs = decision.probs
         ans.trace.decision = decision.trace()
         ans.trace.ood = decision.ood
@@ -239,12 +239,14 @@ class RoutedRAG(RagConfig):
         routes = route_set(self.summary_config, self.logic_config())
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
-    def _run_route(self, q: str, route: str, budget: Budget | None = None, after_absence: bool = False) -> Answer:
+    def _run_route(
+        self, q: str, route: str, budget: Budget | None = None, after_absence: bool = False, exclude: tuple = ()
+    ) -> Answer:
         """`route`'s answer to the checked question `q`, inside `budget`'s limits; an answer that
         outruns the passages it read becomes "not in the documents" (engine.absence), and so does
         one `after_absence` (cheaper routes read and found nothing) taken from a passage about
         something else."""
-        ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style))
+        ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style, exclude))
         if self.abstain_ungrounded and looks_unanswered(ans.text) is None:
             why = absence.ungrounded_reason(self.kb, q, ans)
             if why is None and after_absence:

@@ -33,13 +33,15 @@ AUTO = "auto"
 
 @dataclass(frozen=True)
 class RouteContext:
-    """What every route answers with: the KB, the LLM, the passages per retrieval and the answer
-    style (engine.prompts.answer: short | reader)."""
+    """What every route answers with: the KB, the LLM, the passages per retrieval, the answer
+    style (engine.prompts.answer: short | reader), and the chunks already read that the chunk
+    route passes over when it looks further."""
 
     kb: "KnowledgeBase"
     llm: "LLM"
     k: int = 3
     style: str = "short"
+    exclude: tuple[str, ...] = ()
 
 
 class Route(Protocol):
@@ -75,7 +77,8 @@ class ChunkRoute:
     def answer(self, question: str, ctx: RouteContext) -> "Answer":
         from engine.routes.chunk import answer_chunk
 
-        return _cited(answer_chunk(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style), ctx.style)
+        answer = answer_chunk(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style, exclude=ctx.exclude)
+        return _cited(answer, ctx.style)
 
     def bounded(self, limits: dict) -> "ChunkRoute":
         return self  # one call: nothing for a limit to cut

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from engine.base.trace import Trace
@@ -15,13 +16,18 @@ if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
 
-def answer_chunk(q: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: str = "short") -> Answer:
-    """`q` as check_question returns it (the route registry's callers check it once)."""
+def answer_chunk(
+    q: str, kb: "KnowledgeBase", llm: LLM, *, k: int = 3, style: str = "short", exclude: Collection[str] = ()
+) -> Answer:
+    """`q` as check_question returns it (the route registry's callers check it once); the top-k
+    chunks other than `exclude` (the passages an earlier answer read)."""
     watch = Stopwatch()
     usage = Usage()
     trace = Trace(route="chunk")
-    chunks = kb.search(q, k=k)
+    chunks = kb.search(q, k=k, exclude=exclude)
     trace.retrieved = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in chunks]
+    if exclude:
+        trace.details["passed_over"] = list(exclude)
     c = call_llm(
         llm,
         answer_messages(q, format_passages(chunks), style=style),

@@ -66,13 +66,50 @@ def test_a_multi_hop_form_whose_first_hop_is_in_the_kb_may_be_found_by_a_costlie
     assert not verdict["climb"] and "oppenheimer" in verdict["reason"]
 
 
-def test_an_absence_the_evidence_says_a_costlier_route_may_find_goes_up_the_ladder(monkeypatch):
+def test_a_lookup_whose_terms_the_kb_holds_apart_reads_the_next_passages_once(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(calls))
+    llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "The harbour office sells them [1]."])
+    rag = ferry_rag(llm, k=1)
+    ans = rag.answer("Which office sells tickets for the Lowen Ferry?")
+    assert ans.route == "chunk" and ans.text.startswith("The harbour office") and not calls
+    assert ans.usage.llm_calls == 2
+    first, second = rag.kb.searches[-2:]
+    assert second["exclude"] == [r["chunk_id"] for r in ans.trace["escalated_from"]["trace"]["retrieved"]]
+    absence = ans.trace["escalated_from"]["trace"]["absence"]
+    assert absence["look_further"] and not absence["climb"] and "next passages" in absence["reason"]
+    assert any(f.startswith("looked further: chunk again on the next passages (every key term") for f in ans.flags)
+
+
+def test_an_absence_the_next_passages_confirm_is_final_after_two_calls(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(logic_mod, "answer_logic", fake_logic(calls))
+    llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS, NOT_IN_DOCUMENTS, "never asked"])
+    ans = ferry_rag(llm, k=1).answer("Which office sells tickets for the Lowen Ferry?")
+    assert ans.text == NOT_IN_DOCUMENTS and ans.usage.llm_calls == 2 and not calls
+
+
+def test_a_request_whose_terms_the_kb_holds_apart_goes_up_the_ladder(monkeypatch):
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "plan", "The harbour office."])
-    ans = ferry_rag(llm).answer("Which office sells tickets for the Lowen Ferry?")
+    ans = ferry_rag(llm).answer("Name the office that sells tickets for the Lowen Ferry.")
     assert ans.route == "logic" and ans.text == "The harbour office."
     absence = ans.trace["escalated_from"]["trace"]["absence"]
     assert absence["climb"] and "no passage read holds them all" in absence["reason"]
+
+
+def test_an_answer_about_a_name_no_chunk_holds_is_withheld():
+    llm = ScriptedLLM(replies=["Run `cargo add serde` in the project folder [1]."])
+    ans = ferry_rag(llm).answer("How do I add a dependency to a Rust project with Cargo?", route="chunk")
+    assert ans.text.startswith("not in") or looks_unanswered(ans.text) is not None, ans.text
+    assert any("the question names 'Rust', 'Cargo', which no chunk of the KB holds" in f for f in ans.flags)
+    assert ans.trace["ungrounded"]["answer"].startswith("Run `cargo add")
+
+
+def test_a_name_the_kb_holds_keeps_the_answer():
+    llm = ScriptedLLM(replies=["At 7:00 and at 9:30 [1]."])
+    ans = ferry_rag(llm).answer("When does the Lowen Ferry cross the Tamar?", route="chunk")
+    assert ans.text.startswith("At 7:00") and not ans.flags
 
 
 def test_an_off_topic_question_keeps_its_absence_naming_the_terms_no_chunk_holds():
@@ -90,9 +127,11 @@ def test_an_absence_is_final_when_a_passage_read_holds_every_key_term():
     assert verdict["climb"] is False and verdict["best_passage_terms"] == len(verdict["terms"])
 
 
-def test_terms_spread_over_chunks_no_passage_read_joins_send_it_up_the_ladder():
+def test_terms_spread_over_chunks_no_passage_read_joins_send_a_lookup_further_and_a_request_up():
     kb = WordOverlapKB.titled(FERRY)
     verdict = weigh_absence(kb, "Which office sells tickets for the Lowen Ferry?", ["c0"])
+    assert verdict["climb"] is False and verdict["look_further"] is True
+    verdict = weigh_absence(kb, "Name the office that sells tickets for the Lowen Ferry.", ["c0"])
     assert verdict["climb"] is True and "no passage read holds them all" in verdict["reason"]
 
 
@@ -202,7 +241,8 @@ VALGRIND = {
 }
 
 
-# every term in the KB, no passage holding them all: the absence climbs
+# every term in the KB, no passage holding them all: the absence looks further (or climbs, when
+# every absence climbs)
 SUPPRESSIONS_Q = "What number of suppression entries can a suppressions file hold?"
 
 
@@ -212,11 +252,24 @@ def test_an_answer_found_after_an_absence_must_come_from_a_passage_about_the_que
     reply = "A suppressions file holds at most 500 entries [1]."
     monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(reply, [], ["c0", "c1"]))
     rag = RoutedRAG(
-        kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]), router=FakeRouter()
+        kb=WordOverlapKB.titled(VALGRIND),
+        llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]),
+        router=FakeRouter(),
+        keep_absence=False,
     )
     ans = rag.answer(SUPPRESSIONS_Q)
     assert ans.route == "logic" and ans.text.startswith(NOT_IN_DOCUMENTS), ans.text
     assert "'500' comes from passages about something else" in ans.trace["ungrounded"]["reason"]
+
+
+def test_an_answer_found_in_the_next_passages_must_come_from_a_passage_about_the_question():
+    from engine.pipeline import RoutedRAG
+
+    replies = [NOT_IN_DOCUMENTS, "A suppressions file holds at most 500 entries [1]."]
+    rag = RoutedRAG(kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=replies), router=FakeRouter(), k=1)
+    ans = rag.answer(SUPPRESSIONS_Q)
+    assert ans.route == "chunk" and ans.usage.llm_calls == 2 and ans.text.startswith(NOT_IN_DOCUMENTS), ans.text
+    assert "none of the passages read is about the question" in ans.trace["ungrounded"]["reason"]
 
 
 def test_an_answer_found_after_an_absence_from_a_passage_about_a_sub_question_is_kept(monkeypatch):
@@ -229,7 +282,29 @@ def test_an_answer_found_after_an_absence_from_a_passage_about_a_sub_question_is
     reply = "Up to 500."
     monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(reply, hops, ["c0", "c1"]))
     rag = RoutedRAG(
-        kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]), router=FakeRouter()
+        kb=WordOverlapKB.titled(VALGRIND),
+        llm=ScriptedLLM(replies=[NOT_IN_DOCUMENTS, "x"]),
+        router=FakeRouter(),
+        keep_absence=False,
     )
     ans = rag.answer(SUPPRESSIONS_Q)  # the same question: the passage is about its second hop
     assert ans.route == "logic" and ans.text == reply, ans.trace.get("ungrounded")
+
+
+KCACHEGRIND = {
+    "Viewers": "KCachegrind is a viewer for profiles.",
+    "Graphs": "In the call graph, leaf nodes are drawn green and the others blue; the colour marks the kind.",
+    "Options": "Options take their default values from the command line.",
+    "Schemes": "A scheme file lists the suppressions to apply.",
+}
+
+
+def test_an_answer_found_in_the_next_passages_when_none_of_them_is_about_the_question_is_withheld():
+    from engine.pipeline import RoutedRAG
+
+    replies = [NOT_IN_DOCUMENTS, "The default scheme is green for leaf nodes and blue for the others [1]."]
+    kb = WordOverlapKB.titled(KCACHEGRIND)
+    rag = RoutedRAG(kb=kb, llm=ScriptedLLM(replies=replies), router=FakeRouter(), k=1)
+    ans = rag.answer("What is the default colour scheme of KCachegrind?")
+    assert ans.usage.llm_calls == 2 and ans.text.startswith(NOT_IN_DOCUMENTS), ans.text
+    assert ans.trace["ungrounded"]["reason"].startswith("none of the passages read is about the question")

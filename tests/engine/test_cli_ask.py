@@ -18,9 +18,18 @@ from engine.cli import main
 from engine.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.pipeline import RoutedRAG
 from router.policy import Policy
-from tests.fakes import FakeGuardedRouter, ScriptedLLM, fake_logic, make_rag
+from tests.fakes import FakeGuardedRouter, ScriptedLLM, WordOverlapKB, fake_logic
+from tests.samples import PASSAGES
 
 NEAR_CHUNK = ["Where is the Eiffel Tower?", "What is the capital of Peru?", "Who wrote Emma?"]
+# The KB the questions are asked of names what they ask about (an answer about a name no chunk
+# holds is withheld: engine.absence.unheld_names).
+CLI_PASSAGES = {
+    **PASSAGES,
+    "Eiffel Tower": "The Eiffel Tower stands in Paris.",
+    "Peru": "Lima is the capital of Peru.",
+    "Emma": "Emma is a novel by Jane Austen.",
+}
 
 
 @pytest.fixture
@@ -31,7 +40,7 @@ def opened(monkeypatch):
 
     def open_fake(cls, kb, **options):
         state.options.append(options)
-        return make_rag(state.llm, router=FakeGuardedRouter(), **options)
+        return RoutedRAG(kb=WordOverlapKB.titled(CLI_PASSAGES), llm=state.llm, router=FakeGuardedRouter(), **options)
 
     monkeypatch.setattr(RoutedRAG, "open", classmethod(open_fake))
     return state
@@ -153,7 +162,8 @@ def test_a_thresholds_file_that_is_not_a_threshold_policy_is_one_line(opened, tm
 
 def by_question(messages):
     last = messages[-1]["content"]
-    return next((a for q, a in [("Eiffel", "Paris"), ("Peru", "Lima"), ("Emma", "Jane Austen")] if q in last), "?")
+    asked = [("the Eiffel Tower?", "Paris"), ("of Peru?", "Lima"), ("wrote Emma?", "Jane Austen")]
+    return next((a for q, a in asked if q in last), "?")
 
 
 def test_questions_become_one_json_line_each_in_order(opened, tmp_path):

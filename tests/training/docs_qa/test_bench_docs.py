@@ -218,7 +218,7 @@ def test_the_halves_are_seeded_and_balanced_within_each_group():
     assert halves != split_halves(rows, seed=1)
 
 
-@pytest.mark.parametrize("name", ["npm", "valgrind"])
+@pytest.mark.parametrize("name", ["npm", "valgrind", "node"])
 def test_the_shipped_sets_hold_the_seeded_split_and_the_issues_sizes(name):
     path = SETS / f"{name}.jsonl"
     qs = read_set(path)
