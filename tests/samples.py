@@ -55,6 +55,15 @@ PASSAGES = {
     "Inception": "Inception is a 2010 film directed by Christopher Nolan.",
 }
 
+# PASSAGES and the facts the CLI tests' questions ask about (Eiffel Tower, Peru, Emma): an answer
+# about a name no chunk holds is withheld (engine.absence.unheld_names).
+PASSAGES_NAMING_THEM = {
+    **PASSAGES,
+    "Eiffel Tower": "The Eiffel Tower stands in Paris.",
+    "Peru": "Lima is the capital of Peru.",
+    "Emma": "Emma is a novel by Jane Austen.",
+}
+
 # One chat call with a JSON schema for its answer, for the LLM backends and their cache.
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 MSGS = [{"role": "user", "content": "What is 2+3?"}]

@@ -19,17 +19,9 @@ from engine.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, ro
 from engine.pipeline import RoutedRAG
 from router.policy import Policy
 from tests.fakes import FakeGuardedRouter, ScriptedLLM, WordOverlapKB, fake_logic
-from tests.samples import PASSAGES
+from tests.samples import PASSAGES_NAMING_THEM
 
 NEAR_CHUNK = ["Where is the Eiffel Tower?", "What is the capital of Peru?", "Who wrote Emma?"]
-# The KB the questions are asked of names what they ask about (an answer about a name no chunk
-# holds is withheld: engine.absence.unheld_names).
-CLI_PASSAGES = {
-    **PASSAGES,
-    "Eiffel Tower": "The Eiffel Tower stands in Paris.",
-    "Peru": "Lima is the capital of Peru.",
-    "Emma": "Emma is a novel by Jane Austen.",
-}
 
 
 @pytest.fixture
@@ -40,7 +32,8 @@ def opened(monkeypatch):
 
     def open_fake(cls, kb, **options):
         state.options.append(options)
-        return RoutedRAG(kb=WordOverlapKB.titled(CLI_PASSAGES), llm=state.llm, router=FakeGuardedRouter(), **options)
+        kb = WordOverlapKB.titled(PASSAGES_NAMING_THEM)
+        return RoutedRAG(kb=kb, llm=state.llm, router=FakeGuardedRouter(), **options)
 
     monkeypatch.setattr(RoutedRAG, "open", classmethod(open_fake))
     return state
@@ -187,7 +180,7 @@ def test_each_answer_is_written_as_it_is_made_and_a_rerun_answers_only_the_rest(
     from engine.base.errors import LLMError
 
     def down_for_emma(messages):
-        if "Emma" in messages[-1]["content"]:
+        if "wrote Emma?" in messages[-1]["content"]:
             raise LLMError("the endpoint is down")
         return by_question(messages)
 

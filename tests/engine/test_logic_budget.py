@@ -75,8 +75,8 @@ def test_an_escalated_answer_stays_inside_the_budget_of_the_whole_answer(max_cal
 
 
 def test_the_self_check_is_not_made_when_the_budget_has_no_call_left():
-    llm = ScriptedLLM(["Steven Spielberg", {"answered": False}])
+    llm = ScriptedLLM(["30 July 1970", {"answered": False}])
     rag = make_rag(llm, escalate=True, self_check=True)
-    ans = rag.answer(CHAIN_Q, route="chunk", budget=Budget(max_llm_calls=1))
+    ans = rag.answer("When was the director of Inception born?", route="chunk", budget=Budget(max_llm_calls=1))
     assert len(llm.calls) == ans.usage.llm_calls == 1
     assert any("no self-check" in f for f in ans.flags)

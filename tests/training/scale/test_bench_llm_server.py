@@ -20,7 +20,11 @@ def test_a_run_books_every_answer_its_tokens_and_the_answers_that_fell_back():
     llm = ScriptedLLM(rules={"Question": "Paris"}, delay=0.01)
     rag = make_rag(llm)
     run = run_answers(
-        rag, ["Where is the Louvre?", "Where is the Eiffel Tower?", "What is the Seine?"], "chunk", 2, "x"
+        rag,
+        ["Where was Marie Curie born?", "When was Christopher Nolan born?", "Who directed Inception?"],
+        "chunk",
+        2,
+        "x",
     )
     row = run.row()
     assert row["answers"] == 3 and row["llm_calls"] == 3
