@@ -164,7 +164,9 @@ def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> di
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ds, questions = load_questions(cfg)
-    kbs = {"extractive": open_kb(out / "kb_extractive", ds.passages, "extractive", embedder, None, show_progress)[0]}
+    # Every extractive kind the systems read (and the default one, which chunk reads) is built here.
+    kinds = dict.fromkeys(["extractive", *(k for k in cfg.layers_needed() if k != "llm")])
+    kbs = {k: open_kb(out / f"kb_{k}", ds.passages, k, embedder, None, show_progress)[0] for k in kinds}
     if (read_meta(out / "kb_llm" / LAYERS_DIR) or {}).get("summarizer") == "llm":
         kbs["llm"] = KnowledgeBase.open(out / "kb_llm", embedder)
     systems = context_systems(cfg.systems, kbs)
