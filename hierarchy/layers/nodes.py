@@ -82,8 +82,9 @@ class SummaryRun:
         show_progress: bool,
         words: tuple[int, int] = (LEVEL1_WORDS, UPPER_WORDS),
         scoring: str = LEXICAL,
-        node_vectors: str = SUMMARY_TEXT,
+        node_vectors: str | None = None,
     ) -> None:
+        node_vectors = node_vectors or default_node_vectors(summarizer)
         if summarizer not in SUMMARIZERS:
             raise LogicRouteError(f"unknown summarizer {summarizer!r}: choose one of {', '.join(SUMMARIZERS)}")
         if scoring not in SCORINGS:
@@ -117,6 +118,14 @@ def scoring_of(meta: dict) -> str | None:
     if meta.get("summarizer", "extractive") != "extractive":
         return None
     return meta.get("sentence_scoring") or EMBEDDED
+
+
+def default_node_vectors(summarizer: str) -> str:
+    """CENTROID for extractive layers: free, and the descent from the top held more of the gold
+    answers with it than with the summaries' embeddings (docs/results/global/summary_layer_cost.md);
+    SUMMARY_TEXT for LLM-written ones, whose embedding is small beside their LLM calls (not measured
+    with centroids)."""
+    return CENTROID if summarizer == "extractive" else SUMMARY_TEXT
 
 
 def node_vectors_of(meta: dict) -> str:

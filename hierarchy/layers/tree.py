@@ -24,7 +24,6 @@ from hierarchy.layers.clustering import cluster as cluster_rows
 from hierarchy.layers.clustering import cluster_method
 from hierarchy.layers.nodes import (
     LEXICAL,
-    SUMMARY_TEXT,
     Node,
     SummaryRun,
     normalize,
@@ -125,7 +124,7 @@ def layers_from_structure(
     llm: "LLM | None" = None,
     show_progress: bool = False,
     scoring: str = LEXICAL,
-    node_vectors: str = SUMMARY_TEXT,
+    node_vectors: str | None = None,
 ) -> Layers:
     """Recompute every summary and embedding of a given tree (per level {node id: children}).
 
@@ -166,7 +165,7 @@ def build_tree(
     cluster_size: int = CLUSTER_SIZE,
     seed: int = 0,
     scoring: str = LEXICAL,
-    node_vectors: str = SUMMARY_TEXT,
+    node_vectors: str | None = None,
 ) -> Layers:
     """A full build in memory: cluster level by level and summarize every node. The build's
     cost is in meta["build"]."""
@@ -195,7 +194,7 @@ def build_tree(
         "version": FORMAT_VERSION,
         "summarizer": summarizer,
         "sentence_scoring": scoring if summarizer == "extractive" else None,
-        "node_vectors": node_vectors,
+        "node_vectors": run.node_vectors,
         "llm": llm.name if summarizer == "llm" else None,
         "embedder": kb.embedder.id,
         "cluster_method": cluster_method(len(kb.chunk_ids)),

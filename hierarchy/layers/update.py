@@ -27,10 +27,10 @@ from engine.base.errors import LogicRouteError
 from hierarchy.layers.nodes import (
     LEVEL1_WORDS,
     LEXICAL,
-    SUMMARY_TEXT,
     UPPER_WORDS,
     Node,
     SummaryRun,
+    default_node_vectors,
     node_vectors_of,
     normalize,
     run_cost,
@@ -76,7 +76,7 @@ def build_layers(
     cluster_size: int = CLUSTER_SIZE,
     seed: int = 0,
     scoring: str = LEXICAL,
-    node_vectors: str = SUMMARY_TEXT,
+    node_vectors: str | None = None,
 ) -> dict:
     """Build (or bring up to date) the summary layers of `kb`; returns the cost.
 
@@ -89,7 +89,8 @@ def build_layers(
         old = load_layers(kb)
         same = old is not None and old.meta.get("summarizer") == summarizer
         kind = (scoring_of(old.meta), node_vectors_of(old.meta)) if same else None
-        if same and old.levels and kind == (scoring if summarizer == "extractive" else None, node_vectors):
+        want = (scoring if summarizer == "extractive" else None, node_vectors or default_node_vectors(summarizer))
+        if same and old.levels and kind == want:
             return sync_layers(kb, llm=llm) or {"mode": "unchanged"}
     if summarizer == "llm" and llm is None:
         from engine.llm.factory import make_llm

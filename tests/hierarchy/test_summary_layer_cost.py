@@ -41,17 +41,34 @@ def sentences_of(kb) -> set[str]:
 # -- what the build embeds -------------------------------------------------------------------
 
 
-def test_the_default_layer_embeds_one_text_per_node_and_no_sentence(kb):
+def test_the_default_layer_embeds_nothing_and_its_node_vectors_are_their_childrens_mean(kb):
     emb = kb.embedder
     emb.calls.clear()
     cost = build_layers(kb, show_progress=False, cluster_size=4)
     layers = load_layers(kb)
-    nodes = sum(len(ids) for ids in layers.levels)
     assert layers.top >= 2
-    assert len(emb.encoded) == nodes == cost["embedded_texts"]  # one summary text per node
-    assert not set(emb.encoded) & sentences_of(kb)  # no sentence was embedded on its own
-    assert layers.meta["sentence_scoring"] == LEXICAL and layers.meta["node_vectors"] == SUMMARY_TEXT
+    assert emb.encoded == [] and cost["embedded_texts"] == 0
+    assert layers.meta["sentence_scoring"] == LEXICAL and layers.meta["node_vectors"] == CENTROID
     assert {"summary_seconds", "summary_embed_seconds"} <= set(cost)
+    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
+    for nid in layers.levels[0]:
+        mean = kb.vectors[[rows[c] for c in layers.nodes[nid].children]].mean(axis=0)
+        np.testing.assert_allclose(layers.vector(nid), mean / np.linalg.norm(mean), atol=1e-5)
+    top = layers.levels[-1][0]
+    mean = np.mean([layers.vector(c) for c in layers.nodes[top].children], axis=0)
+    np.testing.assert_allclose(layers.vector(top), mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_summary_text_node_vectors_embed_one_text_per_node_and_no_sentence(kb):
+    emb = kb.embedder
+    emb.calls.clear()
+    cost = build_layers(kb, show_progress=False, cluster_size=4, node_vectors=SUMMARY_TEXT)
+    layers = load_layers(kb)
+    nodes = sum(len(ids) for ids in layers.levels)
+    assert len(emb.encoded) == nodes == cost["embedded_texts"]  # one summary text per node
+    assert emb.encoded == [layers.nodes[i].text for ids in layers.levels for i in ids]
+    assert not set(emb.encoded) & sentences_of(kb)  # no sentence was embedded on its own
+    assert layers.meta["node_vectors"] == SUMMARY_TEXT
 
 
 def test_the_embedded_scoring_still_embeds_every_candidate_sentence(kb):
@@ -63,21 +80,6 @@ def test_the_embedded_scoring_still_embeds_every_candidate_sentence(kb):
     assert keys <= set(emb.encoded)
     assert len(emb.encoded) > 3 * sum(len(ids) for ids in layers.levels)
     assert layers.meta["sentence_scoring"] == EMBEDDED
-
-
-def test_centroid_node_vectors_embed_nothing_and_are_their_childrens_mean(kb):
-    emb = kb.embedder
-    emb.calls.clear()
-    cost = build_layers(kb, show_progress=False, cluster_size=4, node_vectors=CENTROID)
-    layers = load_layers(kb)
-    assert emb.encoded == [] and cost["embedded_texts"] == 0
-    rows = {c: i for i, c in enumerate(kb.chunk_ids)}
-    for nid in layers.levels[0]:
-        mean = kb.vectors[[rows[c] for c in layers.nodes[nid].children]].mean(axis=0)
-        np.testing.assert_allclose(layers.vector(nid), mean / np.linalg.norm(mean), atol=1e-5)
-    top = layers.levels[-1][0]
-    mean = np.mean([layers.vector(c) for c in layers.nodes[top].children], axis=0)
-    np.testing.assert_allclose(layers.vector(top), mean / np.linalg.norm(mean), atol=1e-5)
 
 
 # -- what a summary picks --------------------------------------------------------------------
@@ -126,7 +128,9 @@ def test_a_cluster_without_usable_sentences_still_gets_a_summary_in_budget():
 # -- updates, old layers, index --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", [{}, {"node_vectors": CENTROID}, {"scoring": EMBEDDED}])
+@pytest.mark.parametrize(
+    "how", [{}, {"node_vectors": SUMMARY_TEXT}, {"scoring": EMBEDDED, "node_vectors": SUMMARY_TEXT}]
+)
 def test_an_update_keeps_the_layers_scoring_and_equals_a_rebuild_of_the_same_tree(kb, how):
     build_layers(kb, show_progress=False, cluster_size=4, **how)
     add_documents(kb, make_docs(1, {"river": TOPICS["river"]}, seed=9, prefix="Extra "), show_progress=False)
@@ -134,7 +138,7 @@ def test_an_update_keeps_the_layers_scoring_and_equals_a_rebuild_of_the_same_tre
     check_tree(kb, after)
     assert after.meta["updates"][-1]["mode"] == "incremental"
     assert scoring_of(after.meta) == how.get("scoring", LEXICAL)
-    assert node_vectors_of(after.meta) == how.get("node_vectors", SUMMARY_TEXT)
+    assert node_vectors_of(after.meta) == how.get("node_vectors", CENTROID)
     assert_same(after, layers_from_structure(kb, after.structure(), **how))
 
 
@@ -165,3 +169,4 @@ def test_index_reports_its_time_per_phase_and_builds_the_old_layer_on_request(tm
     assert "time: reading" in out.output and "summary layer" in out.output and "% of" in out.output
     meta = json.loads((tmp_path / "old" / "layers" / "meta.json").read_text())
     assert meta["summarizer"] == "extractive" and meta["sentence_scoring"] == EMBEDDED
+    assert meta["node_vectors"] == SUMMARY_TEXT

@@ -24,16 +24,16 @@ WIDE_CHUNKS = 9  # the "more chunks" variants: 3x the chunk route's k=3, in the 
 LAYER_BUILDS: dict[str, tuple[str, dict]] = {
     "extractive": ("extractive", {}),
     "extractive-embedded": ("extractive", {"scoring": "embedded", "node_vectors": "summary"}),
-    "extractive-centroid": ("extractive", {"node_vectors": "centroid"}),
+    "extractive-text": ("extractive", {"node_vectors": "summary"}),
     "llm": ("llm", {}),
 }
 LAYERS = tuple(LAYER_BUILDS)
 # The suffix of a variant's name on each layer kind but the default one.
-_SUFFIX = {"extractive-embedded": "-embedded", "extractive-centroid": "-centroid", "llm": "-llm"}
+_SUFFIX = {"extractive-embedded": "-embedded", "extractive-text": "-text", "llm": "-llm"}
 _ABOUT = {
     "extractive": "extractive layers",
     "extractive-embedded": "extractive layers, every sentence embedded (before issue 57)",
-    "extractive-centroid": "extractive layers, node vectors the centroid of their children",
+    "extractive-text": "extractive layers, node vectors the summaries' embeddings (an ablation)",
     "llm": "LLM-written layers",
 }
 
