@@ -1,7 +1,8 @@
 """The summary tree over a knowledge base (RAPTOR-style) and its full build.
 
-Level 0 is the chunks. Level 1 clusters the chunk embeddings; every cluster becomes a node
-whose summary is embedded with the KB's embedder; the node embeddings are clustered again,
+Level 0 is the chunks. Level 1 clusters the chunk embeddings; every cluster becomes a node with
+a summary and a vector (hierarchy.layers.nodes: for extractive layers the mean of its chunks'
+vectors, for LLM-written ones the summary's embedding); the node vectors are clustered again,
 and so on until a level holds at most MAX_TOP nodes. Every node keeps its children (chunk ids
 at level 1, node ids above) and its parent.
 
@@ -189,7 +190,8 @@ def build_tree(
         canonical(nodes, run.rows)
         summarize_level(run, nodes, vecs, ids, level)
         items = ids
-        item_vecs = np.stack([vecs[i] for i in ids])
+        # Ward on unit vectors, where Euclidean distance follows cosine (CHUNK_MEAN vectors are not)
+        item_vecs = normalize(np.stack([vecs[i] for i in ids]))
     meta = {
         "version": FORMAT_VERSION,
         "summarizer": summarizer,

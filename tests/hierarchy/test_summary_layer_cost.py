@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from engine.cli import main
 from hierarchy.indexing import add_documents, index_sources
 from hierarchy.kb import KnowledgeBase
-from hierarchy.layers.nodes import CENTROID, EMBEDDED, LEXICAL, SUMMARY_TEXT, node_vectors_of, scoring_of
+from hierarchy.layers.nodes import CHUNK_MEAN, EMBEDDED, LEXICAL, SUMMARY_TEXT, node_vectors_of, scoring_of
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.tree import layers_from_structure
 from hierarchy.layers.update import build_layers
@@ -41,22 +41,24 @@ def sentences_of(kb) -> set[str]:
 # -- what the build embeds -------------------------------------------------------------------
 
 
-def test_the_default_layer_embeds_nothing_and_its_node_vectors_are_their_childrens_mean(kb):
+def test_the_default_layer_embeds_nothing_and_a_nodes_vector_is_the_mean_of_its_chunks(kb):
     emb = kb.embedder
     emb.calls.clear()
     cost = build_layers(kb, show_progress=False, cluster_size=4)
     layers = load_layers(kb)
     assert layers.top >= 2
     assert emb.encoded == [] and cost["embedded_texts"] == 0
-    assert layers.meta["sentence_scoring"] == LEXICAL and layers.meta["node_vectors"] == CENTROID
+    assert layers.meta["sentence_scoring"] == LEXICAL and layers.meta["node_vectors"] == CHUNK_MEAN
     assert {"summary_seconds", "summary_embed_seconds"} <= set(cost)
     rows = {c: i for i, c in enumerate(kb.chunk_ids)}
-    for nid in layers.levels[0]:
-        mean = kb.vectors[[rows[c] for c in layers.nodes[nid].children]].mean(axis=0)
-        np.testing.assert_allclose(layers.vector(nid), mean / np.linalg.norm(mean), atol=1e-5)
+    for nid in [*layers.levels[0], *layers.levels[-1]]:  # at every level: the mean over its chunks
+        mean = kb.vectors[[rows[c] for c in layers.chunks_under(nid)]].mean(axis=0)
+        np.testing.assert_allclose(layers.vector(nid), mean, atol=1e-5)
+    # so a question's score for a node is its mean cosine to the node's chunks
+    q = kb.embedder.encode(["river delta flood"])[0]
     top = layers.levels[-1][0]
-    mean = np.mean([layers.vector(c) for c in layers.nodes[top].children], axis=0)
-    np.testing.assert_allclose(layers.vector(top), mean / np.linalg.norm(mean), atol=1e-5)
+    cosines = kb.vectors[[rows[c] for c in layers.chunks_under(top)]] @ q
+    assert layers.vector(top) @ q == pytest.approx(cosines.mean(), abs=1e-5)
 
 
 def test_summary_text_node_vectors_embed_one_text_per_node_and_no_sentence(kb):
@@ -138,7 +140,7 @@ def test_an_update_keeps_the_layers_scoring_and_equals_a_rebuild_of_the_same_tre
     check_tree(kb, after)
     assert after.meta["updates"][-1]["mode"] == "incremental"
     assert scoring_of(after.meta) == how.get("scoring", LEXICAL)
-    assert node_vectors_of(after.meta) == how.get("node_vectors", CENTROID)
+    assert node_vectors_of(after.meta) == how.get("node_vectors", CHUNK_MEAN)
     assert_same(after, layers_from_structure(kb, after.structure(), **how))
 
 
