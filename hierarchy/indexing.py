@@ -29,7 +29,9 @@ from hierarchy.sources import load_documents
 from hierarchy.store import dir_lock
 from hierarchy.vector_store.base import StoreSpec
 
-EXTRACTIVE_EMBEDDED = "extractive-embedded"  # --summaries: the extractive layer as built before issue 57
+# --summaries: the extractive layer with every candidate sentence embedded, ~100 times slower to build,
+# kept so the two can be compared on the same folder
+EXTRACTIVE_EMBEDDED = "extractive-embedded"
 
 
 def add_documents(kb: KnowledgeBase, docs: Iterable[Document], *, show_progress: bool = True) -> dict:
@@ -58,8 +60,8 @@ class IndexResult:
     added: dict = field(default_factory=dict)  # KnowledgeBase.add's report
     layers: dict | None = None  # the cost of building or updating the summary layer, when it changed
     moved_store: str | None = None  # the store the vectors were moved to, when `store` named another one
-    # Wall and CPU seconds per phase ("read", "chunks", "layers"): where an index run's time went
-    # (the summary layer was three quarters of it before issue 57; users asked to see it).
+    # Wall and CPU seconds per phase ("read", "chunks", "layers"): where an index run's time went,
+    # so a user sees what the summary layer costs beside the chunks.
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -131,8 +133,8 @@ def index_sources(
 
 def _layers(kb: KnowledgeBase, summaries: str, rebuild: bool, make_llm: Callable | None, show_progress: bool):
     """Build the summary layer when it is missing or `rebuild` is set, else bring existing layers
-    up to date. summaries: extractive | extractive-embedded (the extractive layer as built before
-    issue 57: every candidate sentence embedded) | llm | none."""
+    up to date. summaries: extractive | extractive-embedded (every candidate sentence embedded) |
+    llm | none."""
     if summaries != "none" and (rebuild or not has_layers(kb)):
         llm = make_llm() if summaries == "llm" and make_llm is not None else None
         how = {"scoring": EMBEDDED, "node_vectors": SUMMARY_TEXT} if summaries == EXTRACTIVE_EMBEDDED else {}

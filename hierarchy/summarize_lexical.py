@@ -1,6 +1,6 @@
 """Extractive summaries chosen without embedding a sentence: the default extractive layer.
 
-Embedding every sentence of every chunk a second time was three quarters of `index`'s time on a
+Embedding every sentence of every chunk a second time costs three quarters of `index`'s time on a
 book-sized folder (issue 57: 7,727 sentences, 396 CPU-seconds, against ~140 for chunking and
 embedding the chunks). Here a sentence's relevance to its cluster is read from what is known
 already:

@@ -32,14 +32,14 @@ UPPER_WORDS = 150
 EXTRACTIVE_BATCH = 64  # clusters per batched sentence encode, at most
 # How an extractive summary scores its candidate sentences (meta.json's "sentence_scoring"):
 # LEXICAL (the default) embeds no sentence (hierarchy.summarize_lexical); EMBEDDED embeds every
-# candidate sentence and runs MMR on those vectors, the layers' only scoring before issue 57 and
-# what layers without the key were built with (their updates keep it, so a node's summary
-# stays what a rebuild of that tree gives).
+# candidate sentence and runs MMR on those vectors, ~100 times the build's time. Layers whose
+# meta.json lacks the key are EMBEDDED, and their updates keep it, so a node's summary stays what a
+# rebuild of that tree gives.
 LEXICAL = "lexical"
 EMBEDDED = "embedded"
 SCORINGS = (LEXICAL, EMBEDDED)
 # What a node's vector (the one the summary route's descent ranks) is (meta.json's "node_vectors"):
-# SUMMARY_TEXT embeds the rendered summary (RAPTOR's choice, and every layer's before the key);
+# SUMMARY_TEXT embeds the rendered summary (RAPTOR's choice; layers without the key have it);
 # CHUNK_MEAN is the mean of the vectors of the chunks under it, not normalized, and costs no encode:
 # its dot product with a question is the question's mean cosine to those chunks. Normalized, it
 # scored summaries above the chunks they cover in the collapsed tree, which then showed fewer
