@@ -75,12 +75,12 @@ def context_report(rows: list[dict], systems: list[str], types, *, resamples: in
     return out
 
 
-OLD_LAYER = "-embedded"  # the suffix of a system's twin on the extractive layer before issue 57
+OLD_LAYER = "-embedded"  # the suffix of a system's twin on the old extractive layer (every sentence embedded)
 
 
 def versus_old_layer(rows: list[dict], systems: list[str], types, *, resamples: int, seed: int) -> dict:
     """{type: {system: paired coverage difference}} of each system on the default extractive layer
-    against its twin on the layer before issue 57 (system + OLD_LAYER), when both ran: the same
+    against its twin on the old layer (system + OLD_LAYER), when both ran: the same
     questions over the same chunks, so the difference is the layer's alone."""
     by = {(r["system"], r["qid"]): r["coverage"] for r in rows}
     out: dict = {}
@@ -144,7 +144,7 @@ def locality_markdown(locality: dict) -> list[str]:
 
 def old_layer_markdown(versus: dict, per_type: dict) -> list[str]:
     lines = [
-        "## The default extractive layer against the one before issue 57",
+        "## The default extractive layer against the old one",
         "",
         f"Each system on the default layer against its `{OLD_LAYER}` twin (every candidate sentence embedded, "
         "summaries' embeddings as node vectors), question by question: coverage new and old, the mean "

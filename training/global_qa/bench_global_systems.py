@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 WIDE_CHUNKS = 9  # the "more chunks" variants: 3x the chunk route's k=3, in the same budget
 # Each layer kind is its own KB over the same chunks: (summarizer, build_layers keywords).
-# "extractive" is the default build; "extractive-embedded" the extractive layers before issue 57
+# "extractive" is the default build; "extractive-embedded" the old extractive layer
 # (every candidate sentence embedded, summaries' text embedded), kept to compare the two.
 LAYER_BUILDS: dict[str, tuple[str, dict]] = {
     "extractive": ("extractive", {}),
@@ -32,7 +32,7 @@ LAYERS = tuple(LAYER_BUILDS)
 _SUFFIX = {"extractive-embedded": "-embedded", "extractive-text": "-text", "llm": "-llm"}
 _ABOUT = {
     "extractive": "extractive layers",
-    "extractive-embedded": "extractive layers, every sentence embedded (before issue 57)",
+    "extractive-embedded": "the old extractive layers: every sentence embedded, node vectors the summaries'",
     "extractive-text": "extractive layers, node vectors the summaries' embeddings (an ablation)",
     "llm": "LLM-written layers",
 }

@@ -57,4 +57,4 @@ def test_context_only_builds_the_old_layer_in_its_own_kb_and_reports_the_pairs(t
     assert meta["sentence_scoring"] == "embedded" and meta["node_vectors"] == "summary"
     assert json.loads((out / "kb_extractive" / "layers" / "meta.json").read_text())["sentence_scoring"] == "lexical"
     assert all(v["summary"]["n"] == 2 for v in report["versus_old_layer"].values())
-    assert "against the one before issue 57" in (out / "context_report.md").read_text()
+    assert "against the old one" in (out / "context_report.md").read_text()
