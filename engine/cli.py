@@ -109,10 +109,11 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
 @click.option("--kb", "kb_dir", required=True, type=click.Path(file_okay=False), help="knowledge base folder")
 @click.option(
     "--summaries",
-    type=click.Choice(["extractive", "llm", "none"]),
+    type=click.Choice(["extractive", "llm", "none", "extractive-embedded"]),
     default="extractive",
     show_default=True,
-    help="summary layer over chunk clusters (extractive costs no LLM tokens)",
+    help="summary layer over chunk clusters (extractive costs no LLM tokens and embeds one text per cluster; "
+    "extractive-embedded, the earlier and slower extractive layer, embeds every sentence)",
 )
 @click.option("--rebuild", is_flag=True, help="rebuild the summary layer from scratch")
 @click.option("--delete", "delete_ids", multiple=True, help="document id to delete (repeatable)")
@@ -207,6 +208,16 @@ def index(
     info(added_line(result.documents, result.added, len(result.kb)))
     if result.layers is not None:
         info(f"summary layer: {json.dumps(result.layers)}")
+    info(phases_line(result.phases))
+
+
+def phases_line(phases: dict) -> str:
+    """Where an index run's time went: wall (and CPU) seconds per phase, the summary layer's share."""
+    names = {"read": "reading", "chunks": "chunks and embeddings", "layers": "summary layer"}
+    total = sum(p["seconds"] for p in phases.values()) or 1.0
+    parts = [f"{names.get(k, k)} {p['seconds']:.1f}s (CPU {p['cpu_seconds']:.1f}s)" for k, p in phases.items()]
+    share = 100 * phases.get("layers", {}).get("seconds", 0.0) / total
+    return f"time: {', '.join(parts)}; summary layer {share:.0f}% of {total:.1f}s"
 
 
 def added_line(documents: int, report: dict, kb_chunks: int) -> str:

@@ -11,7 +11,9 @@ The store never reaches up into the layers above it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,11 +22,16 @@ from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
 from hierarchy.intake_limits import IntakeLimits
 from hierarchy.kb import KnowledgeBase
+from hierarchy.layers.nodes import EMBEDDED, SUMMARY_TEXT
 from hierarchy.layers.persist import META, layers_dir
 from hierarchy.layers.update import build_layers, sync_layers
 from hierarchy.sources import load_documents
 from hierarchy.store import dir_lock
 from hierarchy.vector_store.base import StoreSpec
+
+# --summaries: the extractive layer with every candidate sentence embedded, ~100 times slower to build,
+# kept so the two can be compared on the same folder
+EXTRACTIVE_EMBEDDED = "extractive-embedded"
 
 
 def add_documents(kb: KnowledgeBase, docs: Iterable[Document], *, show_progress: bool = True) -> dict:
@@ -53,6 +60,21 @@ class IndexResult:
     added: dict = field(default_factory=dict)  # KnowledgeBase.add's report
     layers: dict | None = None  # the cost of building or updating the summary layer, when it changed
     moved_store: str | None = None  # the store the vectors were moved to, when `store` named another one
+    # Wall and CPU seconds per phase ("read", "chunks", "layers"): where an index run's time went,
+    # so a user sees what the summary layer costs beside the chunks.
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@contextmanager
+def _phase(phases: dict, name: str) -> Iterator[None]:
+    """Time a phase into phases[name] (wall and CPU seconds of this process, added up)."""
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        p = phases.setdefault(name, {"seconds": 0.0, "cpu_seconds": 0.0})
+        p["seconds"] = round(p["seconds"] + time.perf_counter() - t, 3)
+        p["cpu_seconds"] = round(p["cpu_seconds"] + time.process_time() - c, 3)
 
 
 def index_sources(
@@ -80,7 +102,9 @@ def index_sources(
     retrieval: what the KB's searches do from now on (dense | lexical | hybrid; a new KB's
     default: hybrid); a KB written before lexical retrieval gains its lexical index here.
     limits: what reading one file may cost (hierarchy.intake_limits; None: the defaults)."""
-    docs = [d for s in sources for d in load_documents(s, limits)]
+    phases: dict[str, dict[str, float]] = {}
+    with _phase(phases, "read"):
+        docs = [d for s in sources for d in load_documents(s, limits)]
     delete_ids = list(dict.fromkeys(delete_ids))
     with dir_lock(Path(kb_dir)):  # before opening: a second `index` reads what the first committed
         kb = KnowledgeBase.open_or_create(
@@ -92,23 +116,31 @@ def index_sources(
                 f"not in the knowledge base at {kb.path}, nothing changed: {', '.join(repr(d) for d in missing)}"
             )
         with kb.writing():
-            result = IndexResult(kb=kb, documents=len(docs))
+            result = IndexResult(kb=kb, documents=len(docs), phases=phases)
             if store is not None and kb.move_store(store):
                 result.moved_store = kb.store.spec.label()
             if delete_ids:
                 result.deleted_chunks = kb.delete(delete_ids)
-            if docs:
-                result.added = kb.add(docs, show_progress=show_progress)
-            if retrieval is not None or kb.postings is None:
-                kb.set_retrieval(retrieval)
-            if summaries != "none" and (rebuild or not has_layers(kb)):
-                llm = make_llm() if summaries == "llm" and make_llm is not None else None
-                result.layers = build_layers(
-                    kb, summarizer=summaries, llm=llm, show_progress=show_progress, rebuild=rebuild
-                )
-            else:
-                result.layers = sync_layers(kb, show_progress=show_progress)
+            with _phase(phases, "chunks"):
+                if docs:
+                    result.added = kb.add(docs, show_progress=show_progress)
+                if retrieval is not None or kb.postings is None:
+                    kb.set_retrieval(retrieval)
+            with _phase(phases, "layers"):
+                result.layers = _layers(kb, summaries, rebuild, make_llm, show_progress)
     return result
+
+
+def _layers(kb: KnowledgeBase, summaries: str, rebuild: bool, make_llm: Callable | None, show_progress: bool):
+    """Build the summary layer when it is missing or `rebuild` is set, else bring existing layers
+    up to date. summaries: extractive | extractive-embedded (every candidate sentence embedded) |
+    llm | none."""
+    if summaries != "none" and (rebuild or not has_layers(kb)):
+        llm = make_llm() if summaries == "llm" and make_llm is not None else None
+        how = {"scoring": EMBEDDED, "node_vectors": SUMMARY_TEXT} if summaries == EXTRACTIVE_EMBEDDED else {}
+        summarizer = "extractive" if summaries == EXTRACTIVE_EMBEDDED else summaries
+        return build_layers(kb, summarizer=summarizer, llm=llm, show_progress=show_progress, rebuild=rebuild, **how)
+    return sync_layers(kb, show_progress=show_progress)
 
 
 def has_layers(kb: KnowledgeBase) -> bool:

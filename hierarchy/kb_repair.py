@@ -50,6 +50,7 @@ from hierarchy.kb_files import CHUNKS, repair_hint
 from hierarchy.kb_manifest import MANIFEST, check_embedder, load_committed, new_manifest, next_manifest, read_manifest
 from hierarchy.kb_segments import Segment, plan_commit, prune
 from hierarchy.kb_stores import JOURNAL, settle_journal
+from hierarchy.layers.nodes import LEXICAL, scoring_of
 from hierarchy.layers.persist import damaged_files, layers_dir, read_layers, read_meta
 from hierarchy.layers.update import build_layers, sync_layers
 from hierarchy.lexical import Postings, lexical_text
@@ -380,7 +381,9 @@ def _layers(
         except KBError as e:
             report.notes.append("summary layers damaged: " + str(e).removesuffix("; " + repair_hint(kb.path)))
     llm = make_llm() if want == "llm" and make_llm is not None else None
-    build_layers(kb, want, llm, show_progress, rebuild=True)
+    # Extractive layers keep the sentence scoring meta.json names (the default when it is unreadable).
+    scoring = scoring_of(meta) if meta is not None and meta.get("summarizer") == want else None
+    build_layers(kb, want, llm, show_progress, rebuild=True, scoring=scoring or LEXICAL)
     report.layers = "rebuilt"
 
 

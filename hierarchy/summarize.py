@@ -114,11 +114,14 @@ def render_units(units: Sequence[Sequence[str]]) -> str:
     return "\n".join(f"{t}: {' '.join(s)}" if t else " ".join(s) for t, s in lines)
 
 
-def _candidates(passages: Sequence[Passage]) -> list[Unit]:
-    """Sentences of the passages, first occurrence only (overlapping chunks repeat text)."""
+def candidates(passages: Sequence[Passage]) -> tuple[list[Unit], list[int]]:
+    """Sentences of the passages, first occurrence only (overlapping chunks repeat text), and the
+    passage each came from. With no usable sentence (all fragments or very short): the first
+    non-empty passage whole, cut to budget by the selection."""
     seen: set[str] = set()
     out: list[Unit] = []
-    for title, text in passages:
+    source: list[int] = []
+    for j, (title, text) in enumerate(passages):
         for s in split_sentences(text):
             key = " ".join(s.lower().split())
             # A chunk that starts mid-sentence (chunk overlap) yields a lowercase fragment.
@@ -126,15 +129,12 @@ def _candidates(passages: Sequence[Passage]) -> list[Unit]:
                 continue
             seen.add(key)
             out.append([title or "", s])
-    return out
-
-
-def _fallback(passages: Sequence[Passage]) -> list[Unit]:
-    """No usable sentence (all fragments or very short): the first passage, cut later to budget."""
-    for title, text in passages:
-        if text.strip():
-            return [[title or "", " ".join(text.split())]]
-    return []
+            source.append(j)
+    if not out:
+        for j, (title, text) in enumerate(passages):
+            if text.strip():
+                return [[title or "", " ".join(text.split())]], [j]
+    return out, source
 
 
 def embed_key(unit: Sequence[str]) -> str:
@@ -145,13 +145,29 @@ def embed_key(unit: Sequence[str]) -> str:
 def mmr_select(
     units: list[Unit], vecs: np.ndarray, centroid: np.ndarray, max_words: int, lam: float = MMR_LAMBDA
 ) -> list[Unit]:
-    """Greedy maximal marginal relevance within a word budget; returns units in input order.
-
-    Each step takes the candidate with the best lam*cos(centroid) - (1-lam)*max cos(chosen)
-    among those that still fit; near-duplicates of a chosen sentence are never taken."""
+    """Greedy maximal marginal relevance over sentence embeddings within a word budget; returns
+    units in input order (mmr_pick, relevance = cosine to the centroid)."""
     if not units:
         return []
-    rel = vecs @ centroid
+    return mmr_pick(units, vecs @ centroid, lambda i: vecs @ vecs[i], max_words, lam, DUP_COSINE)
+
+
+def mmr_pick(
+    units: list[Unit],
+    rel: np.ndarray,
+    similar_to: Callable[[int], np.ndarray],
+    max_words: int,
+    lam: float = MMR_LAMBDA,
+    dup: float = DUP_COSINE,
+) -> list[Unit]:
+    """Greedy maximal marginal relevance within a word budget; returns units in input order.
+
+    Each step takes the candidate with the best lam*rel - (1-lam)*max sim(chosen) among those that
+    still fit; `similar_to(i)` gives every candidate's similarity to candidate i. A candidate at
+    least `dup` similar to a chosen one is a repeat and never taken."""
+    if not units:
+        return []
+    rel = np.asarray(rel, dtype=np.float32)
     chosen: list[int] = []
     max_sim = np.full(len(units), -1.0, dtype=np.float32)
     alive = np.ones(len(units), dtype=bool)
@@ -159,7 +175,7 @@ def mmr_select(
     used = 0
     while True:
         cost = np.array([unit_words(u) + (len(u[0].split()) if u[0] and u[0] not in titles else 0) for u in units])
-        ok = alive & (used + cost <= max_words) & (max_sim < DUP_COSINE)
+        ok = alive & (used + cost <= max_words) & (max_sim < dup)
         if not ok.any():
             break
         score = lam * rel - (1 - lam) * max_sim if chosen else rel.copy()
@@ -170,7 +186,7 @@ def mmr_select(
         used += int(cost[i])
         if units[i][0]:
             titles.add(units[i][0])
-        max_sim = np.maximum(max_sim, vecs @ vecs[i])
+        max_sim = np.maximum(max_sim, similar_to(i))
     if not chosen:
         # Even the most central sentence is over budget: keep its first max_words words.
         i = int(np.argmax(rel))
@@ -191,7 +207,7 @@ def extractive_batch(
     jobs: (passages, centroid) per cluster; centroid is L2-normalized. cache maps an
     embed_key to its vector so sentences met again at upper levels are not re-embedded."""
     cache = {} if cache is None else cache
-    cands = [_candidates(p) or _fallback(p) for p, _ in jobs]
+    cands = [candidates(p)[0] for p, _ in jobs]
     todo = sorted({embed_key(u) for c in cands for u in c} - cache.keys())
     if todo:
         vecs = encode(todo)

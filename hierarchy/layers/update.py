@@ -24,6 +24,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from hierarchy.layers.nodes import (
+    LEVEL1_WORDS,
+    LEXICAL,
+    UPPER_WORDS,
+    Node,
+    SummaryRun,
+    default_node_vectors,
+    node_vectors_of,
+    normalize,
+    run_cost,
+    scoring_of,
+    summarize_level,
+)
 from hierarchy.layers.persist import (
     annotate_summary,
     covers,
@@ -37,18 +50,11 @@ from hierarchy.layers.persist import (
 from hierarchy.layers.tree import (
     CLUSTER_SIZE,
     DEFAULT_NEW_CLUSTER_COS,
-    LEVEL1_WORDS,
-    UPPER_WORDS,
     Layers,
-    Node,
-    SummaryRun,
     assemble,
     build_tree,
     canonical,
     node_id,
-    normalize,
-    run_cost,
-    summarize_level,
 )
 from hierarchy.summarize import SUMMARIZERS
 
@@ -69,16 +75,22 @@ def build_layers(
     rebuild: bool = False,
     cluster_size: int = CLUSTER_SIZE,
     seed: int = 0,
+    scoring: str = LEXICAL,
+    node_vectors: str | None = None,
 ) -> dict:
     """Build (or bring up to date) the summary layers of `kb`; returns the cost.
 
-    With layers already present, built with the same summarizer, and rebuild=False, only
-    the chunks added or deleted since are applied incrementally. Otherwise a full build."""
+    With layers already present, built with the same summarizer (and, for extractive ones, the
+    same sentence scoring and node vectors: hierarchy.layers.tree), and rebuild=False, only the chunks
+    added or deleted since are applied incrementally. Otherwise a full build."""
     if summarizer not in SUMMARIZERS:
         raise LogicRouteError(f"unknown summarizer {summarizer!r}: choose one of {', '.join(SUMMARIZERS)}")
     if not rebuild:
         old = load_layers(kb)
-        if old is not None and old.meta.get("summarizer") == summarizer and old.levels:
+        same = old is not None and old.meta.get("summarizer") == summarizer
+        kind = (scoring_of(old.meta), node_vectors_of(old.meta)) if same else None
+        want = (scoring if summarizer == "extractive" else None, node_vectors or default_node_vectors(summarizer))
+        if same and old.levels and kind == want:
             return sync_layers(kb, llm=llm) or {"mode": "unchanged"}
     if summarizer == "llm" and llm is None:
         from engine.llm.factory import make_llm
@@ -86,7 +98,8 @@ def build_layers(
         llm = make_llm()
     if summarizer == "llm":
         _BUILD_LLMS[layers_key(kb)] = llm  # later updates in this process summarize with the same LLM
-    layers = build_tree(kb, summarizer, llm, show_progress, cluster_size=cluster_size, seed=seed)
+    how = {"scoring": scoring, "node_vectors": node_vectors}
+    layers = build_tree(kb, summarizer, llm, show_progress, cluster_size=cluster_size, seed=seed, **how)
     save_layers(kb, layers)
     return layers.meta["build"]
 
@@ -133,6 +146,8 @@ def _apply(
             rebuild=True,
             cluster_size=meta.get("cluster_size", CLUSTER_SIZE),
             seed=meta.get("seed", 0),
+            scoring=scoring_of(meta) or LEXICAL,
+            node_vectors=node_vectors_of(meta),
         )
     t0 = time.perf_counter()
     have = layers.assignment()
@@ -147,6 +162,8 @@ def _apply(
         _update_llm(kb, meta, llm),
         show_progress,
         tuple(meta.get("summary_words", (LEVEL1_WORDS, UPPER_WORDS))),
+        scoring=scoring_of(meta) or LEXICAL,
+        node_vectors=node_vectors_of(meta),
     )
     change = _Change(layers, run, {int(k): v for k, v in meta["next_id"].items()})
     change.remove_chunks(removed_ids)

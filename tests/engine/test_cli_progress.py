@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import engine.embedder as embedder_mod
-import hierarchy.layers.tree as tree_mod
+import hierarchy.layers.nodes as nodes_mod
 from engine.base.progress import progress_on
 from engine.cli import main
 from hierarchy.kb import KnowledgeBase
@@ -44,7 +44,7 @@ class RecordedBar:
 def bars(monkeypatch):
     RecordedBar.made = []
     monkeypatch.setattr(embedder_mod, "progress_bar", RecordedBar)
-    monkeypatch.setattr(tree_mod, "progress_bar", RecordedBar)
+    monkeypatch.setattr(nodes_mod, "progress_bar", RecordedBar)
     return RecordedBar.made
 
 

@@ -16,8 +16,9 @@ from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.layers import persist
+from hierarchy.layers.nodes import CENTRAL_CHUNKS, LEVEL1_WORDS, UPPER_WORDS
 from hierarchy.layers.persist import META, layers_dir, load_layers
-from hierarchy.layers.tree import CENTRAL_CHUNKS, LEVEL1_WORDS, MAX_TOP, UPPER_WORDS, layers_from_structure
+from hierarchy.layers.tree import MAX_TOP, layers_from_structure
 from hierarchy.layers.update import build_layers
 from hierarchy.summarize import extractive_batch, mmr_select, render_units, split_sentences
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
@@ -163,13 +164,14 @@ def test_build_tree_invariants_cost_and_persistence(kb):
     assert build_layers(kb2, show_progress=False, cluster_size=4, rebuild=True)["mode"] == "build"
 
 
-def test_past_a_size_an_extractive_level_1_summary_quotes_only_the_chunks_nearest_its_centroid(kb, monkeypatch):
-    from hierarchy.layers import tree
+def test_past_a_size_an_embedded_level_1_summary_quotes_only_the_chunks_nearest_its_centroid(kb, monkeypatch):
+    from hierarchy.layers import nodes as tree
 
-    build_layers(kb, show_progress=False, cluster_size=8)  # a small KB: every chunk is read
+    # The cap bounds the sentences the EMBEDDED scoring embeds; the lexical one embeds none.
+    build_layers(kb, show_progress=False, cluster_size=8, scoring=tree.EMBEDDED)  # a small KB: every chunk is read
     small = load_layers(kb)
     monkeypatch.setattr(tree, "CENTRAL_ABOVE", len(kb) - 1)  # as if it were past the size
-    build_layers(kb, show_progress=False, cluster_size=8, rebuild=True)
+    build_layers(kb, show_progress=False, cluster_size=8, rebuild=True, scoring=tree.EMBEDDED)
     layers = load_layers(kb)
     wide = [n for n in (layers.nodes[i] for i in layers.levels[0]) if len(n.children) > CENTRAL_CHUNKS]
     assert wide  # clusters of 8: some have more chunks than the summary reads

@@ -28,6 +28,7 @@ from training.common.jsonl_store import JsonlStore
 from training.global_qa.bench_global_routed import ABOUT, DERIVED, can_route, route_questions, route_shares, routed_rows
 from training.global_qa.bench_global_systems import (
     DEFAULT_SYSTEMS,
+    LAYER_BUILDS,
     LAYERS,
     SYSTEMS,
     WIDE_CHUNKS,
@@ -111,10 +112,10 @@ def select_typed(ds, types, n: int, offset: int) -> list:
     return out
 
 
-def open_kb(path: Path, passages: list, summarizer: str, embedder, llm, show_progress: bool) -> tuple[Any, dict]:
-    """The KB of `passages` at `path` with `summarizer` layers: made once, reopened after. A KB
-    there made of other passages is refused (another corpus wants another --out). Returns the
-    KB and its chunk index cost (None when it was made by an earlier run)."""
+def open_kb(path: Path, passages: list, kind: str, embedder, llm, show_progress: bool) -> tuple[Any, dict]:
+    """The KB of `passages` at `path` with layers of `kind` (bench_global_systems.LAYER_BUILDS):
+    made once, reopened after. A KB there made of other passages is refused (another corpus wants
+    another --out). Returns the KB and its chunk index cost (None when it was made by an earlier run)."""
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.update import build_layers
     from training.common.passage_kb import passages_kb
@@ -128,14 +129,15 @@ def open_kb(path: Path, passages: list, summarizer: str, embedder, llm, show_pro
         t = time.perf_counter()
         kb = passages_kb(path, passages, embedder, overwrite=True, show_progress=show_progress)
         index_cost = {"chunks": len(kb), "passages": len(passages), "seconds": round(time.perf_counter() - t, 2)}
-    # Layers already built with this summarizer are kept as they are (their cost is in their meta);
-    # an interrupted LLM build starts again, its finished calls answered by the LLM cache.
-    build_layers(kb, summarizer, llm=llm if summarizer == "llm" else None, show_progress=show_progress)
+    # Layers already built this way are kept as they are (their cost is in their meta); an
+    # interrupted LLM build starts again, its finished calls answered by the LLM cache.
+    summarizer, how = LAYER_BUILDS[kind]
+    build_layers(kb, summarizer, llm=llm if summarizer == "llm" else None, show_progress=show_progress, **how)
     return kb, index_cost
 
 
 def layer_cost(kb) -> dict:
-    """What building the KB's layers cost, as the build recorded it (hierarchy.layers.tree.run_cost)."""
+    """What building the KB's layers cost, as the build recorded it (hierarchy.layers.nodes.run_cost)."""
     from hierarchy.layers.persist import load_layers
 
     layers = load_layers(kb)
@@ -276,7 +278,9 @@ def plan(cfg: GlobalConfig) -> dict:
     ds, questions = load_questions(cfg)
     out = Path(cfg.out)
     store = JsonlStore(out / "results.jsonl", key=_row_key) if (out / "results.jsonl").exists() else None
-    built = {s for s in LAYERS if (read_meta(out / f"kb_{s}" / LAYERS_DIR) or {}).get("summarizer") == s}
+    built = {
+        s for s in LAYERS if (read_meta(out / f"kb_{s}" / LAYERS_DIR) or {}).get("summarizer") == LAYER_BUILDS[s][0]
+    }
     return {
         "questions": len(questions),
         "passages": len(ds.passages),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from training.bench.bench_report import markdown_table
-from training.global_qa.bench_global_report import BASELINE, versus_baseline
+from training.global_qa.bench_global_report import BASELINE, paired, versus_baseline
 from training.global_qa.bench_global_systems import SYSTEMS, system_settings
 
 
@@ -75,6 +75,24 @@ def context_report(rows: list[dict], systems: list[str], types, *, resamples: in
     return out
 
 
+OLD_LAYER = "-embedded"  # the suffix of a system's twin on the old extractive layer (every sentence embedded)
+
+
+def versus_old_layer(rows: list[dict], systems: list[str], types, *, resamples: int, seed: int) -> dict:
+    """{type: {system: paired coverage difference}} of each system on the default extractive layer
+    against its twin on the old layer (system + OLD_LAYER), when both ran: the same
+    questions over the same chunks, so the difference is the layer's alone."""
+    by = {(r["system"], r["qid"]): r["coverage"] for r in rows}
+    out: dict = {}
+    for t in types:
+        qids = list(dict.fromkeys(r["qid"] for r in rows if r["type"] == t))
+        for s in (s for s in systems if s + OLD_LAYER in systems):
+            both = [q for q in qids if (s, q) in by and (s + OLD_LAYER, q) in by]
+            old = [by[s + OLD_LAYER, q] for q in both]
+            out.setdefault(t, {})[s] = paired([by[s, q] for q in both], old, resamples=resamples, seed=seed)
+    return out
+
+
 def _best_mean(pool: list[str], typed: list) -> float:
     """Mean over the questions of the best coverage of the gold answer by one text of `pool`
     (training.common.answer_scores.coverage, with every text normalized and counted once, not per question)."""
@@ -124,6 +142,27 @@ def locality_markdown(locality: dict) -> list[str]:
     return lines + markdown_table(["question type", "n", *(k.replace("_", " ") for k in keys)], rows) + [""]
 
 
+def old_layer_markdown(versus: dict, per_type: dict) -> list[str]:
+    lines = [
+        "## The default extractive layer against the old one",
+        "",
+        f"Each system on the default layer against its `{OLD_LAYER}` twin (every candidate sentence embedded, "
+        "summaries' embeddings as node vectors), question by question: coverage new and old, the mean "
+        "difference in points with its paired bootstrap 95% interval, the questions won / lost / tied.",
+        "",
+    ]
+    table = []
+    for t, per in versus.items():
+        for s, v in per.items():
+            if v.get("n"):
+                lo, hi = v["ci95"]
+                new, old = per_type[t][s]["coverage"], per_type[t][s + OLD_LAYER]["coverage"]
+                versus_cell = f"{v['mean_diff']:+.1f} ({lo:+.1f} to {hi:+.1f})"
+                table.append([t, s, new, old, versus_cell, f"{v['wins']}/{v['losses']}/{v['ties']}"])
+    header = ["question type", "system", "new %", "old %", "new - old", "won/lost/tied"]
+    return lines + markdown_table(header, table) + [""]
+
+
 def context_markdown(report: dict, about: dict[str, str]) -> str:
     lines = [
         "# What each system shows: coverage of the gold answer by its context (no LLM call)",
@@ -145,6 +184,8 @@ def context_markdown(report: dict, about: dict[str, str]) -> str:
         lines += [f"## {t}", ""]
         lines += markdown_table(["system", "n", "coverage %", "words shown", "vs chunk", "what it shows"], table)
         lines.append("")
+    if report.get("versus_old_layer"):
+        lines += old_layer_markdown(report["versus_old_layer"], report["per_type"])
     if report.get("locality"):
         lines += locality_markdown(report["locality"])
     return "\n".join(lines)
@@ -164,7 +205,9 @@ def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> di
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ds, questions = load_questions(cfg)
-    kbs = {"extractive": open_kb(out / "kb_extractive", ds.passages, "extractive", embedder, None, show_progress)[0]}
+    # Every extractive kind the systems read (and the default one, which chunk reads) is built here.
+    kinds = dict.fromkeys(["extractive", *(k for k in cfg.layers_needed() if k != "llm")])
+    kbs = {k: open_kb(out / f"kb_{k}", ds.passages, k, embedder, None, show_progress)[0] for k in kinds}
     if (read_meta(out / "kb_llm" / LAYERS_DIR) or {}).get("summarizer") == "llm":
         kbs["llm"] = KnowledgeBase.open(out / "kb_llm", embedder)
     systems = context_systems(cfg.systems, kbs)
@@ -178,6 +221,7 @@ def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> di
         "systems": systems,
         "left_out": left_out,
         "per_type": context_report(rows, systems, cfg.types, resamples=cfg.bootstrap, seed=cfg.seed),
+        "versus_old_layer": versus_old_layer(rows, systems, cfg.types, resamples=cfg.bootstrap, seed=cfg.seed),
         "locality": answer_locality(questions, ds.passages, kbs),
     }
     atomic_write_json(out / "context_report.json", report)

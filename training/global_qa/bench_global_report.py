@@ -162,7 +162,7 @@ def _pivot(report: dict, metric: str) -> list[str]:
     return _table(["system", *types, "all"], rows)
 
 
-# The build-cost table: (header, key of the build's cost record, hierarchy.layers.tree.run_cost).
+# The build-cost table: (header, key of the build's cost record, hierarchy.layers.nodes.run_cost).
 LAYER_COLUMNS = (
     ("nodes per level", "nodes_per_level"),
     ("LLM calls", "llm_calls"),

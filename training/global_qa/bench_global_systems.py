@@ -18,19 +18,36 @@ if TYPE_CHECKING:  # pragma: no cover
     from engine.base.types import Answer
 
 WIDE_CHUNKS = 9  # the "more chunks" variants: 3x the chunk route's k=3, in the same budget
-LAYERS = ("extractive", "llm")
+# Each layer kind is its own KB over the same chunks: (summarizer, build_layers keywords).
+# "extractive" is the default build; "extractive-embedded" the old extractive layer
+# (every candidate sentence embedded, summaries' text embedded), kept to compare the two.
+LAYER_BUILDS: dict[str, tuple[str, dict]] = {
+    "extractive": ("extractive", {}),
+    "extractive-embedded": ("extractive", {"scoring": "embedded", "node_vectors": "summary"}),
+    "extractive-text": ("extractive", {"node_vectors": "summary"}),
+    "llm": ("llm", {}),
+}
+LAYERS = tuple(LAYER_BUILDS)
+# The suffix of a variant's name on each layer kind but the default one.
+_SUFFIX = {"extractive-embedded": "-embedded", "extractive-text": "-text", "llm": "-llm"}
+_ABOUT = {
+    "extractive": "extractive layers",
+    "extractive-embedded": "the old extractive layers: every sentence embedded, node vectors the summaries'",
+    "extractive-text": "extractive layers, node vectors the summaries' embeddings (an ablation)",
+    "llm": "LLM-written layers",
+}
 
 
 @dataclass(frozen=True)
 class System:
     name: str
     route: str  # chunk | summary | logic
-    layers: str  # which KB answers it: "extractive" or "llm" (the chunk and logic routes read its chunks only)
+    layers: str  # which KB answers it: a LAYERS kind (the chunk and logic routes read its chunks only)
     summary: SummaryConfig | None = None
     about: str = ""
 
 
-# The summary-route variants, each on extractive layers (name) and LLM-written ones (name-llm).
+# The summary-route variants, each on every layer kind: extractive (name), name-llm, name-embedded...
 _VARIANTS: dict[str, tuple[SummaryConfig, str]] = {
     "summary": (SummaryConfig(), "descend from the top: the best summaries, then the k chunks under them"),
     "summary-l1": (
@@ -66,8 +83,9 @@ def _systems() -> dict[str, System]:
         ),
     }
     for name, (cfg, about) in _VARIANTS.items():
-        out[name] = System(name, "summary", "extractive", cfg, f"{about}; extractive layers")
-        out[f"{name}-llm"] = System(f"{name}-llm", "summary", "llm", cfg, f"{about}; LLM-written layers")
+        out[name] = System(name, "summary", "extractive", cfg, f"{about}; {_ABOUT['extractive']}")
+        for kind, suffix in _SUFFIX.items():
+            out[f"{name}{suffix}"] = System(f"{name}{suffix}", "summary", kind, cfg, f"{about}; {_ABOUT[kind]}")
     out["logic"] = System("logic", "logic", "extractive", about="LogicRAG DAG (bench logic's 'logic' settings)")
     out["logic-lean"] = System("logic-lean", "logic", "extractive", about="the lean logic route (bench logic's)")
     out["logic-lean-forms-compressed"] = System(
