@@ -1,7 +1,8 @@
 """The report of `bench global-lists-answer` (training.global_qa.list_answer): per set and pooled,
 each system's mean recall and precision of the listed set, its cost a question, and its recall
 paired against each reference system (chunk, logic) with a 95% bootstrap interval, as
-training.docs_qa.bench_docs_score.paired_against pairs right answers."""
+training.docs_qa.bench_docs_score.paired_against pairs right answers (the bootstrap is bench
+global's: training.global_qa.bench_global_report.paired)."""
 
 from __future__ import annotations
 
@@ -32,23 +33,23 @@ def tally(rows: Sequence[dict]) -> dict:
 
 def paired(rows: Sequence[dict], reference: Sequence[dict]) -> dict | None:
     """Recall of `rows` minus the reference's on the questions both answered (points of %), with
-    a 95% bootstrap interval, questions won and lost, and the ratio of tokens. None: no overlap."""
-    from training.peers.bench_peers_compare import paired_interval
+    a 95% bootstrap interval over the questions (bench global's, 10,000 draws, seed 0), questions
+    won and lost, and the ratio of tokens. None: no question in common."""
+    from training.global_qa.bench_global_report import paired as bootstrap
 
     ref = {(r["set"], r["id"]): r for r in reference}
     both = [(r, ref[r["set"], r["id"]]) for r in rows if (r["set"], r["id"]) in ref]
     if not both:
         return None
-    diffs = [100.0 * (a["recall"] - b["recall"]) for a, b in both]
-    low, high = paired_interval(diffs)
+    b = bootstrap([a["recall"] for a, _ in both], [r["recall"] for _, r in both])
     tokens_a = sum(float(a.get("tokens") or 0) for a, _ in both)
-    tokens_b = sum(float(b.get("tokens") or 0) for _, b in both)
+    tokens_b = sum(float(r.get("tokens") or 0) for _, r in both)
     return {
         "questions": len(both),
-        "recall_diff": round(sum(diffs) / len(diffs), 1),
-        "ci95": [round(low, 1), round(high, 1)],
-        "wins": sum(1 for d in diffs if d > 0),
-        "losses": sum(1 for d in diffs if d < 0),
+        "recall_diff": b["mean_diff"],
+        "ci95": b["ci95"],
+        "wins": b["wins"],
+        "losses": b["losses"],
         "tokens_ratio": round(tokens_a / tokens_b, 2) if tokens_b else None,
     }
 
