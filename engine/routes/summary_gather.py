@@ -37,7 +37,11 @@ CLUSTERS = 6
 PER_CLUSTER = 4
 # A rare word of the question is what finds a list's pages; dense and cluster rankings add the
 # pages that say it in other words, at half the weight.
-WEIGHTS = {"lexical": 1.0, "dense": 0.5, "clusters": 0.5, "pages": 1.0}
+WEIGHTS = {"lexical": 1.0, "dense": 0.5, "clusters": 0.5, "pages": 1.0, "anchors": 1.5}
+# What a question quotes (`--before`, 'close', "See Also") is what it is about: searched on its
+# own, since the question's frame words ("listed in the section of their docs page") are rarer
+# in a manual than a common word such as "before" and would rank the frame, not the thing.
+_QUOTED = re.compile(r"`([^`]+)`|'([^']{2,})'|\"([^\"]{2,})\"")
 PAGE_DOCS = 2  # a rare word in more page titles than this is a topic, not a page's name
 PAGE_CHUNKS = 16
 PAGE_MIN_IDF = 1.0
@@ -61,9 +65,23 @@ class Gathered:
     flags: list[str]
 
 
+def anchors(question: str) -> list[str]:
+    """The spans the question quotes (backticks, single or double quotes)."""
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)]
+
+
 def key_terms(question: str, kb: "KnowledgeBase") -> dict[str, float]:
     """The question's terms with their rarity in the KB (BM25's idf; 0 when no chunk has it):
-    rare terms say which lines of a chunk matter."""
+    rare terms say which lines of a chunk matter. A quoted term counts as the rarest."""
+    from hierarchy.lexical import tokens
+
+    out = _idf_terms(question, kb)
+    quoted = {t for a in anchors(question) for t in tokens(a)}
+    best = max(out.values(), default=1.0)
+    return {t: (best if t in quoted and w > 0 else w) for t, w in out.items()}
+
+
+def _idf_terms(question: str, kb: "KnowledgeBase") -> dict[str, float]:
     from hierarchy.lexical import tokens
 
     terms = dict.fromkeys(tokens(question))
@@ -99,6 +117,10 @@ def gather(
 
         rows, _ = top(kb.lexical_index().scores(question), LEXICAL_HITS)
         rankings["lexical"] = [kb.chunk_ids[r] for r in rows.tolist()]
+        named = " ".join(anchors(question))
+        if named:
+            rows, _ = top(kb.lexical_index().scores(named), LEXICAL_HITS)
+            rankings["anchors"] = [kb.chunk_ids[r] for r in rows.tolist()]
     elif lexical:
         flags.append("the KB has no lexical index: breadth from the summary layers and dense search only")
     rankings["dense"] = [c.chunk_id for c in kb.search(qv, k=DENSE_HITS, retrieval="dense")]
