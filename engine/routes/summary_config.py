@@ -58,12 +58,12 @@ class SummaryConfig(Settings):
         metadata={"help": f"global mode: at most this many map calls (1..{MAX_MAP_CALLS})", "neutral": 2},
     )
     map_tokens: int = field(
-        default=650,
-        metadata={"help": "global mode: estimated passage tokens shown to one map call", "neutral": 650},
+        default=700,
+        metadata={"help": "global mode: estimated passage tokens shown to one map call", "neutral": 700},
     )
     passage_words: int = field(
-        default=40,
-        metadata={"help": "global mode: each chunk cut to this many words of its best lines", "neutral": 40},
+        default=30,
+        metadata={"help": "global mode: each chunk cut to this many words of its best lines", "neutral": 30},
     )
 
     def __post_init__(self) -> None:

@@ -48,7 +48,7 @@ PAGE_MIN_IDF = 1.0
 EXPAND_FROM = 4  # the best candidates whose section is spelled out
 SIBLINGS = 16  # at most this many chunks of one section
 RARE_SHARE = 0.5  # a question word is rare when its idf is at least this share of the rarest's
-STRUCTURE_BONUS = 1.0  # a heading or term line is kept before a plain line with no rare word
+STRUCTURE_BONUS = 1.5  # a heading or term line is kept before a prose line with one rare word
 MAX_LINE_WORDS = 30  # a longer line is cut: a paragraph is evidence, not an item's name
 
 # Lines where documentation names its items: headings, list items, definition terms (a line that
@@ -168,8 +168,8 @@ def _path(chunk) -> list[str]:
 
 
 def _with_siblings(kb: "KnowledgeBase", order: list[str], rare: set[str]) -> tuple[list[str], int]:
-    """`order` with, after each of its first EXPAND_FROM chunks whose section heading (not its own
-    last heading) holds a rare question word, the other chunks of that section: the question
+    """`order` with, after each of its first EXPAND_FROM chunks whose heading path holds a rare
+    question word, the other chunks of the section it names: the question
     names a page or section ("the Configuration section of `npm audit`") and the items it asks
     for are that section's parts, which no ranking ranks together. Returns (order, chunks added)."""
     from hierarchy.lexical import tokens
@@ -183,8 +183,13 @@ def _with_siblings(kb: "KnowledgeBase", order: list[str], rare: set[str]) -> tup
             continue
         c = kb.chunks[cid]
         path = _path(c)
-        section = path[:-1] if len(path) >= 3 else path
-        if not section or not rare & set(tokens(" ".join(section))):
+        # The leaf heading names the list ("Activity options"): its continuation chunks share
+        # the whole path. A parent names it ("npm-audit > Configuration"): its subsections.
+        if path and rare & set(tokens(path[-1])):
+            section = path
+        elif len(path) >= 3 and rare & set(tokens(" ".join(path[:-1]))):
+            section = path[:-1]
+        else:
             continue
         for sib in kb.chunks_of(c.doc_id):
             if len(out) - i > SIBLINGS:
