@@ -11,9 +11,10 @@ afford. Here:
    lines, so a prompt shows ~15 short passages from many documents instead of 3 whole chunks;
 2. map: each batch of passages (at most `map_calls` batches of `map_tokens` passage tokens) gets
    one structured call that names the items answering the question, each with its passage;
-3. reduce, in code: an item is kept only when its words occur in the passage it cites (the small
-   model's invented names go), items are merged by their words, and the answer lists them, each
-   citing its passages [n]. No item anywhere: "Not in the indexed documents."
+3. reduce, in code: an item is kept only when its words occur in a passage of its batch (the
+   small model's invented names go; a citation of the wrong passage is corrected to the nearest
+   one holding the name), items are merged by their words, and the answer lists them, each citing
+   its passages [n]. No item anywhere: "Not in the indexed documents."
 
 The trace records every batch, the calls made and the bound (`llm_calls`, `max_llm_calls`).
 A budget's limits bound the map (fewer batches); a deadline stops it, and what the finished
@@ -90,25 +91,25 @@ def numbered(batch: list[RetrievedChunk], first: int) -> str:
 
 def reduce_items(replies: list[tuple[int, list[RetrievedChunk], list[dict]]]) -> tuple[list[Item], list[str]]:
     """(items merged by their words in first-seen order, names dropped with why). `replies`: per
-    batch, its first passage number, its passages and the items its call named. An item is
-    dropped when it cites no passage of its batch, or when its words are not all in that passage
-    (title and text as shown): the model named something the passage does not say."""
+    batch, its first passage number, its passages and the items its call named. An item is kept
+    only when its words are all in a passage of its batch (title and text as shown): the one it
+    cites, else the nearest that holds them (the small model often cites its neighbour: the
+    citation is corrected); a name no passage holds was invented, and is dropped."""
     merged: dict[tuple[str, ...], Item] = {}
     dropped: list[str] = []
     for first, batch, items in replies:
+        held = [set(words_of(f"{p.title} {p.text}")) for p in batch]
         for it in items:
             name = " ".join(str(it.get("name", "")).split()).strip("`'\" ")
-            n = it.get("passage")
             key = words_of(name)
             if not key:
                 continue
-            if not isinstance(n, int) or not first <= n < first + len(batch):
-                dropped.append(f"{name} (cites [{n}], not a passage of its batch)")
+            cited = it.get("passage") if isinstance(it.get("passage"), int) else first
+            holding = [first + i for i, words in enumerate(held) if set(key) <= words]
+            if not holding:
+                dropped.append(f"{name} (in no passage of its batch)")
                 continue
-            p = batch[n - first]
-            if not set(key) <= set(words_of(f"{p.title} {p.text}")):
-                dropped.append(f"{name} (not in passage [{n}])")
-                continue
+            n = min(holding, key=lambda m: (abs(m - cited), m))
             item = merged.setdefault(key, Item(name))
             if n not in item.passages:
                 item.passages.append(n)
@@ -181,7 +182,7 @@ def answer_global(
         first += len(batch)
     found, dropped = reduce_items(replies)
     if dropped:
-        flag(trace, f"{len(dropped)} listed name(s) not found in the passage they cite: left out")
+        flag(trace, f"{len(dropped)} listed name(s) found in no passage shown: left out")
     trace.details["global"] = {
         **record,
         "llm_calls": usage.llm_calls,

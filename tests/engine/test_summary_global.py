@@ -107,12 +107,18 @@ def test_every_listed_item_cites_a_passage_that_names_it(kb):
         assert any(set(words_of(name)) <= set(words_of(f"{by_n[n].title} {by_n[n].text}")) for n in cited)
 
 
-def test_a_name_the_cited_passage_does_not_hold_is_left_out_and_flagged(kb):
-    invented = {"items": [{"name": "tool-teleport", "passage": 1}, {"name": "tool-build", "passage": 99}]}
+def test_a_name_no_passage_holds_is_left_out_and_flagged(kb):
+    invented = {"items": [{"name": "tool-teleport", "passage": 1}]}
     ans = answer_on(SummaryRoute(GLOBAL), QUESTION, ctx(kb, ScriptedLLM(rules={"Items:": invented})))
     assert ans.text == NOT_IN_DOCUMENTS
-    assert any("not found in the passage they cite" in f for f in ans.flags)
-    assert len(ans.trace["global"]["dropped"]) == 2 * ans.usage.llm_calls
+    assert any("found in no passage shown" in f for f in ans.flags)
+    assert len(ans.trace["global"]["dropped"]) == ans.usage.llm_calls
+
+
+def test_a_citation_of_the_wrong_passage_is_corrected_to_the_nearest_that_names_the_item():
+    batch = [hit("a", "nothing here"), hit("b", "the force option"), hit("c", "no"), hit("d", "force again")]
+    items, dropped = reduce_items([(5, batch, [{"name": "force", "passage": 7}, {"name": "force", "passage": 99}])])
+    assert [(i.name, i.passages) for i in items] == [("force", [6, 8])] and dropped == []
 
 
 def test_nothing_found_in_any_batch_is_not_in_the_documents(kb):
