@@ -109,6 +109,19 @@ def answer_row(lists: ListSet, system: str, q: dict, answer: Callable[[str, str]
     }
 
 
+def interleaved(sets: Sequence[ListSet]) -> list[tuple[ListSet, dict]]:
+    """Every (set, question), taking the (set, family) groups in turn: the files list a family's
+    questions together, and a run cut short should still have met every set and family."""
+    groups: dict[tuple[str, str], list[tuple[ListSet, dict]]] = {}
+    for lists in sets:
+        for q in lists.questions:
+            groups.setdefault((lists.name, q.get("family", "")), []).append((lists, q))
+    out = []
+    for i in range(max((len(g) for g in groups.values()), default=0)):
+        out += [g[i] for g in groups.values() if i < len(g)]
+    return out
+
+
 def run(
     sets: Sequence[ListSet],
     systems: Sequence[str],
@@ -120,18 +133,17 @@ def run(
     progress: bool = True,
 ) -> dict:
     """Answer what `store` does not hold yet (all again with `redo`), question by question with
-    every system in turn; return this run's rows by (set, system, id). `answer_for(set)` gives
-    answer(system, question) -> Answer over the set's KB."""
+    every system in turn, sets and families interleaved (`interleaved`); return this run's rows
+    by (set, system, id). `answer_for(set)` gives answer(system, question) -> Answer on its KB."""
     from engine.base.progress import progress_bar
 
     todo = []
-    for lists in sets:
-        for q in lists.questions:
-            for system in systems:
-                sig = signature(system, q, setup)
-                old = store.get((lists.name, system, q["id"]))
-                if redo or old is None or old.get("sig") != sig or old.get("error"):
-                    todo.append((lists, system, q, sig))
+    for lists, q in interleaved(sets):
+        for system in systems:
+            sig = signature(system, q, setup)
+            old = store.get((lists.name, system, q["id"]))
+            if redo or old is None or old.get("sig") != sig or old.get("error"):
+                todo.append((lists, system, q, sig))
     answerers: dict[str, Callable] = {}
     bar = progress_bar(len(todo), "bench global-lists-answer", "answer", progress)
     try:
@@ -170,9 +182,7 @@ def answerer(kb, llm, k: int) -> Callable[[str, str], object]:
 
     ctx = RouteContext(kb, llm, k, STYLE)
     routes = {
-        name: make_route(
-            s.route, s.summary if s.route == "summary" else None if s.route == "chunk" else _logic(k)
-        )
+        name: make_route(s.route, s.summary if s.route == "summary" else None if s.route == "chunk" else _logic(k))
         for name, s in SYSTEMS.items()
     }
 

@@ -148,6 +148,13 @@ def test_paired_recall_difference_and_its_interval():
     assert tally([{**r, "precision": 0.5} for r in rows])["recall"] == 100.0
 
 
+def test_questions_are_taken_family_by_family_and_set_by_set_in_turn():
+    a = list_answer.ListSet("a", None, None, [{"id": i, "family": f} for i, f in (("1", "x"), ("2", "x"), ("3", "y"))])
+    b = list_answer.ListSet("b", None, None, [{"id": "4", "family": "x"}])
+    order = [(s.name, q["id"]) for s, q in list_answer.interleaved([a, b])]
+    assert order == [("a", "1"), ("a", "3"), ("b", "4"), ("a", "2")]
+
+
 def test_unknown_systems_are_refused():
     with pytest.raises(LogicRouteError, match="unknown system"):
         list_answer.check_systems(["chunk", "everything"])
