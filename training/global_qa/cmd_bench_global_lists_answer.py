@@ -15,7 +15,7 @@ from engine.cli_options import llm_option
 from training.global_qa.list_answer import DEFAULT_SYSTEMS, SYSTEMS
 
 
-def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo) -> str:
+def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo, report_only=False) -> str:
     """The command as it could be typed again (the LLM only when it is not the default)."""
     from engine.llm.base import DEFAULT_LLM
 
@@ -29,6 +29,8 @@ def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo) -> 
         words += ["--llm", llm_spec]
     if redo:
         words.append("--redo")
+    if report_only:
+        words.append("--report-only")
     return shlex.join(words)
 
 
@@ -67,9 +69,14 @@ def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo) -> 
 )
 @click.option("-k", "k", type=int, default=3, show_default=True, help="passages per retrieval")
 @click.option("--redo", is_flag=True, help="answer every row again, ignoring results.jsonl")
+@click.option(
+    "--report-only",
+    is_flag=True,
+    help="answer nothing: the report of the rows results.jsonl holds (a run cut short, a new scorer)",
+)
 @llm_option
 @click.pass_context
-def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, redo, llm_spec):
+def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, redo, report_only, llm_spec):
     """List questions answered: each --set-file's questions on its --kb by every system in the
     reader style (chunk, logic, the summary route's descent and its global mode), each answer
     scored by the recall and precision of the set it lists. Reports per set and pooled: recall,
@@ -88,7 +95,7 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     if len({s.name for s in sets}) != len(sets):
         raise LogicRouteError("two set files share a name: each set is reported under its file name")
     llm = injected(ctx, "llm")  # tests inject a scripted LLM (and a KB opener) through ctx.obj
-    if llm is None:
+    if llm is None and not report_only:
         from engine.cli_options import check_llm_spec
 
         check_llm_spec(llm_spec)
@@ -97,10 +104,13 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     with exclusive_folder(out, "bench global-lists-answer"):
         store = JsonlStore(out / "results.jsonl", key=la.row_key)
         setup = {"llm": llm_spec if llm is None else getattr(llm, "name", "injected"), "k": k, "style": la.STYLE}
-        rows = la.run(sets, names, store, answer_for, setup=setup, redo=redo)
+        if report_only:
+            rows = la.stored_rows(sets, names, store, setup)
+        else:
+            rows = la.run(sets, names, store, answer_for, setup=setup, redo=redo)
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         run = {
-            "command": _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo),
+            "command": _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo, report_only),
             "half": half,
             "style": la.STYLE,
             "llm": setup["llm"],
@@ -113,8 +123,14 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
         }
         scored = la.scored_rows(sets, names, rows)
         errors = sum(1 for r in scored if r.get("error"))
-        if errors:
-            run["notes"] = [f"{errors} answer(s) failed with an error (scored as listing nothing)"]
+        notes = [f"{errors} answer(s) failed with an error (scored as listing nothing)"] if errors else []
+        missing = len(names) * sum(len(s.questions) for s in sets) - len(rows)
+        if missing:
+            notes.append(
+                f"{missing} (system, question) pair(s) not answered yet: each figure is over what was answered"
+            )
+        if notes:
+            run["notes"] = notes
         report = build(scored, [s.name for s in sets], names, run)
         path = write(report, out)
     for scope, per in report["sets"].items():

@@ -158,6 +158,18 @@ def run(
     return {k: store.get(k) for k in keys if store.get(k) is not None}
 
 
+def stored_rows(sets: Sequence[ListSet], systems: Sequence[str], store: JsonlStore, setup: dict) -> dict:
+    """The rows `store` holds for these questions under this setup (no answer is made)."""
+    out = {}
+    for lists in sets:
+        for q in lists.questions:
+            for system in systems:
+                row = store.get((lists.name, system, q["id"]))
+                if row is not None and row.get("sig") == signature(system, q, setup):
+                    out[lists.name, system, q["id"]] = row
+    return out
+
+
 def scored_rows(sets: Sequence[ListSet], systems: Sequence[str], rows: dict) -> list[dict]:
     """Every answered (set, system, question) with its list score; an error scores 0 and says so."""
     from training.global_qa.list_score import score

@@ -122,6 +122,17 @@ def test_a_rerun_answers_only_what_is_missing(tmp_path):
     ]
 
 
+def test_report_only_answers_nothing_and_says_what_is_missing(tmp_path):
+    asked: list = []
+    invoke(tmp_path, scripted(asked), systems="chunk")
+    n = len(asked)
+    res = invoke(tmp_path, scripted(asked), systems="chunk,global", extra=["--report-only"])
+    assert res.exit_code == 0 and len(asked) == n
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["sets"]["t"]["chunk"]["questions"] == 2 and "global" not in report["sets"]["t"]
+    assert any("2 (system, question) pair(s) not answered yet" in note for note in report["run"]["notes"])
+
+
 def test_a_failed_answer_is_a_row_that_scores_nothing_and_is_tried_again_next_run(tmp_path):
     def failing(lists):
         def answer(system, question):
