@@ -40,7 +40,7 @@ class ListSystem:
 SYSTEMS: dict[str, ListSystem] = {
     "chunk": ListSystem("chunk", about="the k best chunks, one answer call"),
     "logic": ListSystem("logic", about="the logic route (its reader-style preset)"),
-    "summary": ListSystem("summary", SummaryConfig(), "the summary route's descent (the default until issue 57)"),
+    "summary": ListSystem("summary", SummaryConfig(), "the summary route's descent (its default)"),
     "global": ListSystem("summary", SummaryConfig(mode="global"), "the summary route's global mode: map, reduce"),
 }
 DEFAULT_SYSTEMS = ("chunk", "logic", "summary", "global")
