@@ -38,6 +38,7 @@ def bench_group() -> click.Group:
     from training.docs_qa.cmd_bench_docs import bench_docs
     from training.global_qa.cmd_bench_global import bench_global
     from training.global_qa.cmd_bench_global_lists import bench_global_lists
+    from training.global_qa.cmd_bench_global_lists_answer import bench_global_lists_answer
     from training.peers.cmd_bench_peers import bench_peers
     from training.retrieval.cmd_bench_retrieval import bench_retrieval
     from training.scale.bench_llm_server import bench_llm_server
@@ -49,6 +50,7 @@ def bench_group() -> click.Group:
         *BENCH_COMMANDS,
         bench_global,
         bench_global_lists,
+        bench_global_lists_answer,
         bench_serve,
         bench_scale,
         bench_llm_server,

@@ -104,7 +104,14 @@ class SummaryRoute:
         return _cited(ans, ctx.style)
 
     def bounded(self, limits: dict) -> "SummaryRoute":
-        return self  # one call: nothing for a limit to cut
+        # One call in the descent: nothing for a limit to cut. The global mode's map calls are
+        # cut to what the limits allow (at least one: a budget too small for any call is refused
+        # up front by check_a_call_fits).
+        if self.config is None or self.config.mode != "global" or not limits:
+            return self
+        from engine.routes.summary_global import bounded_config
+
+        return SummaryRoute(bounded_config(self.config, limits))
 
     def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
         from engine.llm.base import estimate_prompt_tokens

@@ -1,5 +1,6 @@
 """The summary route: retrieval that starts at a summary layer and descends to the chunks
-under the chosen summaries, then one answer-only LLM call.
+under the chosen summaries, then one answer-only LLM call. SummaryConfig(mode="global") answers
+list questions over the whole corpus instead (engine.routes.summary_global).
 
 Tree traversal (default): take the top-k nodes of the start level (default: the top), then at
 each lower level keep the top-k of their children by cosine to the question, down to the
@@ -339,6 +340,10 @@ def answer_summary(
         ans.trace.fallback_from = "summary"
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
+    if cfg.mode == "global":
+        from engine.routes.summary_global import answer_global
+
+        return answer_global(q, kb, llm, layers, cfg, style)
     usage = Usage()
     trace = Trace(route="summary")
     if cfg != SummaryConfig():
@@ -375,7 +380,12 @@ def summary_messages(
     layers = load_layers(kb)
     if layers is None:
         return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
-    context, _ = _context(q, kb, k, None, layers, summary_config(config, {}))
+    cfg = summary_config(config, {})
+    if cfg.mode == "global":
+        from engine.routes.summary_global import first_map_messages
+
+        return first_map_messages(q, kb, layers, cfg)
+    context, _ = _context(q, kb, k, None, layers, cfg)
     return _messages(q, context, style)
 
 

@@ -12,6 +12,11 @@ from engine.base.settings import Settings
 # What the context is made of: "descend" shows the best summaries and the chunks under them;
 # "summaries" shows the summaries alone, the way a global question might want an overview.
 ANSWER_FROM = ("descend", "summaries")
+# How the route answers: "descend" picks one context and makes one answer call (as measured on
+# GraphRAG-Bench); "global" maps short passages from many documents and lists the items found
+# (engine.routes.summary_global), for questions whose answer is a set spread over the corpus.
+MODES = ("descend", "global")
+MAX_MAP_CALLS = 6  # the bound on a global answer's calls with the local model
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,37 @@ class SummaryConfig(Settings):
         metadata={"help": "0: the k best chunks; N > k: N chunks cut to their sentences closest to the question"},
     )
 
+    mode: str = field(
+        default="descend",
+        metadata={
+            "help": "descend: one context from the layers, one answer call; global: map calls over short "
+            "passages from many documents, the items found listed with their sources",
+            "neutral": "descend",
+        },
+    )
+    map_calls: int = field(
+        default=2,
+        metadata={"help": f"global mode: at most this many map calls (1..{MAX_MAP_CALLS})", "neutral": 2},
+    )
+    map_tokens: int = field(
+        default=700,
+        metadata={"help": "global mode: estimated passage tokens shown to one map call", "neutral": 700},
+    )
+    passage_words: int = field(
+        default=30,
+        metadata={"help": "global mode: each chunk cut to this many words of its best lines", "neutral": 30},
+    )
+
     def __post_init__(self) -> None:
         problems = []
+        if self.mode not in MODES:
+            problems.append(f"mode must be one of {', '.join(MODES)} (got {self.mode!r})")
+        if not 1 <= self.map_calls <= MAX_MAP_CALLS or self.map_tokens < 50 or self.passage_words < 5:
+            problems.append(f"map_calls in 1..{MAX_MAP_CALLS}, map_tokens >= 50 and passage_words >= 5 are required")
+        if self.mode == "global" and (self.collapsed or self.wide_chunks or self.answer_from != "descend"):
+            problems.append(
+                "mode='global' gathers its own passages: collapsed, wide_chunks and answer_from do not apply"
+            )
         if self.answer_from not in ANSWER_FROM:
             problems.append(f"answer_from must be one of {', '.join(ANSWER_FROM)} (got {self.answer_from!r})")
         if self.context_words < 1 or self.wide_chunks < 0:

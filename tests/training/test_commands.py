@@ -4,8 +4,8 @@ from click.testing import CliRunner
 from training.commands import register
 
 BENCHMARKS = [
-    "logic", "summary", "index", "reader", "global", "global-lists", "serve", "scale", "llm-server", "retrieval",
-    "peers", "adapt", "docs",
+    "logic", "summary", "index", "reader", "global", "global-lists", "global-lists-answer", "serve", "scale",
+    "llm-server", "retrieval", "peers", "adapt", "docs",
 ]  # fmt: skip
 
 
