@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.base.errors import LogicRouteError
 from training.common.jsonl_store import JsonlStore
+from training.common.usage_columns import usage_columns
 from training.docs_qa.bench_docs_sets import DocsQuestion
 
 # The RoutedRAG configurations compared: the route asked for and the settings over RagConfig's
@@ -99,13 +100,7 @@ def answer_row(docs: DocsSet, system: str, q: DocsQuestion, rag, sig: str) -> di
         "decision": decision.get("route"),
         "flags": list(ans.flags),
         "sources": [s.path for s in ans.sources],
-        "llm_calls": u.llm_calls,
-        "tokens": u.total_tokens,
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "cached_calls": u.cached_calls,
-        "seconds": round(u.seconds, 3),
-        "llm_seconds_uncached": round(u.llm_seconds_uncached, 3),
+        **usage_columns(u),
     }
 
 

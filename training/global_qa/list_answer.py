@@ -20,6 +20,7 @@ from pathlib import Path
 from engine.base.errors import LogicRouteError
 from engine.routes.summary_config import SummaryConfig
 from training.common.jsonl_store import JsonlStore
+from training.common.usage_columns import usage_columns
 
 STYLE = "reader"  # a list answer is sentences with citations, not one phrase
 
@@ -99,13 +100,7 @@ def answer_row(lists: ListSet, system: str, q: dict, answer: Callable[[str, str]
         "text": ans.text,
         "route": ans.route,
         "flags": list(ans.flags),
-        "llm_calls": u.llm_calls,
-        "tokens": u.total_tokens,
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "cached_calls": u.cached_calls,
-        "seconds": round(u.seconds, 3),
-        "llm_seconds_uncached": round(u.llm_seconds_uncached, 3),
+        **usage_columns(u),
     }
 
 
