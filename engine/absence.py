@@ -9,8 +9,11 @@ Rules read off what an answer was made from, with no LLM call:
   names them, "Kubernetes" in a language book) or a passage that held every term and still gave
   no answer keeps the absence; terms spread over chunks no single passage joins, or a multi-hop
   form whose first hop is in the KB, send the question on up the ladder.
-  A lookup (a short question) whose terms the KB holds apart reads the next passages once
-  (the chunk route, one call) instead of climbing: one fact has nothing to decompose.
+  A lookup (a short question) of one value whose terms the KB holds apart reads the next passages
+  once (the chunk route, one call) instead of climbing: one fact has nothing to decompose. A
+  question asking for a list or an explanation (hierarchy.question_structure.answer_shape) climbs:
+  its answer is spread over passages by nature, and a few words of its own framing no chunk holds
+  ("the main treatment modalities") are no evidence that its topic is absent.
 - `ungrounded_reason`: an answer never outruns its evidence. A lookup naming something no chunk
   holds ("How do I add a dependency with Cargo?" asked of a profiler's manual), a logic
   sub-answer no passage shown for it states (the grounding check,
@@ -83,6 +86,7 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
     route read (`retrieved_ids`). "look_further": True (with climb False) when the chunk route
     should read the next passages by rank once instead: a lookup whose terms the KB holds apart."""
     from hierarchy.question_forms import form_plan
+    from hierarchy.question_structure import answer_shape
 
     terms = key_terms(question)
     try:
@@ -102,22 +106,36 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
                 "which no chunk holds", **evidence}  # fmt: skip
     if not terms:
         return {"climb": False, "reason": "the question has no term to look for", **evidence}
+    shape = answer_shape(question)
+    evidence["shape"] = shape
     if missing and _asks_a_lookup(question, terms):
-        return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
+        # A list or an explanation is asked for in words of its own ("the main treatment
+        # modalities", "according to the ontology"): a few such words no chunk holds frame the
+        # request; a name no chunk holds, or most of the terms, still mean the topic is absent.
+        if shape == "value" or unheld_names(kb, question) or 2 * len(missing) >= len(terms):
+            return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
+        return {"climb": True, "reason": f"it asks for {_SHAPE_WORDS[shape]}: {_listed(missing)}, which no chunk "
+                "holds, frame the request", **evidence}  # fmt: skip
     best = _best_coverage(kb, terms, retrieved_ids)
     evidence["best_passage_terms"] = best
     if best == len(terms):
         return {"climb": False, "reason": "a passage read holds every key term and answered nothing", **evidence}
     spread = f"every key term is in the KB, but no passage read holds them all (at most {best} of {len(terms)})"
-    if _asks_a_lookup(question, terms):
+    if _asks_a_lookup(question, terms) and shape == "value":
         # One fact asked for: the next passages by rank are where it would be; a decomposition
         # has nothing to decompose (on the doc sets' tune and judge halves, 13 climbs of lookups
         # found 1 right answer and answered 3 negatives).
         return {"climb": False, "look_further": True, "reason": f"{spread}: a lookup, the next passages are read once",
                 **evidence}  # fmt: skip
+    if shape != "value":
+        # A list or an explanation is spread over passages by nature: the next ones by rank hold a
+        # part of it at best, where the summary and logic routes gather it (GraphRAG-Bench
+        # Medical's requests, docs/results/docs/absence_round_two.md).
+        return {"climb": True, "reason": f"{spread}: it asks for {_SHAPE_WORDS[shape]}", **evidence}
     return {"climb": True, "reason": spread, **evidence}
 
 
+_SHAPE_WORDS = {"list": "a list", "explanation": "an explanation"}
 # A request with more key terms than this names its task as much as its facts ("Rewrite the
 # guideline into a formal discharge summary for ..."): a word of its framing no chunk holds is no
 # evidence that the facts are absent. Off-topic questions and near misses on documentation sets

@@ -231,3 +231,83 @@ def count_entities(q: str) -> int:
     """Named entities: the X placeholders of the masked question (quoted titles, capitalised
     spans after the first word; "Ann Lee and Tom Ford" is two; dates such as "May 5" are none)."""
     return len(re.findall(r"\bX\b", mask_entities(_DATE.sub("0", q))))  # "May 5" is a date, not a name
+
+
+# ---------------------------------------------------------------- the shape of the answer asked for
+
+# "Which config options ...", "What biopsy types are ...": the question word, up to three words of
+# the noun phrase (no preposition, auxiliary or participle inside it), then a plural head noun.
+_NP_WORD = (
+    r"(?!(?:of|in|on|for|from|to|by|with|about|is|are|was|were|do|does|did|has|have|had|can|could|may|might|"
+    r"must|shall|should|will|would)\b|\w+ed\b|\w+n't\b)[\w\-\.`']+\s+"
+)
+_LIST_HEAD = re.compile(
+    rf"^(?:which|what)\s+(?:{_NP_WORD}){{0,3}}?(?P<head>(?-i:[a-z])[\w\-]*[a-z]s)\b(?P<after>\W+\S+)?",
+    re.IGNORECASE,
+)
+_SINGULAR_S = re.compile(r"(?:ss|us|is|ics|news|series|species)$", re.IGNORECASE)
+_NOT_NOUNS = _wordset(
+    "was has does this its his hers yes always perhaps thus besides across towards afterwards whereas"
+)
+# What follows a plural head noun ("Which options does ...", "What biopsy types are used ...") and
+# not the verb of a singular subject ("Which office sells tickets ...", "Which option makes npm ..."):
+# an auxiliary, a preposition, a conjunction, a relative word, a participle, a comma or the end.
+_AFTER_A_PLURAL = AUXILIARIES | _wordset(
+    "may might must shall besides of in on for from to by with about within among across at and or but "
+    "that which who whose whom"
+)
+# An -s word that reads as the verb of a singular subject ("Which option makes npm ...") is no head.
+_VERBS_S = _wordset(
+    "makes runs means explains tells checks lets shows compares prints profiles connects controls returns "
+    "holds gives takes causes uses contains provides allows requires needs reports writes reads sets gets "
+    "includes supports creates starts stops keeps leads plays occurs happens works produces defines "
+    "describes states says marks calls handles stores sends lists documents becomes remains appears seems "
+    "follows belongs refers applies affects determines decides enables prevents distinguishes argues "
+    "drives involves results matters sells buys owns lives comes goes"
+)
+_AFTER_A_VERB = _wordset("the a an both its their his her my your our me us it them where when whether why how")
+_LIST_OPENERS = re.compile(
+    r"^(?:list|name\s+(?:all|every)|enumerate|give\s+(?:me\s+)?(?:a\s+list|all|every))\b"
+    r"|^(?:what|which)\s+(?:are|were)\s+(?:the\s+)?(?:[\w\-]+\s+){0,3}?[a-z][\w\-]*[a-z]s\b"
+    r"|^(?:what|which)\s+(?:kinds|types|sorts)\s+of\b",
+    re.IGNORECASE,
+)
+_EXPLANATION = re.compile(
+    r"^(?:why|explain|describe|compare|discuss|summari[sz]e|outline)\b"
+    r"|^how\s+(?:does|do|did|is|are|was|were)\s+(?!(?:i|we|you|one)\b)"
+    r"|^(?:what|which)\s+(?:\w+\s+){0,2}?(?:evidence|role|purpose|significance|mechanisms?|relationship|"
+    r"differences?|impact|effects?|implications?|rationale|advantages?|benefits?|challenges?)\b"
+    r"|\bdiffers?\b",
+    re.IGNORECASE,
+)
+ANSWER_SHAPES = ("value", "list", "explanation")
+
+
+def _plural_head(q: str) -> bool:
+    m = _LIST_HEAD.match(q)
+    head = m.group("head") if m else ""
+    if not head or _SINGULAR_S.search(head) or head.lower() in _NOT_NOUNS:
+        return False
+    if head.lower() in _VERBS_S:
+        return False
+    after = m.group("after") or ""
+    word = (tokens(after) or [""])[0].lower()
+    if not word or after.lstrip()[:1] in (",", "'") or word in _AFTER_A_PLURAL or word.endswith("ed"):
+        return True
+    # a base verb agrees with a plural head ("Which commands take ..."); an object after a verb of
+    # a singular subject is most often a determiner, a pronoun or a plural noun ("sells tickets")
+    return not word.endswith("s") and word not in _AFTER_A_VERB
+
+
+def answer_shape(text: str) -> str:
+    """What kind of answer the question asks for, read from its form: "list" (a set of items
+    spread over the documents: "Which config options does npm audit take?", "What are the main
+    risk factors of X?"), "explanation" (a reasoned text: "Why ...", "How does X differ from
+    Y?", "What evidence supports ...") or "value" (one fact: a number, a name, a place, a step:
+    "What is the default timeout?", "Which flag makes npm save exact versions?", "How do I ...?")."""
+    q = normalize_question(text)
+    if _LIST_OPENERS.search(q) or _plural_head(q):
+        return "list"
+    if _EXPLANATION.search(q):
+        return "explanation"
+    return "value"

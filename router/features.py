@@ -30,6 +30,8 @@ The features (columns scaled to [0, 1]; counts are capped):
 |  |  | superlative operators (-est words, first, last, most, least) / 2 |
 | lookups | 1 | retrievals the form asks for (hierarchy.question_structure.count_lookups: "Where was the director of X |
 |  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
+| shape | 2 | the answer the question asks for (hierarchy.question_structure.answer_shape): 1 for a list |
+|  |  | ("Which options does X take?"), 1 for an explanation ("Why ...", "How does X differ ..."); 0 0 for one value |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
@@ -47,6 +49,7 @@ from hierarchy.question_structure import (
     MAX_LOOKUPS,
     QUOTED,
     QWORDS,
+    answer_shape,
     chain_depth,
     count_comparatives,
     count_dates,
@@ -203,6 +206,12 @@ def f_lookups(q: str) -> list[float]:
     return [(count_lookups(q) - 1) / (MAX_LOOKUPS - 1)]
 
 
+def f_shape(q: str) -> list[float]:
+    """[asks for a list, asks for an explanation] (hierarchy.question_structure.answer_shape)."""
+    shape = answer_shape(q)
+    return [float(shape == "list"), float(shape == "explanation")]
+
+
 class Feature(NamedTuple):
     compute: Callable[[str], list[float]]  # normalized question -> `width` floats
     width: int
@@ -224,6 +233,7 @@ FEATURES: dict[str, Feature] = {
     "depth": Feature(f_depth, 1, 1),
     "operators": Feature(f_operators, 2, 1),
     "lookups": Feature(f_lookups, 1, 1),
+    "shape": Feature(f_shape, 2, 1),
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)

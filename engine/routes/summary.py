@@ -29,7 +29,7 @@ from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
-from engine.routes.summary_config import SummaryConfig, summary_config
+from engine.routes.summary_config import SummaryConfig, mode_for, summary_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
@@ -340,12 +340,16 @@ def answer_summary(
         ans.trace.fallback_from = "summary"
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
-    if cfg.mode == "global":
+    mode, why = mode_for(cfg, q)
+    if mode == "global":
         from engine.routes.summary_global import answer_global
 
-        return answer_global(q, kb, llm, layers, cfg, style)
+        ans = answer_global(q, kb, llm, layers, cfg, style)
+        ans.trace.details["summary_mode"] = f"global: {why}"
+        return ans
     usage = Usage()
     trace = Trace(route="summary")
+    trace.details["summary_mode"] = f"descend: {why}"
     if cfg != SummaryConfig():
         trace.details["summary_config"] = asdict(cfg)
     context, visited = _context(q, kb, k, None, layers, cfg)
@@ -381,7 +385,7 @@ def summary_messages(
     if layers is None:
         return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
     cfg = summary_config(config, {})
-    if cfg.mode == "global":
+    if mode_for(cfg, q)[0] == "global":
         from engine.routes.summary_global import first_map_messages
 
         return first_map_messages(q, kb, layers, cfg)

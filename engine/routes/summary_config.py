@@ -14,8 +14,10 @@ from engine.base.settings import Settings
 ANSWER_FROM = ("descend", "summaries")
 # How the route answers: "descend" picks one context and makes one answer call (as measured on
 # GraphRAG-Bench); "global" maps short passages from many documents and lists the items found
-# (engine.routes.summary_global), for questions whose answer is a set spread over the corpus.
-MODES = ("descend", "global")
+# (engine.routes.summary_global), for questions whose answer is a set spread over the corpus;
+# "auto" takes global for a question asking for a list (hierarchy.question_structure.answer_shape)
+# and the descent for any other.
+MODES = ("auto", "descend", "global")
 MAX_MAP_CALLS = 6  # the issue's bound on a global answer's calls with the local model
 
 
@@ -46,10 +48,11 @@ class SummaryConfig(Settings):
     )
 
     mode: str = field(
-        default="descend",
+        default="auto",
         metadata={
             "help": "descend: one context from the layers, one answer call; global: map calls over short "
-            "passages from many documents, the items found listed with their sources",
+            "passages from many documents, the items found listed with their sources; auto: global for a "
+            "question asking for a list, descend for any other",
             "neutral": "descend",
         },
     )
@@ -99,3 +102,14 @@ def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig
         known = ", ".join(f.name for f in fields(SummaryConfig))
         raise LogicRouteError(f"unknown summary route option(s) {sorted(unknown)}: known are {known}")
     return replace(config or SummaryConfig(), **options)
+
+
+def mode_for(cfg: SummaryConfig, question: str) -> tuple[str, str]:
+    """(the mode that answers `question`, why): cfg.mode, or for "auto" the one its form asks for."""
+    if cfg.mode != "auto":
+        return cfg.mode, f"mode={cfg.mode} was set"
+    from hierarchy.question_structure import answer_shape
+
+    if answer_shape(question) == "list" and not (cfg.collapsed or cfg.wide_chunks or cfg.answer_from != "descend"):
+        return "global", "the question asks for a list"
+    return "descend", "the question asks for no list"

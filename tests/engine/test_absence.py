@@ -308,3 +308,25 @@ def test_an_answer_found_in_the_next_passages_when_none_of_them_is_about_the_que
     ans = rag.answer("What is the default colour scheme of KCachegrind?")
     assert ans.usage.llm_calls == 2 and ans.text.startswith(NOT_IN_DOCUMENTS), ans.text
     assert ans.trace["ungrounded"]["reason"].startswith("none of the passages read is about the question")
+
+
+def test_a_list_or_an_explanation_whose_terms_the_kb_holds_apart_goes_up_the_ladder_not_further():
+    kb = WordOverlapKB.titled(FERRY)
+    listed = weigh_absence(kb, "Which offices sell tickets for the Lowen Ferry?", ["c0"])
+    assert listed["shape"] == "list" and listed["climb"] is True and "it asks for a list" in listed["reason"]
+    why = weigh_absence(kb, "Why does the harbour office sell tickets for the Lowen Ferry?", ["c0"])
+    assert why["shape"] == "explanation" and why["climb"] is True and not why.get("look_further")
+
+
+def test_a_word_of_a_lists_own_framing_no_chunk_holds_does_not_keep_its_absence():
+    kb = WordOverlapKB.titled(FERRY)
+    framed = weigh_absence(kb, "What are the daily crossings of the Lowen Ferry on the river Tamar?", ["c2"])
+    assert framed["missing"] == ["daily"] and framed["climb"] is True and "frame the request" in framed["reason"]
+    value = weigh_absence(kb, "What is the daily fare of the Lowen Ferry on the river Tamar?", ["c2"])
+    assert value["climb"] is False and "no chunk of the KB holds" in value["reason"]
+
+
+def test_a_list_naming_something_no_chunk_holds_keeps_its_absence():
+    kb = WordOverlapKB.titled(FERRY)
+    verdict = weigh_absence(kb, "Which Kubernetes crossings does the Lowen Ferry make on the river Tamar?", ["c0"])
+    assert verdict["shape"] == "list" and verdict["climb"] is False

@@ -13,7 +13,7 @@ from engine.base.types import RetrievedChunk
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from engine.routes import RouteContext, SummaryRoute, answer_on
 from engine.routes.common import cited_numbers
-from engine.routes.summary_config import SummaryConfig
+from engine.routes.summary_config import SummaryConfig, mode_for
 from engine.routes.summary_gather import compress
 from engine.routes.summary_global import Item, batches, bounded_config, list_answer, reduce_items, words_of
 from hierarchy.indexing import index_sources
@@ -166,7 +166,22 @@ def test_settings_that_mean_nothing_in_the_global_mode_are_refused():
 
 def test_the_descent_keeps_its_fingerprint():
     # stored benchmark answers made before the global mode existed stay valid
-    assert SummaryConfig().fingerprint() == SummaryConfig(map_calls=2, map_tokens=700, passage_words=30).fingerprint()
+    descend = SummaryConfig(mode="descend")
+    assert descend.fingerprint() == SummaryConfig(mode="descend", map_calls=2, map_tokens=700).fingerprint()
+    assert SummaryConfig().fingerprint() != descend.fingerprint()  # auto answers list questions otherwise
+
+
+def test_by_default_a_list_question_is_answered_in_the_global_mode_and_any_other_by_the_descent(kb):
+    assert mode_for(SummaryConfig(), QUESTION)[0] == "global"
+    assert mode_for(SummaryConfig(), "What does the force option of tool-build do?")[0] == "descend"
+    assert mode_for(SummaryConfig(mode="descend"), QUESTION)[0] == "descend"
+    assert mode_for(SummaryConfig(collapsed=True), QUESTION)[0] == "descend"  # a descent variant stays one
+    llm = ScriptedLLM(["It forces the build [1]."], rules={"Items:": naming("force")})
+    listed = answer_on(SummaryRoute(SummaryConfig()), QUESTION, ctx(kb, llm))
+    assert listed.trace.details["summary_mode"] == "global: the question asks for a list"
+    assert "tool-publish" in listed.text
+    one = answer_on(SummaryRoute(SummaryConfig()), "What does the force option of tool-build do?", ctx(kb, llm))
+    assert one.trace.details["summary_mode"].startswith("descend") and one.usage.llm_calls == 1
 
 
 def hit(title: str, text: str = "x", n_words: int = 10) -> RetrievedChunk:

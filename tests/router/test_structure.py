@@ -11,6 +11,7 @@ import torch
 import router.features as features
 from engine.base.errors import CheckpointError
 from hierarchy.question_structure import (
+    answer_shape,
     chain_depth,
     count_comparatives,
     count_dates,
@@ -29,6 +30,45 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---------------------------------------------------------------- hierarchy.question_structure
+
+
+LISTS = [
+    "Which config options does the docs page of `npm audit` list in its Configuration section?",
+    "Which npm commands take the `--dry-run` config option?",
+    "Which modules of the Node.js API docs document a 'close' event?",
+    "Which Valgrind tools' manual chapters mention the core option `--tool`?",
+    "What are the main risk factors and symptoms associated with primary bone cancer?",
+    "What biopsy types are used in the diagnosis of CSCC?",
+    "Which chemotherapy drugs, besides methotrexate, can be used in induction therapy?",
+    "What kinds of errors does Helgrind detect?",
+    "List the commands that change the lockfile.",
+]
+EXPLANATIONS = [
+    "Why is immunotherapy recommended for some colon cancer patients but not others?",
+    "How does pediatric-type follicular lymphoma differ from classic FL?",
+    "What evidence supports the use of chemoimmunotherapy in MGZL?",
+]
+VALUES = [
+    "Which option makes npm audit fix update package-lock.json without touching node_modules?",
+    "Which office sells tickets for the Lowen Ferry?",
+    "Which DNS error code means the domain name simply doesn't exist?",
+    "What is the default value of --max-old-space-size?",
+    "How do I make npm save exact versions?",
+    "How many times does npm retry a fetch?",
+    "Which film was released first, Seven Miles From Alcatraz or Vino Veritas?",
+    "Who is the director of Inception?",
+]
+
+
+def test_the_answer_a_question_asks_for_is_a_list_an_explanation_or_one_value():
+    assert [answer_shape(q) for q in LISTS] == ["list"] * len(LISTS)
+    assert [answer_shape(q) for q in EXPLANATIONS] == ["explanation"] * len(EXPLANATIONS)
+    assert [answer_shape(q) for q in VALUES] == ["value"] * len(VALUES)
+
+
+def test_the_shape_feature_marks_a_list_and_an_explanation():
+    got = cheap_features([LISTS[0], EXPLANATIONS[0], VALUES[0]], ["shape"])
+    assert got.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
 
 
 def test_a_lookup_and_a_comparison_differ_in_form():

@@ -49,21 +49,24 @@ class System:
 
 # The summary-route variants, each on every layer kind: extractive (name), name-llm, name-embedded...
 _VARIANTS: dict[str, tuple[SummaryConfig, str]] = {
-    "summary": (SummaryConfig(), "descend from the top: the best summaries, then the k chunks under them"),
+    "summary": (
+        SummaryConfig(mode="descend"),
+        "descend from the top: the best summaries, then the k chunks under them",
+    ),
     "summary-l1": (
-        SummaryConfig(start_level=1),
+        SummaryConfig(mode="descend", start_level=1),
         "the best level-1 summaries over all of them (no descent from the top), then the k chunks under them",
     ),
     "summary-only": (
-        SummaryConfig(answer_from="summaries"),
+        SummaryConfig(mode="descend", answer_from="summaries"),
         "the summaries the descent chose, alone (no chunk)",
     ),
     "summary-wide": (
-        SummaryConfig(wide_chunks=WIDE_CHUNKS),
+        SummaryConfig(mode="descend", wide_chunks=WIDE_CHUNKS),
         f"the descent, then {WIDE_CHUNKS} chunks under the summaries, cut to their best sentences",
     ),
     "collapsed": (
-        SummaryConfig(collapsed=True),
+        SummaryConfig(mode="descend", collapsed=True),
         "RAPTOR's collapsed tree: summaries of every level and chunks ranked together",
     ),
 }
@@ -78,7 +81,7 @@ def _systems() -> dict[str, System]:
             "chunk-wide",
             "summary",
             "extractive",
-            SummaryConfig(start_level=0, wide_chunks=WIDE_CHUNKS),
+            SummaryConfig(mode="descend", start_level=0, wide_chunks=WIDE_CHUNKS),
             f"the top {WIDE_CHUNKS} chunks cut to their best sentences, no summary (a control)",
         ),
     }
@@ -124,7 +127,7 @@ def system_settings(system: System, k: int, wide_chunks: int, logic_max_seconds:
     if system.route == "chunk":
         return None, f"chunk-k{k}"
     if system.route == "summary":
-        cfg = system.summary or SummaryConfig()
+        cfg = system.summary or SummaryConfig(mode="descend")
         if cfg.wide_chunks:
             cfg = replace(cfg, wide_chunks=wide_chunks)
         return cfg, f"summary-{system.layers}-k{k}-{cfg.fingerprint()}"

@@ -41,7 +41,7 @@ class ListSystem:
 SYSTEMS: dict[str, ListSystem] = {
     "chunk": ListSystem("chunk", about="the k best chunks, one answer call"),
     "logic": ListSystem("logic", about="the logic route (its reader-style preset)"),
-    "summary": ListSystem("summary", SummaryConfig(), "the summary route's descent (its default)"),
+    "summary": ListSystem("summary", SummaryConfig(mode="descend"), "the summary route's descent"),
     "global": ListSystem("summary", SummaryConfig(mode="global"), "the summary route's global mode: map, reduce"),
 }
 DEFAULT_SYSTEMS = ("chunk", "logic", "summary", "global")
