@@ -340,7 +340,7 @@ def answer_summary(
         ans.trace.fallback_from = "summary"
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
-    mode, why = mode_for(cfg, q)
+    mode, why = mode_for(cfg, q, kb)
     if mode == "global":
         from engine.routes.summary_global import answer_global
 
@@ -385,7 +385,7 @@ def summary_messages(
     if layers is None:
         return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
     cfg = summary_config(config, {})
-    if mode_for(cfg, q)[0] == "global":
+    if mode_for(cfg, q, kb)[0] == "global":
         from engine.routes.summary_global import first_map_messages
 
         return first_map_messages(q, kb, layers, cfg)

@@ -176,6 +176,7 @@ def test_by_default_a_list_question_is_answered_in_the_global_mode_and_any_other
     assert mode_for(SummaryConfig(), "What does the force option of tool-build do?")[0] == "descend"
     assert mode_for(SummaryConfig(mode="descend"), QUESTION)[0] == "descend"
     assert mode_for(SummaryConfig(collapsed=True), QUESTION)[0] == "descend"  # a descent variant stays one
+    assert kb.manifest["counts"]["chunks"] > kb.manifest["counts"]["documents"]  # pages, not passages
     llm = ScriptedLLM(["It forces the build [1]."], rules={"Items:": naming("force")})
     listed = answer_on(SummaryRoute(SummaryConfig()), QUESTION, ctx(kb, llm))
     assert listed.trace.details["summary_mode"] == "global: the question asks for a list"
@@ -186,6 +187,15 @@ def test_by_default_a_list_question_is_answered_in_the_global_mode_and_any_other
 
 def hit(title: str, text: str = "x", n_words: int = 10) -> RetrievedChunk:
     return RetrievedChunk("c-" + title, "d", title, text or " ".join(["w"] * n_words), 1.0)
+
+
+def test_a_kb_of_single_passage_documents_answers_a_list_question_by_the_descent():
+    class Passages:  # a QA set's paragraphs: one chunk a document
+        manifest = {"counts": {"documents": 1200, "chunks": 1200}}
+
+    mode, why = mode_for(SummaryConfig(), QUESTION, Passages())
+    assert mode == "descend" and "single passages" in why
+    assert mode_for(SummaryConfig(mode="global"), QUESTION, Passages())[0] == "global"  # asked for, it is kept
 
 
 def test_batches_fill_to_their_token_size_and_stop_at_map_calls():

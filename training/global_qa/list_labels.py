@@ -24,7 +24,8 @@ from pathlib import Path
 
 from engine.base.errors import LogicRouteError
 
-DATASET = "doc_lists"
+# one data set a corpus: leave-one-dataset-out then judges a router on a corpus it never saw
+DATASET_PREFIX = "lists_"
 # label route -> the bench system whose answer it is
 ROUTE_SYSTEMS = {"chunk": "chunk", "summary": "global", "logic": "logic"}
 COST_KEYS = ("llm_calls", "tokens", "prompt_tokens", "completion_tokens", "cached_calls", "seconds")
@@ -43,7 +44,7 @@ def label_row(q: Mapping, vocabulary: Mapping, answers: Mapping[str, Mapping], *
     scal = {r: route_cost(costs[r]) for r in scores}
     return {
         "id": q["id"],
-        "dataset": DATASET,
+        "dataset": DATASET_PREFIX + str(q.get("corpus") or "docs"),
         "index": None,
         "question": q["question"],
         "type": q.get("family", ""),

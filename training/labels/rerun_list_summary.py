@@ -77,14 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.base.files import atomic_write_text
     from engine.base.progress import progress_bar
     from engine.embedder import get_embedder
-    from engine.llm import make_llm
+    from engine.llm.factory import DEFAULT_LLM, make_llm
     from engine.routes import RouteContext, answer_on, make_route
     from hierarchy.kb import KnowledgeBase
     from training.labels.labels import read_labels
 
     rows = read_labels(a.labels)
     kb = KnowledgeBase.open(a.kb, get_embedder())
-    llm = make_llm(a.llm)
+    llm = make_llm(a.llm or DEFAULT_LLM)
     route = make_route("summary", None)
 
     def answer(question: str, style: str, k: int):

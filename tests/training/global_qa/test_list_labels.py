@@ -31,7 +31,7 @@ def test_each_route_is_scored_by_the_f1_of_the_set_it_lists_and_summary_is_the_g
     assert skipped == ["q2"] and [r["id"] for r in labels] == ["q1"]
     row = labels[0]
     assert row["scores"] == {"chunk": 0.5, "summary": 1.0, "logic": 0.6667}
-    assert row["oracle"] == "summary" and row["dataset"] == list_labels.DATASET
+    assert row["oracle"] == "summary" and row["dataset"] == "lists_docs"
     assert row["costs"]["summary"]["tokens"] == 180 and row["answers"] == ["build", "clean", "publish"]
     assert row["answers_pred"]["summary"].startswith("build [1]") and row["metric"] == "list_f1"
 
