@@ -3,11 +3,12 @@
 router's own choice before the guard, for each checkpoint side by side. No retrieval, no LLM call.
 
     python -m training.fitting.route_shares --checkpoint OLD.ckpt --checkpoint NEW.ckpt \
-        --set lists=training/data/global_lists/npm.jsonl:judge --set nq=nq:300:200 [--json OUT]
+        --set lists=training/data/global_lists/npm.jsonl:judge --set nq=nq:300:200 [--kb lists=KB] [--json OUT]
 
 A set is FILE[:half] (a JSONL file of questions, e.g. the list questions, `half` tune | judge)
 or a shared set NAME:OFFSET:N (questions OFFSET.. of ../shared/data, say past every row the
-router trained on).
+router trained on). `--kb NAME=DIR` decides NAME's questions as `ask --kb DIR` does: the
+out-of-distribution guard also knows the questions made from the KB's headings.
 """
 
 from __future__ import annotations
@@ -42,14 +43,24 @@ def shares(routes: Sequence[str]) -> dict[str, float]:
     return {r: round(counts[r] / max(len(routes), 1), 3) for r in ROUTES}
 
 
-def route_shares(checkpoint: str, sets: dict[str, list[str]], ood_policy: str = "chunk-escalate") -> dict:
-    """{set: {"n", "decided": shares, "router": shares, "far": share flagged far}} for one checkpoint."""
+def route_shares(
+    checkpoint: str, sets: dict[str, list[str]], kbs: dict[str, str] | None = None, ood_policy: str = "chunk-escalate"
+) -> dict:
+    """{set: {"n", "decided": shares, "router": shares, "far": share flagged far}} for one
+    checkpoint; a set named in `kbs` is decided with that KB's heading questions in the guard."""
     from engine.decide import decide_many
     from router.checkpoint import load_router
 
-    router = load_router(checkpoint)
+    plain = load_router(checkpoint)
     out = {}
     for name, questions in sets.items():
+        router = plain
+        if name in (kbs or {}):
+            from engine.embedder import get_embedder
+            from hierarchy.kb import KnowledgeBase
+            from router.kb_router import load_for_kb
+
+            router = load_for_kb(KnowledgeBase.open(kbs[name], get_embedder()), checkpoint, kb_questions=True)
         decisions = decide_many(router, questions, None, ood_policy)
         out[name] = {
             "n": len(questions),
@@ -79,13 +90,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m training.fitting.route_shares", description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", action="append", required=True, help="router checkpoint (repeat)")
     p.add_argument("--set", action="append", required=True, help="NAME=FILE[:half] or NAME=SET:OFFSET:N (repeat)")
+    p.add_argument("--kb", action="append", default=[], help="NAME=KB_DIR: decide set NAME as ask --kb does")
     p.add_argument("--json", default=None, help="write the report here")
     a = p.parse_args(argv)
     sets = {}
     for spec in a.set:
         name, _, source = spec.partition("=")
         sets[name] = read_questions(source)
-    report = {ckpt: route_shares(ckpt, sets) for ckpt in a.checkpoint}
+    kbs = dict(spec.split("=", 1) for spec in a.kb)
+    report = {ckpt: route_shares(ckpt, sets, kbs) for ckpt in a.checkpoint}
     print(markdown(report))
     if a.json:
         from engine.base.files import atomic_write_json
