@@ -1,7 +1,7 @@
 """The form of a question, read without any model: what a router can learn that carries over
 from one topic to another.
 
-Two views, both deterministic (regular expressions and word lists, no LLM, no embedder):
+Three views, all deterministic (regular expressions and word lists, no LLM, no embedder):
 
 - `mask_entities(q)`: the question with its topic removed: quoted titles and capitalised
   spans after the first word become "X", numbers and dates "N" ("Who was born first, Ann Lee
@@ -11,6 +11,9 @@ Two views, both deterministic (regular expressions and word lists, no LLM, no em
   one retrieval: dates, other numbers, the depth of nested relation chains ("the mother of the
   director of X" = 2), comparative and superlative operators, named entities, lookups, and the
   question word. router.features turns them into input columns.
+- `answer_shape(q)`: what the answer is to be, a list of items, an explanation or one value.
+  The summary route answers a list over a whole corpus, and "not in the documents" weighs
+  differently for a list than for one value (engine.absence).
 
 Only the standard library: importing this is free.
 """
@@ -286,9 +289,7 @@ ANSWER_SHAPES = ("value", "list", "explanation")
 def _plural_head(q: str) -> bool:
     m = _LIST_HEAD.match(q)
     head = m.group("head") if m else ""
-    if not head or _SINGULAR_S.search(head) or head.lower() in _NOT_NOUNS:
-        return False
-    if head.lower() in _VERBS_S:
+    if not head or _SINGULAR_S.search(head) or head.lower() in _NOT_NOUNS | _VERBS_S:
         return False
     after = m.group("after") or ""
     word = (tokens(after) or [""])[0].lower()
