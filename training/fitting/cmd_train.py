@@ -168,6 +168,15 @@ def hop_pairs_option(who: str):
     )
 
 
+def list_priors_option(who: str):
+    """--list-priors, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
+    return _silver_rows_option(
+        "--list-priors",
+        f"{who} on this many list questions a corpus (the tune halves of training/data/global_lists) "
+        "labelled summary: questions about a whole corpus (training/fitting/set_priors.py)",
+    )
+
+
 def cost_weight_option(who: str):
     """--cost-weight, for `train generalist` and `eval-router --lodo` (`who` starts its help)."""
     return click.option(
@@ -210,6 +219,7 @@ def text_form_option(who: str):
 @set_priors_option("also train the router")
 @hop_priors_option("also train the router")
 @hop_pairs_option("also train the router")
+@list_priors_option("also train the router")
 @cost_weight_option("train the router")
 @click.option(
     "--lodo/--no-lodo",
@@ -228,6 +238,7 @@ def generalist(
     set_priors,
     hop_priors,
     hop_pairs,
+    list_priors,
     cost_weight,
     lodo,
     hidden,
@@ -254,6 +265,7 @@ def generalist(
             prior_per_set=set_priors,
             hop_priors=hop_priors,
             hop_pairs=hop_pairs,
+            list_priors=list_priors,
             cost_weight=cost_weight,
         ),
         hidden,

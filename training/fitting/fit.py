@@ -92,6 +92,13 @@ class TrainConfig:
             "(training.fitting.set_priors.pair_rows)"
         },
     )
+    list_priors: int = field(
+        default=0,
+        metadata={
+            "help": "silver rows per list-question corpus (the tune halves of training/data/global_lists), "
+            "labelled summary: questions about a whole corpus (training.fitting.set_priors.list_rows)"
+        },
+    )
     cost_weight: float | None = field(
         default=None,
         metadata={

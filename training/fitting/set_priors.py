@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -166,6 +167,43 @@ def pair_rows(
     return out
 
 
+LIST_ROUTE = "summary"  # the route that answers a question about a whole corpus (its global mode)
+
+
+def list_files() -> list[Path]:
+    """The list-question files (training/data/global_lists/*.jsonl), one a corpus."""
+    return sorted((Path(__file__).resolve().parents[1] / "data" / "global_lists").glob("*.jsonl"))
+
+
+def list_rows(
+    routes: Sequence[str],
+    per_corpus: int,
+    strength: float = 0.8,
+    *,
+    exclude: Iterable[str] = (),
+    seed: int = 0,
+    files: Sequence[Path] | None = None,
+) -> list[dict]:
+    """Up to `per_corpus` prior rows from the tune half of each list-question file, preferring
+    summary: questions about a whole corpus, whose form ("Which modules document a 'close'
+    event?") the router should learn apart from the corpus's topic. The judge halves never train.
+    A row's set is "lists_<corpus>", the set of that corpus's answer labels, so a leave-one-
+    dataset-out fold that leaves a corpus out trains on none of its priors either."""
+    import json
+
+    _check_strength(routes, strength)
+    if LIST_ROUTE not in routes:
+        raise LogicRouteError(f"list priors need the {LIST_ROUTE} route; the labels have {list(routes)}")
+    skip = set(exclude)
+    out: list[dict] = []
+    for path in list_files() if files is None else files:
+        with open(path, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        pool = [r["question"] for r in rows if r.get("half") == "tune" and r["question"] not in skip]
+        out += _drawn_rows(pool, f"lists_{path.stem}", LIST_ROUTE, routes, per_corpus, strength, seed, listed=True)
+    return out
+
+
 @dataclass
 class Priors:
     """Prior rows and their router inputs, handed to the training of a router or of every
@@ -180,7 +218,8 @@ class Priors:
         return Priors([self.rows[i] for i in keep], self.x[keep])
 
     def counts(self) -> dict[str, int]:
-        """Rows per set; a set's hop priors apart, as '<set> hops', and its pairs as '<set> pairs'."""
+        """Rows per set; a set's hop priors apart, as '<set> hops', and its pairs as '<set> pairs'
+        (list priors are the set of their corpus, lists_<corpus>)."""
         return dict(
             Counter(r["dataset"] + (" pairs" if r.get("pair") else " hops" if r.get("hop") else "") for r in self.rows)
         )
@@ -188,11 +227,11 @@ class Priors:
 
 def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedder) -> Priors | None:
     """The priors a TrainConfig asks for (cfg.prior_per_set set priors, cfg.hop_priors hop priors,
-    cfg.hop_pairs pairs, all at cfg.prior_strength; None for none), with inputs in the config's feature set and
-    text form."""
+    cfg.hop_pairs pairs, cfg.list_priors list priors, all at cfg.prior_strength; None for none),
+    with inputs in the config's feature set and text form."""
     from training.labels.label_arrays import inputs_for
 
-    if not cfg.prior_per_set and not cfg.hop_priors and not cfg.hop_pairs:
+    if not cfg.prior_per_set and not cfg.hop_priors and not cfg.hop_pairs and not cfg.list_priors:
         return None
     asked = {r["question"] for r in answer_rows}
     rows = prior_rows(routes, cfg.prior_per_set, cfg.prior_strength, exclude=asked) if cfg.prior_per_set else []
@@ -200,4 +239,6 @@ def build_priors(answer_rows: Sequence[dict], routes: Sequence[str], cfg, embedd
         rows += hop_rows(routes, cfg.hop_priors, cfg.prior_strength, exclude=asked)
     if cfg.hop_pairs:
         rows += pair_rows(routes, cfg.hop_pairs, cfg.prior_strength, exclude=asked)
+    if cfg.list_priors:
+        rows += list_rows(routes, cfg.list_priors, cfg.prior_strength, exclude=asked)
     return Priors(rows, inputs_for(rows, embedder, cfg.features, cfg.text_form))
