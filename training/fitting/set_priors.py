@@ -168,11 +168,23 @@ def pair_rows(
 
 
 LIST_ROUTE = "summary"  # the route that answers a question about a whole corpus (its global mode)
+LOOKUP_ROUTE = "chunk"  # the route of a question about one value of the same corpus
+_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def list_files() -> list[Path]:
     """The list-question files (training/data/global_lists/*.jsonl), one a corpus."""
-    return sorted((Path(__file__).resolve().parents[1] / "data" / "global_lists").glob("*.jsonl"))
+    return sorted((_DATA / "global_lists").glob("*.jsonl"))
+
+
+def _tune_questions(path: Path, skip: set[str]) -> list[str]:
+    import json
+
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [r["question"] for r in rows if r.get("half") == "tune" and r["question"] not in skip]
 
 
 def list_rows(
@@ -185,22 +197,28 @@ def list_rows(
     files: Sequence[Path] | None = None,
 ) -> list[dict]:
     """Up to `per_corpus` prior rows from the tune half of each list-question file, preferring
-    summary: questions about a whole corpus, whose form ("Which modules document a 'close'
-    event?") the router should learn apart from the corpus's topic. The judge halves never train.
-    A row's set is "lists_<corpus>", the set of that corpus's answer labels, so a leave-one-
-    dataset-out fold that leaves a corpus out trains on none of its priors either."""
-    import json
+    summary (questions about a whole corpus: "Which modules document a 'close' event?"), and as
+    many of the same corpus's questions about one value (training/data/docs_questions/<corpus>.jsonl,
+    tune half, hierarchy.question_structure.answer_shape "value"), preferring chunk: within a
+    corpus only the form differs, so the router learns the form, not the corpus's topic. The judge
+    halves never train. A row's set is "lists_<corpus>", the set of that corpus's answer labels, so
+    a leave-one-dataset-out fold that leaves a corpus out trains on none of its priors either."""
+    from hierarchy.question_structure import answer_shape
 
     _check_strength(routes, strength)
-    if LIST_ROUTE not in routes:
-        raise LogicRouteError(f"list priors need the {LIST_ROUTE} route; the labels have {list(routes)}")
+    missing = sorted({LIST_ROUTE, LOOKUP_ROUTE} - set(routes))
+    if missing:
+        raise LogicRouteError(f"list priors need the {', '.join(missing)} route(s); the labels have {list(routes)}")
     skip = set(exclude)
     out: list[dict] = []
     for path in list_files() if files is None else files:
-        with open(path, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        pool = [r["question"] for r in rows if r.get("half") == "tune" and r["question"] not in skip]
-        out += _drawn_rows(pool, f"lists_{path.stem}", LIST_ROUTE, routes, per_corpus, strength, seed, listed=True)
+        name = f"lists_{path.stem}"
+        out += _drawn_rows(
+            _tune_questions(path, skip), name, LIST_ROUTE, routes, per_corpus, strength, seed, listed=True
+        )
+        lookups = [q for q in _tune_questions(path.parent.parent / "docs_questions" / path.name, skip)
+                   if answer_shape(q) == "value"]  # fmt: skip
+        out += _drawn_rows(lookups, name, LOOKUP_ROUTE, routes, per_corpus, strength, seed, listed=True)
     return out
 
 

@@ -1,6 +1,6 @@
 """List priors (training.fitting.set_priors.list_rows): the tune half of each list-question file,
-labelled summary, as silver rows of the set of its corpus; the judge half and answer-labelled
-questions never train."""
+labelled summary, and the same corpus's one-value questions, labelled chunk, as silver rows of the
+set of its corpus; the judge halves and answer-labelled questions never train."""
 
 from __future__ import annotations
 
@@ -35,6 +35,26 @@ def test_tune_questions_of_each_corpus_prefer_summary_and_the_judge_half_never_t
     assert {r["dataset"] for r in rows} == {"lists_alpha", "lists_beta"}
     assert all(r["oracle"] == "summary" and r["pref"]["summary"] == 0.8 and r["prior"] for r in rows)
     assert len(list_rows(ROUTES, 1, files=files)) == 2  # at most per_corpus a corpus
+
+
+def test_the_corpus_own_one_value_questions_prefer_chunk_beside_its_lists(tmp_path):
+    lists = tmp_path / "global_lists"
+    docs = tmp_path / "docs_questions"
+    lists.mkdir()
+    docs.mkdir()
+    path = write(lists, "alpha", 4)
+    asked = [
+        {"question": "What is the default port of alpha?", "half": "tune"},
+        {"question": "Which alpha commands take --force?", "half": "tune"},  # a list: not a lookup prior
+        {"question": "How many retries does alpha make?", "half": "judge"},
+    ]
+    (docs / "alpha.jsonl").write_text("".join(json.dumps(r) + "\n" for r in asked))
+    rows = list_rows(ROUTES, 10, files=[path])
+    assert [(r["question"], r["oracle"]) for r in rows] == [
+        ("Which alpha pages name item 1?", "summary"),
+        ("Which alpha pages name item 3?", "summary"),
+        ("What is the default port of alpha?", "chunk"),
+    ]
 
 
 def test_a_fold_leaving_a_corpus_out_trains_on_none_of_its_list_priors(tmp_path):
