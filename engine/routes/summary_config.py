@@ -105,8 +105,8 @@ def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig
 
 
 # A KB whose documents are single passages (a QA set's paragraphs, one guideline cut into
-# passages) has no documents to gather a list across: on GraphRAG-Bench Medical the global mode
-# listed headings where the descent answered in sentences (docs/results/global_lists/auto_mode.md).
+# passages) has no documents to gather a list across; on GraphRAG-Bench Medical's list questions
+# the global mode did not beat the descent (docs/results/global_lists/auto_mode_medical.json).
 MIN_CHUNKS_PER_DOCUMENT = 1.5
 
 
