@@ -31,7 +31,9 @@ ROUTE_SYSTEMS = {"chunk": "chunk", "summary": "global", "logic": "logic"}
 COST_KEYS = ("llm_calls", "tokens", "prompt_tokens", "completion_tokens", "cached_calls", "seconds")
 
 
-def label_row(q: Mapping, vocabulary: Mapping, answers: Mapping[str, Mapping], *, lam: float, tau: float) -> dict:
+def label_row(
+    q: Mapping, vocabulary: Mapping, answers: Mapping[str, Mapping], *, lam: float, tau: float, llm: str
+) -> dict:
     """One label row from one question (a line of a list file) and each route's stored answer row."""
     from training.global_qa.list_score import score
     from training.labels.labels import _preferred, route_cost
@@ -55,7 +57,7 @@ def label_row(q: Mapping, vocabulary: Mapping, answers: Mapping[str, Mapping], *
         "all_zero": max(scores.values()) <= 1e-9,
         "scorer": "answer",
         "metric": "list_f1",
-        "llm": next(iter(answers.values())).get("llm", "local:qwen2.5-coder-1.5b"),
+        "llm": llm,
         "lam": lam,
         "tau": tau,
         "k": 3,
@@ -68,7 +70,12 @@ def label_row(q: Mapping, vocabulary: Mapping, answers: Mapping[str, Mapping], *
 
 
 def label_rows(
-    set_files: Sequence[str | Path], results: Sequence[str | Path], half: str, lam: float = 0.1, tau: float = 0.1
+    set_files: Sequence[str | Path],
+    results: Sequence[str | Path],
+    half: str,
+    lam: float = 0.1,
+    tau: float = 0.1,
+    llm: str = "local:qwen2.5-coder-1.5b",
 ) -> tuple[list[dict], list[str]]:
     """(label rows, ids skipped): a question is labelled when every route's answer is stored
     without an error in one of `results` (the last row of a key wins, as the bench reads them)."""
@@ -92,7 +99,7 @@ def label_rows(
             if any(a is None or a.get("error") for a in answers.values()):
                 skipped.append(q["id"])
                 continue
-            rows.append(label_row(q, vocabulary, answers, lam=lam, tau=tau))
+            rows.append(label_row(q, vocabulary, answers, lam=lam, tau=tau, llm=llm))
     return rows, skipped
 
 
@@ -102,10 +109,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     p.add_argument("--results", action="append", required=True, help="a bench global-lists-answer results.jsonl")
     p.add_argument("--half", default="tune", choices=("tune", "judge", "all"))
     p.add_argument("--out", required=True, help="label file to write (JSONL, replaced atomically)")
+    p.add_argument("--llm", default=None, help="the LLM the answers were made with (default: the local model)")
     a = p.parse_args(argv)
     from engine.base.files import atomic_write_text
+    from engine.llm.base import DEFAULT_LLM
 
-    rows, skipped = label_rows(a.set_file, a.results, a.half)
+    rows, skipped = label_rows(a.set_file, a.results, a.half, llm=a.llm or DEFAULT_LLM)
     if not rows:
         raise LogicRouteError(f"no question of the {a.half} half has every route's answer in {', '.join(a.results)}")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
