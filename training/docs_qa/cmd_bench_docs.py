@@ -4,68 +4,29 @@ training/commands.py; nothing heavy is imported at module level."""
 
 from __future__ import annotations
 
-import os
-import platform
-import shlex
 from pathlib import Path
 
 import click
 
 from engine.cli_options import llm_option
+from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
 
 DEFAULT_SYSTEMS = "chunk,before,default"
 
 
-def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo) -> str:
-    """The command as it could be typed again (the LLM only when it is not the default)."""
-    from engine.llm.base import DEFAULT_LLM
-
-    words = ["logicroute", "bench", "docs"]
-    for s, kb in zip(set_files, kbs, strict=True):
-        words += ["--set-file", s, "--kb", kb]
-    words += ["--systems", systems, "--half", half, "--out", out_dir]
-    if k != 3:
-        words += ["-k", str(k)]
-    if llm_spec != DEFAULT_LLM:
-        words += ["--llm", llm_spec]
-    if redo:
-        words.append("--redo")
-    return shlex.join(words)
-
-
 @click.command("docs")
-@click.option(
-    "--set-file",
-    "set_files",
-    multiple=True,
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="a question set (training/data/docs_questions/*.jsonl); repeat it, each followed by its --kb",
+@set_kb_options(
+    set_help="a question set (training/data/docs_questions/*.jsonl); repeat it, each followed by its --kb",
+    kb_help="the KB the set's folder was indexed into (default index settings), one per --set-file, in order",
+    systems=click.option(
+        "--systems",
+        default=DEFAULT_SYSTEMS,
+        show_default=True,
+        help="comma list of training.docs_qa.bench_docs.SYSTEMS: chunk (route=chunk), default (RoutedRAG's "
+        "defaults), before (the defaults with keep_absence, ood_kb_questions and abstain_ungrounded off)",
+    ),
+    out_default="docs/results/docs",
 )
-@click.option(
-    "--kb",
-    "kbs",
-    multiple=True,
-    required=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="the KB the set's folder was indexed into (default index settings), one per --set-file, in order",
-)
-@click.option(
-    "--systems",
-    default=DEFAULT_SYSTEMS,
-    show_default=True,
-    help="comma list of training.docs_qa.bench_docs.SYSTEMS: chunk (route=chunk), default (RoutedRAG's defaults), "
-    "before (the defaults with keep_absence, ood_kb_questions and abstain_ungrounded off)",
-)
-@click.option(
-    "--half",
-    type=click.Choice(("tune", "judge", "all")),
-    default="tune",
-    show_default=True,
-    help="which half of each set; judge is for judging a change only",
-)
-@click.option("--out", "out_dir", default="docs/results/docs", show_default=True, help="folder of report.md, results")
-@click.option("-k", "k", type=int, default=3, show_default=True, help="passages per retrieval")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="answers in flight (remote LLMs)")
 @click.option("--redo", is_flag=True, help="answer every row again, ignoring results.jsonl (e.g. after a code change)")
 @llm_option
@@ -84,8 +45,7 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
     from training.docs_qa.bench_docs_report import build, write
     from training.docs_qa.bench_docs_sets import read_set, select
 
-    if len(set_files) != len(kbs):
-        raise click.UsageError(f"{len(set_files)} --set-file but {len(kbs)} --kb: give one --kb after each set")
+    check_set_kbs(set_files, kbs)
     names = bd.check_systems([s.strip() for s in systems.split(",") if s.strip()])
     sets = [bd.DocsSet(Path(f).stem, Path(f), Path(kb), select(read_set(f), half)) for f, kb in zip(set_files, kbs)]
     if len({s.name for s in sets}) != len(sets):
@@ -101,19 +61,9 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
         store = JsonlStore(out / "results.jsonl", key=bd.row_key)
         setup = {"llm": llm_spec if llm is None else getattr(llm, "name", "injected"), "k": k, "style": bd.STYLE}
         rows = bd.run(sets, names, store, rag_for, setup=setup, redo=redo, concurrency=concurrency)
-        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        run = {
-            "command": _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo),
-            "half": half,
-            "style": bd.STYLE,
-            "llm": setup["llm"],
-            "k": k,
-            "systems": {n: bd.SYSTEMS[n] for n in names},
-            "sets": [
-                {"name": s.name, "file": str(s.path), "kb": str(s.kb), "questions": len(s.questions)} for s in sets
-            ],
-            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load} at the end",
-        }
+        flags = ["--redo"] if redo else []
+        command = command_line("docs", set_files, kbs, systems, half, out_dir, k, llm_spec, *flags)
+        run = run_record(command, half, bd.STYLE, setup["llm"], k, {n: bd.SYSTEMS[n] for n in names}, sets)
         scored = bd.scored_rows(sets, names, rows)
         errors = sum(1 for r in scored if r["outcome"] == "error")
         if errors:

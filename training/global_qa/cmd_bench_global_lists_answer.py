@@ -4,70 +4,27 @@ bench group by training/commands.py; nothing heavy at module level."""
 
 from __future__ import annotations
 
-import os
-import platform
-import shlex
 from pathlib import Path
 
 import click
 
 from engine.cli_options import llm_option
+from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
 from training.global_qa.list_answer import DEFAULT_SYSTEMS, SYSTEMS
 
 
-def _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo, report_only=False) -> str:
-    """The command as it could be typed again (the LLM only when it is not the default)."""
-    from engine.llm.base import DEFAULT_LLM
-
-    words = ["logicroute", "bench", "global-lists-answer"]
-    for s, kb in zip(set_files, kbs, strict=True):
-        words += ["--set-file", s, "--kb", kb]
-    words += ["--systems", systems, "--half", half, "--out", out_dir]
-    if k != 3:
-        words += ["-k", str(k)]
-    if llm_spec != DEFAULT_LLM:
-        words += ["--llm", llm_spec]
-    if redo:
-        words.append("--redo")
-    if report_only:
-        words.append("--report-only")
-    return shlex.join(words)
-
-
 @click.command("global-lists-answer")
-@click.option(
-    "--set-file",
-    "set_files",
-    multiple=True,
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="a list-question file (training/data/global_lists/*.jsonl); repeat it, each followed by its --kb",
+@set_kb_options(
+    set_help="a list-question file (training/data/global_lists/*.jsonl); repeat it, each followed by its --kb",
+    kb_help="the KB the set's folder was indexed into (with summary layers), one per --set-file, in order",
+    systems=click.option(
+        "--systems",
+        default=",".join(DEFAULT_SYSTEMS),
+        show_default=True,
+        help="comma list of: " + ", ".join(f"{n} ({s.about})" for n, s in SYSTEMS.items()),
+    ),
+    out_default="docs/results/global_lists",
 )
-@click.option(
-    "--kb",
-    "kbs",
-    multiple=True,
-    required=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="the KB the set's folder was indexed into (with summary layers), one per --set-file, in order",
-)
-@click.option(
-    "--systems",
-    default=",".join(DEFAULT_SYSTEMS),
-    show_default=True,
-    help="comma list of: " + ", ".join(f"{n} ({s.about})" for n, s in SYSTEMS.items()),
-)
-@click.option(
-    "--half",
-    type=click.Choice(("tune", "judge", "all")),
-    default="tune",
-    show_default=True,
-    help="which half of each set; judge is for judging a change only",
-)
-@click.option(
-    "--out", "out_dir", default="docs/results/global_lists", show_default=True, help="folder of report.md, results"
-)
-@click.option("-k", "k", type=int, default=3, show_default=True, help="passages per retrieval")
 @click.option("--redo", is_flag=True, help="answer every row again, ignoring results.jsonl")
 @click.option(
     "--report-only",
@@ -88,8 +45,7 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     from training.global_qa import list_answer as la
     from training.global_qa.list_answer_report import build, write
 
-    if len(set_files) != len(kbs):
-        raise click.UsageError(f"{len(set_files)} --set-file but {len(kbs)} --kb: give one --kb after each set")
+    check_set_kbs(set_files, kbs)
     names = la.check_systems([s.strip() for s in systems.split(",") if s.strip()])
     sets = [la.read_set(f, kb, half) for f, kb in zip(set_files, kbs)]
     if len({s.name for s in sets}) != len(sets):
@@ -108,19 +64,10 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
             rows = la.stored_rows(sets, names, store, setup)
         else:
             rows = la.run(sets, names, store, answer_for, setup=setup, redo=redo)
-        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        run = {
-            "command": _command_line(set_files, kbs, systems, half, out_dir, k, llm_spec, redo, report_only),
-            "half": half,
-            "style": la.STYLE,
-            "llm": setup["llm"],
-            "k": k,
-            "systems": {n: SYSTEMS[n].about for n in names},
-            "sets": [
-                {"name": s.name, "file": str(s.path), "kb": str(s.kb), "questions": len(s.questions)} for s in sets
-            ],
-            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load} at the end",
-        }
+        flags = [f for f, on in (("--redo", redo), ("--report-only", report_only)) if on]
+        command = command_line("global-lists-answer", set_files, kbs, systems, half, out_dir, k, llm_spec, *flags)
+        systems_about = {n: SYSTEMS[n].about for n in names}
+        run = run_record(command, half, la.STYLE, setup["llm"], k, systems_about, sets)
         scored = la.scored_rows(sets, names, rows)
         errors = sum(1 for r in scored if r.get("error"))
         notes = [f"{errors} answer(s) failed with an error (scored as listing nothing)"] if errors else []

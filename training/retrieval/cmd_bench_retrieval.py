@@ -3,12 +3,11 @@ the shared QA sets, documentation questions and a growing KB. Nothing heavy load
 
 from __future__ import annotations
 
-import os
-import platform
 from pathlib import Path
 
 import click
 
+from training.common.bench_sets_cli import machine
 from training.scale.cmd_bench_scale import _ints
 
 PARTS = ("qa", "docs", "scale")
@@ -48,10 +47,9 @@ def bench_retrieval(ctx, parts, docs_folder, sizes, corpus, queries, kb_root, ou
     asked = {"parts": ",".join(want), "sizes": sizes, "corpus": corpus, "queries": queries}
     if docs_folder:
         asked["docs-folder"] = docs_folder
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     run = {
         "command": "logicroute bench retrieval " + " ".join(f"--{k} {v}" for k, v in asked.items()),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load} at the start",
+        "machine": machine("start"),
     }
     report.setdefault("runs", {}).update(dict.fromkeys(want, run))  # which command made each part
     echo = lambda s: click.echo(s, err=True)  # noqa: E731
