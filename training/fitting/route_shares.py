@@ -14,7 +14,6 @@ out-of-distribution guard also knows the questions made from the KB's headings.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,10 +25,10 @@ def read_questions(spec: str) -> list[str]:
     """The questions a --set names: FILE[:half] or NAME:OFFSET:N."""
     parts = spec.split(":")
     if Path(parts[0]).is_file():
+        from training.common.jsonl_store import read_jsonl
+
         half = parts[1] if len(parts) > 1 else "all"
-        with open(parts[0], encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        return [r["question"] for r in rows if half == "all" or r.get("half") == half]
+        return [r["question"] for r in read_jsonl(parts[0], strict=True) if half == "all" or r.get("half") == half]
     from hierarchy.datasets import resolve_data
     from training.labels.labels import select_questions
 

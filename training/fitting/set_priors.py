@@ -178,12 +178,10 @@ def list_files() -> list[Path]:
 
 
 def _tune_questions(path: Path, skip: set[str]) -> list[str]:
-    import json
+    """The tune half's questions of a question file ([] when there is none), less `skip`."""
+    from training.common.jsonl_store import read_jsonl
 
-    if not path.is_file():
-        return []
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(path, strict=True)
     return [r["question"] for r in rows if r.get("half") == "tune" and r["question"] not in skip]
 
 

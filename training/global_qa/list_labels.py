@@ -10,7 +10,7 @@ computed from the documents), its cost the answer's measured usage.
 
     python -m training.global_qa.list_labels --set-file training/data/global_lists/npm.jsonl \
         --results docs/results/global_lists/tune/results.jsonl [--set-file ... ] --half tune \
-        --out training/data/labels/lists/answer_doc_lists.jsonl
+        --out training/data/labels/answer_lists.jsonl
 
 Only the tune half goes into labels by default: the judge half judges the router trained on them.
 """
@@ -79,15 +79,13 @@ def label_rows(
 ) -> tuple[list[dict], list[str]]:
     """(label rows, ids skipped): a question is labelled when every route's answer is stored
     without an error in one of `results` (the last row of a key wins, as the bench reads them)."""
+    from training.common.jsonl_store import JsonlStore
+    from training.global_qa.list_answer import row_key
     from training.global_qa.list_questions import load
 
     stored: dict[tuple[str, str, str], dict] = {}
     for path in results:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    row = json.loads(line)
-                    stored[row["set"], row["system"], row["id"]] = row
+        stored.update(JsonlStore(path, key=row_key, strict=True).by_key)
     rows, skipped = [], []
     for path in set_files:
         questions, vocabulary = load(path)
