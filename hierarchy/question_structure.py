@@ -268,6 +268,7 @@ _VERBS_S = _wordset(
     "follows belongs refers applies affects determines decides enables prevents distinguishes argues "
     "drives involves results matters sells buys owns lives comes goes"
 )
+_NOT_HEADS = _NOT_NOUNS | _VERBS_S
 _AFTER_A_VERB = _wordset("the a an both its their his her my your our me us it them where when whether why how")
 _LIST_OPENERS = re.compile(
     r"^(?:list|name\s+(?:all|every)|enumerate|give\s+(?:me\s+)?(?:a\s+list|all|every))\b"
@@ -289,7 +290,7 @@ ANSWER_SHAPES = ("value", "list", "explanation")
 def _plural_head(q: str) -> bool:
     m = _LIST_HEAD.match(q)
     head = m.group("head") if m else ""
-    if not head or _SINGULAR_S.search(head) or head.lower() in _NOT_NOUNS | _VERBS_S:
+    if not head or _SINGULAR_S.search(head) or head.lower() in _NOT_HEADS:
         return False
     after = m.group("after") or ""
     word = (tokens(after) or [""])[0].lower()
