@@ -5,7 +5,8 @@ is the place that answers.
 
 A decision is the router's probabilities turned into a route by a policy (argmax, or a calibrated
 threshold on P(logic)), the form policy on top (a question whose form names its sub-questions
-goes to logic: router.policy.decide_with_form), then the out-of-distribution policy
+goes to logic; one the checkpoint's list gate reads as a list across the corpus goes to summary:
+router.policy.decide_with_form), then the out-of-distribution policy
 (engine.ood_policy: a question far from the router's training questions gets its fallback). A
 forced route is a decision too, with none of the three.
 """
@@ -19,6 +20,7 @@ from engine.base.errors import LogicRouteError
 from engine.budget import Budget
 from engine.ood_policy import apply_ood_policy
 from engine.routes import TOP_ROUTE
+from router.list_gate import LIST_FORM
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,8 @@ class Decision:
     policy: str  # "forced" | "argmax" | "threshold"
     router_route: str | None = None  # the router's own choice, form policy included; None when forced
     probs: dict[str, float] | None = None
-    form: str | None = None  # the question form that sent it to logic
+    form: str | None = None  # the question form that sent it to logic, or LIST_FORM: the list gate sent it to summary
+    list_gate: float | None = None  # the list gate's probability where it fired
     threshold: float | None = None
     logic_share: float | None = None
     router: str | None = None  # which router decided (router.kb_router's label)
@@ -46,6 +49,8 @@ class Decision:
             out |= {"threshold": self.threshold, "logic_share": self.logic_share}
         if self.form:
             out["form"] = self.form
+        if self.list_gate is not None:
+            out["list_gate"] = round(self.list_gate, 4)
         if self.router:
             out["router"] = self.router
         if self.escalate_below is not None:
@@ -58,7 +63,8 @@ class Decision:
             "route": self.route,
             "router_route": self.router_route,
             "probs": self.probs,
-            "policy": self.policy + ("+form" if self.form else ""),
+            "policy": self.policy + ("" if not self.form else "+list" if self.form == LIST_FORM else "+form"),
+            "list_gate": self.list_gate,
             "threshold": self.threshold,
             "ood": self.ood,
             "escalate": self.escalate,
@@ -104,7 +110,10 @@ def decide_many(
 
     if not questions:
         return []
-    probs, oods = router.probs_and_ood(list(questions))
+    if hasattr(router, "probs_ood_and_lists"):
+        probs, oods, listed = router.probs_ood_and_lists(list(questions))
+    else:  # a router without a list gate
+        (probs, oods), listed = router.probs_and_ood(list(questions)), [None] * len(questions)
     probs = [{r: float(p) for r, p in pr.items()} for pr in probs]
     budget = calibrated(budget, [p.get(TOP_ROUTE, 0.0) for p in probs])
     policy = threshold_policy(budget)
@@ -113,8 +122,8 @@ def decide_many(
     if below is not None and getattr(router, "calibrated_style", None) != style:
         below = None
     out = []
-    for q, p, measured in zip(questions, probs, oods):
-        router_route, form = decide_with_form(p, policy, q)
+    for q, p, measured, gated in zip(questions, probs, oods, listed):
+        router_route, form = decide_with_form(p, policy, q, listed=gated is not None)
         outcome = apply_ood_policy(router_route, measured, ood_policy)
         out.append(
             Decision(
@@ -123,6 +132,7 @@ def decide_many(
                 router_route=router_route,
                 probs=p,
                 form=form,
+                list_gate=gated if form == LIST_FORM else None,
                 threshold=budget.threshold if policy else None,
                 logic_share=budget.logic_share if policy else None,
                 router=label,

@@ -39,6 +39,24 @@ OWN_ENTRIES = {
 }
 
 
+# A KB whose documents are single passages (a QA set's paragraphs, one guideline cut into
+# passages) has no documents to gather a list across: the summary route answers a list question
+# there by the descent, and the router's list gate stays off (router.kb_router). On GraphRAG-Bench
+# Medical's list questions the global mode did not beat the descent
+# (docs/results/global_lists/auto_mode_medical.json).
+MIN_CHUNKS_PER_DOCUMENT = 1.5
+
+
+def single_passages(manifest: dict | None) -> float | None:
+    """The KB's chunks per document when its documents are single passages (fewer than
+    MIN_CHUNKS_PER_DOCUMENT), else None (multi-passage documents, or no counts to tell)."""
+    counts = (manifest or {}).get("counts") or {}
+    if not counts.get("documents"):
+        return None
+    per_document = counts.get("chunks", 0) / counts["documents"]
+    return per_document if per_document < MIN_CHUNKS_PER_DOCUMENT else None
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 

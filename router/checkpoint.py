@@ -29,6 +29,7 @@ from engine.base.errors import CheckpointError
 from engine.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
+    from router.list_gate import ListGate
     from router.model import RouterMLP
     from router.ood import OodGuard
     from router.policy import Policy
@@ -44,12 +45,19 @@ def card_path(ckpt: str | Path) -> Path:
     return p.with_name(p.name[: -len(".ckpt")] + ".card.json" if p.name.endswith(".ckpt") else p.name + ".card.json")
 
 
-def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict, guard: "OodGuard | None" = None) -> dict:
-    """Write weights + card (embedded and beside), and the guard's reference set when given.
-    Returns the full card as written."""
+def save_checkpoint(
+    path: str | Path,
+    model: "RouterMLP",
+    card: dict,
+    guard: "OodGuard | None" = None,
+    gate: "ListGate | None" = None,
+) -> dict:
+    """Write weights + card (embedded and beside), the guard's reference set and the list gate
+    when given. Returns the full card as written."""
     import torch
     from safetensors.torch import save
 
+    from router.list_gate import GATE_TENSOR
     from router.ood import REFERENCE_TENSOR
 
     full = dict(card)
@@ -64,6 +72,10 @@ def save_checkpoint(path: str | Path, model: "RouterMLP", card: dict, guard: "Oo
     if guard is not None:
         tensors[REFERENCE_TENSOR] = torch.from_numpy(guard.reference.copy())
         full["ood"] = guard.card_entry()
+    full.pop("list_gate", None)  # the same for a gate
+    if gate is not None:
+        tensors[GATE_TENSOR] = torch.from_numpy(gate.tensor())
+        full["list_gate"] = gate.card_entry()
     blob = save(tensors, metadata={CARD_KEY: json.dumps(full, sort_keys=True)})
     path = Path(path)
     # A shipped checkpoint must be readable by every user of the install.
@@ -96,6 +108,7 @@ def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    from router.list_gate import GATE_TENSOR
     from router.model import RouterConfig, RouterMLP
     from router.ood import REFERENCE_TENSOR
 
@@ -105,6 +118,7 @@ def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
         model = RouterMLP(RouterConfig.from_dict(card["config"]))
         state = load_file(str(path))
         state.pop(REFERENCE_TENSOR, None)
+        state.pop(GATE_TENSOR, None)
         model.load_state_dict(state, strict=True)
     except (KeyError, ValueError, RuntimeError, SafetensorError) as e:
         raise CheckpointError(f"{path}: weights do not match the card ({type(e).__name__}: {e})") from None
@@ -126,6 +140,20 @@ def load_guard(path: str | Path, card: dict) -> "OodGuard | None":
     except (OSError, SafetensorError) as e:
         raise CheckpointError(f"{path}: unreadable reference set ({type(e).__name__}: {e})") from None
     return OodGuard.from_checkpoint(reference, card, path)
+
+
+def load_gate(path: str | Path, card: dict) -> "ListGate | None":
+    """The checkpoint's list gate (router.list_gate), or None when it stores none."""
+    from safetensors import SafetensorError, safe_open
+
+    from router.list_gate import GATE_TENSOR, ListGate
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            tensor = f.get_tensor(GATE_TENSOR) if GATE_TENSOR in f.keys() else None  # noqa: SIM118 (safe_open supports no `in`)
+    except (OSError, SafetensorError) as e:
+        raise CheckpointError(f"{path}: unreadable list gate ({type(e).__name__}: {e})") from None
+    return ListGate.from_checkpoint(tensor, card, path)
 
 
 def check_inputs(card: dict, path: str | Path = "") -> None:
@@ -174,9 +202,12 @@ def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
 class Decision:
     route: str
     probs: dict[str, float]
-    policy: str  # "argmax" or "threshold P(logic)>=0.42", "+form" when the form policy sent it to logic
+    # "argmax" or "threshold P(logic)>=0.42"; "+form": the form policy sent it to logic, "+list":
+    # the list gate to summary
+    policy: str
     seconds: float  # embed + MLP + decision
     ood: dict | None = None  # {similarity, threshold, far}; None when the checkpoint has no guard
+    list_gate: float | None = None  # the list gate's probability where it fired
 
     def to_dict(self) -> dict:
         return {
@@ -184,6 +215,7 @@ class Decision:
             "probs": self.probs,
             "policy": self.policy,
             "ood": self.ood,
+            "list_gate": self.list_gate,
             "seconds": round(self.seconds, 5),
         }
 
@@ -191,7 +223,8 @@ class Decision:
 class Router:
     """A loaded router: `.probs(questions)`, `.ood(questions)` and `.decide(question, policy)`.
     Deterministic: the model stays in eval mode and no Gumbel noise is drawn at inference.
-    `guard` None: no out-of-distribution guard (the checkpoint stores no reference set)."""
+    `guard` None: no out-of-distribution guard (the checkpoint stores no reference set); `gate`
+    None: no list gate (router.list_gate)."""
 
     def __init__(
         self,
@@ -200,6 +233,7 @@ class Router:
         embedder,
         path: str | Path | None = None,
         guard: "OodGuard | None" = None,
+        gate: "ListGate | None" = None,
     ):
         check_embedder(card, embedder, path or "")
         self.model = model.eval()
@@ -209,6 +243,7 @@ class Router:
         self.routes: tuple[str, ...] = tuple(model.config.routes)
         self.features: tuple[str, ...] = tuple(model.config.features)
         self.guard = guard
+        self.gate = gate
         self.label: str | None = None  # how a trace names this router (router.kb_router sets it)
 
     @property
@@ -253,6 +288,21 @@ class Router:
         x = self.inputs(questions)
         return self._probs_of(self.model.predict_proba(x)), self._ood_of(x)
 
+    def probs_ood_and_lists(
+        self, questions: Sequence[str]
+    ) -> tuple[list[dict[str, float]], list[dict | None], list[float | None]]:
+        """`probs`, `ood` and, per question, the list gate's probability where it fires (else
+        None; all None without a gate), from one embedding batch."""
+        if not questions:
+            return [], [], []
+        x = self.inputs(questions)
+        listed = [None] * len(x) if self.gate is None else self.gate.fires(x[:, : self.embed_dim], questions)
+        return self._probs_of(self.model.predict_proba(x)), self._ood_of(x), listed
+
+    @property
+    def embed_dim(self) -> int:
+        return int(self.model.config.embed_dim)
+
     def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
         t0 = time.perf_counter()
         d = self._decided([question], policy)[0]
@@ -263,15 +313,17 @@ class Router:
         return [{"question": q, **d} for q, d in zip(questions, self._decided(questions, policy))]
 
     def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
-        """Decision fields per question; the probabilities and the guard share one embedding batch."""
+        """Decision fields per question; probabilities, guard and gate share one embedding batch."""
+        from router.list_gate import LIST_FORM
         from router.policy import decide_with_form
 
-        probs, oods = self.probs_and_ood(questions)
+        probs, oods, listed = self.probs_ood_and_lists(questions)
         label = _policy_label(policy)
         out = []
-        for q, p, o in zip(questions, probs, oods):
-            route, form = decide_with_form(p, policy, q)
-            out.append({"route": route, "probs": p, "policy": f"{label}+form" if form else label, "ood": o})
+        for q, p, o, gated in zip(questions, probs, oods, listed):
+            route, form = decide_with_form(p, policy, q, listed=gated is not None)
+            how = label + ("" if not form else "+list" if form == LIST_FORM else "+form")
+            out.append({"route": route, "probs": p, "policy": how, "ood": o, "list_gate": gated})
         return out
 
     def _probs_of(self, p) -> list[dict[str, float]]:
@@ -280,7 +332,7 @@ class Router:
     def _ood_of(self, x) -> list[dict | None]:
         if self.guard is None:
             return [None] * len(x)
-        return self.guard.measure(x[:, : self.model.config.embed_dim])
+        return self.guard.measure(x[:, : self.embed_dim])
 
 
 def load_router(path: str | Path | None = None, embedder=None) -> Router:
@@ -288,12 +340,12 @@ def load_router(path: str | Path | None = None, embedder=None) -> Router:
     the process-wide shared embedder (engine.embedder.get_embedder)."""
     path = Path(path) if path else DEFAULT_CHECKPOINT
     model, card = load_checkpoint(path)
-    guard = load_guard(path, card)
+    guard, gate = load_guard(path, card), load_gate(path, card)
     if embedder is None:
         from engine.embedder import get_embedder
 
         embedder = get_embedder()
-    return Router(model, card, embedder, path, guard)
+    return Router(model, card, embedder, path, guard, gate)
 
 
 def _policy_label(policy: "Policy | None") -> str:

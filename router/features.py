@@ -65,6 +65,7 @@ from hierarchy.question_structure import (
 
 __all__ = [
     "ALL_FEATURES",
+    "DEFAULT_FEATURES",
     "FEATURES",
     "TEXT_FORMS",
     "build_inputs",
@@ -237,6 +238,8 @@ FEATURES: dict[str, Feature] = {
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
+# What the MLP trains on by default: every feature but `shape`, which is the list gate's (router.list_gate)
+DEFAULT_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f != "shape")
 
 
 def check_feature_set(names: Sequence[str]) -> tuple[str, ...]:

@@ -66,12 +66,19 @@ def router_label(path: str | Path | None, kb=None) -> str:
 def load_for_kb(kb, checkpoint: str | Path | None = None, kb_questions: bool = False) -> "Router":
     """The Router for answering from `kb`: `checkpoint` when one is named, else the KB's
     remembered one, else the shipped generalist; its `label` names which. `kb_questions`: its
-    out-of-distribution guard also knows questions made from the KB's headings (with_kb_questions)."""
+    out-of-distribution guard also knows questions made from the KB's headings (with_kb_questions).
+    On a KB of single passages the list gate is off (its label says so): the summary route would
+    answer a list there by the descent, which the router's own probabilities already weigh."""
+    from hierarchy.kb_manifest import single_passages
     from router.checkpoint import load_router
 
     path = checkpoint if checkpoint is not None else remembered_checkpoint(kb)
     router = load_router(path, embedder=kb.embedder)
     router.label = router_label(router.path, kb)
+    per_document = single_passages(getattr(kb, "manifest", None))
+    if router.gate is not None and per_document is not None:  # no documents to gather a list across
+        router.gate = None
+        router.label += f"; list gate off: the KB's documents are single passages ({per_document:.1f} chunks each)"
     if kb_questions:
         with_kb_questions(router, kb)
     return router

@@ -19,6 +19,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from hierarchy.question_forms import form_plan
+from router.list_gate import LIST_FORM, LIST_ROUTE
 
 # Tokens per question of each route, used when no measured costs are given (vanilla top-3 RAG and
 # the LogicRAG paper's figure); "summary" is one call over a slightly longer context.
@@ -42,6 +43,10 @@ class Policy:
         default=True,
         metadata={"help": "a question whose form names its sub-questions (question_forms) goes to logic"},
     )
+    lists: bool = field(
+        default=True,
+        metadata={"help": "a question the checkpoint's list gate reads as a list across the corpus goes to summary"},
+    )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,7 +63,7 @@ class Policy:
             return cls(
                 **{
                     k: d[k]
-                    for k in ("kind", "route", "threshold", "target_share", "token_budget", "meta", "forms")
+                    for k in ("kind", "route", "threshold", "target_share", "token_budget", "meta", "forms", "lists")
                     if k in d
                 }
             )
@@ -80,19 +85,23 @@ FORM_ROUTE = "logic"
 
 
 def decide_with_form(
-    probs: dict[str, float], policy: Policy | None = None, question: str | None = None
+    probs: dict[str, float], policy: Policy | None = None, question: str | None = None, listed: bool = False
 ) -> tuple[str, str | None]:
-    """(the route, the form that sent it to logic or None). Why the form policy: the router's
+    """(the route, what overrode the router's choice or None: the question form that sent it to
+    logic, or LIST_FORM when the list gate sent it to summary). Why the form policy: the router's
     probabilities tell lookups from multi-hop questions only partly (on questions written for
     the test it sent 11 of 20 comparisons and chains to logic), while a form that names its
     sub-questions is a multi-hop question for certain, and the logic route plans it without
-    an LLM call (LogicConfig.plan_forms)."""
+    an LLM call (LogicConfig.plan_forms). Such a form also outranks the list gate (`listed`: the
+    checkpoint's gate fired, router.list_gate): a chain of lookups is not a list across a corpus."""
     policy = policy or ARGMAX
     route = _decided(probs, policy)
-    if question is None or not policy.forms or route == FORM_ROUTE or FORM_ROUTE not in probs:
-        return route, None
-    form = form_plan(question)
-    return (FORM_ROUTE, form[0]) if form else (route, None)
+    form = form_plan(question) if question is not None and policy.forms and FORM_ROUTE in probs else None
+    if form:
+        return (FORM_ROUTE, None) if route == FORM_ROUTE else (FORM_ROUTE, form[0])
+    if listed and policy.lists and LIST_ROUTE in probs and route != LIST_ROUTE:
+        return LIST_ROUTE, LIST_FORM
+    return route, None
 
 
 def _decided(probs: dict[str, float], policy: Policy) -> str:

@@ -104,29 +104,22 @@ def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig
     return replace(config or SummaryConfig(), **options)
 
 
-# A KB whose documents are single passages (a QA set's paragraphs, one guideline cut into
-# passages) has no documents to gather a list across; on GraphRAG-Bench Medical's list questions
-# the global mode did not beat the descent (docs/results/global_lists/auto_mode_medical.json).
-MIN_CHUNKS_PER_DOCUMENT = 1.5
-
-
 def mode_for(cfg: SummaryConfig, question: str, kb=None) -> tuple[str, str]:
     """(the mode that answers `question` on `kb`, why): cfg.mode, or for "auto" the global mode
     for a question asking for a list over a KB of multi-passage documents, else the descent."""
     if cfg.mode != "auto":
         return cfg.mode, f"mode={cfg.mode} was set"
+    from hierarchy.kb_manifest import single_passages
     from hierarchy.question_structure import answer_shape
 
     if answer_shape(question) != "list":
         return "descend", "the question asks for no list"
     if cfg.collapsed or cfg.wide_chunks or cfg.answer_from != "descend":
         return "descend", "a variant of the descent was set (collapsed, wide_chunks or answer_from)"
-    counts = (getattr(kb, "manifest", None) or {}).get("counts") or {}
-    if counts.get("documents"):
-        per_document = counts.get("chunks", 0) / counts["documents"]
-        if per_document < MIN_CHUNKS_PER_DOCUMENT:
-            return "descend", (
-                f"the question asks for a list, but the KB's documents are single passages "
-                f"({per_document:.1f} chunks a document): no documents to gather it across"
-            )
+    per_document = single_passages(getattr(kb, "manifest", None))
+    if per_document is not None:
+        return "descend", (
+            f"the question asks for a list, but the KB's documents are single passages "
+            f"({per_document:.1f} chunks a document): no documents to gather it across"
+        )
     return "global", "the question asks for a list"

@@ -5,6 +5,8 @@ comparison and compositional questions to it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,8 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
         assert d["route"] in router.routes and list(d["probs"]) == list(router.routes)
         if d["policy"] == "argmax+form":  # the form policy: a form that names its sub-questions goes to logic
             assert d["route"] == "logic" and form_plan(d["question"]) is not None
+        elif d["policy"] == "argmax+list":  # the list gate: a list asked for across a corpus goes to summary
+            assert d["route"] == "summary" and d["list_gate"] >= router.gate.threshold
         else:
             assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
         assert abs(sum(d["probs"].values()) - 1.0) < 1e-5
@@ -94,7 +98,29 @@ def test_on_questions_written_after_the_form_reader_it_keeps_lookups_off_logic_a
 
 
 @pytest.mark.embedder
-def test_without_the_form_policy_every_route_is_the_argmax(shipped):
+def test_without_the_form_policy_and_the_list_gate_every_route_is_the_argmax(shipped):
     router = shipped[0]
-    for d in router.decide_many(MULTI_HOP, Policy(forms=False)):
+    for d in router.decide_many(ONE_HOP + MULTI_HOP, Policy(forms=False, lists=False)):
         assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
+
+
+def _judge_half(kind: str) -> list[str]:
+    """The judge halves' questions of training/data/<kind>/*.jsonl (never trained on)."""
+    from training.common.jsonl_store import read_jsonl
+
+    files = sorted((Path(__file__).resolve().parents[2] / "training" / "data" / kind).glob("*.jsonl"))
+    return [r["question"] for f in files for r in read_jsonl(f, strict=True) if r.get("half") == "judge"]
+
+
+@pytest.mark.embedder
+def test_the_shipped_router_sends_lists_asked_across_a_corpus_to_summary_and_keeps_doc_lookups_off_it(
+    shipped,
+):
+    router = shipped[0]
+    lists, lookups = _judge_half("global_lists"), _judge_half("docs_questions")
+    assert len(lists) >= 60 and len(lookups) >= 60
+    sent = _share(router.decide_many(lists), "summary")
+    kept_off = 1 - _share(router.decide_many(lookups), "summary")
+    assert sent >= 0.7 and kept_off >= 0.9, (
+        f"lists to summary {sent:.0%}, documentation lookups kept off {kept_off:.0%}"
+    )

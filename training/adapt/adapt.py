@@ -250,7 +250,15 @@ def split_rows(rows: Sequence[dict], holdout: float, seed: int) -> tuple[list[di
 
 def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict, budget: float | None) -> tuple:
     """Fine-tune, extend the guard, save into the KB; (checkpoint, {"generalist": Router, "specialist": Router})."""
-    from router.checkpoint import Router, load_checkpoint, load_guard, load_router, read_card, save_checkpoint
+    from router.checkpoint import (
+        Router,
+        load_checkpoint,
+        load_gate,
+        load_guard,
+        load_router,
+        read_card,
+        save_checkpoint,
+    )
     from router.kb_router import ADAPTED
     from router.ood import build_guard
     from training.fitting.fit import specialist_config
@@ -283,7 +291,8 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
     }
     ckpt = Path(kb.path) / ADAPTED
     ckpt.parent.mkdir(parents=True, exist_ok=True)
-    specialist = Router(model, save_checkpoint(ckpt, model, card, guard), kb.embedder, ckpt, guard)
+    gate = load_gate(staged, card)  # the generalist's list gate, kept by train_specialist
+    specialist = Router(model, save_checkpoint(ckpt, model, card, guard, gate), kb.embedder, ckpt, guard, gate)
     return ckpt, {"generalist": load_router(generalist, embedder=kb.embedder), "specialist": specialist}
 
 

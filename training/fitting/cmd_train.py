@@ -213,7 +213,8 @@ def text_form_option(who: str):
 @click.option(
     "--features",
     default=None,
-    help="structural features of the question (router/features.py): all | none | comma list [default: all]",
+    help="structural features of the question (router/features.py): all | none | comma list "
+    "[default: all but shape, the list gate's]",
 )
 @text_form_option("text embedded")
 @set_priors_option("also train the router")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.base.errors import CheckpointError, LogicRouteError
-from router.features import ALL_FEATURES
+from router.features import DEFAULT_FEATURES
 
 if TYPE_CHECKING:
     import torch
@@ -37,7 +37,8 @@ class TrainConfig:
     activation: str = field(default="gelu", metadata={"help": "relu | gelu | tanh | silu"})
     dropout: float = field(default=0.3, metadata={"help": "dropout after each hidden layer (off at inference)"})
     features: tuple[str, ...] = field(
-        default=ALL_FEATURES, metadata={"help": "cheap features appended to the embedding; () = embedding only"}
+        default=DEFAULT_FEATURES,
+        metadata={"help": "cheap features appended to the embedding; () = embedding only (shape: the list gate's)"},
     )
     text_form: str = field(
         default="question",

@@ -22,6 +22,7 @@ from engine.base.errors import LogicRouteError
 from hierarchy.question_forms import form_plan
 from training.fitting.eval_router import logreg_fit_proba, majority_route
 from training.fitting.fit import TrainConfig, fit, specialist_config
+from training.fitting.list_gate_fit import GLOBAL_MODE, is_list_row, list_gate_for
 from training.fitting.lodo_cascade import (
     CHUNK_CASCADE,
     ESCALATING,
@@ -36,7 +37,7 @@ from training.fitting.lodo_cascade import (
     logic_gain_ranking,
 )
 from training.fitting.retrieval_signals import row_signals
-from training.fitting.set_priors import Priors, build_priors
+from training.fitting.set_priors import LIST_ROUTE, Priors, build_priors
 from training.fitting.train import fit_router, trained_on
 from training.labels.label_arrays import (
     inputs_for,
@@ -69,17 +70,29 @@ def _fold_decisions(
     x: np.ndarray, rows: list[dict], test: list[int], routes: Sequence[str], cfg, dim: int, priors: Priors | None
 ):
     """(each system's route for every test row, the router, its probabilities on the test rows),
-    trained on the other rows (the router also on the priors of the other sets)."""
+    trained on the other rows (the router also on the priors of the other sets). The list
+    questions' rows train the fold's list gate, not its MLP, as in train_generalist; the router
+    is both: the MLP's argmax, or summary where the gate fires."""
     held = set(test)
     train = [i for i in range(len(rows)) if i not in held and trained_on(rows[i], cfg)]
-    train_rows = [rows[i] for i in train]
     fold_priors = priors.without(str(rows[test[0]]["dataset"])) if priors is not None else None
-    model = fit_router(x[train], train_rows, routes, cfg, dim, priors=fold_priors)[0]
+    gate = list_gate_for(x[train, :dim], [rows[i] for i in train], fold_priors, cfg.seed)
+    train = [i for i in train if not is_list_row(rows[i])]
+    train_rows = [rows[i] for i in train]
+    mlp_priors = fold_priors.where(lambda r: not is_list_row(r)) if fold_priors is not None else None
+    model = fit_router(x[train], train_rows, routes, cfg, dim, priors=mlp_priors)[0]
     probs = model.predict_proba(x[test])
     lr = logreg_fit_proba(x[train], [r["oracle"] for r in train_rows], x[test], routes)
     maj = majority_route(train_rows, routes)
+    routed = [routes[i] for i in probs.argmax(1)]
+    if gate is not None and LIST_ROUTE in routes:
+        fired = gate.fires(x[test, :dim], [rows[i]["question"] for i in test])
+        # as router.kb_router keeps it: only where the summary route answers in its global mode (a
+        # KB of documents); every other label set's KB is one of single passages
+        on = [rows[i].get("summary_mode") == GLOBAL_MODE for i in test]
+        routed = [LIST_ROUTE if p is not None and o else r for r, p, o in zip(routed, fired, on)]
     out = {
-        "router": [routes[i] for i in probs.argmax(1)],
+        "router": routed,
         "logreg": [routes[i] for i in lr.argmax(1)],
         "majority": [maj] * len(test),
         "oracle": [rows[i]["oracle"] for i in test],

@@ -26,7 +26,7 @@ validation and every evaluation use answer rows only.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,6 +168,7 @@ def pair_rows(
 
 
 LIST_ROUTE = "summary"  # the route that answers a question about a whole corpus (its global mode)
+LIST_SET_PREFIX = "lists_"  # the set of a corpus's list labels and list priors: lists_<corpus>
 LOOKUP_ROUTE = "chunk"  # the route of a question about one value of the same corpus
 _DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -210,7 +211,7 @@ def list_rows(
     skip = set(exclude)
     out: list[dict] = []
     for path in list_files() if files is None else files:
-        name = f"lists_{path.stem}"
+        name = f"{LIST_SET_PREFIX}{path.stem}"
         out += _drawn_rows(
             _tune_questions(path, skip), name, LIST_ROUTE, routes, per_corpus, strength, seed, listed=True
         )
@@ -230,8 +231,12 @@ class Priors:
 
     def without(self, dataset: str) -> "Priors":
         """The priors a fold that leaves `dataset` out may train on."""
-        keep = [i for i, r in enumerate(self.rows) if r["dataset"] != dataset]
-        return Priors([self.rows[i] for i in keep], self.x[keep])
+        return self.where(lambda r: r["dataset"] != dataset)
+
+    def where(self, keep: Callable[[dict], bool]) -> "Priors":
+        """The rows `keep` accepts, with their inputs."""
+        kept = [i for i, r in enumerate(self.rows) if keep(r)]
+        return Priors([self.rows[i] for i in kept], self.x[kept])
 
     def counts(self) -> dict[str, int]:
         """Rows per set; a set's hop priors apart, as '<set> hops', and its pairs as '<set> pairs'

@@ -25,6 +25,7 @@ from engine.base.errors import CheckpointError, LogicRouteError
 from router.ood import build_guard
 from training.fitting.eval_router import evaluate_predictions
 from training.fitting.fit import TrainConfig, fit, recorded_config, specialist_config
+from training.fitting.list_gate_fit import is_list_row, list_gate_for
 from training.fitting.route_metrics import routing_metrics
 from training.fitting.set_priors import SET_ROUTES, Priors, build_priors
 from training.labels.label_arrays import (
@@ -123,6 +124,11 @@ def fit_router(
 
     from router.model import RouterConfig, RouterMLP
 
+    if not rows:
+        raise LogicRouteError(
+            "no answer labels left to train the router's MLP on: the list questions' labels train "
+            "its list gate only; add labels of another set"
+        )
     t, o = training_targets(rows, routes, cfg.all_zero, cfg.cost_weight)
     tr, va = stratified_split(split_keys(rows), cfg.val_frac, cfg.seed)
     x_fit, t_fit = x[tr], t[tr]
@@ -173,10 +179,16 @@ def train_generalist(
     priors = build_priors(read, routes, cfg, embedder)
     if priors is not None and leave_out:
         priors = priors.without(leave_out)
-    model, tr, va, history = fit_router(x, rows, routes, cfg, int(embedder.dim), progress=progress, priors=priors)
+    dim = int(embedder.dim)
+    gate = list_gate_for(x[:, :dim], rows, priors, cfg.seed)
+    mlp = [i for i, r in enumerate(rows) if not is_list_row(r)]  # the list questions train the gate only
+    mlp_rows, x_mlp = [rows[i] for i in mlp], x[mlp]
+    mlp_priors = priors.where(lambda r: not is_list_row(r)) if priors is not None else None
+    model, tr, va, history = fit_router(x_mlp, mlp_rows, routes, cfg, dim, progress=progress, priors=mlp_priors)
 
-    train_rows = [rows[i] for i in tr]
-    val = routing_metrics(_argmax_routes(model, x[va], routes), [rows[i] for i in va], routes) if len(va) else {}
+    train_rows = [mlp_rows[i] for i in tr]
+    val_rows = [mlp_rows[i] for i in va]
+    val = routing_metrics(_argmax_routes(model, x_mlp[va], routes), val_rows, routes) if len(va) else {}
     card = {
         "kind": "generalist",
         "embedder": {"id": embedder.id, "dim": int(embedder.dim)},
@@ -184,7 +196,7 @@ def train_generalist(
         "training": _training_record(read, len(tr), len(va), cfg, history, t0),
         "priors": {"per_set": priors.counts(), "routes": SET_ROUTES, "strength": cfg.prior_strength} if priors else {},
         "validation": _summary(val),
-        "heldout": _heldout(model, train_rows, x[tr], eval_files, embedder, routes),
+        "heldout": _heldout(model, train_rows, x_mlp[tr], eval_files, embedder, routes),
         "notes": notes,
     }
     card.update(card_extras or {})
@@ -192,7 +204,7 @@ def train_generalist(
     seen = x[:, : int(embedder.dim)] if priors is None else np.concatenate([x, priors.x])[:, : int(embedder.dim)]
     sources = [str(p) for p in label_files] + ([f"set priors {priors.counts()}"] if priors else [])
     guard = build_guard(seen, sources=sources, seed=cfg.seed)
-    return save_checkpoint(out, model, card, guard)
+    return save_checkpoint(out, model, card, guard, gate)
 
 
 def train_specialist(
@@ -209,7 +221,7 @@ def train_specialist(
 ) -> dict:
     """Fine-tune a generalist on target-domain labels; report generalist vs specialist on
     the target held-out split (eval_files, or a stratified holdout_frac of the labels)."""
-    from router.checkpoint import check_embedder, load_checkpoint, load_guard, save_checkpoint
+    from router.checkpoint import check_embedder, load_checkpoint, load_gate, load_guard, save_checkpoint
 
     cfg = cfg or specialist_config()
     t0 = time.perf_counter()
@@ -270,7 +282,8 @@ def train_specialist(
     card["notes"] = notes
     parent_guard = load_guard(from_ckpt, base_card)
     own = x[:, : base.config.embed_dim]
-    return save_checkpoint(out, model, card, _specialist_guard(from_ckpt, parent_guard, own, label_files, cfg.seed))
+    guard = _specialist_guard(from_ckpt, parent_guard, own, label_files, cfg.seed)
+    return save_checkpoint(out, model, card, guard, load_gate(from_ckpt, base_card))  # the parent's list gate
 
 
 def _specialist_guard(from_ckpt, parent, own: np.ndarray, label_files, seed: int):

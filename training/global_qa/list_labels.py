@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from training.fitting.list_gate_fit import GLOBAL_MODE
+from training.fitting.set_priors import LIST_SET_PREFIX
 
-# one data set a corpus: leave-one-dataset-out then judges a router on a corpus it never saw
-DATASET_PREFIX = "lists_"
 # label route -> the bench system whose answer it is
 ROUTE_SYSTEMS = {"chunk": "chunk", "summary": "global", "logic": "logic"}
 COST_KEYS = ("llm_calls", "tokens", "prompt_tokens", "completion_tokens", "cached_calls", "seconds")
@@ -46,7 +46,7 @@ def label_row(
     scal = {r: route_cost(costs[r]) for r in scores}
     return {
         "id": q["id"],
-        "dataset": DATASET_PREFIX + str(q.get("corpus") or "docs"),
+        "dataset": LIST_SET_PREFIX + str(q.get("corpus") or "docs"),
         "index": None,
         "question": q["question"],
         "type": q.get("family", ""),
@@ -65,7 +65,7 @@ def label_row(
         "corpus": q.get("corpus", ""),
         "half": q.get("half", ""),
         "answers_pred": texts,
-        "summary_mode": "global",
+        "summary_mode": GLOBAL_MODE,
     }
 
 

@@ -1,0 +1,89 @@
+"""The list gate: does a question ask for a list gathered across a corpus ("Which commands can change
+the lockfile?", "Which modules document a 'close' event?")? When it does, the summary route answers
+it (its global mode: engine.routes.summary_config.mode_for).
+
+A logistic regression over the router's embedding of the question and the `shape` feature (the
+answer the question asks for: hierarchy.question_structure.answer_shape), stored in the router's
+checkpoint next to the MLP. Why a gate apart from the MLP: trained into the shared three-way
+network, the list questions' rows move its chunk-or-logic decisions on other questions (five
+seeds with and without them: docs/results/router/list_gate/README.md); the gate leaves the MLP as
+it was and decides one thing, from one feature and the embedding.
+
+numpy only, imported on first use: no torch, no scikit-learn here (the fit is
+training.fitting.list_gate_fit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.base.errors import CheckpointError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
+LIST_ROUTE = "summary"
+LIST_FORM = "list"  # how a decision names what the gate did (router.policy.decide_with_form)
+
+
+@dataclass
+class ListGate:
+    """P(a list across the corpus) = sigmoid(w · [embedding ‖ features] + b); fires at `threshold`."""
+
+    weight: np.ndarray  # (embed_dim + feature_dim,)
+    bias: float
+    features: tuple[str, ...]
+    threshold: float
+    info: dict  # the card's "list_gate" entry besides features and threshold: how it was trained
+
+    def probs(self, embeddings: np.ndarray, questions: Sequence[str]) -> np.ndarray:
+        """(n,) the gate's probability for each question, given the router's embedding of it."""
+        import numpy as np
+
+        from router.features import cheap_features
+
+        if not len(questions):
+            return np.zeros(0, dtype=np.float32)
+        x = np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(questions, self.features)], axis=1)
+        if x.shape[1] != self.weight.shape[0]:
+            raise CheckpointError(f"list gate expects {self.weight.shape[0]} inputs, got {x.shape[1]}")
+        return 1.0 / (1.0 + np.exp(-(x @ self.weight + self.bias)))
+
+    def fires(self, embeddings: np.ndarray, questions: Sequence[str]) -> list[float | None]:
+        """Per question its probability when the gate fires, else None."""
+        return [float(p) if p >= self.threshold else None for p in self.probs(embeddings, questions)]
+
+    def tensor(self) -> np.ndarray:
+        import numpy as np
+
+        return np.append(self.weight, self.bias).astype(np.float32)
+
+    def card_entry(self) -> dict:
+        from router.features import feature_versions
+
+        entry = {"features": list(self.features), "threshold": self.threshold, "route": LIST_ROUTE}
+        return entry | {"feature_versions": feature_versions(self.features)} | self.info
+
+    @classmethod
+    def from_checkpoint(cls, tensor: np.ndarray | None, card: dict, path) -> "ListGate | None":
+        """The gate a checkpoint stores, None when it stores none; CheckpointError when its
+        tensor and card entry disagree or its features are computed differently now."""
+        import numpy as np
+
+        from router.features import feature_set_problem
+
+        entry = card.get("list_gate")
+        if tensor is None and entry is None:
+            return None
+        if tensor is None or not isinstance(entry, dict):
+            raise CheckpointError(f"router checkpoint {path}: its list gate has weights or a card entry, not both")
+        features = tuple(entry.get("features") or ())
+        problem = feature_set_problem(list(features), entry.get("feature_versions"))
+        if problem:
+            raise CheckpointError(f"router checkpoint {path}: its list gate cannot be served here: {problem}")
+        w = np.asarray(tensor, dtype=np.float32).reshape(-1)
+        info = {k: v for k, v in entry.items() if k not in ("features", "threshold", "route", "feature_versions")}
+        return cls(w[:-1], float(w[-1]), features, float(entry["threshold"]), info)
