@@ -73,8 +73,11 @@ def check_systems(names: Sequence[str]) -> list[str]:
 
 def signature(system: str, q: DocsQuestion, setup: dict) -> str:
     """What a stored row must match to be reused: the question, the system's definition and the
-    run's setup (LLM, passages per retrieval). A change of any of them answers the row again."""
-    spec = {"q": q.question, "system": SYSTEMS[system], **setup}
+    run's setup (LLM, passages per retrieval; the router for an auto-routed system). A change of
+    any of them answers the row again."""
+    from training.common.bench_sets_cli import routed_setup
+
+    spec = {"q": q.question, "system": SYSTEMS[system], **routed_setup(setup, SYSTEMS[system]["route"] == "auto")}
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from engine.cli_options import llm_option
-from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
+from training.common.bench_sets_cli import check_set_kbs, command_line, router_fingerprint, run_record, set_kb_options
 
 DEFAULT_SYSTEMS = "chunk,before,default"
 
@@ -60,6 +60,7 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
     with exclusive_folder(out, "bench docs"):
         store = JsonlStore(out / "results.jsonl", key=bd.row_key)
         setup = {"llm": llm_spec if llm is None else getattr(llm, "name", "injected"), "k": k, "style": bd.STYLE}
+        setup["router"] = router_fingerprint()
         rows = bd.run(sets, names, store, rag_for, setup=setup, redo=redo, concurrency=concurrency)
         flags = ["--redo"] if redo else []
         command = command_line("docs", set_files, kbs, systems, half, out_dir, k, llm_spec, *flags)

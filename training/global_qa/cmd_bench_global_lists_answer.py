@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from engine.cli_options import llm_option
-from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
+from training.common.bench_sets_cli import (
+    check_set_kbs,
+    command_line,
+    router_fingerprint,
+    run_record,
+    set_kb_options,
+)
 from training.global_qa.list_answer import DEFAULT_SYSTEMS, SYSTEMS
 
 
@@ -35,7 +41,8 @@ from training.global_qa.list_answer import DEFAULT_SYSTEMS, SYSTEMS
 @click.pass_context
 def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, redo, report_only, llm_spec):
     """List questions answered: each --set-file's questions on its --kb by every system in the
-    reader style (chunk, logic, the summary route's descent and its global mode), each answer
+    reader style (chunk, logic, the summary route's descent and its global mode, the default path
+    as `ask --kb` answers), each answer
     scored by the recall and precision of the set it lists. Reports per set and pooled: recall,
     precision, LLM calls, tokens and seconds a question, and each system's recall paired against
     chunk and logic (95% bootstrap). Resumable: results.jsonl keeps every answer."""
@@ -60,6 +67,7 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     with exclusive_folder(out, "bench global-lists-answer"):
         store = JsonlStore(out / "results.jsonl", key=la.row_key)
         setup = {"llm": llm_spec if llm is None else getattr(llm, "name", "injected"), "k": k, "style": la.STYLE}
+        setup["router"] = router_fingerprint()
         if report_only:
             rows = la.stored_rows(sets, names, store, setup)
         else:
@@ -102,6 +110,6 @@ def _real_answerers(llm, llm_spec: str, k: int):
             from engine.llm.factory import make_llm
 
             shared["llm"] = make_llm(llm_spec)
-        return answerer(KnowledgeBase.open(lists.kb), shared["llm"], k)
+        return answerer(KnowledgeBase.open(lists.kb), shared["llm"], k, llm_spec)
 
     return answer_for

@@ -43,7 +43,9 @@ SYSTEMS: dict[str, ListSystem] = {
     "logic": ListSystem("logic", about="the logic route (its reader-style preset)"),
     "summary": ListSystem("summary", SummaryConfig(mode="descend"), "the summary route's descent"),
     "global": ListSystem("summary", SummaryConfig(mode="global"), "the summary route's global mode: map, reduce"),
+    "default": ListSystem("auto", about="the default path as ask --kb answers: the router and list gate, escalation"),
 }
+ROUTED = "auto"  # the route of a system the router decides for
 DEFAULT_SYSTEMS = ("chunk", "logic", "summary", "global")
 REFERENCES = ("chunk", "logic")  # every system's recall is paired against each of these
 
@@ -77,8 +79,11 @@ def read_set(path: str | Path, kb: str | Path, half: str) -> ListSet:
 
 def signature(system: str, q: dict, setup: dict) -> str:
     """What a stored row must match to be reused: the question, the system's definition and the
-    run's setup (LLM, k)."""
-    spec = {"q": q["question"], "system": SYSTEMS[system].definition(), **setup}
+    run's setup (LLM, k; the router for the default path)."""
+    from training.common.bench_sets_cli import routed_setup
+
+    routed = SYSTEMS[system].route == ROUTED
+    spec = {"q": q["question"], "system": SYSTEMS[system].definition(), **routed_setup(setup, routed)}
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -183,17 +188,23 @@ def scored_rows(sets: Sequence[ListSet], systems: Sequence[str], rows: dict) -> 
     return out
 
 
-def answerer(kb, llm, k: int) -> Callable[[str, str], object]:
-    """answer(system, question) on `kb`: the system's route, reader style, no router, no escalation."""
+def answerer(kb, llm, k: int, llm_spec: str | None = None) -> Callable[[str, str], object]:
+    """answer(system, question) on `kb`: the system's route in the reader style, no router, no
+    escalation; the default path is RoutedRAG with its defaults, as `ask --kb` answers."""
+    from engine.pipeline import RoutedRAG
     from engine.routes import RouteContext, answer_on, make_route
 
     ctx = RouteContext(kb, llm, k, STYLE)
     routes = {
         name: make_route(s.route, s.summary if s.route == "summary" else None if s.route == "chunk" else _logic(k))
         for name, s in SYSTEMS.items()
+        if s.route != ROUTED
     }
+    rag = RoutedRAG(kb=kb, llm=llm, style=STYLE, k=k, **({"llm_spec": llm_spec} if llm_spec else {}))
 
     def answer(system: str, question: str):
+        if SYSTEMS[system].route == ROUTED:
+            return rag.answer(question)
         return answer_on(routes[system], question, ctx)
 
     return answer

@@ -309,3 +309,11 @@ def test_a_system_that_needs_a_setting_this_version_lacks_fails_before_any_answe
         bench_docs.check_systems(["chunk", "future"])
     with pytest.raises(LogicRouteError, match="unknown system"):
         bench_docs.check_systems(["chunk", "nonsense"])
+
+
+def test_a_routed_systems_stored_answers_depend_on_the_router_and_the_chunk_routes_do_not():
+    q = bench_docs.DocsQuestion(id="p1", question="What is the default port?", kind="positive", half="tune")
+    setup = {"llm": "x", "k": 3, "style": "reader"}
+    for system, depends in (("default", True), ("before", True), ("chunk", False)):
+        before, after = (bench_docs.signature(system, q, {**setup, "router": r}) for r in ("a", "b"))
+        assert (before != after) == depends

@@ -188,3 +188,28 @@ def test_the_real_systems_run_the_routes_they_name(tmp_path):
     mapped = answer("global", "Which tool commands take --force?")
     assert mapped.route == "summary" and "tool-build" in mapped.text and mapped.trace["global"]["llm_calls"] >= 1
     assert answer("chunk", "Which tool commands take --force?").route == "chunk"
+
+
+@pytest.mark.embedder
+def test_the_default_path_answers_as_ask_does_and_the_list_gate_sends_a_list_to_the_global_mode(
+    tmp_path, real_embedder
+):
+    """On a KB of pages of several passages the shipped router's list gate fires and the summary
+    route's global mode answers; the stored rows of the default path depend on the router."""
+    from hierarchy.indexing import index_sources
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in ("build", "clean", "serve"):
+        sections = [f"## Part {i}\n\n" + f"The {n} command does step {i} of its work. " * 40 for i in range(4)]
+        body = f"# tool-{n}\n\n### Configuration\n\n#### `force`\n\nThe force of {n}.\n\n" + "\n\n".join(sections)
+        (docs / f"tool-{n}.md").write_text(body)
+    kb = index_sources(tmp_path / "kb", [docs], embedder=real_embedder, show_progress=False).kb
+    assert kb.manifest["counts"]["chunks"] >= 2 * kb.manifest["counts"]["documents"]
+    llm = ScriptedLLM(rules={"Items:": {"items": [{"name": "tool-build", "passage": 1}]}, "Answer:": "tool-build [1]"})
+    routed = list_answer.answerer(kb, llm, 3)("default", "Which tool commands take the --force option?")
+    assert routed.route == "summary" and routed.trace.decision["form"] == "list" and "global" in routed.trace.details
+    q, setup = {"question": "Which tool commands take --force?"}, {"llm": "x", "k": 3}
+    for system, depends in (("default", True), ("global", False), ("chunk", False)):
+        before, after = (list_answer.signature(system, q, {**setup, "router": r}) for r in ("a", "b"))
+        assert (before != after) == depends
