@@ -291,23 +291,25 @@ def test_label_refuses_complete_beside_a_cascade_before_reading_anything(tmp_pat
     assert not (tmp_path / "l.jsonl").exists() and not (tmp_path / "kb").exists()
 
 
-def test_the_shipped_routers_label_files_are_found_where_they_moved_though_its_header_names_checkpoints():
-    """The checkpoint's header card is never rewritten: it still lists checkpoints/labels/...;
-    the pretty-printed card names training/data/labels/... Both resolve to the same files."""
+def test_the_shipped_routers_label_files_are_found_and_its_two_cards_agree():
     from router.checkpoint import DEFAULT_CHECKPOINT, card_path, read_card
     from training.labels.labels import REPO, card_label_paths
 
     header = read_card(DEFAULT_CHECKPOINT)
-    pretty = json.loads(card_path(DEFAULT_CHECKPOINT).read_text())
-    assert all(f["path"].startswith("checkpoints/labels/") for f in header["training"]["label_files"])
-    assert all(f["path"].startswith("training/data/labels/") for f in pretty["training"]["label_files"])
-    from_header, from_pretty = card_label_paths(header), card_label_paths(pretty)
-    assert len(from_header) == len(header["training"]["label_files"]) == 6
-    assert [p.resolve() for p in from_header] == [p.resolve() for p in from_pretty]
-    assert all(p.resolve().is_relative_to(REPO / "training/data/labels") for p in from_header)
+    assert json.loads(card_path(DEFAULT_CHECKPOINT).read_text()) == header
+    found = card_label_paths(header)
+    assert len(found) == len(header["training"]["label_files"]) == 7
+    assert all(p.resolve().is_relative_to(REPO / "training/data/labels") for p in found)
+
+
+def test_a_card_naming_the_label_folder_before_it_moved_still_finds_its_files():
+    """Checkpoints trained before the labels moved name checkpoints/labels/...; their header card is
+    never rewritten."""
+    from training.labels.labels import REPO, card_label_paths
+
+    card = {"training": {"label_files": [{"path": "checkpoints/labels/answer_medical.jsonl"}]}}
+    assert [p.resolve() for p in card_label_paths(card)] == [(REPO / "training/data/labels/answer_medical.jsonl")]
     assert not (REPO / "checkpoints/labels").exists()
-    # the pretty-printed card is the header's card with the moved folder renamed, nothing else
-    assert pretty == json.loads(json.dumps(header).replace("checkpoints/labels/", "training/data/labels/"))
 
 
 def test_a_card_label_file_missing_everywhere_is_left_out(tmp_path):
