@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from engine.base.errors import KBError
 from engine.base.types import Answer
 from engine.prompts.answer import NOT_IN_DOCUMENTS
-from engine.routes.common import strip_citations
+from engine.routes.specifics import holds_as_written, plain, specific_words, unread_words
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -44,9 +44,6 @@ if TYPE_CHECKING:
 # A token of an answer that states a checkable specific: a number, a flag (--save-dev) or a
 # key=value. Names and code words (package.json, snake_case) are not checked: an answer may bring
 # the common ones from outside the passages without inventing its claim.
-_SPECIFIC = re.compile(r"\d|^--?[A-Za-z]|\w=\w")
-_WORD = re.compile(r"(?:[^\s\[\]()\"'`,;:!?]|(?<=\d)[,:](?=\d))+")  # 6,650 and 7:30 are one word
-_EDGE = ".,;:!?\"'`()[]{}<>*"
 
 
 # A term counts as present when a word of its family is ("director" in a KB that says "directed"):
@@ -223,28 +220,6 @@ def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     return out
 
 
-def specific_words(text: str) -> list[str]:
-    """The words of `text` that state a checkable specific (numbers of three digits or more,
-    flags, key=value), citation markers [n] left out, once each."""
-    out = []
-    for raw in _WORD.findall(strip_citations(text)):
-        w = raw.strip(_EDGE)
-        if w and _SPECIFIC.search(w) and not re.fullmatch(r"\d{1,2}", w):
-            out.append(w)  # a small number is phrasing as often as a claim ("20 million" for 20000000)
-    return list(dict.fromkeys(out))
-
-
-def _holds(plain_text: str, word: str) -> bool:
-    return re.search(r"(?<![\w.-])" + re.escape(_plain(word)) + r"(?![\w-])", plain_text) is not None
-
-
-def unread_words(text: str, evidence: str) -> list[str]:
-    """The specific words of `text` (numbers, flags, key=value) that `evidence` does not hold as
-    words, case and thousands separators ignored."""
-    held = _plain(evidence)
-    return [w for w in specific_words(text) if not _holds(held, w)]
-
-
 def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
     """Why an answer found after cheaper routes said "not in the documents" is taken from passages
     about something else, or None. A passage is about the question when it holds at least half of
@@ -266,19 +241,14 @@ def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> s
     def about(held: set[str]) -> bool:
         return any(2 * sum(1 for f in fams if f & held) >= len(fams) for fams in topics)
 
-    read = [(_plain(t), set(tokens(t))) for t in _read_texts(kb, answer)]
+    read = [(plain(t), set(tokens(t))) for t in _read_texts(kb, answer)]
     if read and not any(about(held) for _, held in read):
         return "none of the passages read is about the question (none holds half its key terms)"
     for w in specific_words(answer.text):
-        holding = [held for plain, held in read if _holds(plain, w)]
+        holding = [held for text, held in read if holds_as_written(text, w)]
         if holding and not any(about(held) for held in holding):
             return f"the answer's {w!r} comes from passages about something else (none holds half the question's terms)"
     return None
-
-
-def _plain(text: str) -> str:
-    """Lower case, with a number's thousands separators dropped (10,000 and 10000 are one claim)."""
-    return re.sub(r"(?<=\d)[,_](?=\d{3})", "", text.lower())
 
 
 def abstained(answer: Answer, why: str, style: str) -> Answer:

@@ -13,8 +13,10 @@ afford. Here:
    one structured call that names the items answering the question, each with its passage;
 3. reduce, in code: an item is kept only when its words occur in a passage of its batch (the
    small model's invented names go; a citation of the wrong passage is corrected to the nearest
-   one holding the name), items are merged by their words, and the answer lists them, each citing
-   its passages [n]. No item anywhere: "Not in the indexed documents."
+   one holding the name) and its flags and numbers are written as a passage writes them (respelled
+   when only their order or marks differ, else dropped), items are merged by their words, and
+   the answer lists them, each citing its passages [n]. No item anywhere: "Not in the indexed
+   documents."
 
 The trace records every batch, the calls made and the bound (`llm_calls`, `max_llm_calls`).
 A budget's limits bound the map (fewer batches); a deadline stops it, and what the finished
@@ -33,6 +35,7 @@ from engine.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm, estimate_prompt_tokens, flag
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from engine.prompts.summary_global import MAP_SCHEMA, map_messages
+from engine.routes.specifics import holds_as_written, plain, specific_words
 from engine.routes.summary_config import SummaryConfig
 from engine.routes.summary_gather import compress, gather, key_terms, rare_terms
 
@@ -109,11 +112,36 @@ def reduce_items(replies: list[tuple[int, list[RetrievedChunk], list[dict]]]) ->
             if not holding:
                 dropped.append(f"{name} (in no passage of its batch)")
                 continue
+            spelled = as_spelled(name, [f"{batch[m - first].title} {batch[m - first].text}" for m in holding])
+            if spelled is None:
+                dropped.append(f"{name} (its flag, number or key=value is written so in no passage)")
+                continue
+            if spelled != name:
+                name, key = spelled, words_of(spelled)
+                holding = [first + i for i, words in enumerate(held) if set(key) <= words]
             n = min(holding, key=lambda m: (abs(m - cited), m))
             item = merged.setdefault(key, Item(name))
             if n not in item.passages:
                 item.passages.append(n)
     return list(merged.values()), dropped
+
+
+def as_spelled(name: str, texts: list[str]) -> str | None:
+    """`name` with each of its specific words (a flag, a number, key=value: engine.routes.specifics)
+    spelled as one of `texts` spells it: the same words, in the passage's order and marks
+    (`--x=yes|no` where the passage has `--x=no|yes`); None when a text holds none of them in any
+    spelling (`-a` where the passage has only the word "a"). The answer is then held to its
+    passages word for word (engine.absence.ungrounded_reason)."""
+    out = name
+    for word in specific_words(name):
+        if any(holds_as_written(plain(t), word) for t in texts):
+            continue
+        same = sorted(words_of(word))
+        written = next((w for t in texts for w in specific_words(t) if sorted(words_of(w)) == same), None)
+        if written is None:
+            return None
+        out = out.replace(word, written)
+    return out
 
 
 def list_answer(items: list[Item], style: str) -> str:

@@ -15,7 +15,15 @@ from engine.routes import RouteContext, SummaryRoute, answer_on
 from engine.routes.common import cited_numbers
 from engine.routes.summary_config import SummaryConfig, mode_for
 from engine.routes.summary_gather import compress
-from engine.routes.summary_global import Item, batches, bounded_config, list_answer, reduce_items, words_of
+from engine.routes.summary_global import (
+    Item,
+    as_spelled,
+    batches,
+    bounded_config,
+    list_answer,
+    reduce_items,
+    words_of,
+)
 from hierarchy.indexing import index_sources
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 
@@ -213,6 +221,17 @@ def test_the_reduce_merges_spellings_of_one_item_and_keeps_every_source():
     )
     assert [(i.name, i.passages) for i in items] == [("npm-publish", [1, 2])]
     assert dropped == []
+
+
+def test_a_flag_is_spelled_as_its_passage_spells_it_or_left_out():
+    """Its words in the passage are not enough for a flag, a number or key=value: the answer is
+    held to its passages word for word (engine.absence)."""
+    batch = [hit("Helgrind options", "--delta-stacktrace=no|yes [default: yes] and a note about --history-level")]
+    named = [{"name": n, "passage": 1} for n in ("--delta-stacktrace=yes|no", "-a", "--history-level")]
+    items, dropped = reduce_items([(1, batch, named)])
+    assert [i.name for i in items] == ["--delta-stacktrace=no|yes", "--history-level"]
+    assert dropped == ["-a (its flag, number or key=value is written so in no passage)"]
+    assert as_spelled("port 8080", ["the port is 8,080"]) == "port 8080"  # thousands separators are one claim
 
 
 def test_the_answer_lists_items_with_their_passages_or_says_none():
