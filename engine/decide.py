@@ -59,11 +59,13 @@ class Decision:
 
     def to_dict(self) -> dict:
         """What /route, MCP's route tool and `ask --dry-run --json` show."""
+        from router.policy import decided_by
+
         return {
             "route": self.route,
             "router_route": self.router_route,
             "probs": self.probs,
-            "policy": self.policy + ("" if not self.form else "+list" if self.form == LIST_FORM else "+form"),
+            "policy": decided_by(self.policy, self.form),
             "list_gate": self.list_gate,
             "threshold": self.threshold,
             "ood": self.ood,

@@ -314,16 +314,14 @@ class Router:
 
     def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
         """Decision fields per question; probabilities, guard and gate share one embedding batch."""
-        from router.list_gate import LIST_FORM
-        from router.policy import decide_with_form
+        from router.policy import decide_with_form, decided_by
 
         probs, oods, listed = self.probs_ood_and_lists(questions)
         label = _policy_label(policy)
         out = []
         for q, p, o, gated in zip(questions, probs, oods, listed):
             route, form = decide_with_form(p, policy, q, listed=gated is not None)
-            how = label + ("" if not form else "+list" if form == LIST_FORM else "+form")
-            out.append({"route": route, "probs": p, "policy": how, "ood": o, "list_gate": gated})
+            out.append({"route": route, "probs": p, "policy": decided_by(label, form), "ood": o, "list_gate": gated})
         return out
 
     def _probs_of(self, p) -> list[dict[str, float]]:

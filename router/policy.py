@@ -104,6 +104,12 @@ def decide_with_form(
     return route, None
 
 
+def decided_by(policy_kind: str, form: str | None) -> str:
+    """How a decision names what decided it: the policy, "+form" when a question form sent it to
+    logic, "+list" when the list gate sent it to summary ("argmax+list")."""
+    return policy_kind + ("" if not form else "+list" if form == LIST_FORM else "+form")
+
+
 def _decided(probs: dict[str, float], policy: Policy) -> str:
     if policy.kind == "argmax":
         return max(probs, key=probs.get)
