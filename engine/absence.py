@@ -41,10 +41,6 @@ from engine.routes.specifics import holds_as_written, plain, specific_words, unr
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
 
-# A token of an answer that states a checkable specific: a number, a flag (--save-dev) or a
-# key=value. Names and code words (package.json, snake_case) are not checked: an answer may bring
-# the common ones from outside the passages without inventing its claim.
-
 
 # A term counts as present when a word of its family is ("director" in a KB that says "directed"):
 # the lexical index's terms are singular forms only, and a question words a fact its own way.

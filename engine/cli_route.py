@@ -8,7 +8,7 @@ Input: any questions file hierarchy.question_files reads (.txt, .jsonl, a QA dat
 
 Output: one JSON line per input item, in input order, on stdout: ``{"line", "question"}`` and the
 decision as `ask` makes it (engine.decide.Decision.to_dict: route, router_route, probs, policy,
-threshold, ood, escalate, router); an item that cannot be routed (not
+list_gate, threshold, ood, escalate, router); an item that cannot be routed (not
 JSON, no "question" string, not UTF-8, an empty or overlong question) gets
 ``{"line", "question" (when one was read), "error"}`` instead, and the run goes on. A warning on
 stderr counts the failed lines; the exit status is 0 unless the file as a whole cannot be read.

@@ -32,7 +32,7 @@ class Decision:
     router_route: str | None = None  # the router's own choice, form policy included; None when forced
     probs: dict[str, float] | None = None
     form: str | None = None  # the question form that sent it to logic, or LIST_FORM: the list gate sent it to summary
-    list_gate: float | None = None  # the list gate's probability where it fired
+    list_gate: float | None = None  # the list gate's probability where it sent the question to summary
     threshold: float | None = None
     logic_share: float | None = None
     router: str | None = None  # which router decided (router.kb_router's label)

@@ -47,7 +47,7 @@ OWN_ENTRIES = {
 MIN_CHUNKS_PER_DOCUMENT = 1.5
 
 
-def single_passages(manifest: dict | None) -> float | None:
+def single_passage_ratio(manifest: dict | None) -> float | None:
     """The KB's chunks per document when its documents are single passages (fewer than
     MIN_CHUNKS_PER_DOCUMENT), else None (multi-passage documents, or no counts to tell)."""
     counts = (manifest or {}).get("counts") or {}

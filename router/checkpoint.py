@@ -207,7 +207,7 @@ class Decision:
     policy: str
     seconds: float  # embed + MLP + decision
     ood: dict | None = None  # {similarity, threshold, far}; None when the checkpoint has no guard
-    list_gate: float | None = None  # the list gate's probability where it fired
+    list_gate: float | None = None  # the list gate's probability where it sent the question to summary
 
     def to_dict(self) -> dict:
         return {
@@ -283,10 +283,7 @@ class Router:
 
     def probs_and_ood(self, questions: Sequence[str]) -> tuple[list[dict[str, float]], list[dict | None]]:
         """`probs` and `ood` from one embedding batch."""
-        if not questions:
-            return [], []
-        x = self.inputs(questions)
-        return self._probs_of(self.model.predict_proba(x)), self._ood_of(x)
+        return self.probs_ood_and_lists(questions)[:2]
 
     def probs_ood_and_lists(
         self, questions: Sequence[str]
@@ -309,11 +306,12 @@ class Router:
         return Decision(**d, seconds=time.perf_counter() - t0)
 
     def decide_many(self, questions: Sequence[str], policy: "Policy | None" = None) -> list[dict]:
-        """One embedding batch for all questions: [{question, route, probs, policy, ood}]."""
+        """One embedding batch for all questions: [{question, route, probs, policy, ood, list_gate}]."""
         return [{"question": q, **d} for q, d in zip(questions, self._decided(questions, policy))]
 
     def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
         """Decision fields per question; probabilities, guard and gate share one embedding batch."""
+        from router.list_gate import LIST_FORM
         from router.policy import decide_with_form, decided_by
 
         probs, oods, listed = self.probs_ood_and_lists(questions)
@@ -321,7 +319,8 @@ class Router:
         out = []
         for q, p, o, gated in zip(questions, probs, oods, listed):
             route, form = decide_with_form(p, policy, q, listed=gated is not None)
-            out.append({"route": route, "probs": p, "policy": decided_by(label, form), "ood": o, "list_gate": gated})
+            gate = gated if form == LIST_FORM else None  # the gate's probability where it decided
+            out.append({"route": route, "probs": p, "policy": decided_by(label, form), "ood": o, "list_gate": gate})
         return out
 
     def _probs_of(self, p) -> list[dict[str, float]]:

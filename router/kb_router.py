@@ -69,18 +69,28 @@ def load_for_kb(kb, checkpoint: str | Path | None = None, kb_questions: bool = F
     out-of-distribution guard also knows questions made from the KB's headings (with_kb_questions).
     On a KB of single passages the list gate is off (its label says so): the summary route would
     answer a list there by the descent, which the router's own probabilities already weigh."""
-    from hierarchy.kb_manifest import single_passages
     from router.checkpoint import load_router
 
     path = checkpoint if checkpoint is not None else remembered_checkpoint(kb)
     router = load_router(path, embedder=kb.embedder)
     router.label = router_label(router.path, kb)
-    per_document = single_passages(getattr(kb, "manifest", None))
-    if router.gate is not None and per_document is not None:  # no documents to gather a list across
-        router.gate = None
-        router.label += f"; list gate off: the KB's documents are single passages ({per_document:.1f} chunks each)"
+    fit_to_kb(router, kb)
     if kb_questions:
         with_kb_questions(router, kb)
+    return router
+
+
+def fit_to_kb(router: "Router", kb) -> "Router":
+    """`router` as it answers from `kb`: on a KB of single passages its list gate is off (its label
+    says so, when it has one), as the summary route's global mode is there. Every path that routes
+    a KB's questions outside `load_for_kb` (adapt, its benchmarks) calls this too."""
+    from hierarchy.kb_manifest import single_passage_ratio
+
+    per_document = single_passage_ratio(getattr(kb, "manifest", None))
+    if router.gate is not None and per_document is not None:  # no documents to gather a list across
+        router.gate = None
+        off = f"list gate off: the KB's documents are single passages ({per_document:.1f} chunks each)"
+        router.label = f"{router.label}; {off}" if router.label else off
     return router
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
-LIST_ROUTE = "summary"
+LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
 LIST_FORM = "list"  # how a decision names what the gate did (router.policy.decide_with_form)
 
 
@@ -53,8 +53,15 @@ class ListGate:
         return 1.0 / (1.0 + np.exp(-(x @ self.weight + self.bias)))
 
     def fires(self, embeddings: np.ndarray, questions: Sequence[str]) -> list[float | None]:
-        """Per question its probability when the gate fires, else None."""
-        return [float(p) if p >= self.threshold else None for p in self.probs(embeddings, questions)]
+        """Per question its probability when the gate fires, else None. It fires only on a
+        question that asks for a list (answer_shape): the global mode answers no other, so a
+        question the summary route would answer by the descent stays with the MLP."""
+        from hierarchy.question_structure import answer_shape
+
+        return [
+            float(p) if p >= self.threshold and answer_shape(q) == "list" else None
+            for p, q in zip(self.probs(embeddings, questions), questions)
+        ]
 
     def tensor(self) -> np.ndarray:
         import numpy as np
@@ -73,17 +80,20 @@ class ListGate:
         tensor and card entry disagree or its features are computed differently now."""
         import numpy as np
 
-        from router.features import feature_set_problem
+        from router.features import feature_dim, feature_set_problem
 
         entry = card.get("list_gate")
         if tensor is None and entry is None:
             return None
-        if tensor is None or not isinstance(entry, dict):
+        if tensor is None or not isinstance(entry, dict) or "threshold" not in entry:
             raise CheckpointError(f"router checkpoint {path}: its list gate has weights or a card entry, not both")
         features = tuple(entry.get("features") or ())
         problem = feature_set_problem(list(features), entry.get("feature_versions"))
         if problem:
             raise CheckpointError(f"router checkpoint {path}: its list gate cannot be served here: {problem}")
         w = np.asarray(tensor, dtype=np.float32).reshape(-1)
+        want = int((card.get("config") or {}).get("embed_dim", 0)) + feature_dim(features) + 1
+        if w.shape[0] != want:
+            raise CheckpointError(f"router checkpoint {path}: its list gate has {w.shape[0]} weights for {want} inputs")
         info = {k: v for k, v in entry.items() if k not in ("features", "threshold", "route", "feature_versions")}
         return cls(w[:-1], float(w[-1]), features, float(entry["threshold"]), info)

@@ -93,7 +93,10 @@ def decide_with_form(
     the test it sent 11 of 20 comparisons and chains to logic), while a form that names its
     sub-questions is a multi-hop question for certain, and the logic route plans it without
     an LLM call (LogicConfig.plan_forms). Such a form also outranks the list gate (`listed`: the
-    checkpoint's gate fired, router.list_gate): a chain of lookups is not a list across a corpus."""
+    checkpoint's gate fired, router.list_gate): a chain of lookups is not a list across a corpus.
+    The gate outranks the probabilities' policy, a calibrated threshold on P(logic) included: a
+    logic share calibrated on a batch is met before the gate, which may send some of those
+    questions to summary."""
     policy = policy or ARGMAX
     route = _decided(probs, policy)
     form = form_plan(question) if question is not None and policy.forms and FORM_ROUTE in probs else None

@@ -1,6 +1,9 @@
 """The specific words of an answer (numbers of three digits or more, flags, key=value) and whether
 a text holds them as written: what keeps an answer within its evidence (engine.absence) and a
-listed item spelled as its passage spells it (the summary route's global mode). Only `re`."""
+listed item spelled as its passage spells it (the summary route's global mode).
+
+Names and code words (package.json, snake_case) are not specific words: an answer may bring the
+common ones from outside the passages without inventing its claim."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import re
 
 from engine.routes.common import strip_citations
 
-_SPECIFIC = re.compile(r"\d|^--?[A-Za-z]|\w=\w")
+_SPECIFIC = re.compile(r"\d|^--?[A-Za-z]|\w=\w")  # a number, a flag (--save-dev) or a key=value
 _WORD = re.compile(r"(?:[^\s\[\]()\"'`,;:!?]|(?<=\d)[,:](?=\d))+")  # 6,650 and 7:30 are one word
 _EDGE = ".,;:!?\"'`()[]{}<>*"
 

@@ -29,7 +29,7 @@ from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
-from engine.routes.summary_config import SummaryConfig, mode_for, summary_config
+from engine.routes.summary_config import GLOBAL_MODE, SummaryConfig, mode_for, summary_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
@@ -341,7 +341,7 @@ def answer_summary(
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
     mode, why = mode_for(cfg, q, kb)
-    if mode == "global":
+    if mode == GLOBAL_MODE:
         from engine.routes.summary_global import answer_global
 
         ans = answer_global(q, kb, llm, layers, cfg, style)
@@ -385,7 +385,7 @@ def summary_messages(
     if layers is None:
         return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
     cfg = summary_config(config, {})
-    if mode_for(cfg, q, kb)[0] == "global":
+    if mode_for(cfg, q, kb)[0] == GLOBAL_MODE:
         from engine.routes.summary_global import first_map_messages
 
         return first_map_messages(q, kb, layers, cfg)

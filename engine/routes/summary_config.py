@@ -18,6 +18,7 @@ ANSWER_FROM = ("descend", "summaries")
 # "auto" takes global for a question asking for a list (hierarchy.question_structure.answer_shape)
 # and the descent for any other.
 MODES = ("auto", "descend", "global")
+GLOBAL_MODE = "global"
 MAX_MAP_CALLS = 6  # the issue's bound on a global answer's calls with the local model
 
 
@@ -75,7 +76,7 @@ class SummaryConfig(Settings):
             problems.append(f"mode must be one of {', '.join(MODES)} (got {self.mode!r})")
         if not 1 <= self.map_calls <= MAX_MAP_CALLS or self.map_tokens < 50 or self.passage_words < 5:
             problems.append(f"map_calls in 1..{MAX_MAP_CALLS}, map_tokens >= 50 and passage_words >= 5 are required")
-        if self.mode == "global" and (self.collapsed or self.wide_chunks or self.answer_from != "descend"):
+        if self.mode == GLOBAL_MODE and (self.collapsed or self.wide_chunks or self.answer_from != "descend"):
             problems.append(
                 "mode='global' gathers its own passages: collapsed, wide_chunks and answer_from do not apply"
             )
@@ -109,17 +110,17 @@ def mode_for(cfg: SummaryConfig, question: str, kb=None) -> tuple[str, str]:
     for a question asking for a list over a KB of multi-passage documents, else the descent."""
     if cfg.mode != "auto":
         return cfg.mode, f"mode={cfg.mode} was set"
-    from hierarchy.kb_manifest import single_passages
+    from hierarchy.kb_manifest import single_passage_ratio
     from hierarchy.question_structure import answer_shape
 
     if answer_shape(question) != "list":
         return "descend", "the question asks for no list"
     if cfg.collapsed or cfg.wide_chunks or cfg.answer_from != "descend":
         return "descend", "a variant of the descent was set (collapsed, wide_chunks or answer_from)"
-    per_document = single_passages(getattr(kb, "manifest", None))
+    per_document = single_passage_ratio(getattr(kb, "manifest", None))
     if per_document is not None:
         return "descend", (
             f"the question asks for a list, but the KB's documents are single passages "
             f"({per_document:.1f} chunks a document): no documents to gather it across"
         )
-    return "global", "the question asks for a list"
+    return GLOBAL_MODE, "the question asks for a list"

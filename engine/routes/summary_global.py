@@ -116,9 +116,8 @@ def reduce_items(replies: list[tuple[int, list[RetrievedChunk], list[dict]]]) ->
             if spelled is None:
                 dropped.append(f"{name} (its flag, number or key=value is written so in no passage)")
                 continue
-            if spelled != name:
+            if spelled != name:  # the same words, so the same passages hold it
                 name, key = spelled, words_of(spelled)
-                holding = [first + i for i, words in enumerate(held) if set(key) <= words]
             n = min(holding, key=lambda m: (abs(m - cited), m))
             item = merged.setdefault(key, Item(name))
             if n not in item.passages:
@@ -129,9 +128,9 @@ def reduce_items(replies: list[tuple[int, list[RetrievedChunk], list[dict]]]) ->
 def as_spelled(name: str, texts: list[str]) -> str | None:
     """`name` with each of its specific words (a flag, a number, key=value: engine.routes.specifics)
     spelled as one of `texts` spells it: the same words, in the passage's order and marks
-    (`--x=yes|no` where the passage has `--x=no|yes`); None when a text holds none of them in any
-    spelling (`-a` where the passage has only the word "a"). The answer is then held to its
-    passages word for word (engine.absence.ungrounded_reason)."""
+    (`--x=yes|no` where the passage has `--x=no|yes`); None when one of them is written in no
+    text in any spelling (`-a` where the passage has only the word "a"). The answer is then held
+    to its passages word for word (engine.absence.ungrounded_reason)."""
     out = name
     for word in specific_words(name):
         if any(holds_as_written(plain(t), word) for t in texts):
@@ -140,7 +139,8 @@ def as_spelled(name: str, texts: list[str]) -> str | None:
         written = next((w for t in texts for w in specific_words(t) if sorted(words_of(w)) == same), None)
         if written is None:
             return None
-        out = out.replace(word, written)
+        whole = re.compile(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])")  # `-a` and not in `--all`
+        out = whole.sub(written.replace("\\", "\\\\"), out)
     return out
 
 

@@ -90,7 +90,7 @@ class AnswerService:
         with self._warm_lock:
             if self._warm:
                 return
-            self.base.get_router().probs_and_ood(["warm-up"])  # the path every answer and decision takes
+            self.base.get_router().probs_and_ood(["warm-up"])  # embedder and MLP: what every decision runs
             self.base.kb.search("warm-up", k=1)
             if self.llm_spec.partition(":")[0] == "local":
                 load_model(self.base.get_llm())

@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 
 import engine.routes.logic.solve as logic_mod
-from engine.absence import unread_words, weigh_absence, word_family
+from engine.absence import weigh_absence, word_family
 from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from engine.routes.common import looks_unanswered
+from engine.routes.specifics import unread_words
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 FERRY = {

@@ -84,6 +84,7 @@ def test_the_gate_round_trips_through_the_checkpoint_and_decides(tmp_path):
     assert card["list_gate"]["features"] == ["shape"] and card["list_gate"]["threshold"] == 0.7
     router = load_router(path, embedder=embedder())
     assert np.allclose(router.gate.weight, shape_gate().weight) and router.gate.bias == -4.0
+    assert max(router.probs([LIST])[0].items(), key=lambda kv: kv[1])[0] != "summary"  # the gate decides it
     listed, lookup = router.decide_many([LIST, "What is the default port?"])
     assert listed["route"] == "summary" and listed["policy"] == "argmax+list" and listed["list_gate"] > 0.9
     assert lookup["list_gate"] is None and lookup["policy"] == "argmax"
@@ -128,4 +129,4 @@ def test_the_gate_is_off_on_a_kb_of_single_passages_and_the_label_says_so(tmp_pa
     assert passages.decide(LIST).policy == "argmax" and passages.decide(LIST).list_gate is None
     documents = load_for_kb(kb(4411, 64), path)
     assert documents.gate is not None and "list gate" not in documents.label
-    assert documents.decide(LIST).route == "summary"
+    assert documents.decide(LIST).route == "summary" and documents.decide(LIST).policy == "argmax+list"

@@ -259,7 +259,7 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
         read_card,
         save_checkpoint,
     )
-    from router.kb_router import ADAPTED
+    from router.kb_router import ADAPTED, fit_to_kb
     from router.ood import build_guard
     from training.fitting.fit import specialist_config
     from training.fitting.train import train_specialist
@@ -293,7 +293,8 @@ def _train(kb, generalist: Path, out: Path, train_rows, held_rows, options: dict
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     gate = load_gate(staged, card)  # the generalist's list gate, kept by train_specialist
     specialist = Router(model, save_checkpoint(ckpt, model, card, guard, gate), kb.embedder, ckpt, guard, gate)
-    return ckpt, {"generalist": load_router(generalist, embedder=kb.embedder), "specialist": specialist}
+    generalist_router = load_router(generalist, embedder=kb.embedder)
+    return ckpt, {"generalist": fit_to_kb(generalist_router, kb), "specialist": fit_to_kb(specialist, kb)}
 
 
 def escalation_threshold(router, rows: Sequence[dict], budget: float | None = ESCALATION_BUDGET) -> float | None:

@@ -159,6 +159,7 @@ def adapt_fold(kb, llm, generalist: Path, out: Path, main: Path, given: Sequence
     (the adapted router, loaded from its copy in `out`; the runner, with its counts)."""
     from engine.base.files import atomic_write_text
     from router.checkpoint import load_router
+    from router.kb_router import fit_to_kb
 
     seed_fold_folder(out, main)
     questions = out / "own_questions.jsonl"
@@ -169,7 +170,7 @@ def adapt_fold(kb, llm, generalist: Path, out: Path, main: Path, given: Sequence
         train_options={"seed": seed}, **run.options,
     )  # fmt: skip
     shutil.copyfile(res.checkpoint, out / "adapted.ckpt")  # the KB's copy is the next fold's
-    return load_router(out / "adapted.ckpt", embedder=kb.embedder), runner
+    return fit_to_kb(load_router(out / "adapted.ckpt", embedder=kb.embedder), kb), runner
 
 
 def judge_split(kb, llm, generalist: Path, work: Path, seed: int, k: int, run: OwnFoldsRun) -> dict:

@@ -15,7 +15,7 @@ CONFIDENCE = " + confidence"  # escalation on: cheap answers under a fitted conf
 
 
 def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None, list[dict]]:
-    """The router's route for each question (its own decision, argmax), the share its guard
+    """The router's route for each question (its own decision: argmax, form policy, list gate), the share its guard
     flags out of distribution (None without a guard) and its probabilities per question."""
     decided = router.decide_many(list(questions))
     oods = [d["ood"] for d in decided if d["ood"] is not None]

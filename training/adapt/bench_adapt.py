@@ -264,9 +264,11 @@ def _judged(run: _SetRun, router) -> tuple[dict, list[str], list[dict]]:
 def _generalist_systems(run: _SetRun, train_files: list[str]) -> tuple[dict, list[str], list[dict]]:
     """(the systems with the LODO generalist, with and without escalation; its decisions; its probabilities)."""
     from router.checkpoint import load_router
+    from router.kb_router import fit_to_kb
 
     systems: dict = {}
-    systems[GENERALIST], decided, probs = _judged(run, load_router(run.generalist, embedder=run.kb.embedder))
+    generalist = fit_to_kb(load_router(run.generalist, embedder=run.kb.embedder), run.kb)
+    systems[GENERALIST], decided, probs = _judged(run, generalist)
     systems[GENERALIST + CONFIDENCE] = escalated(run.rows, decided, chunk_first_threshold(train_files), run.routes)
     return systems, decided, probs
 
@@ -296,6 +298,7 @@ def _adapt_seeds(run: _SetRun, systems: dict) -> tuple[dict, dict, list[dict]]:
     by all) and judge each specialist, with and without escalation: their means go into
     `systems`. Returns (adapt's last report, each seed's probabilities, each seed's figures)."""
     from router.checkpoint import load_router
+    from router.kb_router import fit_to_kb
 
     adapt_fn, work = run.settings.adapter(), run.work
     per_seed, per_seed_escalated, adapted, seed_probs = [], [], {}, {}
@@ -306,7 +309,7 @@ def _adapt_seeds(run: _SetRun, systems: dict) -> tuple[dict, dict, list[dict]]:
             train_options={"seed": seed}, **run.options,
         )  # fmt: skip
         shutil.copyfile(res.checkpoint, work / f"specialist-seed{seed}.ckpt")  # the KB's own copy is the next seed's
-        specialist = load_router(res.checkpoint, embedder=run.kb.embedder)
+        specialist = fit_to_kb(load_router(res.checkpoint, embedder=run.kb.embedder), run.kb)
         table, decided, seed_probs[seed] = _judged(run, specialist)
         per_seed.append({"seed": seed, **table})
         escalated_table = escalated(run.rows, decided, specialist.escalate_below, run.routes)

@@ -89,20 +89,3 @@ def run_record(command: str, half: str, style: str, llm: str, k: int, systems: d
         "sets": [{"name": s.name, "file": str(s.path), "kb": str(s.kb), "questions": len(s.questions)} for s in sets],
         "machine": machine(),
     }
-
-
-def router_fingerprint() -> str:
-    """The shipped router's file hash (12 hex digits): the setup an auto-routed answer depends on,
-    so that a stored answer of another router is made again (a KB adapted by `logicroute adapt`
-    answers with its own router: name such a run's --out apart)."""
-    import hashlib
-
-    from router.checkpoint import DEFAULT_CHECKPOINT
-
-    return hashlib.sha1(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()[:12]
-
-
-def routed_setup(setup: dict, routed: bool) -> dict:
-    """`setup` as a system's stored answers depend on it: the router's fingerprint only for a
-    system the router decides for (`routed`)."""
-    return setup if routed else {k: v for k, v in setup.items() if k != "router"}

@@ -12,8 +12,6 @@ report is scored afresh from the texts every time: a change of the scorer needs 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +19,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from engine.routes import AUTO
+from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns
 from training.docs_qa.bench_docs_sets import DocsQuestion
@@ -30,9 +30,9 @@ from training.docs_qa.bench_docs_sets import DocsQuestion
 # the OOD guard ignores the KB's own questions, ungrounded logic answers stand).
 SYSTEMS: dict[str, dict] = {
     "chunk": {"route": "chunk", "options": {"abstain_ungrounded": False}},  # the chunk route's own answer
-    "default": {"route": "auto", "options": {}},
+    "default": {"route": AUTO, "options": {}},
     "before": {
-        "route": "auto",
+        "route": AUTO,
         "options": {"keep_absence": False, "ood_kb_questions": False, "abstain_ungrounded": False},
     },
 }
@@ -75,10 +75,7 @@ def signature(system: str, q: DocsQuestion, setup: dict) -> str:
     """What a stored row must match to be reused: the question, the system's definition and the
     run's setup (LLM, passages per retrieval; the router for an auto-routed system). A change of
     any of them answers the row again."""
-    from training.common.bench_sets_cli import routed_setup
-
-    spec = {"q": q.question, "system": SYSTEMS[system], **routed_setup(setup, SYSTEMS[system]["route"] == "auto")}
-    return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return answer_signature(q.question, SYSTEMS[system], setup, routed=SYSTEMS[system]["route"] == AUTO)
 
 
 def row_key(row: dict) -> tuple[str, str, str]:

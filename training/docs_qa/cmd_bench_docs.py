@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from engine.cli_options import llm_option
-from training.common.bench_sets_cli import check_set_kbs, command_line, router_fingerprint, run_record, set_kb_options
+from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
+from training.common.bench_signature import router_fingerprint
 
 DEFAULT_SYSTEMS = "chunk,before,default"
 

@@ -18,7 +18,6 @@ from router.list_gate import ListGate
 from training.fitting.set_priors import LIST_ROUTE, LIST_SET_PREFIX, Priors
 
 GATE_FEATURES = ("shape",)
-GLOBAL_MODE = "global"  # a label row's summary_mode where the summary route's global mode answered
 # On the tune data, the gate at 0.5 sent 5.5% of SQuAD questions 1200-1399 to summary, at 0.7
 # none, keeping 91-100% of each left-out corpus's tune list questions
 GATE_THRESHOLD = 0.7
@@ -67,3 +66,15 @@ def list_gate_for(embeddings: np.ndarray, rows: Sequence[dict], priors: Priors |
         questions += [r["question"] for r in priors.rows]
     targets = gate_targets([*rows, *(priors.rows if priors is not None else [])])
     return fit_list_gate(embeddings, questions, targets, seed=seed)
+
+
+def split_off_lists(
+    x: np.ndarray, rows: Sequence[dict], priors: Priors | None, dim: int, seed: int
+) -> tuple[ListGate | None, list[int], Priors | None]:
+    """(the list gate fitted on the rows and priors, the indices of the rows that train the MLP,
+    the priors that train it): the list questions train the gate only. `x`: the rows' router
+    inputs, whose first `dim` columns are the embedding. The one split of train_generalist and of
+    every leave-one-dataset-out fold."""
+    gate = list_gate_for(x[:, :dim], rows, priors, seed)
+    mlp = [i for i, r in enumerate(rows) if not is_list_row(r)]
+    return gate, mlp, priors.where(lambda r: not is_list_row(r)) if priors is not None else None

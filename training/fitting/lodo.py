@@ -3,7 +3,8 @@ left out, for each data set in turn. A held-out row from a training set proves l
 predicts the set, and the set predicts the label); a set the router never saw does not.
 
 Every system is judged on the same left-out rows with the label files' own per-route scores
-and costs: the MLP router (argmax), a logistic regression on the same inputs and labels, the
+and costs: the router (the MLP's argmax, and summary where its list gate fires on a question the
+summary route's global mode answered), a logistic regression on the same inputs and labels, the
 majority route of the training sets, each fixed route, and the oracle. On rows labelled with
 the cascade schedule (label --stop-score), a route that was not run carries the upper bound of
 its score, so "always <costlier route>" is an upper bound there.
@@ -19,10 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from engine.routes.summary_config import GLOBAL_MODE
 from hierarchy.question_forms import form_plan
 from training.fitting.eval_router import logreg_fit_proba, majority_route
 from training.fitting.fit import TrainConfig, fit, specialist_config
-from training.fitting.list_gate_fit import GLOBAL_MODE, is_list_row, list_gate_for
+from training.fitting.list_gate_fit import is_list_row, split_off_lists
 from training.fitting.lodo_cascade import (
     CHUNK_CASCADE,
     ESCALATING,
@@ -76,10 +78,9 @@ def _fold_decisions(
     held = set(test)
     train = [i for i in range(len(rows)) if i not in held and trained_on(rows[i], cfg)]
     fold_priors = priors.without(str(rows[test[0]]["dataset"])) if priors is not None else None
-    gate = list_gate_for(x[train, :dim], [rows[i] for i in train], fold_priors, cfg.seed)
-    train = [i for i in train if not is_list_row(rows[i])]
+    gate, mlp, mlp_priors = split_off_lists(x[train], [rows[i] for i in train], fold_priors, dim, cfg.seed)
+    train = [train[i] for i in mlp]
     train_rows = [rows[i] for i in train]
-    mlp_priors = fold_priors.where(lambda r: not is_list_row(r)) if fold_priors is not None else None
     model = fit_router(x[train], train_rows, routes, cfg, dim, priors=mlp_priors)[0]
     probs = model.predict_proba(x[test])
     lr = logreg_fit_proba(x[train], [r["oracle"] for r in train_rows], x[test], routes)
@@ -111,7 +112,7 @@ def _specialist(
     both judged on the left-out rows after them."""
     tune, rest = test[:n_tune], test[n_tune:]
     cfg = specialist_config()
-    tune = [i for i in tune if trained_on(rows[i], recipe)]  # the generalist recipe's all-zero rule
+    tune = [i for i in tune if trained_on(rows[i], recipe) and not is_list_row(rows[i])]  # as train_specialist
     tune_rows, rest_rows = [rows[i] for i in tune], [rows[i] for i in rest]
     t, o = training_targets(tune_rows, routes, cfg.all_zero, recipe.cost_weight)
     tr, va = stratified_split(split_keys(tune_rows), cfg.val_frac, cfg.seed)

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from router.list_gate import LIST_ROUTE  # the route of a question about a whole corpus (its global mode)
 
 SET_ROUTES: dict[str, str] = {
     "nq": "chunk",
@@ -167,7 +168,6 @@ def pair_rows(
     return out
 
 
-LIST_ROUTE = "summary"  # the route that answers a question about a whole corpus (its global mode)
 LIST_SET_PREFIX = "lists_"  # the set of a corpus's list labels and list priors: lists_<corpus>
 LOOKUP_ROUTE = "chunk"  # the route of a question about one value of the same corpus
 _DATA = Path(__file__).resolve().parents[1] / "data"

@@ -25,7 +25,7 @@ from engine.base.errors import CheckpointError, LogicRouteError
 from router.ood import build_guard
 from training.fitting.eval_router import evaluate_predictions
 from training.fitting.fit import TrainConfig, fit, recorded_config, specialist_config
-from training.fitting.list_gate_fit import is_list_row, list_gate_for
+from training.fitting.list_gate_fit import is_list_row, split_off_lists
 from training.fitting.route_metrics import routing_metrics
 from training.fitting.set_priors import SET_ROUTES, Priors, build_priors
 from training.labels.label_arrays import (
@@ -164,9 +164,11 @@ def train_generalist(
     card_extras: dict | None = None,
     leave_out: str | None = None,
 ) -> dict:
-    """Train on the mix of label files, save checkpoint + card, return the card. card_extras:
-    more card entries (e.g. "lodo": the recipe's leave-one-dataset-out figures). leave_out: a
-    data set none of whose priors train it either (a leave-one-dataset-out generalist)."""
+    """Train on the mix of label files, save checkpoint + card, return the card. The list
+    questions' rows (answer labels and list priors) train the list gate, every other row the MLP
+    (list_gate_fit.split_off_lists). card_extras: more card entries (e.g. "lodo": the recipe's
+    leave-one-dataset-out figures). leave_out: a data set none of whose priors train it either
+    (a leave-one-dataset-out generalist)."""
     from router.checkpoint import save_checkpoint
 
     cfg = cfg or TrainConfig()
@@ -180,10 +182,8 @@ def train_generalist(
     if priors is not None and leave_out:
         priors = priors.without(leave_out)
     dim = int(embedder.dim)
-    gate = list_gate_for(x[:, :dim], rows, priors, cfg.seed)
-    mlp = [i for i, r in enumerate(rows) if not is_list_row(r)]  # the list questions train the gate only
+    gate, mlp, mlp_priors = split_off_lists(x, rows, priors, dim, cfg.seed)
     mlp_rows, x_mlp = [rows[i] for i in mlp], x[mlp]
-    mlp_priors = priors.where(lambda r: not is_list_row(r)) if priors is not None else None
     model, tr, va, history = fit_router(x_mlp, mlp_rows, routes, cfg, dim, progress=progress, priors=mlp_priors)
 
     train_rows = [mlp_rows[i] for i in tr]
@@ -242,7 +242,7 @@ def train_specialist(
     else:
         keep, held = stratified_split(split_keys(rows), holdout_frac, cfg.seed + 1)
         pool, test_rows = [rows[i] for i in keep], [rows[i] for i in held]
-    pool = [r for r in pool if trained_on(r, cfg)]
+    pool = [r for r in pool if trained_on(r, cfg) and not is_list_row(r)]  # they train a gate, kept from the parent
     if not test_rows:
         raise LogicRouteError("no held-out rows for the specialist: give --eval-labels or more labels")
     x = inputs_for(pool, embedder, features, base.config.text_form)

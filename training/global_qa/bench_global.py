@@ -315,7 +315,7 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
     made = run_all(cfg, store, questions, kbs, llm, gold_style(ds), show_progress)
     fps = {s: system_settings(SYSTEMS[s], cfg.k, cfg.wide_chunks, cfg.logic_max_seconds)[1] for s in cfg.systems}
     rows = [r for q in questions for s in cfg.systems if (r := store.get(_key(llm.name, s, q.id, fps[s])))]
-    routed, routing = _routed(cfg, rows, questions, embedder)
+    routed, routing = _routed(cfg, rows, questions, embedder, next(iter(kbs.values())))
     report = build_report(rows + routed, (*cfg.systems, *DERIVED), cfg.types, bootstrap=cfg.bootstrap, seed=cfg.seed)
     report["routing"] = routing
     if cfg.judge:
@@ -343,7 +343,7 @@ def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progr
     return report
 
 
-def _routed(cfg: GlobalConfig, rows: list[dict], questions: list, embedder: Any) -> tuple[list[dict], dict]:
+def _routed(cfg: GlobalConfig, rows: list[dict], questions: list, embedder: Any, kb: Any) -> tuple[list[dict], dict]:
     """(router and oracle rows, what the routing did): none unless chunk, summary and logic ran. A
     router that cannot be loaded or run leaves the oracle row alone and says why in the report."""
     if not can_route(cfg.systems):
@@ -351,7 +351,7 @@ def _routed(cfg: GlobalConfig, rows: list[dict], questions: list, embedder: Any)
     decisions: dict = {}
     routing: dict = {"checkpoint": cfg.checkpoint or "shipped"}
     try:
-        decisions = route_questions(questions, cfg.checkpoint, embedder)
+        decisions = route_questions(questions, cfg.checkpoint, embedder, kb)
     except (LogicRouteError, OSError, ValueError) as e:
         routing["error"] = f"router not run: {e}"
     routed = routed_rows(rows, decisions)

@@ -28,11 +28,15 @@ def can_route(systems) -> bool:
     return all(r in systems for r in ROUTES)
 
 
-def route_questions(questions: list, checkpoint: str | None, embedder: Any = None) -> dict[str, dict]:
-    """{question id: the router's decision (route, probs, ood)}; checkpoint None = the shipped one."""
+def route_questions(questions: list, checkpoint: str | None, embedder: Any = None, kb=None) -> dict[str, dict]:
+    """{question id: the router's decision (route, probs, ood)}; checkpoint None = the shipped one;
+    `kb`: the KB answering them (router.kb_router.fit_to_kb: no list gate on single passages)."""
     from router.checkpoint import load_router
+    from router.kb_router import fit_to_kb
 
     router = load_router(Path(checkpoint) if checkpoint else None, embedder=embedder)
+    if kb is not None:
+        fit_to_kb(router, kb)
     decided = router.decide_many([q.text for q in questions])
     return {q.id: d for q, d in zip(questions, decided)}
 

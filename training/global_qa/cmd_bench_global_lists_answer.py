@@ -12,10 +12,10 @@ from engine.cli_options import llm_option
 from training.common.bench_sets_cli import (
     check_set_kbs,
     command_line,
-    router_fingerprint,
     run_record,
     set_kb_options,
 )
+from training.common.bench_signature import router_fingerprint
 from training.global_qa.list_answer import DEFAULT_SYSTEMS, SYSTEMS
 
 
@@ -110,6 +110,6 @@ def _real_answerers(llm, llm_spec: str, k: int):
             from engine.llm.factory import make_llm
 
             shared["llm"] = make_llm(llm_spec)
-        return answerer(KnowledgeBase.open(lists.kb), shared["llm"], k, llm_spec)
+        return answerer(KnowledgeBase.open(lists.kb), shared["llm"], k)
 
     return answer_for

@@ -10,15 +10,15 @@ every system in turn, so a run cut short still pairs the systems on the question
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
+from engine.routes import AUTO
 from engine.routes.summary_config import SummaryConfig
+from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns
 
@@ -43,9 +43,8 @@ SYSTEMS: dict[str, ListSystem] = {
     "logic": ListSystem("logic", about="the logic route (its reader-style preset)"),
     "summary": ListSystem("summary", SummaryConfig(mode="descend"), "the summary route's descent"),
     "global": ListSystem("summary", SummaryConfig(mode="global"), "the summary route's global mode: map, reduce"),
-    "default": ListSystem("auto", about="the default path as ask --kb answers: the router and list gate, escalation"),
+    "default": ListSystem(AUTO, about="the default path as ask --kb answers: the router and list gate, escalation"),
 }
-ROUTED = "auto"  # the route of a system the router decides for
 DEFAULT_SYSTEMS = ("chunk", "logic", "summary", "global")
 REFERENCES = ("chunk", "logic")  # every system's recall is paired against each of these
 
@@ -80,11 +79,7 @@ def read_set(path: str | Path, kb: str | Path, half: str) -> ListSet:
 def signature(system: str, q: dict, setup: dict) -> str:
     """What a stored row must match to be reused: the question, the system's definition and the
     run's setup (LLM, k; the router for the default path)."""
-    from training.common.bench_sets_cli import routed_setup
-
-    routed = SYSTEMS[system].route == ROUTED
-    spec = {"q": q["question"], "system": SYSTEMS[system].definition(), **routed_setup(setup, routed)}
-    return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return answer_signature(q["question"], SYSTEMS[system].definition(), setup, routed=SYSTEMS[system].route == AUTO)
 
 
 def row_key(row: dict) -> tuple[str, str, str]:
@@ -188,7 +183,7 @@ def scored_rows(sets: Sequence[ListSet], systems: Sequence[str], rows: dict) -> 
     return out
 
 
-def answerer(kb, llm, k: int, llm_spec: str | None = None) -> Callable[[str, str], object]:
+def answerer(kb, llm, k: int) -> Callable[[str, str], object]:
     """answer(system, question) on `kb`: the system's route in the reader style, no router, no
     escalation; the default path is RoutedRAG with its defaults, as `ask --kb` answers."""
     from engine.pipeline import RoutedRAG
@@ -198,12 +193,12 @@ def answerer(kb, llm, k: int, llm_spec: str | None = None) -> Callable[[str, str
     routes = {
         name: make_route(s.route, s.summary if s.route == "summary" else None if s.route == "chunk" else _logic(k))
         for name, s in SYSTEMS.items()
-        if s.route != ROUTED
+        if s.route != AUTO
     }
-    rag = RoutedRAG(kb=kb, llm=llm, style=STYLE, k=k, **({"llm_spec": llm_spec} if llm_spec else {}))
+    rag = RoutedRAG(kb=kb, llm=llm, style=STYLE, k=k)
 
     def answer(system: str, question: str):
-        if SYSTEMS[system].route == ROUTED:
+        if SYSTEMS[system].route == AUTO:
             return rag.answer(question)
         return answer_on(routes[system], question, ctx)
 

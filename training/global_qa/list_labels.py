@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.base.errors import LogicRouteError
-from training.fitting.list_gate_fit import GLOBAL_MODE
+from engine.routes.summary_config import GLOBAL_MODE
 from training.fitting.set_priors import LIST_SET_PREFIX
 
 # label route -> the bench system whose answer it is

@@ -85,8 +85,10 @@ def test_the_generalist_carries_a_gate_trained_on_the_list_rows_which_never_trai
     assert read_card(tmp_path / "g.ckpt")["list_gate"]["features"] == ["shape"]
     router = load_router(tmp_path / "g.ckpt", embedder=embedder())
     listed, lookup = router.decide_many(["Which npm modules document the zeta event?", *lookups(["zeta"])])
-    assert listed["route"] == "summary" and listed["list_gate"] is not None
-    assert lookup["list_gate"] is None
+    assert listed["route"] == "summary" and lookup["route"] != "summary"
+    e = router.inputs([listed["question"], lookup["question"]])[:, :64]
+    assert router.gate.fires(e, [listed["question"], lookup["question"]])[1] is None
+    assert router.gate.fires(e, [listed["question"], lookup["question"]])[0] is not None
 
     plain = train_generalist(files[:1], tmp_path / "plain.ckpt", cfg, embedder=embedder())
     assert "list_gate" not in plain and load_router(tmp_path / "plain.ckpt", embedder=embedder()).gate is None
@@ -113,15 +115,17 @@ def test_a_left_out_corpus_is_gated_by_a_gate_trained_on_the_other_corpora(tmp_p
 def test_the_gate_judges_only_where_the_global_mode_answered(tmp_path, monkeypatch):
     """List questions answered over single passages (no summary_mode: the summary route's
     descent) keep the MLP's route, as ask --kb keeps the gate off on such a KB."""
-    import training.fitting.lodo as lodo_module
+    import training.fitting.list_gate_fit as gate_fit
 
+    chunk_lists = label_file(tmp_path, "forms", lists("forms", ITEMS), LOOKUP_SCORES)  # the MLP: lists to chunk
     passages = label_file(tmp_path, "medical", lists("medical", ITEMS), LIST_SCORES)
-    monkeypatch.setattr(lodo_module, "list_gate_for", lambda *a: None)
-    mlp_alone = lodo(tmp_path, passages)["medical"]["router"]
-    monkeypatch.setattr(lodo_module, "list_gate_for", lambda *a: shape_gate())  # fires on every list
-    assert lodo(tmp_path, passages)["medical"]["router"] == mlp_alone
+    monkeypatch.setattr(gate_fit, "list_gate_for", lambda *a: None)
+    mlp_alone = lodo(tmp_path, chunk_lists, passages)["medical"]["router"]
+    assert mlp_alone["shares"]["summary"] < 1.0
+    monkeypatch.setattr(gate_fit, "list_gate_for", lambda *a: shape_gate())  # fires on every list
+    assert lodo(tmp_path, chunk_lists, passages)["medical"]["router"] == mlp_alone
     documents = label_file(tmp_path, "medical", lists("medical", ITEMS), LIST_SCORES, summary_mode="global")
-    assert lodo(tmp_path, documents)["medical"]["router"]["shares"]["summary"] == 1.0
+    assert lodo(tmp_path, chunk_lists, documents)["medical"]["router"]["shares"]["summary"] == 1.0
 
 
 def test_list_labels_alone_leave_the_mlp_nothing_to_train_on_and_say_so(tmp_path):
