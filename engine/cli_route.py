@@ -126,7 +126,11 @@ def _decider(ctx, config, kb_dir: str | None):
     from router.checkpoint import load_router
 
     router = load_router(config.checkpoint, embedder=injected_embedder(ctx))
-    return (lambda qs: decide_many(router, qs, config.budget, config.ood_policy, config.style)), str(router.path)
+
+    def decide(qs):
+        return decide_many(router, qs, config.budget, config.ood_policy, config.style, config.list_gate)
+
+    return decide, str(router.path)
 
 
 def ood_line(ood: dict | None) -> str:

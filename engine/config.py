@@ -97,6 +97,13 @@ class RagConfig:
             "(no LLM call), so questions about your own documents keep the router's decision"
         },
     )
+    list_gate: bool = field(
+        default=True,
+        metadata={
+            "help": "the router's list gate sends a question asking for a list across the KB's documents to "
+            "summary, whose global mode gathers it from many pages (false: the router's own choice)"
+        },
+    )
     ood_policy: str = field(
         default=DEFAULT_OOD_POLICY,
         metadata={"help": "a question unlike the router's training questions: chunk-escalate | chunk | logic | route"},

@@ -102,12 +102,18 @@ def calibrated(budget: Budget | None, p_logic: Sequence[float]) -> Budget | None
 
 
 def decide_many(
-    router, questions: Sequence[str], budget: Budget | None, ood_policy: str, style: str | None = None
+    router,
+    questions: Sequence[str],
+    budget: Budget | None,
+    ood_policy: str,
+    style: str | None = None,
+    list_gate: bool = True,
 ) -> list[Decision]:
     """The decisions for checked questions, from one embedding batch. `router`: a loaded router
     (router.checkpoint.Router or one with .probs_and_ood); a budget with a logic_share and no
     threshold is calibrated on this batch; `style`: the answer style (escalate_below holds for the
-    style `logicroute adapt` calibrated it in)."""
+    style `logicroute adapt` calibrated it in); `list_gate` False: the router's list gate is not
+    consulted (RagConfig.list_gate)."""
     from router.policy import decide_with_form
 
     if not questions:
@@ -125,7 +131,7 @@ def decide_many(
         below = None
     out = []
     for q, p, measured, gated in zip(questions, probs, oods, listed):
-        router_route, form = decide_with_form(p, policy, q, listed=gated is not None)
+        router_route, form = decide_with_form(p, policy, q, listed=list_gate and gated is not None)
         outcome = apply_ood_policy(router_route, measured, ood_policy)
         out.append(
             Decision(

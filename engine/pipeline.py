@@ -134,7 +134,7 @@ class RoutedRAG(RagConfig):
         """The routing decision for each checked question (engine.decide), from one embedding batch,
         with this KB's router, this instance's out-of-distribution policy and answer style."""
         budget = self.budget if budget is None else budget
-        return decide_many(self.get_router(), questions, budget, self.ood_policy, self.style)
+        return decide_many(self.get_router(), questions, budget, self.ood_policy, self.style, self.list_gate)
 
     # ------------------------------------------------------------------ answering
     def answer(

@@ -91,6 +91,8 @@ def test_the_gate_round_trips_through_the_checkpoint_and_decides(tmp_path):
     (decision,) = decide_many(router, [LIST], None, "route")
     assert decision.route == "summary" and decision.form == "list"
     assert decision.trace()["list_gate"] > 0.9 and decision.to_dict()["policy"] == "argmax+list"
+    (unasked,) = decide_many(router, [LIST], None, "route", list_gate=False)  # RagConfig.list_gate
+    assert unasked.form is None and unasked.list_gate is None and unasked.to_dict()["policy"] == "argmax"
 
 
 def test_a_checkpoint_without_a_gate_routes_as_before(tmp_path):
