@@ -127,33 +127,30 @@ def load_checkpoint(path: str | Path) -> tuple["RouterMLP", dict]:
 
 
 def load_guard(path: str | Path, card: dict) -> "OodGuard | None":
-    """The checkpoint's out-of-distribution guard, or None when it stores none. Read through
-    safetensors (no pickle), only the one tensor."""
-    from safetensors import SafetensorError, safe_open
-
+    """The checkpoint's out-of-distribution guard, or None when it stores none."""
     from router.ood import REFERENCE_TENSOR, OodGuard
 
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            names = f.keys()  # safe_open supports no `in`
-            reference = f.get_tensor(REFERENCE_TENSOR) if REFERENCE_TENSOR in names else None
-    except (OSError, SafetensorError) as e:
-        raise CheckpointError(f"{path}: unreadable reference set ({type(e).__name__}: {e})") from None
-    return OodGuard.from_checkpoint(reference, card, path)
+    return OodGuard.from_checkpoint(_stored_tensor(path, REFERENCE_TENSOR, "reference set"), card, path)
 
 
 def load_gate(path: str | Path, card: dict) -> "ListGate | None":
     """The checkpoint's list gate (router.list_gate), or None when it stores none."""
-    from safetensors import SafetensorError, safe_open
-
     from router.list_gate import GATE_TENSOR, ListGate
+
+    return ListGate.from_checkpoint(_stored_tensor(path, GATE_TENSOR, "list gate"), card, path)
+
+
+def _stored_tensor(path: str | Path, name: str, what: str):
+    """One optional tensor of the checkpoint as numpy, None when it has none. Read through
+    safetensors (no pickle), only that tensor; an unreadable file is a CheckpointError naming `what`."""
+    from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(path), framework="numpy") as f:
-            tensor = f.get_tensor(GATE_TENSOR) if GATE_TENSOR in f.keys() else None  # noqa: SIM118 (safe_open supports no `in`)
+            names = f.keys()  # safe_open supports no `in`
+            return f.get_tensor(name) if name in names else None
     except (OSError, SafetensorError) as e:
-        raise CheckpointError(f"{path}: unreadable list gate ({type(e).__name__}: {e})") from None
-    return ListGate.from_checkpoint(tensor, card, path)
+        raise CheckpointError(f"{path}: unreadable {what} ({type(e).__name__}: {e})") from None
 
 
 def check_inputs(card: dict, path: str | Path = "") -> None:

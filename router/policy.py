@@ -99,12 +99,13 @@ def decide_with_form(
     questions to summary."""
     policy = policy or ARGMAX
     route = _decided(probs, policy)
-    form = form_plan(question) if question is not None and policy.forms and FORM_ROUTE in probs else None
-    if form:
-        return (FORM_ROUTE, None) if route == FORM_ROUTE else (FORM_ROUTE, form[0])
-    if listed and policy.lists and LIST_ROUTE in probs and route != LIST_ROUTE:
-        return LIST_ROUTE, LIST_FORM
-    return route, None
+    gated = listed and policy.lists and LIST_ROUTE in probs and route != LIST_ROUTE
+    # the form is read only where it can change the route: off logic, or against the gate
+    if question is not None and policy.forms and FORM_ROUTE in probs and (route != FORM_ROUTE or gated):
+        form = form_plan(question)
+        if form:
+            return (FORM_ROUTE, None) if route == FORM_ROUTE else (FORM_ROUTE, form[0])
+    return (LIST_ROUTE, LIST_FORM) if gated else (route, None)
 
 
 def decided_by(policy_kind: str, form: str | None) -> str:
