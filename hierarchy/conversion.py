@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, MissingExtraError
+from engine.base.text import has_text
 from hierarchy import converters
 from hierarchy.chunking import PAGE_MARK_RE
 from hierarchy.intake_limits import MB, PREFIX, IntakeLimits, OverLimit, check_file, check_text
-from hierarchy.kb_intake import has_text
 
 STARTUP_SECONDS = 60  # the worker's imports, on a slow disk
 log = logging.getLogger("logicroute.sources")

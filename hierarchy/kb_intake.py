@@ -1,11 +1,13 @@
 """The documents an add takes in (hierarchy.kb.KnowledgeBase.add): checked, and each given the id
 it is stored under. Every way in (`logicroute index`, the server, the Python API) passes here.
 
-Text. A document with no character a reader can see is refused (DataFormatError naming it), and
-the whole add with it: empty, or only whitespace, zero-width and format characters (U+200B,
-U+2060, U+FEFF) or control characters (NUL). It would give a chunk that no question can find,
-and a caller told "1 document" would believe it indexed. Folders skip such files with a warning
-before they get here (hierarchy.sources).
+Text. A document with no character a reader can see (engine.base.text.has_text) is refused
+(DataFormatError naming it), and the whole add with it: empty, or only whitespace, zero-width,
+format, control characters (NUL) or marks with nothing to sit on (U+FE0F). It would give a chunk
+that no question can find, and a caller told "1 document" would believe it indexed. Folders skip
+such files with a warning before they get here (hierarchy.sources). Lone surrogates (a JSON
+"\ud800" escape) in an id, title or text are replaced by U+FFFD, with one warning line naming
+the documents: no UTF-8 file or tokenizer can carry them.
 
 Ids. A document that comes with an id of its own (JSONL, QA data, the server, the Python API)
 keeps it and replaces the document of that id: that is what an id means. A file read from a
@@ -35,19 +37,16 @@ from __future__ import annotations
 
 import logging
 import os
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, DocumentIdConflictError
+from engine.base.text import has_text, lone_surrogates, repaired
 from hierarchy.documents import Chunk, Document
 
 log = logging.getLogger("logicroute.kb")
 _NAMED = 5  # documents named in a summary line; the rest are counted
-# Letters that show nothing: the Hangul fillers and the blank Braille pattern
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-_BLANK = frozenset(("Cc", "Cf", "Cs", "Cn"))  # control, format, surrogate, unassigned
 
 
 def take_in(
@@ -58,8 +57,10 @@ def take_in(
     version of each id winning."""
     ids = _Ids(chunks, doc_chunks)
     by_id: dict[str, Document] = {}
+    mended: list[str] = []
     for d in docs:
-        check_text(d)
+        check_text(d)  # before the repair: a text of lone surrogates alone shows nothing
+        d = _without_lone_surrogates(d, mended)
         if d.root:
             d = replace(d, id=ids.settle(d))
         else:
@@ -67,7 +68,26 @@ def take_in(
         by_id.pop(d.id, None)
         by_id[d.id] = d
     ids.report()
+    if mended:
+        log.warning(
+            "%d %s lone surrogates (text that is no Unicode, e.g. a JSON \\ud800 escape), each replaced by U+FFFD: %s",
+            len(mended),
+            "document held" if len(mended) == 1 else "documents held",
+            _some(mended),
+        )
     return list(by_id.values())
+
+
+def _without_lone_surrogates(doc: Document, mended: list[str]) -> Document:
+    """The document with each lone surrogate of its id, title and text replaced by U+FFFD
+    (engine.base.text), its id added to `mended` when it had one. A file's id is its name, which
+    hierarchy.sources never lets through with one."""
+    fields = {"id": doc.id, "title": doc.title, "text": doc.text}
+    if not any(isinstance(v, str) and lone_surrogates(v) for v in fields.values()):
+        return doc
+    fixed = replace(doc, **{k: repaired(v) for k, v in fields.items() if isinstance(v, str)})
+    mended.append(fixed.id)
+    return fixed
 
 
 def check_text(doc: Document) -> None:
@@ -78,16 +98,6 @@ def check_text(doc: Document) -> None:
             f"document {doc.id!r}{where} has no text (empty, or only whitespace, zero-width or control characters): "
             "nothing to index"
         )
-
-
-def has_text(text: str) -> bool:
-    """Whether `text` holds a character that shows: not a separator (Z*), a control or format
-    character (Cc, Cf: NUL, U+200B, U+FEFF), a lone surrogate or an unassigned code point.
-    Stops at the first character that shows, so a text of words costs nothing."""
-    return any(
-        ch not in _BLANK_LETTERS and not (cat := unicodedata.category(ch)).startswith("Z") and cat not in _BLANK
-        for ch in text
-    )
 
 
 def file_key(source: str) -> str:

@@ -39,13 +39,13 @@ from collections import Counter
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.base.text import has_text, lone_surrogates, shown
 from hierarchy import conversion, converters
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
-from hierarchy.folder_walk import report, special_kind, walk_folder
+from hierarchy.folder_walk import report, some, special_kind, walk_folder
 from hierarchy.intake_limits import MB, PREFIX, IntakeLimits
-from hierarchy.kb_intake import has_text
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -72,6 +72,8 @@ def load_documents(source: str | Path, limits: IntakeLimits | None = None) -> li
     limits = limits or IntakeLimits()
     if not path.exists():
         raise LogicRouteError(f"no such file or folder: {path} (expected {SUPPORTED})")
+    if lone_surrogates(path.name):
+        raise DataFormatError(f"{shown(str(path))}: the file's name is not UTF-8: rename it to index it")
     mode = path.stat().st_mode
     if special_kind(mode):  # opening a named pipe blocks until a writer comes
         raise DataFormatError(f"{path}: {special_kind(mode)}, not a file: not read (give a file or a folder)")
@@ -198,7 +200,12 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
     skipped: Counter[str] = Counter()
     walk = walk_folder(root)
     report(folder, walk)
+    undecodable: list[str] = []
     for rel, p in walk.files:
+        if lone_surrogates(rel):  # a name of bytes that are no UTF-8: no id or line can carry it
+            log.debug("%s: skipped %s: its name is not UTF-8", folder, shown(rel))
+            undecodable.append(shown(rel))
+            continue
         suffix, kind = Path(rel).suffix.lower(), converters.kind_of(Path(rel))
         if suffix in TEXT_SUFFIXES:
             doc = _from_text_file(p, rel, root, limits)
@@ -213,6 +220,13 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
             docs.append(doc)
     if skipped:
         log.warning("%s: %s", folder, skipped_line(skipped))
+    if undecodable:
+        one = len(undecodable) == 1
+        log.warning(
+            "%s: skipped %d %s not UTF-8 (rename %s to index %s): %s",
+            folder, len(undecodable), "file whose name is" if one else "files whose names are",
+            "it" if one else "them", "it" if one else "them", some(undecodable),
+        )  # fmt: skip
     return docs
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from engine.base.errors import BadQuestionError
+from engine.base.text import has_text, repaired
 from engine.base.trace import Trace
 from engine.base.types import Completion
 from engine.llm.base import answer_confidence
@@ -84,10 +85,15 @@ def note_confidence(trace: Trace, c: Completion) -> None:
 
 
 def check_question(question: str) -> str:
-    """Return the stripped question or raise BadQuestionError with a one-line reason."""
+    """Return the stripped question or raise BadQuestionError with a one-line reason. A question of
+    characters that show nothing (engine.base.text.has_text: zero-width, control, format
+    characters, lone marks) is refused as an empty one is, before any LLM call; lone surrogates
+    are replaced by U+FFFD, as in documents."""
     if not isinstance(question, str) or not question.strip():
         raise BadQuestionError("the question is empty")
-    q = " ".join(question.split())
+    if not has_text(question):
+        raise BadQuestionError("the question has no visible text (only invisible, control or format characters)")
+    q = " ".join(repaired(question).split())
     n = len(q.split())
     if n > MAX_QUESTION_WORDS:
         raise BadQuestionError(

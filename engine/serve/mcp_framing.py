@@ -2,7 +2,9 @@
 
 Over stdio the SDK drops a line it cannot read without a reply, so the client that sent it waits
 for an answer that never comes. Here every line is checked before the SDK reads it, against the
-SDK's own message type: a line that is not JSON gets -32700 (parse error, id null); JSON that is
+SDK's own message type: a line that is not JSON, or JSON whose strings hold a lone surrogate (a
+"\\ud800" escape: no UTF-8 reply could carry it back), gets -32700 (parse error, id null) and a
+warning on stderr; JSON that is
 not one JSON-RPC message (an empty batch `[]`, any batch, since MCP sends one message a line, an
 object that is no request, notification or response) gets -32600 (invalid request, with the
 object's id when it has a usable one, else null). The server then reads the next line: a bad
@@ -18,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import sys
 
+log = logging.getLogger("logicroute.mcp")
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 NOT_A_MESSAGE = "not a JSON-RPC 2.0 request, notification or response"
@@ -38,6 +42,10 @@ def framing_error(frame: str | bytes) -> dict | None:
         value = json.loads(frame)
     except (ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep to parse
         return _error(None, PARSE_ERROR, f"parse error: {str(e) or type(e).__name__}")
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        return _error(None, PARSE_ERROR, f"parse error: a lone surrogate ({e.object[e.start]!r}), which is no Unicode")
     if isinstance(value, list):
         why = "an empty batch" if not value else "a batch (MCP takes one message at a time)"
         return _error(None, INVALID_REQUEST, f"invalid request: {why}")
@@ -115,6 +123,7 @@ async def _checked_lines(wire, replies: _Replies):
     async for line in wire:
         error = framing_error(line)
         if error is not None:
+            log.warning("mcp: answered a frame with %s (%s)", error["error"]["code"], error["error"]["message"])
             await replies.send(error)
         elif line.strip():
             yield line

@@ -56,3 +56,20 @@ def test_a_failure_that_is_a_bug_is_named_with_the_others_then_raised_with_its_t
     assert isinstance(res.exception, KeyError) and res.exit_code == 1
     assert f"{qfile}:2: KeyError: 'answers'\n" in res.stderr and "1 of 2 questions failed" in res.stderr
     assert [json.loads(line)["line"] for line in res.stdout.splitlines()] == [1]
+
+
+INVISIBLE = ["\u200b\u200b", "\x01\x02", "\x00", "\ufe0f\u034f", "\u180b \u2060"]
+
+
+def test_a_question_of_invisible_characters_is_refused_in_one_line_with_no_llm_call(monkeypatch, tmp_path):
+    llm = ScriptedLLM(rules={"": lambda messages: "Paris"})
+    monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, kb, **options: make_rag(llm, **options)))
+    for question in INVISIBLE:
+        res = CliRunner().invoke(main, ["ask", question, "--kb", str(tmp_path)])
+        assert res.exit_code == 2, (question, res.output)
+        assert res.stderr == "error: the question has no visible text (only invisible, control or format characters)\n"
+    qfile = tmp_path / "qs.txt"
+    qfile.write_text("Where is the Eiffel Tower?\n\u200b\u200b\n")
+    res = CliRunner().invoke(main, ["ask", "--questions", str(qfile), "--kb", str(tmp_path), "--route", "chunk"])
+    assert res.exit_code == 2 and f"{qfile}:2: the question has no visible text" in res.stderr  # as an empty line
+    assert llm.calls == []

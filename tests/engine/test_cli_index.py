@@ -124,3 +124,37 @@ def test_index_set_changes_a_limit_on_reading_a_file_and_a_bad_key_fails_in_one_
     bad = run(emb, *args, "--set", "intake.max_pagez=3")
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
     assert "'intake.max_pagez=3': expected intake.NAME=NUMBER, NAME one of max_file_mb," in bad.stderr
+
+
+@pytest.mark.embedder
+def test_a_file_whose_name_is_not_utf8_is_skipped_and_named_and_the_rest_of_the_folder_indexed(tmp_path, real_embedder):
+    """An archive unpacked from another system: `caf\\xe9.txt` (Latin-1 bytes) beside `g.txt`.
+    The real tokenizer refused the name's surrogate, and the whole folder was lost."""
+    folder = tmp_path / "docs"
+    write(folder / "g.txt", "The Ardmere lighthouse was built in 1871.")
+    write(folder / "sub" / "h.txt", "The Tamsk river is 143 km long.")
+    (folder / "sub" / "h.txt").parent.joinpath(b"caf\xe9.txt".decode("utf-8", "surrogateescape")).write_text("Coffee.")
+    done = run(real_embedder, "index", str(folder), "--kb", str(tmp_path / "kb"), "--summaries", "none")
+    assert done.exit_code == 0, done.output
+    assert "skipped 1 file whose name is not UTF-8 (rename it to index it): sub/caf\\xe9.txt" in done.stderr
+    assert sorted(KnowledgeBase.open(tmp_path / "kb", real_embedder).doc_ids) == ["g.txt", "sub/h.txt"]
+
+
+@pytest.mark.embedder
+def test_a_jsonl_document_with_a_lone_surrogate_is_indexed_with_a_replacement_character(tmp_path, real_embedder):
+    lines = ['{"id": "a", "text": "Ada built the lighthouse \\ud800 in 1850."}', '{"id": "b", "text": "Bees."}']
+    (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n")
+    done = run(
+        real_embedder, "index", str(tmp_path / "docs.jsonl"), "--kb", str(tmp_path / "kb"), "--summaries", "none"
+    )
+    assert done.exit_code == 0, done.output
+    assert "1 document held lone surrogates" in done.stderr
+    kb = KnowledgeBase.open(tmp_path / "kb", real_embedder)
+    assert kb.chunks_of("a")[0].text == "Ada built the lighthouse \ufffd in 1850." and kb.chunks_of("b")
+
+
+def test_a_file_named_alone_whose_name_is_not_utf8_is_refused_in_one_line(tmp_path, emb):
+    odd = tmp_path / b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+    odd.write_text("Coffee.")
+    done = run(emb, "index", str(odd), "--kb", str(tmp_path / "kb"))
+    assert done.exit_code == 2 and "caf\\xe9.txt: the file's name is not UTF-8: rename it to index it" in done.stderr

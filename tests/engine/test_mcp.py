@@ -167,6 +167,12 @@ NOT_REQUESTS = [  # a frame, and the JSON-RPC error (id, code) it must get
     (b'[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]', (None, -32600)),  # MCP sends no batches
     (b'{"hello": "world"}', (None, -32600)),
     (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', (7, -32600)),
+    # a lone surrogate: JSON, but no UTF-8 reply could carry it back (the SDK then answered nothing)
+    (
+        b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "ask", "arguments": '
+        b'{"question": "\\ud800?"}}}',
+        (None, -32700),
+    ),
 ]
 
 

@@ -148,6 +148,15 @@ def test_documents_change_while_queries_run_and_every_query_answers(url):
     assert call("GET", f"{url}/health").body["kb"]["documents"] == 5
 
 
+@pytest.mark.parametrize("question", ["\u200b\u200b", "\x01\x02", "\x00", "\ufe0f\u034f\u180b"])
+def test_a_question_of_invisible_characters_is_a_400_in_one_line_with_no_llm_call(url, llm, question):
+    for path in ("query", "route"):
+        r = call("POST", f"{url}/{path}", {"question": question})
+        assert r.status == 400 and r.error["code"] == "bad_question", r.body
+        assert r.error["message"] == "the question has no visible text (only invisible, control or format characters)"
+    assert llm.calls == 0
+
+
 def test_health_names_the_kb_the_llm_and_the_queue(url):
     h = call("GET", f"{url}/health").body
     assert h["status"] == "ok" and h["kb"]["chunks"] == 5 and h["llm"] == "fake:by-schema"

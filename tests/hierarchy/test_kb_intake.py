@@ -163,13 +163,27 @@ def test_a_file_never_takes_the_id_of_a_document_given_its_own(tmp_path, kb):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "\n\t \n", "\u00a0\u2003", "\u200b", "\u2060\ufeff", "\x00", "\x00\u200b \u200d\n", "\u3164"],
-    ids=["empty", "spaces", "newlines", "nbsp-emspace", "zero-width", "word-joiner-bom", "nul", "mixed", "filler"],
+    [
+        *("", "   ", "\n\t \n", "\u00a0\u2003", "\u200b", "\u2060\ufeff", "\x00", "\x00\u200b \u200d\n", "\u3164"),
+        *("\ufe0f\ufe0f", "\u034f", "\u180b\u180c\u180d", "\u0301 \u20dd", "\ud800"),
+    ],
+    ids=[
+        *("empty", "spaces", "newlines", "nbsp-emspace", "zero-width", "word-joiner-bom", "nul", "mixed", "filler"),
+        *("variation-selectors", "grapheme-joiner", "mongolian-selectors", "lone-marks", "lone-surrogate"),
+    ],
 )
 def test_a_document_without_text_is_refused_and_nothing_is_written(kb, text):
     with pytest.raises(DataFormatError, match=r"'blank'.*no text \(empty, or only whitespace, zero-width or control"):
         kb.add([Document("fine", "Fine", "some text"), Document("blank", "Blank", text)], show_progress=False)
     assert len(KnowledgeBase.open(kb.path, kb.embedder)) == 0
+
+
+def test_lone_surrogates_in_a_documents_id_title_or_text_become_replacement_characters_and_are_named(kb, caplog):
+    """A JSON "\\ud800" escape gives a str no UTF-8 file or tokenizer carries: repaired, not fatal."""
+    kb.add([Document("s\ud800", "T\udfff", "Ada built the lighthouse \ud800 in 1850."), Document("ok", "Ok", "Fine.")])
+    assert texts(kb) == {"s\ufffd": "Ada built the lighthouse \ufffd in 1850.", "ok": "Fine."}
+    assert kb.chunks_of("s\ufffd")[0].title == "T\ufffd"
+    assert "1 document held lone surrogates (text that is no Unicode" in caplog.text and "s\ufffd" in caplog.text
 
 
 def test_a_text_with_one_visible_character_among_zero_width_ones_is_taken(kb):
