@@ -141,7 +141,7 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     "sets",
     multiple=True,
     metavar="intake.NAME=NUMBER",
-    help="a limit on reading one file (repeatable): intake.max_text_mb=50, intake.max_inflated_mb=200, "
+    help="a limit on reading one file (repeatable): intake.max_text_mb=10, intake.max_inflated_mb=200, "
     'intake.max_seconds=120, intake.max_memory_mb=2048, ... (docs/configuration.md, "Reading documents")',
 )
 @llm_option

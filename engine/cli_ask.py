@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -100,6 +101,7 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
     Exit status: 0 answered; 2 an error or a refusal, in one line on stderr;
     3 (--questions) some questions failed: each is named on stderr by FILE:LINE
     with its error, and the others are answered."""
+    started = time.perf_counter()  # a time limit covers the command's own start-up too
     from engine.pipeline import RoutedRAG
 
     if (question is None) == (questions_file is None):
@@ -131,7 +133,44 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
             if notice:
                 log.warning(notice)
         return
-    show(rag.answer(question, route=route), options["as_json"], options["trace_format"])
+    max_seconds = config.budget.max_seconds if config.budget is not None else None
+    ans = within_limit(lambda: rag.answer(question, route=route, started=started), started, max_seconds)
+    show(ans, options["as_json"], options["trace_format"])
+
+
+# How long past its time limit a command may take before it is stopped outright: the answer's own
+# checks end it at the limit, between LLM calls; this catches what no check can cut (a model or
+# embedder still loading, a retrieval on a loaded CPU).
+HARD_STOP_GRACE = 0.25
+
+
+def within_limit(answer, started: float, max_seconds: float | None):
+    """answer()'s result, or DeadlineError once `max_seconds` (+ the grace) have passed since
+    `started` (time.perf_counter) whatever it is doing: it runs on a daemon thread, which the
+    command's exit then ends. None: no limit, answer() runs here."""
+    if max_seconds is None:
+        return answer()
+    import threading
+
+    from engine.base.errors import DeadlineError
+    from engine.llm.base import seconds_words
+
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            done["answer"] = answer()
+        except BaseException as e:  # handed to the command's thread, which reports it
+            done["error"] = e
+
+    worker = threading.Thread(target=run, name="logicroute-answer", daemon=True)
+    worker.start()
+    worker.join(max(0.0, started + max_seconds + HARD_STOP_GRACE - time.perf_counter()))
+    if worker.is_alive():
+        raise DeadlineError(f"stopped at the {seconds_words(max_seconds)} s limit before an answer was ready")
+    if "error" in done:
+        raise done["error"]
+    return done["answer"]
 
 
 def read_batch(path: str, skip_bad: bool = False) -> list:

@@ -255,6 +255,11 @@ class Embedder:
     def loaded(self) -> bool:
         return self._model is not None
 
+    def warm_up(self) -> None:
+        """Load the model and run it once, past the cache: a server warmed through a cached text
+        would load nothing, and its first question would wait for the load."""
+        self._encode_model(["warm-up"])
+
     def __repr__(self) -> str:
         return f"Embedder(id={self.id!r}, path={str(self.model_path)!r})"
 

@@ -39,7 +39,7 @@ class IntakeLimits:
     """The limits on reading one file (docs/configuration.md, "Reading documents")."""
 
     max_file_mb: float = 200  # a PDF, DOCX or PPTX file on disk
-    max_text_mb: float = 50  # a text, Markdown or HTML file; the text any file converts to
+    max_text_mb: float = 10  # a text, Markdown or HTML file; the text any file converts to (indexing holds ~40x it)
     max_inflated_mb: float = 200  # what a zip-based file unpacks to; a PDF's content streams
     max_ratio: float = 200  # an entry's inflated size over its compressed size (entries > 1 MB)
     max_paragraphs: int = 100_000  # the paragraphs of a DOCX or PPTX

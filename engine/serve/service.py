@@ -90,6 +90,9 @@ class AnswerService:
         with self._warm_lock:
             if self._warm:
                 return
+            warm_embedder = getattr(self.base.kb.embedder, "warm_up", None)
+            if warm_embedder is not None:  # the model itself, not a cached vector
+                warm_embedder()
             self.base.get_router().probs_and_ood(["warm-up"])  # embedder and MLP: what every decision runs
             self.base.kb.search("warm-up", k=1)
             if self.llm_spec.partition(":")[0] == "local":

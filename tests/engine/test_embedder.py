@@ -146,3 +146,14 @@ def test_embedder_progress_bar_goes_to_stderr(real_embedder, capsys):
     real_embedder.encode(["progress one", "progress two"], show_progress=True)
     out, err = capsys.readouterr()
     assert out == "" and "embedding" in err
+
+
+@pytest.mark.embedder
+def test_warm_up_runs_the_model_even_when_the_cache_holds_its_text(real_embedder, tmp_path):
+    """What `serve` runs before it listens: through the cache, a second start would load nothing
+    and its first question would wait for the model."""
+    e = Embedder(cache=tmp_path)
+    e.encode(["warm-up"])
+    ran = e.encoded_texts
+    e.warm_up()
+    assert e.encoded_texts == ran + 1 and e.loaded

@@ -7,6 +7,7 @@ and when the deadline ends an answer, what was found is returned, flagged in wor
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -238,3 +239,32 @@ def test_a_logic_retry_stopped_by_the_time_limit_names_the_answers_limit_not_wha
         ans = rag.route("logic", Budget(max_seconds=0.2)).answer(CHAIN_Q, RouteContext(rag.kb, llm, rag.k, rag.style))
     assert len(llm.calls) == 1 and ans.text == "Steven Spielberg"  # no final call past the limit
     assert "budget exhausted (stopped at the 0.5 s limit): answered from the memory so far" in ans.flags
+
+
+@pytest.mark.embedder
+@pytest.mark.parametrize("route", ["logic", "auto"])
+def test_a_new_question_with_an_empty_cache_ends_inside_the_limit_start_up_included(tmp_path, real_embedder, route):
+    """The real command in a process of its own, its embedder not loaded and nothing cached: the
+    limit counts from the command's start, so loading the embedder spends it, and the answer is
+    never blank with exit 0 (it was, after 7.5-11.6 s: the embedder loaded inside the route's
+    own clock, and the logic route answered blank once the time was gone)."""
+    import subprocess
+    import sys
+
+    from hierarchy.indexing import index_sources
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("The Ardmere lighthouse was built by Ada Brankov, born in Kesh.")
+    index_sources(tmp_path / "kb", [tmp_path / "docs"], summaries="none", embedder=real_embedder)
+    with FakeEndpoint(Trickle(every=1.0)) as server:
+        command = [sys.executable, "-m", "engine.cli", "ask", "Where was the builder of the Ardmere lighthouse born?"]
+        command += ["--kb", str(tmp_path / "kb"), "--route", route, "--set", "budget.max_seconds=3"]
+        command += ["--set", "cache=false", "--llm", f"openai:m@{server.url}?timeout=60&retries=0"]
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, "LOGICROUTE_CACHE_DIR": str(tmp_path / "c")}
+        )
+        seconds = time.perf_counter() - t0
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith("error: ") and "stopped at the 3 s limit" in done.stderr
+    assert seconds < 3 + 1.5

@@ -140,3 +140,13 @@ def test_serve_loads_the_local_model_before_it_listens(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert at_listen == {"loads": 1}
     assert "the embedder, the router and the local model" in r.output
+
+
+def test_the_embedders_model_runs_before_the_server_listens(tmp_path):
+    """The router's vectors may all come from the embedding cache: the model itself is run once
+    anyway, so the first question is as quick as the second (it took 7 s, the second 0.03 s)."""
+    service = local_service(tmp_path, SlowLoadingLLM())
+    warmed: list[str] = []
+    service.base.kb.embedder.warm_up = lambda: warmed.append("model run")
+    with ServerThread(service) as s:
+        assert warmed == ["model run"] and call("GET", f"{s.url}/health").status == 200

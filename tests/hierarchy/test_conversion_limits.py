@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,41 @@ def test_the_bombs_are_skipped_in_seconds_and_under_a_gigabyte_of_memory(tmp_pat
     got = json.loads(run.stdout)
     assert got["ids"] == ["log.docx"] and got["seconds"] < 30 and got["peak_kb"] < 1024 * 1024, got
     assert run.stderr.count("skipped, ") == 3 and "over the limit intake." in run.stderr
+
+
+MEASURE_INDEX = """
+import json, resource, sys, tempfile, time
+sys.path.insert(0, sys.argv[2])
+from tests.fakes import HashedBowEmbedder
+from hierarchy import conversion
+from hierarchy.indexing import index_sources
+start = time.monotonic()
+try:
+    index_sources(tempfile.mkdtemp() + "/kb", [sys.argv[1]], summaries="none", embedder=HashedBowEmbedder(dim=384))
+    indexed = True
+except Exception as e:  # the only file skipped: no document to index
+    indexed = type(e).__name__
+conversion.stop_worker()
+own = int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
+worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"indexed": indexed, "seconds": time.monotonic() - start, "peak_kb": max(own, worker)}))
+"""
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md"])
+def test_a_45_mb_flat_file_is_skipped_by_the_text_limit_in_bounded_memory(tmp_path, suffix):
+    """Indexing holds about 40 times a file's text (chunks, vectors, lexical index, one commit):
+    a 45 MB flat HTML file took a 3 GB process tree and 110 s. The default text limit skips it
+    in one line naming the setting that raises it."""
+    words = ("keeper lighthouse river harbour signal tide ferry north. " * 16).strip()
+    body = "\n".join(f"<p>{words}</p>" if suffix == ".html" else words + "\n" for _ in range(45 * 1024 * 1024 // 460))
+    (tmp_path / f"flat{suffix}").write_text(f"<html><body>{body}</body></html>" if suffix == ".html" else body)
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(MEASURE_INDEX), str(tmp_path), str(root)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["indexed"] == "DataFormatError" and got["peak_kb"] < 1024 * 1024 and got["seconds"] < 30, got
+    assert "over the limit intake.max_text_mb=10" in run.stderr

@@ -182,6 +182,12 @@ class BudgetExhausted(Exception):
     what was found (the final answer has a call in reserve)."""
 
 
+class TimeExhausted(BudgetExhausted):
+    """BudgetExhausted by the time limit. A final answer it stops before any sub-answer was found
+    is no answer at all: the route then ends as a call the limit cut would (DeadlineError), never
+    with a blank answer."""
+
+
 class TokensExhausted(BudgetExhausted):
     """BudgetExhausted by the prompt-token limit: the prompt it refused was never read, so what it
     was to show (a step's passages) is no evidence either."""

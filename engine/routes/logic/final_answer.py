@@ -4,14 +4,14 @@ the sources the answer was built on."""
 
 from __future__ import annotations
 
-from engine.base.errors import LLMError
+from engine.base.errors import DeadlineError, LLMError
 from engine.base.types import RetrievedChunk, Source
-from engine.llm.base import flag
+from engine.llm.base import flag, stopped_words
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
 from engine.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.routes.logic.compare import comparison_hint, computed_comparison
-from engine.routes.logic.config import BudgetExhausted
+from engine.routes.logic.config import BudgetExhausted, TimeExhausted
 from engine.routes.logic.grounding import cited_passages, notes_with_facts
 from engine.routes.logic.plan import SubQuestion
 from engine.routes.logic.state import (
@@ -28,7 +28,8 @@ from hierarchy.question_structure import question_word
 
 def final_answer(st: SolveState) -> str:
     """The answer text. Raises LLMError only when the answer call fails and no sub-question
-    was answered; otherwise a failed call returns the last known sub-answer, flagged."""
+    was answered (DeadlineError when the time limit left it unmade); otherwise a failed call
+    returns the last known sub-answer, flagged."""
     cfg = st.cfg
     folded = _folded_answer(st)
     if folded:
@@ -72,6 +73,8 @@ def final_answer(st: SolveState) -> str:
             return answered[-1].answer or ""
         if isinstance(e, LLMError):
             raise
+        if isinstance(e, TimeExhausted):  # nothing found and no time left: no answer, and an error says why
+            raise DeadlineError(f"{stopped_words(st.limits.max_seconds)} before the logic route could answer") from None
         flag(st.trace, f"final answer not made ({e}): no answer")
         return ""
     st.final_passages = shown

@@ -22,7 +22,7 @@ from engine.llm.base import (
     stopped_words,
 )
 from engine.routes.common import says_unknown
-from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TokensExhausted
+from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TimeExhausted, TokensExhausted
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
@@ -75,7 +75,7 @@ def budgeted_call(
         raise TokensExhausted(f"budget exhausted (prompt tokens {u.prompt_tokens}+~{est} > {cap.max_prompt_tokens})")
     seconds = cap.max_seconds if final else cap.max_seconds * (1 - RESERVE_SHARE)
     if st.watch.elapsed() >= seconds or (not final and solving_time_up()):
-        raise BudgetExhausted(f"budget exhausted ({stopped_words(cap.max_seconds)})")
+        raise TimeExhausted(f"budget exhausted ({stopped_words(cap.max_seconds)})")
     with nullcontext() if final else solving():
         return call_llm(
             st.llm, messages, purpose=purpose, usage=u, trace=st.trace, schema=schema, max_tokens=max_tokens
