@@ -128,9 +128,8 @@ class RoutedRAG(RagConfig):
 
         qs = [check_question(q) for q in questions]
         p = [pr.get(TOP_ROUTE, 0.0) for pr in self.route_probs_many(qs)]
-        return Budget(
-            threshold=ThresholdStage(logic_share=logic_share).calibrated(p).threshold, logic_share=logic_share, **limits
-        )
+        threshold = ThresholdStage(logic_share=logic_share).calibrated(p).threshold
+        return Budget(threshold=threshold, logic_share=logic_share, **limits)
 
     def decide_many(self, questions: Sequence[str], budget: Budget | None = None) -> list[Decision]:
         """The routing decision for each checked question (engine.decide), from one embedding batch,
