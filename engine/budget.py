@@ -18,7 +18,7 @@ class Budget:
     what the first attempt spent is subtracted first, so the whole answer stays inside the
     budget). logic_share / threshold change the routing decision instead:
     a question goes to "logic" when P(logic) >= threshold, otherwise to the likelier of the
-    other routes (router.policy, RouteLLM-style). A logic_share is turned into a threshold by
+    other routes (engine.decide.ThresholdStage, RouteLLM-style). A logic_share is turned into a threshold by
     calibration: `answer_many` calibrates on its own batch; for single `answer` calls get a
     calibrated Budget once with `rag.calibrate(sample_questions, logic_share)`.
 

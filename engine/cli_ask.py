@@ -351,11 +351,12 @@ def print_answer(ans, question: str | None = None) -> None:
         click.secho(f"Q: {question}", bold=True)
     probs = ""
     if ans.route_probs:
-        decided = ans.trace.decision or {}
-        gate, form = decided.get("list_gate"), decided.get("form")
-        # what overrode the probabilities: the list gate (to summary) or a question form (to logic)
-        why = f"list gate P {gate:.2f}; router " if gate is not None else f"form: {form}; router " if form else ""
-        probs = f"  ({why}" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
+        from engine.decide import overrode
+
+        why = overrode(ans.trace.decision or {})
+        probs = (
+            f"  ({why}{'router ' if why else ''}" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
+        )
     click.echo(f"route: {ans.route}{probs}")
     click.secho(f"answer: {ans.text}", fg="green")
     if ans.trace.confidence is not None:  # the model's certainty: low means likely wrong

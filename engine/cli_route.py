@@ -104,10 +104,7 @@ def dry_run(ctx, question: str | None, questions_file: str | None, config, kb_di
         click.echo(json.dumps({"question": q, **d.to_dict(), "checkpoint": checkpoint}, ensure_ascii=False))
         return
     click.echo("  ".join(f"{r} {p:.3f}" for r, p in d.probs.items()))
-    from router.policy import decided_by
-
-    policy = decided_by(d.policy, d.form)
-    click.echo(f"route: {d.route}  ({policy}, {1000 * seconds:.1f} ms, {d.router or checkpoint})")
+    click.echo(f"route: {d.route}  ({d.decided_by}, {1000 * seconds:.1f} ms, {d.router or checkpoint})")
     click.echo(ood_line(d.ood))
 
 

@@ -124,11 +124,12 @@ class RoutedRAG(RagConfig):
     def calibrate(self, questions: Sequence[str], logic_share: float, **limits) -> Budget:
         """A Budget whose P(logic) threshold sends about `logic_share` of questions like these
         to the logic route (the (1 - share) quantile of their P(logic))."""
-        from router.policy import calibrate_share
+        from engine.decide import ThresholdStage
 
         qs = [check_question(q) for q in questions]
         p = [pr.get(TOP_ROUTE, 0.0) for pr in self.route_probs_many(qs)]
-        return Budget(threshold=calibrate_share(p, logic_share), logic_share=logic_share, **limits)
+        threshold = ThresholdStage(logic_share=logic_share).calibrated(p).threshold
+        return Budget(threshold=threshold, logic_share=logic_share, **limits)
 
     def decide_many(self, questions: Sequence[str], budget: Budget | None = None) -> list[Decision]:
         """The routing decision for each checked question (engine.decide), from one embedding batch,

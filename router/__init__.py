@@ -1,10 +1,10 @@
 """The query router: a 3-layer MLP over the query embedding (+ cheap features) that gives
-each route a probability; decisions by argmax or a calibrated threshold on P(logic).
+each route a probability; engine.decide's Decider turns them into a route (argmax or a
+calibrated threshold on P(logic), then its rule stages).
 
-    from router import load_router, Policy
+    from router import load_router
     r = load_router()                       # shipped checkpoints/generalist.ckpt
     r.probs(["Who directed Inception?"])    # [{"chunk": .., "logic": ..}]
-    r.decide("...", Policy.load("thresholds.json")).route
 
 Nothing heavy is imported here (torch loads when a checkpoint does)."""
 
@@ -13,12 +13,10 @@ from __future__ import annotations
 _LAZY = {
     "load_router": "router.checkpoint",
     "Router": "router.checkpoint",
-    "Decision": "router.checkpoint",
     "save_checkpoint": "router.checkpoint",
     "load_checkpoint": "router.checkpoint",
     "DEFAULT_CHECKPOINT": "router.checkpoint",
     "Policy": "router.policy",
-    "decide": "router.policy",
     "calibrate_share": "router.policy",
     "RouterConfig": "router.model",
     "RouterMLP": "router.model",

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
     from router.list_gate import ListGate
     from router.model import RouterMLP
     from router.ood import OodGuard
-    from router.policy import Policy
 
 FORMAT = "logicroute-router/1"
 CARD_KEY = "logicroute_card"
@@ -195,30 +192,9 @@ def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
         )
 
 
-@dataclass
-class Decision:
-    route: str
-    probs: dict[str, float]
-    # "argmax" or "threshold P(logic)>=0.42"; "+form": the form policy sent it to logic, "+list":
-    # the list gate to summary
-    policy: str
-    seconds: float  # embed + MLP + decision
-    ood: dict | None = None  # {similarity, threshold, far}; None when the checkpoint has no guard
-    list_gate: float | None = None  # the list gate's probability where it sent the question to summary
-
-    def to_dict(self) -> dict:
-        return {
-            "route": self.route,
-            "probs": self.probs,
-            "policy": self.policy,
-            "ood": self.ood,
-            "list_gate": self.list_gate,
-            "seconds": round(self.seconds, 5),
-        }
-
-
 class Router:
-    """A loaded router: `.probs(questions)`, `.ood(questions)` and `.decide(question, policy)`.
+    """A loaded router: `.probs(questions)`, `.ood(questions)` and the list gate's probabilities
+    (`.probs_ood_and_lists`); engine.decide's Decider turns them into a route.
     Deterministic: the model stays in eval mode and no Gumbel noise is drawn at inference.
     `guard` None: no out-of-distribution guard (the checkpoint stores no reference set); `gate`
     None: no list gate (router.list_gate)."""
@@ -297,29 +273,6 @@ class Router:
     def embed_dim(self) -> int:
         return int(self.model.config.embed_dim)
 
-    def decide(self, question: str, policy: "Policy | None" = None) -> Decision:
-        t0 = time.perf_counter()
-        d = self._decided([question], policy)[0]
-        return Decision(**d, seconds=time.perf_counter() - t0)
-
-    def decide_many(self, questions: Sequence[str], policy: "Policy | None" = None) -> list[dict]:
-        """One embedding batch for all questions: [{question, route, probs, policy, ood, list_gate}]."""
-        return [{"question": q, **d} for q, d in zip(questions, self._decided(questions, policy))]
-
-    def _decided(self, questions: Sequence[str], policy: "Policy | None") -> list[dict]:
-        """Decision fields per question; probabilities, guard and gate share one embedding batch."""
-        from router.list_gate import LIST_FORM
-        from router.policy import decide_with_form, decided_by
-
-        probs, oods, listed = self.probs_ood_and_lists(questions)
-        label = _policy_label(policy)
-        out = []
-        for q, p, o, gated in zip(questions, probs, oods, listed):
-            route, form = decide_with_form(p, policy, q, listed=gated is not None)
-            gate = gated if form == LIST_FORM else None  # the gate's probability where it decided
-            out.append({"route": route, "probs": p, "policy": decided_by(label, form), "ood": o, "list_gate": gate})
-        return out
-
     def _probs_of(self, p) -> list[dict[str, float]]:
         return [{r: float(v) for r, v in zip(self.routes, row)} for row in p]
 
@@ -340,9 +293,3 @@ def load_router(path: str | Path | None = None, embedder=None) -> Router:
 
         embedder = get_embedder()
     return Router(model, card, embedder, path, guard, gate)
-
-
-def _policy_label(policy: "Policy | None") -> str:
-    if policy is None or policy.kind == "argmax":
-        return "argmax"
-    return f"threshold P({policy.route})>={policy.threshold:.4f}"

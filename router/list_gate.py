@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
 LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
-LIST_FORM = "list"  # how a decision names what the gate did (router.policy.decide_with_form)
+LIST_FORM = "list"  # how a decision names what the gate did (engine.decide.ListGateStage)
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The list gate (router.list_gate): a question it reads as a list across the corpus goes to the
-summary route, unless its form names sub-questions (logic); the gate travels in the checkpoint,
+"""The list gate (router.list_gate): the checkpoint's gate, whose firing the Decider's list-gate stage
+turns into the summary route (tests/engine/test_decider.py); the gate travels in the checkpoint,
 is refused when its weights and card disagree, and is off on a KB of single passages."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import pytest
 import torch
 
 from engine.base.errors import CheckpointError
-from engine.decide import decide_many
+from engine.decide import Decider, decide_many
 from router.checkpoint import load_gate, load_router, read_card, save_checkpoint
 from router.kb_router import load_for_kb
 from router.list_gate import ListGate
 from router.model import RouterConfig, RouterMLP
-from router.policy import Policy, decide_with_form
 from tests.fakes import HashedBowEmbedder
 from tests.router.tiny_setup import shape_gate
 
@@ -24,9 +23,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 DIM = 64
 ROUTES = ("chunk", "summary", "logic")
-CHUNK_LIKELY = {"chunk": 0.7, "summary": 0.1, "logic": 0.2}
 LIST = "Which commands can change the lockfile?"
-CHAIN = "When was the director of film Jaws born?"
 
 
 def embedder() -> HashedBowEmbedder:
@@ -38,27 +35,6 @@ def checkpoint(path, gate: ListGate | None = None, card: dict | None = None):
     model = RouterMLP(RouterConfig(routes=ROUTES, embed_dim=DIM, features=(), hidden=(8, 4)))
     save_checkpoint(path, model, {"embedder": {"id": "tiny-bow", "dim": DIM}, **(card or {})}, gate=gate)
     return path
-
-
-# ---------------------------------------------------------------- the policy
-
-
-def test_a_listed_question_goes_to_summary_and_says_so():
-    assert decide_with_form(CHUNK_LIKELY, None, LIST, listed=True) == ("summary", "list")
-    assert decide_with_form(CHUNK_LIKELY, None, LIST, listed=False) == ("chunk", None)
-
-
-def test_a_form_that_names_sub_questions_outranks_the_gate():
-    assert decide_with_form(CHUNK_LIKELY, None, CHAIN, listed=True) == ("logic", "chain")
-    logic_likely = {"chunk": 0.1, "summary": 0.1, "logic": 0.8}
-    assert decide_with_form(logic_likely, None, CHAIN, listed=True) == ("logic", None)
-
-
-def test_the_gate_can_be_turned_off_and_needs_a_summary_route(tmp_path):
-    assert decide_with_form(CHUNK_LIKELY, Policy(lists=False), LIST, listed=True) == ("chunk", None)
-    assert decide_with_form({"chunk": 0.6, "logic": 0.4}, None, LIST, listed=True) == ("chunk", None)
-    Policy(lists=False).save(tmp_path / "p.json")
-    assert Policy.load(tmp_path / "p.json").lists is False
 
 
 # ---------------------------------------------------------------- the gate itself
@@ -85,9 +61,9 @@ def test_the_gate_round_trips_through_the_checkpoint_and_decides(tmp_path):
     router = load_router(path, embedder=embedder())
     assert np.allclose(router.gate.weight, shape_gate().weight) and router.gate.bias == -4.0
     assert max(router.probs([LIST])[0].items(), key=lambda kv: kv[1])[0] != "summary"  # the gate decides it
-    listed, lookup = router.decide_many([LIST, "What is the default port?"])
-    assert listed["route"] == "summary" and listed["policy"] == "argmax+list" and listed["list_gate"] > 0.9
-    assert lookup["list_gate"] is None and lookup["policy"] == "argmax"
+    listed, lookup = Decider().decide_many(router, [LIST, "What is the default port?"])
+    assert listed.route == "summary" and listed.decided_by == "argmax+list" and listed.list_gate > 0.9
+    assert lookup.list_gate is None and lookup.decided_by == "argmax"
     (decision,) = decide_many(router, [LIST], None, "route")
     assert decision.route == "summary" and decision.form == "list"
     assert decision.trace()["list_gate"] > 0.9 and decision.to_dict()["policy"] == "argmax+list"
@@ -100,7 +76,8 @@ def test_a_checkpoint_without_a_gate_routes_as_before(tmp_path):
     assert "list_gate" not in read_card(path)  # a card copied from a gated parent loses the entry
     router = load_router(path, embedder=embedder())
     assert router.gate is None
-    assert router.decide(LIST).policy == "argmax" and router.decide(LIST).list_gate is None
+    (d,) = Decider().decide_many(router, [LIST])
+    assert d.decided_by == "argmax" and d.list_gate is None
 
 
 def test_weights_without_their_card_entry_or_features_computed_otherwise_are_refused(tmp_path):
@@ -128,7 +105,9 @@ def test_the_gate_is_off_on_a_kb_of_single_passages_and_the_label_says_so(tmp_pa
     path = checkpoint(tmp_path / "g.ckpt", shape_gate())
     passages = load_for_kb(kb(1200, 1200), path)
     assert passages.gate is None and "list gate off" in passages.label
-    assert passages.decide(LIST).policy == "argmax" and passages.decide(LIST).list_gate is None
+    (d,) = Decider().decide_many(passages, [LIST])
+    assert d.decided_by == "argmax" and d.list_gate is None
     documents = load_for_kb(kb(4411, 64), path)
     assert documents.gate is not None and "list gate" not in documents.label
-    assert documents.decide(LIST).route == "summary" and documents.decide(LIST).policy == "argmax+list"
+    (d,) = Decider().decide_many(documents, [LIST])
+    assert d.route == "summary" and d.decided_by == "argmax+list"

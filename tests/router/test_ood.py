@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from engine.base.errors import CheckpointError
+from engine.decide import Decider
 from router.checkpoint import (
     DEFAULT_CHECKPOINT,
     load_checkpoint,
@@ -124,18 +125,18 @@ def test_a_trained_router_flags_an_unrelated_question(generalist):
     near, unrelated = router.ood([NEAR, UNRELATED])
     assert not near["far"] and unrelated["far"]
     assert near["threshold"] == unrelated["threshold"] == pytest.approx(card["ood"]["threshold"], abs=1e-4)
-    d = router.decide(UNRELATED)
+    (d,) = Decider().decide_many(router, [UNRELATED])
     assert d.ood == unrelated and d.to_dict()["ood"] == unrelated
-    many = router.decide_many([NEAR, UNRELATED])
-    assert [m["ood"]["far"] for m in many] == [False, True]
-    assert [m["probs"] for m in many] == router.probs([NEAR, UNRELATED])
+    many = Decider().decide_many(router, [NEAR, UNRELATED])
+    assert [m.ood["far"] for m in many] == [False, True]
+    assert [m.probs for m in many] == router.probs([NEAR, UNRELATED])
 
 
 def test_a_decision_embeds_its_questions_once(generalist):
     emb = embedder()
     router = load_router(generalist, embedder=emb)
-    router.decide_many([NEAR, UNRELATED])
-    router.decide(NEAR)
+    Decider().decide_many(router, [NEAR, UNRELATED])
+    Decider().decide_many(router, [NEAR])
     assert emb.calls == [[NEAR, UNRELATED], [NEAR]]  # probabilities and guard share each batch
 
 
@@ -202,8 +203,7 @@ def test_a_checkpoint_without_a_reference_set_routes_without_a_guard(tmp_path):
     router = load_router(old_checkpoint(tmp_path / "old.ckpt"), embedder=embedder())
     assert router.guard is None
     assert router.ood([NEAR, UNRELATED]) == [None, None]
-    assert router.decide(UNRELATED).to_dict()["ood"] is None
-    assert [m["ood"] for m in router.decide_many([NEAR])] == [None]
+    assert [m.ood for m in Decider().decide_many(router, [NEAR, UNRELATED])] == [None, None]
 
 
 def test_a_reference_set_without_its_card_entry_is_refused(tmp_path):

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from engine.base.errors import CheckpointError
+from engine.decide import Decider
 from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_router, read_card, save_checkpoint
 from router.features import ALL_FEATURES, build_inputs, cheap_features, feature_dim, normalize_question
 from router.model import RouterConfig, RouterMLP
-from router.policy import Policy, calibrate_share, decide
+from router.policy import Policy, calibrate_share
 from tests.router.tiny_setup import ROUTES, tiny_embedder
 from training.fitting.cmd_eval import achieved_share, share_for_budget
 from training.fitting.fit import anneal_tau, gumbel_routing_loss
@@ -141,7 +142,7 @@ def test_inference_is_deterministic_eval_mode_no_noise():
     qs = ["Who directed Inception?", "Which is older, the Nile or the Amazon?"]
     a, b = router.probs(qs), router.probs(qs)
     assert a == b and list(a[0]) == list(ROUTES)
-    d = router.decide(qs[0])
+    (d,) = Decider().decide_many(router, qs[:1])
     assert d.route == max(d.probs, key=d.probs.get) and d.policy == "argmax"
 
 
@@ -159,12 +160,8 @@ def test_calibration_hits_target_share():
     assert share_for_budget(100, {"chunk": 500, "logic": 1500}) == 0.0
 
 
-def test_decide_threshold_and_policy_file(tmp_path):
-    probs = {"chunk": 0.5, "summary": 0.2, "logic": 0.3}
-    assert decide(probs) == "chunk"
+def test_a_thresholds_file_round_trips(tmp_path):
     pol = Policy(kind="threshold", route="logic", threshold=0.25, target_share=0.3)
-    assert decide(probs, pol) == "logic"
-    assert decide(probs, Policy(kind="threshold", threshold=0.35)) == "chunk"
     pol.save(tmp_path / "t.json")
     assert Policy.load(tmp_path / "t.json") == pol
 

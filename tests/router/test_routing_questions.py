@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.decide import Decider, FormStage, ListGateStage
 from engine.routes.common import check_question
 from hierarchy.question_forms import form_plan
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
-from router.policy import Policy
 from tests.router.routing_questions import (
     MULTI_HOP,
     MULTI_HOP_INVENTED,
@@ -44,7 +44,16 @@ def shipped(real_embedder):
     checkpoint raises CheckpointError and every test using this fails."""
     router = load_router(embedder=real_embedder)  # the default: checkpoints/generalist.ckpt
     assert router.path == DEFAULT_CHECKPOINT
-    return router, router.decide_many(ONE_HOP), router.decide_many(MULTI_HOP)
+    return router, _decided(router, ONE_HOP), _decided(router, MULTI_HOP)
+
+
+PLAIN = Decider()  # no out-of-distribution stage: the router's own choice
+ARGMAX_ONLY = Decider(list_gate=ListGateStage(on=False), form=FormStage(on=False))
+
+
+def _decided(router, questions: list[str], decider: Decider = PLAIN) -> list[dict]:
+    """The Decider's decisions as dicts, with their questions."""
+    return [{"question": q, **d.to_dict()} for q, d in zip(questions, decider.decide_many(router, questions))]
 
 
 def _share(decisions: list[dict], route: str) -> float:
@@ -67,7 +76,7 @@ def test_the_shipped_checkpoint_loads_and_routes_the_handwritten_questions(shipp
         assert d["ood"] is None or set(d["ood"]) == {"similarity", "threshold", "far"}
     # deterministic, no noise and no dropout: the same decisions again, in a batch of another size
     # (whose float sums may differ in the last digits)
-    again = router.decide_many(MULTI_HOP[:5])
+    again = _decided(router, MULTI_HOP[:5])
     assert [d["route"] for d in again] == [d["route"] for d in multi_hop[:5]]
     for a, b in zip(again, multi_hop[:5]):
         assert all(abs(a["probs"][r] - b["probs"][r]) < 1e-5 for r in router.routes)
@@ -90,7 +99,7 @@ def test_the_shipped_router_keeps_lookups_off_logic_and_sends_multi_hop_to_it(sh
 @pytest.mark.embedder
 def test_on_questions_written_after_the_form_reader_it_keeps_lookups_off_logic_and_sends_multi_hop_to_it(shipped):
     router = shipped[0]
-    one_hop, multi_hop = router.decide_many(ONE_HOP_FRESH), router.decide_many(MULTI_HOP_FRESH)
+    one_hop, multi_hop = _decided(router, ONE_HOP_FRESH), _decided(router, MULTI_HOP_FRESH)
     kept_off, sent = 1 - _share(one_hop, "logic"), _share(multi_hop, "logic")
     assert kept_off >= SHARE and sent >= SHARE, (
         f"fresh: lookups kept off logic {kept_off:.0%}, multi-hop sent {sent:.0%}"
@@ -100,7 +109,9 @@ def test_on_questions_written_after_the_form_reader_it_keeps_lookups_off_logic_a
 @pytest.mark.embedder
 def test_without_the_form_policy_and_the_list_gate_every_route_is_the_argmax(shipped):
     router = shipped[0]
-    for d in router.decide_many(ONE_HOP + MULTI_HOP, Policy(forms=False, lists=False)):
+    for d in _decided(
+        router, ONE_HOP + MULTI_HOP, Decider(list_gate=ListGateStage(on=False), form=FormStage(on=False))
+    ):
         assert d["route"] == max(d["probs"], key=d["probs"].get) and d["policy"] == "argmax"
 
 
@@ -119,8 +130,8 @@ def test_the_shipped_router_sends_lists_asked_across_a_corpus_to_summary_and_kee
     router = shipped[0]
     lists, lookups = _judge_half("global_lists"), _judge_half("docs_questions")
     assert len(lists) >= 60 and len(lookups) >= 60
-    sent = _share(router.decide_many(lists), "summary")
-    kept_off = 1 - _share(router.decide_many(lookups), "summary")
+    sent = _share(_decided(router, lists), "summary")
+    kept_off = 1 - _share(_decided(router, lookups), "summary")
     assert sent >= 0.7 and kept_off >= 0.9, (
         f"lists to summary {sent:.0%}, documentation lookups kept off {kept_off:.0%}"
     )

@@ -204,7 +204,7 @@ def test_a_checkpoint_records_its_features_versions_and_text_form(tmp_path):
 def test_a_masked_checkpoint_embeds_the_masked_question(tmp_path):
     emb = tiny_embedder()
     router = load_router(_checkpoint(tmp_path / "r.ckpt", "masked"), embedder=emb)
-    router.decide("Who was born first, Ann Lee or Tom Ford?")
+    router.probs(["Who was born first, Ann Lee or Tom Ford?"])
     assert emb.calls == [["Who was born first, X or X?"]]
     x = router.inputs(["Who was born first, Ann Lee or Tom Ford?"])
     np.testing.assert_array_equal(
@@ -226,7 +226,7 @@ def test_a_plain_checkpoint_embeds_the_question_without_its_closing_marks(tmp_pa
     apart by it. Case is kept: the embedder decides what case means."""
     emb = tiny_embedder()
     router = load_router(_checkpoint(tmp_path / "r.ckpt", "plain"), embedder=emb)
-    router.decide(asked)
+    router.probs([asked])
     assert emb.calls == [[embedded]]
     assert features.embedded_text("What is 3.5?", "plain") == "What is 3.5"
 

@@ -15,12 +15,15 @@ CONFIDENCE = " + confidence"  # escalation on: cheap answers under a fitted conf
 
 
 def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None, list[dict]]:
-    """The router's route for each question (its own decision: argmax, form policy, list gate), the share its guard
-    flags out of distribution (None without a guard) and its probabilities per question."""
-    decided = router.decide_many(list(questions))
-    oods = [d["ood"] for d in decided if d["ood"] is not None]
+    """The router's route for each question (the Decider without its out-of-distribution stage: argmax, list
+    gate, form), the share its guard flags out of distribution (None without a guard) and its probabilities
+    per question."""
+    from engine.decide import Decider
+
+    decided = Decider().decide_many(router, list(questions))
+    oods = [d.ood for d in decided if d.ood is not None]
     far = round(sum(bool(o["far"]) for o in oods) / len(oods), 3) if oods else None
-    return [d["route"] for d in decided], far, [d["probs"] for d in decided]
+    return [d.route for d in decided], far, [d.probs for d in decided]
 
 
 def mean_tables(tables: Sequence[dict]) -> dict:

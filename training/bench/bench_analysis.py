@@ -85,11 +85,11 @@ def router_choices(
     probs: dict[str, dict[str, float]], routes: Sequence[str], texts: dict[str, str] | None = None
 ) -> dict[str, str]:
     """The router's argmax route per item key, among the routes that were run; with the
-    questions' `texts`, the form policy applies as in the product (router.policy.decide)."""
-    from router.policy import decide
+    questions' `texts`, the form stage applies as in the product (engine.decide.Decider)."""
+    from engine.decide import Decider, ListGateStage
 
-    texts = texts or {}
-    return {k: decide(_restricted(p, routes), None, texts.get(k)) for k, p in probs.items()}
+    decider, texts = Decider(list_gate=ListGateStage(on=False)), texts or {}  # no gate probability is stored
+    return {k: decider.route(_restricted(p, routes), texts.get(k)) for k, p in probs.items()}
 
 
 def _router_systems(
@@ -102,8 +102,9 @@ def _router_systems(
     baseline_probs: dict[str, dict[str, dict[str, float]]],
     texts: dict[str, str],
 ) -> None:
-    from router.policy import Policy, decide
+    from engine.decide import Decider, ListGateStage
 
+    decider = Decider(list_gate=ListGateStage(on=False))
     if probs:
         s.choices["router"] = router_choices({k: probs[k] for k in keys}, routes, texts)
         s.choices["router, no form policy"] = router_choices({k: probs[k] for k in keys}, routes)
@@ -111,16 +112,15 @@ def _router_systems(
         s.overhead["router, no form policy"] = s.overhead["router"]
         if "logic" in routes and len(routes) > 1:
             for t in cfg.thresholds:
-                pol = Policy(kind="threshold", route="logic", threshold=t)
-                name = f"router@{t:.2f}"
+                swept, name = decider.with_threshold(t, "logic"), f"router@{t:.2f}"
                 # the threshold is on the router's own P(logic); the rest by argmax
                 s.choices[name] = {
-                    k: decide({**_restricted(probs[k], routes), "logic": probs[k].get("logic", 0.0)}, pol, texts.get(k))
+                    k: swept.route({**_restricted(probs[k], routes), "logic": probs[k].get("logic", 0.0)}, texts.get(k))
                     for k in keys
                 }
                 s.overhead[name] = s.overhead["router"]
     for name, bp in baseline_probs.items():  # other scoring routers (logreg), argmax
-        s.choices[name] = {k: decide(_restricted(bp[k], routes)) for k in keys}
+        s.choices[name] = {k: decider.route(_restricted(bp[k], routes)) for k in keys}
         s.overhead[name] = s.overhead.get("router", {k: {"seconds": 0.0} for k in keys})
 
 

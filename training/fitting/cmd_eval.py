@@ -57,8 +57,9 @@ MIN_CALIBRATION_QUESTIONS = 20
 def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_file, gated, out, min_questions):
     """Calibrate a threshold on P(logic) on your own questions (RouteLLM-style quantile), for a
     target share of logic calls or a token budget."""
+    from engine.decide import ThresholdStage
     from router.checkpoint import load_router
-    from router.policy import NOMINAL_TOKENS, Policy, calibrate_share
+    from router.policy import NOMINAL_TOKENS, Policy
 
     if (logic_share is None) == (token_budget is None):
         raise click.UsageError("give exactly one of --logic-share or --token-budget")
@@ -88,7 +89,7 @@ def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_
             cost_source = str(costs_file)
     share = logic_share if token_budget is None else share_for_budget(token_budget, costs, gated)
     p = router.probs_array(qs)[:, list(router.routes).index(gated)]
-    t = calibrate_share(p, share)
+    t = ThresholdStage(logic_share=share, route=gated).calibrated(p).threshold
     got = achieved_share(p, t)
     policy = Policy(
         kind="threshold",

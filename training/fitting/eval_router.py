@@ -79,13 +79,13 @@ def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, floa
 
 def decisions_at_share(probs: np.ndarray, routes: Sequence[str], share: float, gated: str = "logic") -> list[str]:
     """The threshold policy at a logic share: the top `share` by P(gated) go there, the
-    rest to the likelier other route (router.policy.decide with a calibrated threshold)."""
-    from router.policy import Policy, calibrate_share, decide
+    rest to the likelier other route: the Decider's threshold stage alone, calibrated on these rows."""
+    from engine.decide import Decider, FormStage, ListGateStage, ThresholdStage
 
     g = list(routes).index(gated)
-    t = calibrate_share(probs[:, g], share)
-    pol = Policy(kind="threshold", route=gated, threshold=t)
-    return [decide(dict(zip(routes, map(float, row))), pol) for row in probs]
+    stage = ThresholdStage(logic_share=share, route=gated).calibrated(probs[:, g])
+    decider = Decider(threshold=stage, list_gate=ListGateStage(on=False), form=FormStage(on=False))
+    return [decider.route(dict(zip(routes, map(float, row)))) for row in probs]
 
 
 SHARES = (0.1, 0.2, 0.3, 0.5)
@@ -164,14 +164,16 @@ def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: i
     """Latency of one decision (embed + features + MLP + argmax) and batch throughput."""
     import torch
 
-    r = uncached_router(router)
+    from engine.decide import Decider
+
+    r, decider = uncached_router(router), Decider()
     qs = list(questions) or ["Who wrote Hamlet?"]
     for q in qs[:3]:  # warm-up: model load, allocator, thread pools
-        r.decide(q)
+        decider.decide_many(r, [q])
     times = []
     for i in range(n_single):
         t0 = time.perf_counter()
-        r.decide(qs[i % len(qs)])
+        decider.decide_many(r, [qs[i % len(qs)]])
         times.append(time.perf_counter() - t0)
     x = r.inputs(qs[:1])
     mlp = []

@@ -21,7 +21,6 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from engine.routes.summary_config import GLOBAL_MODE
-from hierarchy.question_forms import form_plan
 from training.fitting.eval_router import logreg_fit_proba, majority_route
 from training.fitting.fit import TrainConfig, fit, specialist_config
 from training.fitting.list_gate_fit import is_list_row, split_off_lists
@@ -39,7 +38,7 @@ from training.fitting.lodo_cascade import (
     logic_gain_ranking,
 )
 from training.fitting.retrieval_signals import row_signals
-from training.fitting.set_priors import LIST_ROUTE, Priors, build_priors
+from training.fitting.set_priors import Priors, build_priors
 from training.fitting.train import fit_router, trained_on
 from training.labels.label_arrays import (
     inputs_for,
@@ -85,24 +84,42 @@ def _fold_decisions(
     probs = model.predict_proba(x[test])
     lr = logreg_fit_proba(x[train], [r["oracle"] for r in train_rows], x[test], routes)
     maj = majority_route(train_rows, routes)
-    routed = [routes[i] for i in probs.argmax(1)]
-    if gate is not None and LIST_ROUTE in routes:
-        fired = gate.fires(x[test, :dim], [rows[i]["question"] for i in test])
-        # as router.kb_router keeps it: only where the summary route answers in its global mode (a
-        # KB of documents); every other label set's KB is one of single passages
-        on = [rows[i].get("summary_mode") == GLOBAL_MODE for i in test]
-        routed = [LIST_ROUTE if p is not None and o else r for r, p, o in zip(routed, fired, on)]
+    questions = [rows[i]["question"] for i in test]
+    fired = gate.fires(x[test, :dim], questions) if gate is not None else [None] * len(test)
+    # as router.kb_router keeps it: only where the summary route answers in its global mode (a KB of
+    # documents); every other label set's KB is one of single passages
+    on = [rows[i].get("summary_mode") == GLOBAL_MODE for i in test]
+    systems = router_systems(probs, routes, questions, fired, on)
     out = {
-        "router": routed,
+        "router": systems.pop("router"),
         "logreg": [routes[i] for i in lr.argmax(1)],
         "majority": [maj] * len(test),
         "oracle": [rows[i]["oracle"] for i in test],
     }
-    if STRONG in routes:
-        out[ROUTER_FORMS] = [STRONG if form_plan(rows[i]["question"]) else r for i, r in zip(test, out["router"])]
+    out |= systems
     for r in routes:
         out[FIXED.format(r)] = [r] * len(test)
     return out, model, probs
+
+
+def router_systems(
+    probs: np.ndarray, routes: Sequence[str], questions: Sequence[str], fired: Sequence, on: Sequence[bool]
+) -> dict[str, list[str]]:
+    """The fold's router as the product decides (engine.decide.Decider, no guard): "router", the
+    MLP's argmax and the list gate (`fired`: its probability where it fires; `on`: where the
+    label set's KB keeps it); ROUTER_FORMS, the form stage on top where logic is a route."""
+    from engine.decide import Decider, FormStage, Learned
+
+    out = {}
+    for name, forms in (("router", False), (ROUTER_FORMS, True)):
+        if forms and STRONG not in routes:
+            continue
+        decider = Decider(form=FormStage(on=forms))
+        out[name] = [
+            decider.decide(Learned(dict(zip(routes, map(float, p))), None, g if o else None), q).route
+            for p, q, g, o in zip(probs, questions, fired, on)
+        ]
+    return out
 
 
 def _specialist(

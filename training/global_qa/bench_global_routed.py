@@ -29,16 +29,18 @@ def can_route(systems) -> bool:
 
 
 def route_questions(questions: list, checkpoint: str | None, embedder: Any = None, kb=None) -> dict[str, dict]:
-    """{question id: the router's decision (route, probs, ood)}; checkpoint None = the shipped one;
-    `kb`: the KB answering them (router.kb_router.fit_to_kb: no list gate on single passages)."""
+    """{question id: the router's decision (engine.decide.Decision.to_dict without the out-of-distribution
+    stage: route, probs, ood, ...)}; checkpoint None = the shipped one; `kb`: the KB answering them
+    (router.kb_router.fit_to_kb: no list gate on single passages)."""
+    from engine.decide import Decider
     from router.checkpoint import load_router
     from router.kb_router import fit_to_kb
 
     router = load_router(Path(checkpoint) if checkpoint else None, embedder=embedder)
     if kb is not None:
         fit_to_kb(router, kb)
-    decided = router.decide_many([q.text for q in questions])
-    return {q.id: d for q, d in zip(questions, decided)}
+    decided = Decider().decide_many(router, [q.text for q in questions])
+    return {q.id: d.to_dict() for q, d in zip(questions, decided)}
 
 
 def _tokens(row: dict) -> int:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import training.adapt.adapt as adapt_mod
 from engine.base.errors import KBEmptyError, LogicRouteError
+from engine.decide import Decider
 from router.checkpoint import load_router
 from router.kb_router import ADAPTED, MANIFEST_ENTRY
 from tests.training.adapt_setup import (
@@ -104,7 +105,8 @@ def test_the_specialist_moves_decisions_toward_its_labels(adapted, generalist):
     before, after = load_router(generalist, embedder=emb), load_router(res.checkpoint, embedder=emb)
 
     def share(router, questions, route):
-        return sum(d["route"] == route for d in router.decide_many([q.question for q in questions])) / len(questions)
+        decided = Decider().decide_many(router, [q.question for q in questions])
+        return sum(d.route == route for d in decided) / len(questions)
 
     assert share(after, QUESTIONS[24:], "chunk") >= share(before, QUESTIONS[24:], "chunk") + 0.3
     assert share(after, QUESTIONS[:24], "logic") >= 0.75

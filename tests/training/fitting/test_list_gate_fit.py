@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from engine.base.errors import LogicRouteError
+from engine.decide import Decider
 from hierarchy.datasets import Question
 from router.checkpoint import load_router, read_card
 from tests.fakes import HashedBowEmbedder
@@ -84,11 +85,12 @@ def test_the_generalist_carries_a_gate_trained_on_the_list_rows_which_never_trai
     assert card["list_gate"]["positives"] == len(ITEMS) and card["list_gate"]["negatives"] == len(ITEMS)
     assert read_card(tmp_path / "g.ckpt")["list_gate"]["features"] == ["shape"]
     router = load_router(tmp_path / "g.ckpt", embedder=embedder())
-    listed, lookup = router.decide_many(["Which npm modules document the zeta event?", *lookups(["zeta"])])
-    assert listed["route"] == "summary" and lookup["route"] != "summary"
-    e = router.inputs([listed["question"], lookup["question"]])[:, :64]
-    assert router.gate.fires(e, [listed["question"], lookup["question"]])[1] is None
-    assert router.gate.fires(e, [listed["question"], lookup["question"]])[0] is not None
+    asked = ["Which npm modules document the zeta event?", *lookups(["zeta"])]
+    listed, lookup = Decider().decide_many(router, asked)
+    assert listed.route == "summary" and lookup.route != "summary"
+    e = router.inputs(asked)[:, :64]
+    assert router.gate.fires(e, asked)[1] is None
+    assert router.gate.fires(e, asked)[0] is not None
 
     plain = train_generalist(files[:1], tmp_path / "plain.ckpt", cfg, embedder=embedder())
     assert "list_gate" not in plain and load_router(tmp_path / "plain.ckpt", embedder=embedder()).gate is None
