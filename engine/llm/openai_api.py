@@ -100,6 +100,10 @@ class OpenAILLM:
         """The endpoint as messages show it: without its credentials."""
         return redact(self.base_url or DEFAULT_BASE_URL)
 
+    def connect(self) -> None:
+        """Build the client now, with no call (`serve` does it before it listens)."""
+        self._get_client()
+
     def _get_client(self) -> Any:
         with self._client_lock:
             if self._client is None:

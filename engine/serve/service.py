@@ -11,6 +11,7 @@ write opens a new one).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -97,6 +98,8 @@ class AnswerService:
             self.base.kb.search("warm-up", k=1)
             if self.llm_spec.partition(":")[0] == "local":
                 load_model(self.base.get_llm())
+            else:
+                connect_client(self.base.get_llm())
             self._warm = True
 
     # ------------------------------------------------------------------ answering
@@ -227,6 +230,17 @@ class AnswerService:
 
     def close(self) -> None:
         self.admission.shutdown()
+
+
+def connect_client(llm) -> None:
+    """Build a remote endpoint's client with no call (importing the OpenAI SDK takes a second or
+    two on a small machine: the first question must not pay it)."""
+    while getattr(llm, "inner", None) is not None:
+        llm = llm.inner
+    connect = getattr(llm, "connect", None)
+    if connect is not None:
+        with contextlib.suppress(LogicRouteError):  # no key: the first question says so in one line
+            connect()
 
 
 def load_model(llm) -> None:

@@ -150,3 +150,13 @@ def test_the_embedders_model_runs_before_the_server_listens(tmp_path):
     service.base.kb.embedder.warm_up = lambda: warmed.append("model run")
     with ServerThread(service) as s:
         assert warmed == ["model run"] and call("GET", f"{s.url}/health").status == 200
+
+
+def test_a_remote_endpoints_client_is_built_before_the_server_listens_with_no_call(tmp_path):
+    """Importing the OpenAI SDK took a second of the first question's answer."""
+    from engine.llm.openai_api import OpenAILLM
+
+    llm = OpenAILLM("m", base_url="http://127.0.0.1:9/v1")
+    service = film_service(tmp_path, llm, llm_spec="openai:m@http://127.0.0.1:9/v1")
+    with ServerThread(service):
+        assert llm._client is not None
