@@ -138,6 +138,14 @@ def ask(ctx, question, kb_dir, questions_file, out, dry_run, skip_bad, concurren
     show(ans, options["as_json"], options["trace_format"])
 
 
+def _is_the_process() -> bool:
+    """Whether this command is the process (`logicroute ...`, `python -m engine.cli`), not a call
+    inside another program (a test's CliRunner), which must not be ended with it."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return (spec is not None and spec.name == "engine.cli") or os.path.basename(sys.argv[0]) == "logicroute"
+
+
 # How long past its time limit a command may take before it is stopped outright: the answer's own
 # checks end it at the limit, between LLM calls; this catches what no check can cut (a model or
 # embedder still loading, a retrieval on a loaded CPU).
@@ -167,7 +175,14 @@ def within_limit(answer, started: float, max_seconds: float | None):
     worker.start()
     worker.join(max(0.0, started + max_seconds + HARD_STOP_GRACE - time.perf_counter()))
     if worker.is_alive():
-        raise DeadlineError(f"stopped at the {seconds_words(max_seconds)} s limit before an answer was ready")
+        message = f"stopped at the {seconds_words(max_seconds)} s limit before an answer was ready"
+        if _is_the_process():
+            # the answering thread may hold the interpreter inside a load for a second more, and a
+            # normal exit waits for it: the process ends now, its one line written
+            click.echo(f"error: {message}", err=True)
+            sys.stderr.flush()
+            os._exit(2)
+        raise DeadlineError(message)
     if "error" in done:
         raise done["error"]
     return done["answer"]
