@@ -112,9 +112,6 @@ class RoutedRAG(RagConfig):
             return self.router
 
     # ------------------------------------------------------------------ routing
-    def route_probs(self, question: str) -> dict[str, float]:
-        return self.route_probs_many([question])[0]
-
     def route_probs_many(self, questions: Sequence[str]) -> list[dict[str, float]]:
         """Router probabilities for a batch: one embedding batch for all questions."""
         if not questions:
