@@ -213,6 +213,18 @@ def f_shape(q: str) -> list[float]:
     return [float(shape == "list"), float(shape == "explanation")]
 
 
+FORMS = ("date comparison", "same check", "chain")  # hierarchy.question_forms.form_plan's names
+
+
+def f_form(q: str) -> list[float]:
+    """One-hot of the form that names the question's sub-questions (hierarchy.question_forms:
+    what the decision's form stage reads), all zero for none: the rule's signal as an input."""
+    from hierarchy.question_forms import form_plan
+
+    plan = form_plan(q)
+    return [float(plan is not None and plan[0] == name) for name in FORMS]
+
+
 class Feature(NamedTuple):
     compute: Callable[[str], list[float]]  # normalized question -> `width` floats
     width: int
@@ -235,11 +247,12 @@ FEATURES: dict[str, Feature] = {
     "operators": Feature(f_operators, 2, 1),
     "lookups": Feature(f_lookups, 1, 1),
     "shape": Feature(f_shape, 2, 1),
+    "form": Feature(f_form, len(FORMS), 1),
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
 # What the MLP trains on by default: every feature but `shape`, which is the list gate's (router.list_gate)
-DEFAULT_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f != "shape")
+DEFAULT_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in ("shape", "form"))
 
 
 def check_feature_set(names: Sequence[str]) -> tuple[str, ...]:
