@@ -62,6 +62,24 @@ def milvus_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def _milvus_fault_server_once(tmp_path_factory):
+    server = start_milvus_server(tmp_path_factory.mktemp("milvus-fault-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def milvus_fault_server(_milvus_fault_server_once):
+    """A second Milvus server for the specs of its faults, which stop, kill and restart it:
+    running when a spec starts (started again here, on the same port and data, if the spec
+    before left it down), so `milvus_server` never sees a fault."""
+    server = _milvus_fault_server_once
+    if not server.running:
+        server.start()  # from the main thread: the server dies with the thread that starts it
+    return server
+
+
+@pytest.fixture(scope="session")
 def real_embedder():
     """The real MiniLM embedder every test marked `embedder` shares (tests.real_embedder)."""
     from tests.real_embedder import shared_test_embedder  # imports the engine: not before a test asks

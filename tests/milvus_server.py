@@ -31,6 +31,7 @@ from pathlib import Path
 from engine.base.files import atomic_write_text, cache_dir
 
 START_TIMEOUT_S = 120.0  # ~3 s on an idle machine; the binaries' first unpacking adds ~11 s
+SESSION_TTL_S = 5  # etcd lease of each component's session (see _configure)
 GRACEFUL_STOP_S = 3  # the server's own bound on a clean stop (see _configure)
 STOP_TIMEOUT_S = 5.0  # past it the stop becomes SIGKILL (its coordinators can take 20 s+ to stop)
 _PR_SET_PDEATHSIG = 1
@@ -158,6 +159,9 @@ class MilvusServer:
         # (twice) to load. Ten times more often costs a standalone server nothing that matters.
         for key, ms in (("checkInterval: 1000", 100), ("distPullInterval: 500", 50)):
             text = text.replace(key, f"{key.split(':')[0]}: {ms}", 1)
+        # After a restart the coordinators wait for the old process's etcd session to expire
+        # before they trust the new query node: 30 s by default, during which loads block.
+        text = text.replace("    ttl: 30 #", f"    ttl: {SESSION_TTL_S} #", 1)
         atomic_write_text(yaml, text)
         return {
             **os.environ,

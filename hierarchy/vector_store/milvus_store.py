@@ -287,4 +287,5 @@ def _unreachable(e: BaseException) -> bool:
 
 
 def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    text = getattr(e, "message", None) or str(e)  # pymilvus' str() wraps its message in <MilvusException: (code=...)>
+    return (str(text).strip().splitlines() or [type(e).__name__])[0]

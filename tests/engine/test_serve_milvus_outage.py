@@ -1,0 +1,56 @@
+"""`logicroute serve` over a KB on a Milvus server that goes away and comes back: questions
+during the outage get a 503 that says what is wrong (and when to ask again), and answers resume
+once the server is back, with no restart of serve. The server is tests.milvus_server's
+(`milvus_fault_server`); the figures printed with -s are in docs/results/milvus_server.md."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.serve.run import ServerThread
+from tests.engine.serve_helpers import ANSWER, SIMPLE_QUESTION, call, film_service
+
+pytest.importorskip("pymilvus")
+
+RECOVERY_S = 60.0  # a restarted standalone server serves again within ~10 s here
+
+
+def test_questions_during_a_milvus_outage_get_a_503_and_answers_resume_after_its_restart_without_restarting_serve(
+    milvus_fault_server, tmp_path, isolated_llm_env
+):
+    server = milvus_fault_server
+    service = film_service(tmp_path, store=f"milvus://{server.uri}", workers=2)
+    with ServerThread(service) as served:
+        ask = {"question": SIMPLE_QUESTION, "route": "chunk"}
+        before = call("POST", f"{served.url}/query", ask)
+        assert before.status == 200 and before.body["answer"] == ANSWER
+
+        server.kill()
+        during = [call("POST", f"{served.url}/query", ask) for _ in range(3)]
+        assert [r.status for r in during] == [503] * 3
+        error = during[0].error
+        assert error["code"] == "store_unavailable" and f"cannot reach Milvus at {server.uri}" in error["message"]
+        assert during[0].headers["retry-after"] == "5"
+        chat = {"model": "logicroute-chunk", "messages": [{"role": "user", "content": SIMPLE_QUESTION}]}
+        assert call("POST", f"{served.url}/v1/chat/completions", chat).status == 503  # the OpenAI face too
+
+        t0 = time.monotonic()
+        server.start()
+        started_s = time.monotonic() - t0
+        statuses = []
+        while time.monotonic() - t0 < RECOVERY_S:
+            after = call("POST", f"{served.url}/query", ask)
+            statuses.append(after.status)
+            if after.status == 200:
+                break
+            time.sleep(0.5)
+        recovered_s = time.monotonic() - t0
+        assert statuses[-1] == 200 and after.body["answer"] == ANSWER, statuses
+        assert set(statuses[:-1]) <= {503}  # until then the same clear answer, never a 500
+        print(
+            f"\nmilvus outage under serve: before 200, during {[r.status for r in during]} "
+            f"({error['code']}: {error['message']}); server up again {started_s:.1f} s after start(), "
+            f"first 200 at {recovered_s:.1f} s, statuses after the restart {statuses}"
+        )
