@@ -125,16 +125,14 @@ def _chunk_level(path: Path, embedder: Any, report: RepairReport, show_progress:
 
 
 def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
-    """A Milvus store holds exactly the committed chunks again. A collection that cannot be
-    loaded (a writer killed while Milvus Lite wrote a segment) is dropped and refilled from the
-    committed vectors, and a collection dropped behind the KB's back is created and filled again."""
+    """A Milvus store holds exactly the committed chunks again. A collection that cannot be loaded (a writer
+    killed while Milvus Lite wrote a segment), or that was dropped behind the KB's back, is refilled from them."""
     label = kb.store.spec.label()
     if len(kb) and not kb.store.exists():
         kb.store.add(kb.chunk_ids, kb.vectors)  # add creates the collection
         (kb.path / JOURNAL).unlink(missing_ok=True)  # its ids were in the dropped collection, or in none
-        report.notes.append(
-            f"{label} had no collection {kb.store.spec.collection}: rebuilt with the {len(kb)} committed chunks"
-        )
+        name, n = kb.store.spec.collection, len(kb)
+        report.notes.append(f"{label} had no collection {name}: rebuilt, {n} committed chunks")
         return
     try:
         settle_journal(kb)

@@ -31,7 +31,9 @@ from pathlib import Path
 from engine.base.files import atomic_write_text, cache_dir
 
 START_TIMEOUT_S = 120.0  # ~3 s on an idle machine; the binaries' first unpacking adds ~11 s
-SESSION_TTL_S = 5  # etcd lease of each component's session (see _configure)
+# etcd lease of each component's session (see _configure): 30 s by default. At 5 s a loaded
+# machine missed a keep-alive and the server shut itself down ("requested lease not found").
+SESSION_TTL_S = 15
 GRACEFUL_STOP_S = 3  # the server's own bound on a clean stop (see _configure)
 STOP_TIMEOUT_S = 5.0  # past it the stop becomes SIGKILL (its coordinators can take 20 s+ to stop)
 _PR_SET_PDEATHSIG = 1
@@ -85,20 +87,32 @@ def _pids_dir() -> Path:
     return cache_dir() / "milvus-server-pids"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's process: alive
+        pass
+    return True
+
+
 def end_strays() -> list[int]:
-    """End servers our pid files name whose wrapper is gone (checked by the binary they run,
-    never by name: a pid reused by another program is left alone). Returns the pids ended."""
+    """End servers our pid files name whose wrapper (the process that started them) is gone; a
+    server whose wrapper lives is another test run's, or this one's other server. The server is
+    recognised by the binary it runs, never by name, so a pid reused by another program is left
+    alone. Returns the pids ended."""
     ended = []
     for f in _pids_dir().glob("*.pid") if _pids_dir().is_dir() else ():
         pid = int(f.stem)
-        try:
-            exe = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            exe = ""
-        if exe == f.read_text().strip():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-            ended.append(pid)
+        exe, _, owner = f.read_text().partition("\n")
+        if owner.strip().isdigit() and _alive(int(owner)):
+            continue
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/exe") == exe.strip():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                ended.append(pid)
         f.unlink(missing_ok=True)
     return ended
 
@@ -195,7 +209,7 @@ class MilvusServer:
         finally:
             log.close()
         _pids_dir().mkdir(parents=True, exist_ok=True)
-        atomic_write_text(_pids_dir() / f"{self.proc.pid}.pid", str(bin_dir / "milvus"))
+        atomic_write_text(_pids_dir() / f"{self.proc.pid}.pid", f"{bin_dir / 'milvus'}\n{os.getpid()}")
         try:
             self._wait_ready(timeout)
         except BaseException:

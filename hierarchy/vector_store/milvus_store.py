@@ -40,7 +40,17 @@ ID_MAX = 64  # chunk ids are 16 hex characters; room for other id schemes
 CALL_TIMEOUT_S = 30.0  # one call to a server: a hung server becomes an error instead of a hung question
 CONNECT_FAILED = 2  # pymilvus' Status code for a channel that cannot connect
 # What a server says while it is down or still starting (pymilvus' and Milvus 2.3's wording)
-_UNREACHABLE = ("fail connecting", "unavailable", "not ready", "not healthy", "deadline exceeded", "connection refused")
+# (a timeout too: a restarted server blocks loads until its old sessions expire, ~30 s by default)
+_UNREACHABLE = (
+    "fail connecting",
+    "unavailable",
+    "not ready",
+    "not healthy",
+    "deadline exceeded",
+    "connection refused",
+    "timeout",
+    "timed out",
+)
 
 
 class MilvusStore:
