@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import lzma
 import os
 import shutil
@@ -149,15 +150,23 @@ class MilvusServer:
 
         config = MilvusServerConfig(data_dir=str(self.data_dir))
         keys = [k for k in config.configurable_items if k.endswith("_port") and k != "proxy_port"]
-        picked = [p for p in free_ports(len(keys) + 3) if p != self.port]  # a port given may be among them
-        self.port = self.port or picked.pop()
-        *picked, peer_port, metrics_port = picked[: len(keys) + 2]
-        ports = dict(zip(keys, picked))
-        config.update(**ports, proxy_port=self.port)
-        try:
-            config.resolve()  # binds each port once to check it, then writes the config
-        except RuntimeError as e:  # a port taken since it was picked
-            raise ServerUnavailable(f"cannot configure the Milvus server: {e}") from e
+        # A data folder used before keeps its ports: its etcd remembers the peer URL it was made with.
+        saved = self.data_dir / "configs" / "logicroute-ports.json"
+        names = [*keys, "peer_port", "metrics_port", "proxy_port"]
+        ports = json.loads(saved.read_text()) if saved.exists() else {}
+        if set(ports) != set(names):
+            picked = [p for p in free_ports(len(names) + 1) if p != self.port]  # a port given may be among them
+            ports = dict(zip(names, picked))
+        ports["proxy_port"] = self.port = self.port or ports["proxy_port"]
+        atomic_write_text(saved, json.dumps(ports))
+        peer_port, metrics_port = ports["peer_port"], ports["metrics_port"]
+        # Not config.resolve(): it test-binds each port without SO_REUSEADDR, which fails for a
+        # minute after a stop (the old connections' TIME_WAIT); the server itself binds with it.
+        for key in keys:
+            config.configurable_items[key][1] = ports[key]
+        config.configurable_items["proxy_port"][1] = self.port
+        config.resolve_storage()
+        config.write_config()
         client, peer = f"http://127.0.0.1:{ports['etcd_port']}", f"http://127.0.0.1:{peer_port}"
         etcd = self.data_dir / "configs" / "etcd.yaml"
         etcd.write_text(
@@ -206,6 +215,8 @@ class MilvusServer:
                 start_new_session=True,  # its own process group: stop() ends every process in it
                 preexec_fn=_die_with_parent,
             )
+        except OSError as e:  # a binary this machine cannot run
+            raise ServerUnavailable(f"cannot run the Milvus server binary: {e}") from e
         finally:
             log.close()
         _pids_dir().mkdir(parents=True, exist_ok=True)
@@ -281,6 +292,10 @@ class MilvusServer:
         self.stop()
 
 
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Run a Milvus standalone server (the `milvus` package) until Ctrl-C.")
     p.add_argument("--port", type=int, default=19530)
@@ -293,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"error: {e}") from None
     print(f"Milvus {package_version()} serving at {server.uri} (data: {server.data_dir}); Ctrl-C stops it", flush=True)
     print(f"  logicroute index DOCS --kb KB --store milvus://127.0.0.1:{server.port}", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` stops it as Ctrl-C does
     try:
         while server.running:
             time.sleep(0.5)
