@@ -245,6 +245,8 @@ class MilvusStore:
                 if not self._has_collection():
                     raise
                 return fn(*args, timeout=CALL_TIMEOUT_S, **kwargs)
+        except KBError:  # said already, by the reload above
+            raise
         except Exception as e:
             if _unreachable(e):
                 self._loaded = False  # a server that comes back may hold the collection released
