@@ -281,8 +281,9 @@ def test_config_documents_every_field_a_user_chooses_and_experiments_every_fixed
         "cite_passages",
     }
     limits = {"max_llm_calls", "max_prompt_tokens", "max_seconds"}  # an experiment's own caps
-    mechanisms = {f.name for f in fields(Mechanisms)} - {"caps"}
-    assert set(LogicExperiment.help()) == set(h) | mechanisms | limits
+    switches = {f.name for f in fields(Mechanisms)} - {"caps", "plan_prompt", "final_chunks"}
+    lab_only = {"final_chunks", "compact_examples", "plan_questions", "plan_examples"}  # the route's hooks
+    assert set(LogicExperiment.help()) == set(h) | switches | lab_only | limits
     assert all(LogicExperiment.help().values())
     assert all(h.values())
     c = LogicConfig()
