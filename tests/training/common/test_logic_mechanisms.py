@@ -14,7 +14,20 @@ import pytest
 from engine.prompts import logic as serving
 from engine.routes.logic.plan import placeholders
 from engine.routes.logic.solve import answer_logic
-from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, SUFFICIENT, lean_kb, plan, purposes, step
+from tests.engine.logic_scripts import (
+    CHAIN_PLAN,
+    CHAIN_Q,
+    COMPARE_PLAN,
+    COMPARE_Q,
+    CORPUS,
+    SUFFICIENT,
+    corpus_kb,
+    lean_kb,
+    node,
+    plan,
+    purposes,
+    step,
+)
 from tests.fakes import ScriptedLLM
 from training.common.logic_experiment import LogicExperiment, experiment
 from training.common.logic_mechanisms import (
@@ -139,3 +152,32 @@ def test_the_route_sends_the_chosen_examples_and_the_trace_names_them():
     assert llm.calls[0]["messages"] == decompose_messages("Who directed the film Jaws?", True, examples=chosen)
     with pytest.raises(ValueError, match="plan_examples"):
         LogicExperiment(plan_examples=-1)
+
+
+# ---------------------------------------------------------------- the last hop's raw chunks
+
+
+def test_final_answer_sees_the_last_hops_raw_chunks_beside_the_memory():
+    llm = ScriptedLLM(
+        [
+            CHAIN_PLAN,
+            step({"q1": "Steven Spielberg"}, "Spielberg directed Jaws."),
+            step({"q2": "1946"}, "Spielberg born 1946."),
+            SUFFICIENT,
+            "1946",
+        ]
+    )
+    ans = answer_logic(CHAIN_Q, corpus_kb(), llm, LogicExperiment(k=1, final_chunks=3))
+    final = llm.calls[-1]["messages"][-1]["content"]
+    q2_chunk = node(ans, "q2")["chunk_ids"][0]
+    assert "Spielberg born 1946." in final and CORPUS[q2_chunk].split(": ", 1)[1] in final
+    assert "Jaws is a 1975 thriller" not in final  # the first hop is in the memory only
+
+
+def test_a_comparison_has_no_single_last_hop_so_its_final_context_stays_the_memory():
+    llm = ScriptedLLM(
+        [COMPARE_PLAN, step({"q1": "1936", "q2": "1961"}, "Ann Lee 1936; Tom Ford 1961."), SUFFICIENT, "Ann Lee"]
+    )
+    answer_logic(COMPARE_Q, corpus_kb(), llm, LogicExperiment(final_chunks=3))
+    final = llm.calls[-1]["messages"][-1]["content"]
+    assert "Ann Lee 1936; Tom Ford 1961." in final and "Manchester" not in final
