@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.base.settings import Settings
 from engine.budget import LIMITS, Budget
@@ -12,7 +12,6 @@ from engine.budget import LIMITS, Budget
 if TYPE_CHECKING:
     from engine.base.types import RetrievedChunk
     from engine.prompts.logic import PlanPrompt
-    from engine.routes.logic.state import SolveState
 
 # What one logic answer may spend where its budget (engine.budget.Budget, the one home of limits:
 # RagConfig.budget, a request's limits) sets no limit: the final answer has a call in reserve.
@@ -36,10 +35,11 @@ class Mechanisms:
     evidence_tokens: int = 0  # a step call's passages compressed to this many tokens (0: whole)
     reflect_notes: bool = True  # the reflection call sees the rolling memory
     caps: Budget = LOGIC_CAPS
+    # Each hook is given the route's SolveState (Any: the state module imports this one).
     # the decomposition's prompt for a question (None: PlanPrompt(short_prompts))
-    plan_prompt: Callable[[SolveState], PlanPrompt] | None = None
+    plan_prompt: Callable[[Any], PlanPrompt] | None = None
     # raw chunks shown to the final answer beside the rolling memory (None: the memory alone)
-    final_chunks: Callable[[SolveState], list[RetrievedChunk]] | None = None
+    final_chunks: Callable[[Any], list[RetrievedChunk]] | None = None
 
 
 FIXED = Mechanisms()
