@@ -15,7 +15,7 @@ from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.budget import Budget
 from engine.llm.base import LLM, Stopwatch, flag
-from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
+from engine.prompts.logic import PlanPrompt, reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
 from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps
@@ -29,7 +29,6 @@ from engine.routes.logic.plan import (
     decompose,
     id_order_key,
     is_copy,
-    nearest_examples,
     next_ids,
     normalize,
     placeholders,
@@ -123,19 +122,9 @@ def _plan(st: SolveState) -> list[SubQuestion]:
     if form is not None:
         st.trace.details["plan_form"] = form[0]
         return form[1]
-    examples = None
-    wanted = cfg.mechanisms().plan_examples
-    if wanted:
-        examples = st.trace.details["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
-    return decompose(
-        st.question,
-        partial(budgeted_call, st),
-        st.trace,
-        cfg.short_prompts,
-        cfg.mechanisms().compact_examples,
-        cfg.mechanisms().plan_questions,
-        examples,
-    )
+    hook = cfg.mechanisms().plan_prompt
+    prompt = hook(st) if hook else PlanPrompt(cfg.short_prompts)
+    return decompose(st.question, partial(budgeted_call, st), st.trace, prompt)
 
 
 # ---------------------------------------------------------------- solving
