@@ -322,12 +322,7 @@ def generalist(
 @click.option("--kb", "kb_dir", type=click.Path(file_okay=False), default=None, help="the KB --questions are about")
 @llm_option(help="LLM that answers --questions on every route: local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
 @click.option("--out", required=True, type=click.Path(dir_okay=False))
-@click.option(
-    "--holdout",
-    default=0.2,
-    show_default=True,
-    help="target share held out for the report when no --eval-labels are given",
-)
+@click.option("--holdout", default=0.2, show_default=True, help="target share held out when no --eval-labels")
 @_common_train_options
 @click.pass_context
 def specialist(
