@@ -1,4 +1,4 @@
-"""What the router sees: the embedding of the question (as asked, or masked: hierarchy.question_structure),
+"""What the router sees: the embedding of the question (as asked, or masked: question.structure),
 followed by structural features of the question computed without any model.
 
 Train and serve go through the same functions, `embedded_text` and `build_inputs`, so the
@@ -28,9 +28,9 @@ The features (columns scaled to [0, 1]; counts are capped):
 | depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
 | operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
 |  |  | superlative operators (-est words, first, last, most, least) / 2 |
-| lookups | 1 | retrievals the form asks for (hierarchy.question_structure.count_lookups: "Where was the director of X |
+| lookups | 1 | retrievals the form asks for (question.structure.count_lookups: "Where was the director of X |
 |  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
-| shape | 2 | the answer the question asks for (hierarchy.question_structure.answer_shape): 1 for a list |
+| shape | 2 | the answer the question asks for (question.structure.answer_shape): 1 for a list |
 |  |  | ("Which options does X take?"), 1 for an explanation ("Why ...", "How does X differ ..."); 0 0 for one value |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hierarchy.question_structure import (
+from question.structure import (
     MAX_LOOKUPS,
     QUOTED,
     QWORDS,
@@ -113,7 +113,7 @@ TEXT_FORMS = ("question", "masked", "plain")
 
 def embedded_text(text: str, form: str = "question") -> str:
     """The text the router embeds: the question as asked, its masked form, or its plain form
-    (closing marks removed: hierarchy.question_structure.unpunctuated)."""
+    (closing marks removed: question.structure.unpunctuated)."""
     if form not in TEXT_FORMS:
         raise ValueError(f"unknown text form {form!r}; choose {', '.join(TEXT_FORMS)}")
     if form == "masked":
@@ -139,7 +139,7 @@ def f_length(q: str) -> list[float]:
 
 
 def f_qword(q: str) -> list[float]:
-    """One-hot of the question word (hierarchy.question_structure.question_word), + 'other'."""
+    """One-hot of the question word (question.structure.question_word), + 'other'."""
     out = [0.0] * (len(QWORDS) + 1)
     w = question_word(q)
     out[QWORDS.index(w) if w in QWORDS else -1] = 1.0
@@ -183,17 +183,17 @@ def f_comparison(q: str) -> list[float]:
 
 
 def f_dates(q: str) -> list[float]:
-    """Dates (hierarchy.question_structure.count_dates), / 2, capped at 1."""
+    """Dates (question.structure.count_dates), / 2, capped at 1."""
     return [_capped(count_dates(q), 2)]
 
 
 def f_numbers(q: str) -> list[float]:
-    """Numbers that are not dates (hierarchy.question_structure.count_numbers), / 2, capped at 1."""
+    """Numbers that are not dates (question.structure.count_numbers), / 2, capped at 1."""
     return [_capped(count_numbers(q), 2)]
 
 
 def f_depth(q: str) -> list[float]:
-    """Deepest nested relation chain in one clause (hierarchy.question_structure.chain_depth), / 3, capped at 1."""
+    """Deepest nested relation chain in one clause (question.structure.chain_depth), / 3, capped at 1."""
     return [_capped(chain_depth(q), 3)]
 
 
@@ -203,12 +203,12 @@ def f_operators(q: str) -> list[float]:
 
 
 def f_lookups(q: str) -> list[float]:
-    """Retrievals the question's form asks for (hierarchy.question_structure.count_lookups), (n - 1) / 3."""
+    """Retrievals the question's form asks for (question.structure.count_lookups), (n - 1) / 3."""
     return [(count_lookups(q) - 1) / (MAX_LOOKUPS - 1)]
 
 
 def f_shape(q: str) -> list[float]:
-    """[asks for a list, asks for an explanation] (hierarchy.question_structure.answer_shape)."""
+    """[asks for a list, asks for an explanation] (question.structure.answer_shape)."""
     shape = answer_shape(q)
     return [float(shape == "list"), float(shape == "explanation")]
 

@@ -3,7 +3,7 @@ the lockfile?", "Which modules document a 'close' event?")? When it does, the su
 it (its global mode: engine.routes.summary_config.mode_for).
 
 A logistic regression over the router's embedding of the question and the `shape` feature (the
-answer the question asks for: hierarchy.question_structure.answer_shape), stored in the router's
+answer the question asks for: question.structure.answer_shape), stored in the router's
 checkpoint next to the MLP. Why a gate apart from the MLP: trained into the shared three-way
 network, the list questions' rows move its chunk-or-logic decisions on other questions (five
 seeds with and without them: docs/results/router/list_gate/README.md); the gate leaves the MLP as
@@ -56,7 +56,7 @@ class ListGate:
         """Per question its probability when the gate fires, else None. It fires only on a
         question that asks for a list (answer_shape): the global mode answers no other, so a
         question the summary route would answer by the descent stays with the MLP."""
-        from hierarchy.question_structure import answer_shape
+        from question.structure import answer_shape
 
         return [
             float(p) if p >= self.threshold and answer_shape(q) == "list" else None

@@ -23,7 +23,6 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
-from hierarchy.question_structure import question_word
 
 
 def final_answer(st: SolveState) -> str:
@@ -99,7 +98,7 @@ def _folded_answer(st: SolveState) -> str:
         st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
         return answer
     sinks = _sinks(st)
-    if len(sinks) != 1 or question_word(st.question) == "yesno" or not grounded(st, sinks[0]):
+    if len(sinks) != 1 or st.read.word == "yesno" or not grounded(st, sinks[0]):
         return ""
     sink = sinks[0]
     st.trace.details["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}

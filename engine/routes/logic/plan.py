@@ -26,8 +26,8 @@ from engine.prompts.logic import (
     decompose_schema,
 )
 from engine.routes.logic.config import BudgetExhausted
-from hierarchy.question_forms import form_plan
-from hierarchy.question_structure import mask_entities
+from question.parse import Question, as_question
+from question.structure import mask_entities
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -247,10 +247,10 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
-def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when hierarchy.question_forms reads one off the question and it is a valid
+def plan_from_form(question: str | Question) -> tuple[str, list[SubQuestion]] | None:
+    """(the form's name, its plan) when question.forms reads one off the question and it is a valid
     DAG, else None: the LLM decomposes."""
-    got = form_plan(question)
+    got = as_question(question).form_plan
     if got is None:
         return None
     nodes = [
@@ -262,7 +262,7 @@ def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
 
 def nearest_examples(question: str, embedder, n: int) -> list[str]:
     """The n example plans' questions closest in form to `question`: cosine of their MiniLM
-    vectors with names, titles and numbers masked (hierarchy.question_structure.mask_entities), so that
+    vectors with names, titles and numbers masked (question.structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. Experiments only: the small model copies the content of the few plans it
     is shown, so the plan_examples mechanism is fixed at 0 (logic.config.Mechanisms)."""
