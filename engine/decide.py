@@ -126,11 +126,11 @@ def learned_stage(router, questions: Sequence[str | Question]) -> list[Learned]:
     (router.checkpoint.Router, or one with only .probs_and_ood: no list gate)."""
     if not questions:
         return []
-    questions = [text_of(q) for q in questions]  # a router reads texts
-    if hasattr(router, "probs_ood_and_lists"):
+    if hasattr(router, "probs_ood_and_lists"):  # router.checkpoint.Router: its gate and features read Questions
         probs, oods, listed = router.probs_ood_and_lists(list(questions))
     else:
-        (probs, oods), listed = router.probs_and_ood(list(questions)), [None] * len(questions)
+        texts = [text_of(q) for q in questions]
+        (probs, oods), listed = router.probs_and_ood(texts), [None] * len(questions)
     return [Learned({r: float(p) for r, p in pr.items()}, o, g) for pr, o, g in zip(probs, oods, listed)]
 
 

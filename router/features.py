@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from question.parse import Question, text_of
 from question.structure import (
     MAX_LOOKUPS,
     QUOTED,
@@ -140,8 +141,11 @@ def f_length(q: str) -> list[float]:
 
 def f_qword(q: str) -> list[float]:
     """One-hot of the question word (question.structure.question_word), + 'other'."""
+    return _qword_columns(question_word(q))
+
+
+def _qword_columns(w: str) -> list[float]:
     out = [0.0] * (len(QWORDS) + 1)
-    w = question_word(q)
     out[QWORDS.index(w) if w in QWORDS else -1] = 1.0
     return out
 
@@ -209,8 +213,20 @@ def f_lookups(q: str) -> list[float]:
 
 def f_shape(q: str) -> list[float]:
     """[asks for a list, asks for an explanation] (question.structure.answer_shape)."""
-    shape = answer_shape(q)
+    return _shape_columns(answer_shape(q))
+
+
+def _shape_columns(shape: str) -> list[float]:
     return [float(shape == "list"), float(shape == "explanation")]
+
+
+# The features a Question read once already holds (question.parse): its question word and answer
+# shape are read off the text as asked, which gives what the normalized text gives (both readers
+# normalize or tokenize first), so a routed question is not read again for them.
+_READ_ONCE: dict[str, Callable[[Question], list[float]]] = {
+    "qword": lambda read: _qword_columns(read.word),
+    "shape": lambda read: _shape_columns(read.shape),
+}
 
 
 class Feature(NamedTuple):
@@ -278,21 +294,23 @@ def feature_set_problem(names: Sequence[str], versions: Mapping[str, int] | None
     return None
 
 
-def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
-    """(n, feature_dim(names)) float32; empty columns when names is empty."""
+def cheap_features(texts: Sequence[str | Question], names: Sequence[str]) -> np.ndarray:
+    """(n, feature_dim(names)) float32; empty columns when names is empty. A Question's own
+    readings give the features it holds (_READ_ONCE)."""
     names = check_feature_set(names)
     rows = []
     for t in texts:
-        q = normalize_question(t)
+        q = normalize_question(text_of(t))
         row: list[float] = []
         for n in names:
-            row.extend(FEATURES[n].compute(q))
+            read_once = _READ_ONCE.get(n) if isinstance(t, Question) else None
+            row.extend(read_once(t) if read_once is not None else FEATURES[n].compute(q))
         rows.append(row)
     return np.asarray(rows, dtype=np.float32).reshape(len(texts), feature_dim(names))
 
 
 def build_inputs(
-    texts: Sequence[str],
+    texts: Sequence[str | Question],
     embedder,
     names: Sequence[str],
     embeddings: np.ndarray | None = None,
@@ -303,10 +321,10 @@ def build_inputs(
 
     `embeddings` skips the embedder when the caller already has them (training caches them
     once per embedded text)."""
-    qs = [normalize_question(t) for t in texts]
+    qs = [normalize_question(text_of(t)) for t in texts]
     if embeddings is None:
         shown = [embedded_text(q, text_form) for q in qs]
         embeddings = (
             np.asarray(embedder.encode(shown), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
         )
-    return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(qs, names)], axis=1)
+    return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(texts, names)], axis=1)

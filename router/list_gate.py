@@ -24,6 +24,8 @@ from engine.base.errors import CheckpointError
 if TYPE_CHECKING:
     import numpy as np
 
+    from question.parse import Question
+
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
 LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
 LIST_FORM = "list"  # how a decision names what the gate did (engine.decide.ListGateStage)
@@ -52,14 +54,14 @@ class ListGate:
             raise CheckpointError(f"list gate expects {self.weight.shape[0]} inputs, got {x.shape[1]}")
         return 1.0 / (1.0 + np.exp(-(x @ self.weight + self.bias)))
 
-    def fires(self, embeddings: np.ndarray, questions: Sequence[str]) -> list[float | None]:
+    def fires(self, embeddings: np.ndarray, questions: Sequence[str | Question]) -> list[float | None]:
         """Per question its probability when the gate fires, else None. It fires only on a
         question that asks for a list (answer_shape): the global mode answers no other, so a
         question the summary route would answer by the descent stays with the MLP."""
-        from question.structure import answer_shape
+        from question.parse import as_question
 
         return [
-            float(p) if p >= self.threshold and answer_shape(q) == "list" else None
+            float(p) if p >= self.threshold and as_question(q).shape == "list" else None
             for p, q in zip(self.probs(embeddings, questions), questions)
         ]
 
