@@ -23,7 +23,6 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
-from hierarchy.question_structure import question_word
 
 
 def final_answer(st: SolveState) -> str:
@@ -100,7 +99,7 @@ def _folded_answer(st: SolveState) -> str:
         st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
         return answer
     last = sinks(st)
-    if len(last) != 1 or question_word(st.question) == "yesno" or not grounded(st, last[0]):
+    if len(last) != 1 or st.read.word == "yesno" or not grounded(st, last[0]):
         return ""
     sink = last[0]
     st.trace.details["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}

@@ -21,7 +21,7 @@ from engine.base.trace import Trace
 from engine.llm.base import flag
 from engine.prompts.logic import PlanPrompt
 from engine.routes.logic.config import BudgetExhausted
-from hierarchy.question_forms import form_plan
+from question.parse import Question, as_question
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -238,10 +238,10 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
-def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when hierarchy.question_forms reads one off the question and it is a valid
+def plan_from_form(question: str | Question) -> tuple[str, list[SubQuestion]] | None:
+    """(the form's name, its plan) when question.forms reads one off the question and it is a valid
     DAG, else None: the LLM decomposes."""
-    got = form_plan(question)
+    got = as_question(question).form_plan
     if got is None:
         return None
     nodes = [

@@ -48,6 +48,7 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
+from question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -58,7 +59,7 @@ MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop
 
 
 def answer_logic(
-    q: str,
+    q: str | Question,
     kb: "KnowledgeBase",
     llm: LLM,
     config: LogicConfig | None = None,
@@ -71,6 +72,7 @@ def answer_logic(
     (trace.flags) instead of raising, except an LLMError on the final answer when nothing at
     all was answered."""
     watch = Stopwatch()
+    read, q = as_question(q), text_of(q)
     cfg = config or LogicConfig()
     usage = Usage()
     trace = Trace(
@@ -79,7 +81,7 @@ def answer_logic(
         dag={"nodes": [], "edges": [], "ranks": []},
         details={"config": asdict(cfg), "steps": [], "memory": [], "reflection": []},
     )
-    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget))
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget), read=read)
     try:
         plan = _plan(st)
         add_nodes(st.nodes, plan)
@@ -118,7 +120,7 @@ def answer_logic(
 def _plan(st: SolveState) -> list[SubQuestion]:
     """The question's plan: read off its form (plan_forms), else decomposed by the LLM."""
     cfg = st.cfg
-    form = plan_from_form(st.question) if cfg.plan_forms else None
+    form = plan_from_form(st.read) if cfg.plan_forms else None
     if form is not None:
         st.trace.details["plan_form"] = form[0]
         return form[1]
