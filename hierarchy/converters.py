@@ -57,6 +57,7 @@ class Converted:
     title: str
     text: str
     pages: int = 0
+    link_share: float = 0.0  # of an HTML page's words, the share in links (hierarchy.site_pages)
 
 
 def kind_of(path: Path) -> str | None:
@@ -203,6 +204,8 @@ def html_to_markdown(html: str | bytes) -> Converted:
     for tag in dropped:
         tag.decompose()
     root = soup.find(role="main") or soup.find("main") or soup.body or soup
+    words = len(root.get_text(" ").split())
+    in_links = sum(len(a.get_text(" ").split()) for a in root.find_all("a"))
     converter = MarkdownConverter(
         heading_style="ATX",
         bullets="-",
@@ -212,7 +215,7 @@ def html_to_markdown(html: str | bytes) -> Converted:
         escape_misc=False,
     )
     text = re.sub(r"\n{3,}", "\n\n", converter.convert_soup(root)).strip()
-    return Converted(title, text)
+    return Converted(title, text, link_share=in_links / words if words else 0.0)
 
 
 def _html_file(path: Path) -> Converted:
