@@ -36,7 +36,8 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip entry's local header, as 
 
 @dataclass(frozen=True)
 class IntakeLimits:
-    """The limits on reading one file (docs/configuration.md, "Reading documents")."""
+    """The limits on reading one file, and whether a site's aggregate pages are read too
+    (docs/configuration.md, "Reading documents")."""
 
     max_file_mb: float = 200  # a PDF, DOCX or PPTX file on disk
     max_text_mb: float = 10  # a text, Markdown or HTML file; the text any file converts to (indexing holds ~40x it)
