@@ -90,6 +90,16 @@ GENERATORS: dict[str, tuple[re.Pattern, tuple[tuple[str, str], ...]]] = {
 }
 # files whose presence in a folder marks its generator, for the pages beside them that are not HTML
 MARKER_FILES = {"searchindex.js": "sphinx", "search/search_index.json": "mkdocs"}
+# files every generator writes at its site's root, where its aggregate pages are: a chapter of an
+# mdBook book may be hello/print.html (Rust by Example's), its print.html sits beside book.js
+ROOT_FILES: dict[str, tuple[str, ...]] = {
+    "mdbook": ("book*.js", "toc*.js", "searchindex*.js", "searchindex*.json"),
+    "sphinx": ("searchindex.js",),
+    "mkdocs": ("sitemap.xml", "sitemap.xml.gz", "search/search_index.json"),
+    "doxygen": ("doxygen.css", "doxygen*.svg", "doxygen.png"),
+    "javadoc": ("element-list", "package-list"),
+    "rustdoc": ("*",),  # its pages are named by kind (struct.Vec.html): all.html is the list anywhere
+}
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,7 @@ class Site:
             self.by_folder[_parent(rel)].append(rel)
         self._sniffed: dict[str, str | None] = {}
         self._folders: dict[str, set[str]] = {}
+        self._roots: dict[tuple[str, str], bool] = {}
 
     def named(self, rel: str) -> str | None:
         """Why the page `rel` is not a chapter (its generator's name for it), else None."""
@@ -125,9 +136,20 @@ class Site:
                     continue
                 folder = "/".join(parts[:at])
                 own = self._generator(rel) if head is None and rel.lower().endswith(HTML) else None
-                if own == generator or (own is None and generator in self._folder(folder)):
+                marked = own == generator or (own is None and generator in self._folder(folder))
+                if marked and self._root_of(folder, generator):
                     return why
         return None
+
+    def _root_of(self, folder: str, generator: str) -> bool:
+        """Whether the folder holds the files the generator writes at its site's root."""
+        if (folder, generator) not in self._roots:
+            prefix = folder + "/" if folder else ""
+            names = [r[len(prefix) :] for r in self.paths if r.startswith(prefix)]
+            self._roots[folder, generator] = any(
+                fnmatch.fnmatchcase(n, p) for p in ROOT_FILES[generator] for n in names if ("/" in n) == ("/" in p)
+            )
+        return self._roots[folder, generator]
 
     def _generator(self, rel: str) -> str | None:
         if rel not in self._sniffed:

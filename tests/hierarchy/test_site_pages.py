@@ -117,3 +117,14 @@ def test_the_shingle_index_is_linear_in_the_pages_not_a_comparison_of_every_pair
     ov = site_pages.overlap(texts)
     assert site_pages.near_duplicates(texts) == []
     assert sum(len(s) for s in ov.shared) < len(texts)  # a stray common 8-gram at most, never n x n
+
+
+def test_a_chapter_named_print_html_below_an_mdbook_books_root_is_read(tmp_path, caplog):
+    """Rust by Example's hello/print.html is a chapter; the book's print.html sits beside book.js."""
+    book = doc_sites.mdbook_site(tmp_path / "book")
+    (book / "hello").mkdir()
+    (book / "hello" / "print.html").write_text(
+        doc_sites.page("Print", doc_sites.chapter("observatory"), doc_sites.MDBOOK)
+    )
+    assert "hello/print.html" in read(book, caplog)
+    assert "print.html" not in read(book, caplog)
