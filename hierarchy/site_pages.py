@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import re
+import stat
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -174,9 +176,12 @@ def generator_of(head: bytes) -> str | None:
 
 
 def _head(path: Path) -> bytes:
+    """The first bytes of a page, opened without blocking: a page swapped for a named pipe after
+    the folder was listed is not waited on (the reader then skips it)."""
     try:
-        with path.open("rb") as f:
-            return f.read(SNIFF_BYTES)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            return f.read(SNIFF_BYTES) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
     except OSError:
         return b""  # the reader says why, when it reads the page
 
