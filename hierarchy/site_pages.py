@@ -44,7 +44,10 @@ SHINGLE = 8  # words per shingle
 SAMPLE = 4  # one shingle in SAMPLE is kept (by its hash): the same ones in every page
 MIN_SHINGLES = 6  # kept shingles a page needs to be judged by content (~50 words)
 COMMON = 5  # a shingle held by more pages is boilerplate
-CONTAINED = 0.8  # the share of a page's shingles found elsewhere that makes it a copy or an aggregate
+AGGREGATE = 0.8  # the share of a page's shingles found in other pages that makes it an aggregate
+# the share of each page's shingles the other holds that makes two pages copies: Node's api/fs.md
+# and fs.html share 0.72 and 0.77 (the Markdown's link references, the HTML's version notes)
+COPY = 0.7
 HELD = 0.6  # the share of another page's shingles an aggregate holds, to count it as holding that page
 LINKS = 0.75  # the share of a page's words in links that makes it navigation
 SNIFF_BYTES = 16_384  # of a page's head, read for its generator's marker
@@ -241,7 +244,7 @@ def _copies(ov: Overlap, left_out: set[int]) -> list[tuple[int, int]]:
     for a, s in enumerate(ov.sets):
         for b, n in ov.shared[a].items():
             small = min(len(s), len(ov.sets[b])) < MIN_SHINGLES
-            if a < b and not small and not {a, b} & left_out and n >= CONTAINED * max(len(s), len(ov.sets[b])):
+            if a < b and not small and not {a, b} & left_out and n >= COPY * max(len(s), len(ov.sets[b])):
                 pairs.append((a, b))
     return pairs
 
@@ -254,7 +257,7 @@ def by_content(docs: list[Document], marks: dict[str, Marks]) -> tuple[dict[int,
             out[i] = "links"
     ov = overlap([d.text for d in docs])
     for a, s in enumerate(ov.sets):
-        if a in out or len(s) < MIN_SHINGLES or ov.contained(a) < CONTAINED:
+        if a in out or len(s) < MIN_SHINGLES or ov.contained(a) < AGGREGATE:
             continue
         held = [b for b, n in ov.shared[a].items() if n >= HELD * len(ov.sets[b]) and len(ov.sets[b]) < len(s)]
         if len(held) >= 2:
