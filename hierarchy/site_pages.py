@@ -109,7 +109,8 @@ ROOT_FILES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Marks:
-    """What converting an HTML page saw besides its text: the share of its words in links."""
+    """What converting an HTML page saw besides its text: the share of its words in links to
+    other pages."""
 
     link_share: float = 0.0
 

@@ -128,3 +128,12 @@ def test_a_chapter_named_print_html_below_an_mdbook_books_root_is_read(tmp_path,
     )
     assert "hello/print.html" in read(book, caplog)
     assert "print.html" not in read(book, caplog)
+
+
+def test_a_short_page_of_headings_is_no_navigation_though_its_headings_are_anchors(tmp_path, caplog):
+    """mdBook wraps every heading in a link to itself: a retired error code's page is a title
+    and one heading, all anchor text, and still a page of its own."""
+    (tmp_path / "docs").mkdir()
+    body = '<h1><a class="header" href="#e0231">Error code E0231</a></h1><h4><a href="#note">Note: retired</a></h4>'
+    (tmp_path / "docs" / "E0231.html").write_text(doc_sites.page("E0231", body))
+    assert read(tmp_path / "docs", caplog) == ["E0231.html"]
