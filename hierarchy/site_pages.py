@@ -261,8 +261,8 @@ def by_content(docs: list[Document], marks: dict[str, Marks]) -> tuple[dict[int,
         if a in out or len(s) < MIN_SHINGLES or ov.contained(a) < AGGREGATE:
             continue
         held = [b for b, n in ov.shared[a].items() if n >= HELD * len(ov.sets[b]) and len(ov.sets[b]) < len(s)]
-        if len(held) >= 2:
-            out[a] = f"the text of {len(held)} other pages"
+        if len(held) >= 2 and (n := _distinct(ov, a, held)) >= 2:
+            out[a] = f"the text of {n} other pages"
     groups: dict[int, int] = {}  # union-find over the pairs of copies
 
     def root(i: int) -> int:
@@ -280,6 +280,19 @@ def by_content(docs: list[Document], marks: dict[str, Marks]) -> tuple[dict[int,
         ordered = sorted(group, key=lambda i: cited_first(docs[i].id))
         copies.update({i: ordered[0] for i in ordered[1:]})
     return out, copies
+
+
+def _distinct(ov: Overlap, a: int, held: list[int]) -> int:
+    """How many of the pages page a holds add text of their own to what it holds of the others,
+    largest first: a book's chapters each do; the translations of one page share its code and
+    its untranslated lines, and count once (Rust by Example's es/, ja/, ko/ books)."""
+    seen: set[int] = set()
+    count = 0
+    for b in sorted(held, key=lambda b: (-len(ov.sets[b]), b)):
+        mine = ov.sets[a] & ov.sets[b]
+        count += len(mine - seen) >= HELD * len(mine)
+        seen |= mine
+    return count
 
 
 def cited_first(rel: str) -> tuple:

@@ -137,3 +137,19 @@ def test_a_short_page_of_headings_is_no_navigation_though_its_headings_are_ancho
     body = '<h1><a class="header" href="#e0231">Error code E0231</a></h1><h4><a href="#note">Note: retired</a></h4>'
     (tmp_path / "docs" / "E0231.html").write_text(doc_sites.page("E0231", body))
     assert read(tmp_path / "docs", caplog) == ["E0231.html"]
+
+
+def test_a_page_beside_its_partial_translations_is_no_aggregate(tmp_path, caplog):
+    """A translated book keeps a page's code and its untranslated lines: the original holds
+    most of each translation, but they are one text, not several pages gathered."""
+    (tmp_path / "docs" / "es").mkdir(parents=True)
+    (tmp_path / "docs" / "ja").mkdir()
+    sentences = doc_sites.prose("orchard").split(". ")
+    (tmp_path / "docs" / "orchard.html").write_text(doc_sites.page("Orchard", "<p>" + ". ".join(sentences) + "</p>"))
+    for lang, kept in (("es", sentences[:-1]), ("ja", sentences[1:])):
+        (tmp_path / "docs" / lang / "orchard.html").write_text(doc_sites.page("O", "<p>" + ". ".join(kept) + "</p>"))
+    assert read(tmp_path / "docs", caplog) == ["orchard.html"]
+    assert site_lines(caplog) == [
+        f"{tmp_path / 'docs'}: skipped 2 duplicate pages (--keep-aggregates reads them): "
+        "es/orchard.html (a copy of orchard.html), ja/orchard.html (a copy of orchard.html)"
+    ]
