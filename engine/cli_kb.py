@@ -64,7 +64,8 @@ def check(ctx, kb_dir, as_json, repair, summaries, llm_spec):
             from hierarchy.folder_walk import some
 
             pairs = [" ~ ".join(pair) for pair in report.near_duplicates]
-            click.echo(f"near-duplicate documents: {len(pairs)} pairs: {some(pairs)}")
+            what = "pair" if len(pairs) == 1 else "pairs"
+            click.echo(f"near-duplicate documents: {len(pairs)} {what}: {some(pairs)}")
         for note in report.notes:
             click.echo(f"note: {note}")
         for problem in report.problems:

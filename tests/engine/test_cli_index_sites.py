@@ -57,7 +57,7 @@ def test_keep_aggregates_indexes_every_page_and_check_names_the_copies(tmp_path,
     )
     check = run(emb, "check", "--kb", str(tmp_path / "kb"))
     assert check.exit_code == 0, check.output
-    assert "near-duplicate documents: 1 pairs: index.html ~ lighthouse.html\n" in check.stdout
+    assert "near-duplicate documents: 1 pair: index.html ~ lighthouse.html\n" in check.stdout
     assert "consistent" in check.stdout  # a copy is no damage
     as_json = json.loads(run(emb, "check", "--kb", str(tmp_path / "kb"), "--json").stdout)
     assert as_json["ok"] and as_json["near_duplicates"] == [["index.html", "lighthouse.html"]]
