@@ -17,7 +17,7 @@ LLAMA_CMAKE_ARGS += $(if $(call cpu_has,avx_vnni),-DGGML_AVX_VNNI=ON)
 LLAMA_STAMP := $(VENV)/.llama-cpp-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-10)
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint browser corpus clean peers
+.PHONY: install demo test lint browser corpus clean peers milvus
 
 install: $(STAMP)
 
@@ -43,6 +43,13 @@ demo: install
 # The README's test command: the linters, the import contract, then the tests.
 test: install lint browser
 	$(BIN)/python -m pytest -q
+
+# A Milvus standalone server on 127.0.0.1:$(MILVUS_PORT), data in $(MILVUS_DATA), until Ctrl-C: the
+# `milvus` package of [dev] (docs/vector_stores.md). Then: logicroute index ... --store milvus://127.0.0.1:19530
+MILVUS_PORT ?= 19530
+MILVUS_DATA ?= .milvus-server
+milvus: install
+	$(BIN)/python -m tests.milvus_server --port $(MILVUS_PORT) --data $(MILVUS_DATA)
 
 # Only the tests need a system package: the serve page's browser test drives Debian's chromium
 # through selenium. Installed when we may (root + apt), never by `make demo` or `make install`.

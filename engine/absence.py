@@ -11,7 +11,7 @@ Rules read off what an answer was made from, with no LLM call:
   form whose first hop is in the KB, send the question on up the ladder.
   A lookup (a short question) of one value whose terms the KB holds apart reads the next passages
   once (the chunk route, one call) instead of climbing: one fact has nothing to decompose. A
-  question asking for a list or an explanation (hierarchy.question_structure.answer_shape) climbs:
+  question asking for a list or an explanation (question.structure.answer_shape) climbs:
   its answer is spread over passages by nature, and a few words of its own framing no chunk holds
   ("the main treatment modalities") are no evidence that its topic is absent.
 - `ungrounded_reason`: an answer never outruns its evidence. A lookup naming something no chunk
@@ -37,58 +37,30 @@ from engine.base.errors import KBError
 from engine.base.types import Answer
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from engine.routes.specifics import holds_as_written, plain, specific_words, unread_words
+from question.parse import Question, as_question, key_terms, word_family
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
-
-
-# A term counts as present when a word of its family is ("director" in a KB that says "directed"):
-# the lexical index's terms are singular forms only, and a question words a fact its own way.
-_SUFFIXES = ("ation", "ition", "ment", "ing", "ion", "ed", "er", "or", "es", "ly", "s", "e")
-
-
-def word_family(term: str) -> set[str]:
-    """`term` and the forms that share its root under a few English suffixes (modification:
-    modify, modified)."""
-    roots = {term} | {term[: -len(x)] for x in _SUFFIXES if term.endswith(x) and len(term) - len(x) >= 4}
-    family = {term} | {r + x for r in roots for x in ("", *_SUFFIXES)}
-    if term.endswith("ication") and len(term) > 10:
-        family |= {term[: -len("ication")] + x for x in ("y", "ies", "ied", "ying")}
-    return family
 
 
 def _in_kb(lexical, term: str) -> bool:
     return any(lexical.document_frequency(w) for w in word_family(term))
 
 
-# Pronouns stand for something the question names elsewhere (or the conversation did): no term.
-_PRONOUNS = frozenset("he she him his her hers its they them their you your we our us my me".split())  # noqa: SIM905
-
-
-def key_terms(question: str) -> list[str]:
-    """The question's terms as the lexical index reads them (stop and question words, pronouns
-    dropped), once each."""
-    from hierarchy.lexical import tokens
-
-    return [t for t in dict.fromkeys(tokens(question)) if len(t) > 1 and t not in _PRONOUNS]  # "'s" is no term
-
-
-def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[str]) -> dict:
+def weigh_absence(kb: "KnowledgeBase", question: str | Question, retrieved_ids: Sequence[str]) -> dict:
     """{"climb": bool, "reason": str, ...the evidence}: whether an answer of a cheap route that
     says it has none should go up the ladder, from the KB's lexical index and the passages the
     route read (`retrieved_ids`). "look_further": True (with climb False) when the chunk route
     should read the next passages by rank once instead: a lookup whose terms the KB holds apart."""
-    from hierarchy.question_forms import form_plan
-    from hierarchy.question_structure import answer_shape
-
-    terms = key_terms(question)
+    question = as_question(question)
+    terms = list(question.key_terms)
     try:
         lexical = kb.lexical_index()
     except KBError:  # a KB written before lexical retrieval: nothing to weigh, the ladder as before
         return {"climb": True, "reason": "the KB has no lexical index to weigh the evidence with"}
     missing = [t for t in terms if not _in_kb(lexical, t)]
     evidence: dict = {"terms": terms, "missing": missing}
-    plan = form_plan(question)
+    plan = question.form_plan
     if plan is not None:
         form, hops = plan
         hop_missing = [t for t in key_terms(hops[0]) if not _in_kb(lexical, t)]
@@ -99,7 +71,7 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
                 "which no chunk holds", **evidence}  # fmt: skip
     if not terms:
         return {"climb": False, "reason": "the question has no term to look for", **evidence}
-    shape = answer_shape(question)
+    shape = question.shape
     evidence["shape"] = shape
     if missing and _asks_a_lookup(question, terms):
         # A list or an explanation is asked for in words of its own ("the main treatment
@@ -109,7 +81,7 @@ def weigh_absence(kb: "KnowledgeBase", question: str, retrieved_ids: Sequence[st
             return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
         return {"climb": True, "reason": f"it asks for {_SHAPE_WORDS[shape]}: {_listed(missing)}, which no chunk "
                 "holds, frame the request", **evidence}  # fmt: skip
-    best = _best_coverage(kb, terms, retrieved_ids)
+    best = _best_coverage(kb, question.term_families, retrieved_ids)
     evidence["best_passage_terms"] = best
     if best == len(terms):
         return {"climb": False, "reason": "a passage read holds every key term and answered nothing", **evidence}
@@ -136,16 +108,16 @@ _SHAPE_WORDS = {"list": "a list", "explanation": "an explanation"}
 LOOKUP_MAX_TERMS = 12
 
 
-def _asks_a_lookup(question: str, terms: list[str]) -> bool:
+def _asks_a_lookup(question: Question, terms: list[str]) -> bool:
     """A question (it ends with "?") short enough that a term no chunk holds means its fact is not there."""
-    return question.rstrip().endswith("?") and len(terms) <= LOOKUP_MAX_TERMS
+    return question.text.rstrip().endswith("?") and len(terms) <= LOOKUP_MAX_TERMS
 
 
-def _best_coverage(kb: "KnowledgeBase", terms: list[str], ids: Sequence[str]) -> int:
-    """The most key terms one of the passages `ids` holds (title, heading path and text)."""
+def _best_coverage(kb: "KnowledgeBase", families: list[set[str]], ids: Sequence[str]) -> int:
+    """The most key terms (given by their word families) one of the passages `ids` holds (title,
+    heading path and text)."""
     from hierarchy.lexical import lexical_text, tokens
 
-    families = [word_family(t) for t in terms]
     best = 0
     for cid in ids:
         chunk = kb.chunks.get(cid)
@@ -163,26 +135,28 @@ def _listed(terms: list[str]) -> str:
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w.+#-]*")
 
 
-def unheld_names(kb: "KnowledgeBase", question: str) -> list[str]:
+def unheld_names(kb: "KnowledgeBase", question: str | Question) -> list[str]:
     """The names a lookup question asks about that no chunk of the KB holds ("Cargo" asked of
     Valgrind's manual): whatever is answered about them comes from the model, not the documents.
     Empty for a request (not a lookup) and for a KB without a lexical index."""
     from hierarchy.lexical import tokens
 
-    if not _asks_a_lookup(question, key_terms(question)):
+    question = as_question(question)
+    if not _asks_a_lookup(question, question.key_terms):
         return []
     try:
         lexical = kb.lexical_index()
     except KBError:
         return []
-    names = [m.group(0).rstrip(".") for m in _NAME.finditer(question.strip())]
+    names = [m.group(0).rstrip(".") for m in _NAME.finditer(question.text.strip())]
     return [n for n in dict.fromkeys(names) if any(not _in_kb(lexical, t) for t in tokens(n) if len(t) > 1)]
 
 
-def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
+def ungrounded_reason(kb: "KnowledgeBase", question: str | Question, answer: Answer) -> str | None:
     """Why an answer outruns its evidence, or None when it does not: the question names
     something no chunk holds, a logic sub-answer is stated by none of its passages, or specific
     words of the answer are held by nothing read."""
+    question = as_question(question)
     names = unheld_names(kb, question)
     if names:
         return f"the question names {_listed(names)}, which no chunk of the KB holds"
@@ -192,7 +166,7 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str
         listed = "; ".join(f"{n.get('id')} {n.get('question', '')!r} -> {n.get('answer', '')!r}" for n in bad[:3])
         return f"sub-answer stated by none of its passages ({listed})"
     read = " ".join(_read_texts(kb, answer))
-    unread = unread_words(answer.text, f"{question} {read}")
+    unread = unread_words(answer.text, f"{question.text} {read}")
     if unread:
         return f"the answer names {_listed(unread)}, which neither the question nor any passage read holds"
     return None
@@ -216,7 +190,7 @@ def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     return out
 
 
-def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> str | None:
+def off_question_reason(kb: "KnowledgeBase", question: str | Question, answer: Answer) -> str | None:
     """Why an answer found after cheaper routes said "not in the documents" is taken from passages
     about something else, or None. A passage is about the question when it holds at least half of
     the key terms of the question or of a sub-question the logic route asked: one passage read
@@ -224,15 +198,16 @@ def off_question_reason(kb: "KnowledgeBase", question: str, answer: Answer) -> s
     passage gives for another option is no answer). A multi-hop form is not checked: its answer
     sits in a later hop's passage."""
     from hierarchy.lexical import tokens
-    from hierarchy.question_forms import form_plan
 
-    if not key_terms(question) or form_plan(question) is not None:
+    question = as_question(question)
+    if not question.key_terms or question.form_plan is not None:
         return None
     # what a passage may be about: the question, or a sub-question the logic route asked on the way
     # (a plan of one node restates the question: no hop of its own)
     nodes = (answer.trace.dag or {}).get("nodes", [])
     hops = [n.get("rewritten") or n.get("question") or "" for n in nodes] if len(nodes) > 1 else []
-    topics = [[word_family(t) for t in terms] for terms in map(key_terms, [question, *hops]) if terms]
+    topics = [question.term_families] if question.key_terms else []
+    topics += [[word_family(t) for t in terms] for terms in map(key_terms, hops) if terms]
 
     def about(held: set[str]) -> bool:
         return any(2 * sum(1 for f in fams if f & held) >= len(fams) for fams in topics)

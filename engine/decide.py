@@ -24,6 +24,7 @@ from engine.base.errors import LogicRouteError
 from engine.budget import Budget
 from engine.ood_policy import DEFAULT_OOD_POLICY, apply_ood_policy, check_ood_policy
 from engine.routes import TOP_ROUTE
+from question.parse import Question, as_question, text_of
 from router.list_gate import LIST_FORM, LIST_ROUTE
 
 FORM_ROUTE = "logic"  # where a question whose form names its sub-questions goes
@@ -120,15 +121,16 @@ class Learned:
     list_gate: float | None = None
 
 
-def learned_stage(router, questions: Sequence[str]) -> list[Learned]:
+def learned_stage(router, questions: Sequence[str | Question]) -> list[Learned]:
     """The learned stage for a batch, from one embedding batch. `router`: a loaded router
     (router.checkpoint.Router, or one with only .probs_and_ood: no list gate)."""
     if not questions:
         return []
-    if hasattr(router, "probs_ood_and_lists"):
+    if hasattr(router, "probs_ood_and_lists"):  # router.checkpoint.Router: its gate and features read Questions
         probs, oods, listed = router.probs_ood_and_lists(list(questions))
     else:
-        (probs, oods), listed = router.probs_and_ood(list(questions)), [None] * len(questions)
+        texts = [text_of(q) for q in questions]
+        (probs, oods), listed = router.probs_and_ood(texts), [None] * len(questions)
     return [Learned({r: float(p) for r, p in pr.items()}, o, g) for pr, o, g in zip(probs, oods, listed)]
 
 
@@ -190,7 +192,7 @@ class ListGateStage:
 
 @dataclass(frozen=True)
 class FormStage:
-    """A question whose form names its sub-questions (hierarchy.question_forms) goes to logic.
+    """A question whose form names its sub-questions (question.forms) goes to logic.
     Why: the probabilities tell lookups from multi-hop questions only partly (on questions written
     for the test they sent 11 of 20 comparisons and chains to logic), while such a form is a
     multi-hop question for certain, and the logic route plans it without an LLM call
@@ -198,15 +200,12 @@ class FormStage:
 
     on: bool = True
 
-    def form_of(self, question: str | None, probs: dict[str, float], route: str, gated: bool) -> str | None:
+    def form_of(self, question: str | Question | None, probs: dict[str, float], route: str, gated: bool) -> str | None:
         """The form that sends the question to logic, or None. The form is read only where it can
         change the route: off logic, or against the gate."""
         if question is None or not self.on or FORM_ROUTE not in probs or (route == FORM_ROUTE and not gated):
             return None
-        from hierarchy.question_forms import form_plan
-
-        plan = form_plan(question)
-        return plan[0] if plan else None
+        return as_question(question).form
 
     def route_of(self, question, probs, route: str, gated: bool) -> tuple[str, str | None] | None:
         """(logic, the form where it overrode the threshold stage, else None: the route was logic
@@ -251,7 +250,7 @@ class Decider:
         stage = ThresholdStage() if threshold is None else ThresholdStage(threshold=threshold, route=route)
         return replace(self, threshold=stage)
 
-    def decide(self, learned: Learned, question: str | None = None) -> Decision:
+    def decide(self, learned: Learned, question: str | Question | None = None) -> Decision:
         """The rule stages on one question's learned stage (the threshold stage calibrated already)."""
         probs, stage = learned.probs, self.threshold
         route = stage.route_of(probs)
@@ -277,12 +276,15 @@ class Decider:
         outcome = self.ood.apply(router_route, learned.ood)
         return Decision(route=outcome.route, ood=outcome.trace, escalate=outcome.escalate, flag=outcome.flag, **common)
 
-    def route(self, probs: dict[str, float], question: str | None = None, gate_p: float | None = None) -> str:
+    def route(
+        self, probs: dict[str, float], question: str | Question | None = None, gate_p: float | None = None
+    ) -> str:
         """The route for bare probabilities (the lab's replays of stored probabilities)."""
         return self.decide(Learned(probs, None, gate_p), question).route
 
-    def decide_many(self, router, questions: Sequence[str], style: str | None = None) -> list[Decision]:
-        """The decisions for checked questions, from one embedding batch; a threshold stage with a
+    def decide_many(self, router, questions: Sequence[str | Question], style: str | None = None) -> list[Decision]:
+        """The decisions for checked questions (texts, or Questions read once: the form stage
+        reads their form), from one embedding batch; a threshold stage with a
         share and no threshold is calibrated on this batch. `style`: the answer style
         (escalate_below holds in the style `logicroute adapt` calibrated it in)."""
         learned = learned_stage(router, questions)
@@ -299,7 +301,7 @@ class Decider:
 
 def decide_many(
     router,
-    questions: Sequence[str],
+    questions: Sequence[str | Question],
     budget: Budget | None,
     ood_policy: str,
     style: str | None = None,

@@ -21,6 +21,7 @@ from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
 from engine.routes.common import looks_unanswered
+from question.parse import Question, text_of
 
 if TYPE_CHECKING:
     from engine.budget import Budget
@@ -68,7 +69,7 @@ class Escalation:
     looked_further: bool = False  # the next passages were read once: an answer that still has none is final
     checked: bool = False  # a cheap answer is checked once
 
-    def next_step(self, question: str, ans: Answer, budget: "Budget | None") -> Step | None:
+    def next_step(self, question: str | Question, ans: Answer, budget: "Budget | None") -> Step | None:
         """Where `ans` goes next, or None to keep it."""
         if ans.route not in CHEAP_ROUTES or not (self.retry or self.checks):
             return None
@@ -84,10 +85,10 @@ class Escalation:
             if budget is not None and too_little_left(budget, ans.usage):
                 ans.trace.flag("no self-check: too little budget left")
                 return None
-            reason = self_check_reason(self.kb, self.llm, question, ans)
+            reason = self_check_reason(self.kb, self.llm, text_of(question), ans)
         return Step(TOP_ROUTE, reason, "escalated to") if reason is not None else None
 
-    def _after_absence(self, question: str, ans: Answer, reason: str) -> Step | None:
+    def _after_absence(self, question: str | Question, ans: Answer, reason: str) -> Step | None:
         if self.looked_further:
             return None  # the next passages said the same: "not in the documents" is the answer
         if not self.climbing:

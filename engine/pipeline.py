@@ -36,6 +36,7 @@ from engine.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, che
 from engine.routes.common import check_question, looks_unanswered
 from engine.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.routes.summary_config import SummaryConfig
+from question.parse import Question, read_question
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -128,7 +129,7 @@ class RoutedRAG(RagConfig):
         threshold = ThresholdStage(logic_share=logic_share).calibrated(p).threshold
         return Budget(threshold=threshold, logic_share=logic_share, **limits)
 
-    def decide_many(self, questions: Sequence[str], budget: Budget | None = None) -> list[Decision]:
+    def decide_many(self, questions: Sequence[str | Question], budget: Budget | None = None) -> list[Decision]:
         """The routing decision for each checked question (engine.decide), from one embedding batch,
         with this KB's router, this instance's out-of-distribution policy and answer style."""
         budget = self.budget if budget is None else budget
@@ -150,7 +151,7 @@ class RoutedRAG(RagConfig):
         max_seconds counts from it, so a command's own start-up (loading the embedder) is
         inside its limit."""
         t0 = time.perf_counter() if started is None else started
-        q = check_question(question)
+        q = read_question(check_question(question))  # read once: every stage below reads this Question
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
@@ -176,7 +177,7 @@ class RoutedRAG(RagConfig):
         of it goes to logic. Up to `concurrency` questions run at once; the first error
         (in input order) is raised once every question has finished."""
         t0 = time.perf_counter()
-        qs = [check_question(q) for q in questions]
+        qs = [read_question(check_question(q)) for q in questions]  # each read once
         self.kb.require_chunks()
         budget = self.budget if budget is None else budget
         check_route(route)
@@ -200,7 +201,7 @@ class RoutedRAG(RagConfig):
             return [f.result() for f in futures]
 
     def _answer_decided(
-        self, q: str, decision: Decision, budget: Budget | None, escalate: bool | None, t0: float
+        self, q: Question, decision: Decision, budget: Budget | None, escalate: bool | None, t0: float
     ) -> Answer:
         """One pass: answer on the decided route, then each step the escalation policy asks for,
         then the answer's decision, flags and wall time."""
@@ -247,7 +248,7 @@ class RoutedRAG(RagConfig):
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
     def _run_route(
-        self, q: str, route: str, budget: Budget | None = None, after_absence: bool = False, exclude: tuple = ()
+        self, q: Question, route: str, budget: Budget | None = None, after_absence: bool = False, exclude: tuple = ()
     ) -> Answer:
         """`route`'s answer to the checked question `q`, inside `budget`'s limits; an answer that
         outruns the passages it read becomes "not in the documents" (engine.absence), and so does

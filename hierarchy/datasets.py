@@ -31,7 +31,8 @@ graphrag_<source>):
   plus a corpus JSON array [{corpus_name, context}]: the `corpus` argument, else the
   `*_corpus.json` beside the questions file. Named "graphrag_<source>", e.g. graphrag_medical.
 - generic JSONL (named after the file stem): {id, question, answers[], type?,
-  passages[{title, text, supporting?}]}.
+  passages[{title, text, supporting?}]}; without passages ({question, answers[]} or
+  {question, answer}): a user's questions over a KB they already have.
 
 Files may be .json or .jsonl, optionally gzipped (.gz). Errors: an unrecognised file
 raises `UnknownFormatError`; a malformed JSON line or record raises `DataFormatError`
@@ -62,7 +63,7 @@ FORMATS: dict[str, str] = {
     "squad": "SQuAD v1.1 JSON (data[].paragraphs[].context/qas)",
     "graphrag": "GraphRAG-Bench questions JSON (id, source, question, answer, question_type) "
     "beside its corpus JSON (corpus_name, context)",
-    "generic": "JSONL {id, question, answers[], type?, passages[{title, text, supporting?}]}",
+    "generic": "JSONL {id?, question, answers[] (or answer), type?, passages[{title, text, supporting?}]?}",
 }
 
 # Where the benchmark files live under shared/data (see its README).
@@ -212,6 +213,8 @@ def _detect(path: Path, r: dict) -> tuple[str, Converter]:
         return (f"graphrag_{source}" if re.fullmatch(r"\w+", source) else "graphrag"), _from_graphrag
     if {"question", "answers", "passages"} <= keys:
         return path.name.split(".")[0], _from_generic
+    if {"question", "answers"} <= keys or {"question", "answer"} <= keys:  # a user's questions over their KB
+        return path.name.split(".")[0], _from_generic
     raise UnknownFormatError(_unknown(path, f"first record keys {sorted(keys)[:12]}"))
 
 
@@ -328,8 +331,9 @@ def _from_squad_paragraph(raw: tuple, name: str, qi: int) -> tuple[Question, lis
 
 
 def _from_generic(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:
-    paras = [(p["title"], p["text"], bool(p.get("supporting", False))) for p in r["passages"]]
-    return _build(r.get("id", f"{name}-{qi}"), r["question"], _str_list(r["answers"]), r.get("type"), name, paras)
+    paras = [(p["title"], p["text"], bool(p.get("supporting", False))) for p in r.get("passages", [])]
+    answers = _str_list(r["answers"] if "answers" in r else r["answer"])
+    return _build(r.get("id", f"{name}-{qi}"), r["question"], answers, r.get("type"), name, paras)
 
 
 def _from_graphrag(r: dict, name: str, qi: int) -> tuple[Question, list[Passage]]:

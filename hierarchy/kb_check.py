@@ -164,6 +164,12 @@ def _check_shared_store(path: Path, manifest: CommittedManifest, chunk_ids: set[
     way, or one that died (the next write removes them)."""
     vstore = open_store(manifest.store, path, manifest.dim, {}, [])
     try:
+        if chunk_ids and not vstore.exists():  # dropped behind the KB's back: say which, not "misses N"
+            report.problems.append(
+                f"{manifest.store.label()} has no collection {manifest.store.collection} for the KB's "
+                f"{len(chunk_ids)} committed chunks (dropped?); `check --repair` rebuilds it from them"
+            )
+            return
         rows = vstore.all_ids()
     except Exception as e:  # KBError when unreachable; pymilvus' own errors past that
         report.problems.append(f"{manifest.store.label()}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}")

@@ -125,9 +125,15 @@ def _chunk_level(path: Path, embedder: Any, report: RepairReport, show_progress:
 
 
 def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
-    """A Milvus store holds exactly the committed chunks again. A collection that cannot be
-    loaded (a writer killed while Milvus Lite wrote a segment) is dropped and refilled from the
-    committed vectors."""
+    """A Milvus store holds exactly the committed chunks again. A collection that cannot be loaded (a writer
+    killed while Milvus Lite wrote a segment), or that was dropped behind the KB's back, is refilled from them."""
+    label = kb.store.spec.label()
+    if len(kb) and not kb.store.exists():
+        kb.store.add(kb.chunk_ids, kb.vectors)  # add creates the collection
+        (kb.path / JOURNAL).unlink(missing_ok=True)  # its ids were in the dropped collection, or in none
+        name, n = kb.store.spec.collection, len(kb)
+        report.notes.append(f"{label} had no collection {name}: rebuilt, {n} committed chunks")
+        return
     try:
         settle_journal(kb)
         rows = kb.store.all_ids()
@@ -135,7 +141,6 @@ def _resync_shared_store(kb: KnowledgeBase, report: RepairReport) -> None:
         kb.store.drop()
         kb.store.add(kb.chunk_ids, kb.vectors)
         (kb.path / JOURNAL).unlink(missing_ok=True)
-        label = kb.store.spec.label()
         report.notes.append(f"{label} could not load its collection: refilled with the {len(kb)} committed chunks")
         return
     missing = [c for c in kb.chunk_ids if c not in rows]

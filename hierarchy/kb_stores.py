@@ -69,6 +69,9 @@ def shared_store_change(kb: "KnowledgeBase", added: Collection[str], deleted: Co
         # (the KB's commit would refuse it too, but only after the store was written).
         if (store.recorded_files(kb.path / MANIFEST) or {}) != (kb.manifest.get("files") or {}):
             raise store.changed_error(kb.path)
+        # One round trip before the journal: a server that is down fails the change here, with
+        # the KB folder as it was, instead of leaving a journal of rows that never got written.
+        kb.store.count()
         settle_journal(kb)
         touched = sorted({*added, *deleted})
         atomic_write_json(kb.path / JOURNAL, {"ids": touched})

@@ -27,6 +27,7 @@ from engine.base.errors import CheckpointError
 from engine.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
+    from question.parse import Question
     from router.list_gate import ListGate
     from router.model import RouterMLP
     from router.ood import OodGuard
@@ -231,7 +232,7 @@ class Router:
         """The answer style escalate_below was calibrated in (a phrase's confidence is not a sentence's)."""
         return (self.card.get("adapted") or {}).get("style")
 
-    def inputs(self, questions: Sequence[str]):
+    def inputs(self, questions: Sequence[str | Question]):
         from router.features import build_inputs
 
         return build_inputs(list(questions), self.embedder, self.features, text_form=self.model.config.text_form)
@@ -259,7 +260,7 @@ class Router:
         return self.probs_ood_and_lists(questions)[:2]
 
     def probs_ood_and_lists(
-        self, questions: Sequence[str]
+        self, questions: Sequence[str | Question]
     ) -> tuple[list[dict[str, float]], list[dict | None], list[float | None]]:
         """`probs`, `ood` and, per question, the list gate's probability where it fires (else
         None; all None without a gate), from one embedding batch."""

@@ -1,4 +1,4 @@
-"""What the router sees: the embedding of the question (as asked, or masked: hierarchy.question_structure),
+"""What the router sees: the embedding of the question (as asked, or masked: question.structure),
 followed by structural features of the question computed without any model.
 
 Train and serve go through the same functions, `embedded_text` and `build_inputs`, so the
@@ -28,10 +28,12 @@ The features (columns scaled to [0, 1]; counts are capped):
 | depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
 | operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
 |  |  | superlative operators (-est words, first, last, most, least) / 2 |
-| lookups | 1 | retrievals the form asks for (hierarchy.question_structure.count_lookups: "Where was the director of X |
+| lookups | 1 | retrievals the form asks for (question.structure.count_lookups: "Where was the director of X |
 |  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
-| shape | 2 | the answer the question asks for (hierarchy.question_structure.answer_shape): 1 for a list |
+| shape | 2 | the answer the question asks for (question.structure.answer_shape): 1 for a list |
 |  |  | ("Which options does X take?"), 1 for an explanation ("Why ...", "How does X differ ..."); 0 0 for one value |
+| form | 3 | the form that names the sub-questions (question.forms.form_plan), one-hot: date comparison, |
+|  |  | same check, chain; the form stage's reading as an input (not in the default set) |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
 """
@@ -45,7 +47,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hierarchy.question_structure import (
+from question.parse import Question, text_of
+from question.structure import (
     MAX_LOOKUPS,
     QUOTED,
     QWORDS,
@@ -113,7 +116,7 @@ TEXT_FORMS = ("question", "masked", "plain")
 
 def embedded_text(text: str, form: str = "question") -> str:
     """The text the router embeds: the question as asked, its masked form, or its plain form
-    (closing marks removed: hierarchy.question_structure.unpunctuated)."""
+    (closing marks removed: question.structure.unpunctuated)."""
     if form not in TEXT_FORMS:
         raise ValueError(f"unknown text form {form!r}; choose {', '.join(TEXT_FORMS)}")
     if form == "masked":
@@ -139,9 +142,12 @@ def f_length(q: str) -> list[float]:
 
 
 def f_qword(q: str) -> list[float]:
-    """One-hot of the question word (hierarchy.question_structure.question_word), + 'other'."""
+    """One-hot of the question word (question.structure.question_word), + 'other'."""
+    return _qword_columns(question_word(q))
+
+
+def _qword_columns(w: str) -> list[float]:
     out = [0.0] * (len(QWORDS) + 1)
-    w = question_word(q)
     out[QWORDS.index(w) if w in QWORDS else -1] = 1.0
     return out
 
@@ -183,17 +189,17 @@ def f_comparison(q: str) -> list[float]:
 
 
 def f_dates(q: str) -> list[float]:
-    """Dates (hierarchy.question_structure.count_dates), / 2, capped at 1."""
+    """Dates (question.structure.count_dates), / 2, capped at 1."""
     return [_capped(count_dates(q), 2)]
 
 
 def f_numbers(q: str) -> list[float]:
-    """Numbers that are not dates (hierarchy.question_structure.count_numbers), / 2, capped at 1."""
+    """Numbers that are not dates (question.structure.count_numbers), / 2, capped at 1."""
     return [_capped(count_numbers(q), 2)]
 
 
 def f_depth(q: str) -> list[float]:
-    """Deepest nested relation chain in one clause (hierarchy.question_structure.chain_depth), / 3, capped at 1."""
+    """Deepest nested relation chain in one clause (question.structure.chain_depth), / 3, capped at 1."""
     return [_capped(chain_depth(q), 3)]
 
 
@@ -203,14 +209,38 @@ def f_operators(q: str) -> list[float]:
 
 
 def f_lookups(q: str) -> list[float]:
-    """Retrievals the question's form asks for (hierarchy.question_structure.count_lookups), (n - 1) / 3."""
+    """Retrievals the question's form asks for (question.structure.count_lookups), (n - 1) / 3."""
     return [(count_lookups(q) - 1) / (MAX_LOOKUPS - 1)]
 
 
 def f_shape(q: str) -> list[float]:
-    """[asks for a list, asks for an explanation] (hierarchy.question_structure.answer_shape)."""
-    shape = answer_shape(q)
+    """[asks for a list, asks for an explanation] (question.structure.answer_shape)."""
+    return _shape_columns(answer_shape(q))
+
+
+def _shape_columns(shape: str) -> list[float]:
     return [float(shape == "list"), float(shape == "explanation")]
+
+
+FORMS = ("date comparison", "same check", "chain")  # question.forms.form_plan's names
+
+
+def f_form(q: str) -> list[float]:
+    """One-hot of the form that names the question's sub-questions (question.forms:
+    what the decision's form stage reads), all zero for none: the rule's signal as an input."""
+    from question.forms import form_plan
+
+    plan = form_plan(q)
+    return [float(plan is not None and plan[0] == name) for name in FORMS]
+
+
+# The features a Question read once already holds (question.parse): its question word and answer
+# shape are read off the text as asked, which gives what the normalized text gives (both readers
+# normalize or tokenize first), so a routed question is not read again for them.
+_READ_ONCE: dict[str, Callable[[Question], list[float]]] = {
+    "qword": lambda read: _qword_columns(read.word),
+    "shape": lambda read: _shape_columns(read.shape),
+}
 
 
 class Feature(NamedTuple):
@@ -235,11 +265,12 @@ FEATURES: dict[str, Feature] = {
     "operators": Feature(f_operators, 2, 1),
     "lookups": Feature(f_lookups, 1, 1),
     "shape": Feature(f_shape, 2, 1),
+    "form": Feature(f_form, len(FORMS), 1),
 }
 
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
 # What the MLP trains on by default: every feature but `shape`, which is the list gate's (router.list_gate)
-DEFAULT_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f != "shape")
+DEFAULT_FEATURES: tuple[str, ...] = tuple(f for f in FEATURES if f not in ("shape", "form"))
 
 
 def check_feature_set(names: Sequence[str]) -> tuple[str, ...]:
@@ -278,21 +309,23 @@ def feature_set_problem(names: Sequence[str], versions: Mapping[str, int] | None
     return None
 
 
-def cheap_features(texts: Sequence[str], names: Sequence[str]) -> np.ndarray:
-    """(n, feature_dim(names)) float32; empty columns when names is empty."""
+def cheap_features(texts: Sequence[str | Question], names: Sequence[str]) -> np.ndarray:
+    """(n, feature_dim(names)) float32; empty columns when names is empty. A Question's own
+    readings give the features it holds (_READ_ONCE)."""
     names = check_feature_set(names)
     rows = []
     for t in texts:
-        q = normalize_question(t)
+        q = normalize_question(text_of(t))
         row: list[float] = []
         for n in names:
-            row.extend(FEATURES[n].compute(q))
+            read_once = _READ_ONCE.get(n) if isinstance(t, Question) else None
+            row.extend(read_once(t) if read_once is not None else FEATURES[n].compute(q))
         rows.append(row)
     return np.asarray(rows, dtype=np.float32).reshape(len(texts), feature_dim(names))
 
 
 def build_inputs(
-    texts: Sequence[str],
+    texts: Sequence[str | Question],
     embedder,
     names: Sequence[str],
     embeddings: np.ndarray | None = None,
@@ -303,10 +336,10 @@ def build_inputs(
 
     `embeddings` skips the embedder when the caller already has them (training caches them
     once per embedded text)."""
-    qs = [normalize_question(t) for t in texts]
+    qs = [normalize_question(text_of(t)) for t in texts]
     if embeddings is None:
         shown = [embedded_text(q, text_form) for q in qs]
         embeddings = (
             np.asarray(embedder.encode(shown), dtype=np.float32) if qs else np.zeros((0, embedder.dim), np.float32)
         )
-    return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(qs, names)], axis=1)
+    return np.concatenate([np.asarray(embeddings, dtype=np.float32), cheap_features(texts, names)], axis=1)

@@ -3,7 +3,7 @@ the lockfile?", "Which modules document a 'close' event?")? When it does, the su
 it (its global mode: engine.routes.summary_config.mode_for).
 
 A logistic regression over the router's embedding of the question and the `shape` feature (the
-answer the question asks for: hierarchy.question_structure.answer_shape), stored in the router's
+answer the question asks for: question.structure.answer_shape), stored in the router's
 checkpoint next to the MLP. Why a gate apart from the MLP: trained into the shared three-way
 network, the list questions' rows move its chunk-or-logic decisions on other questions (five
 seeds with and without them: docs/results/router/list_gate/README.md); the gate leaves the MLP as
@@ -23,6 +23,8 @@ from engine.base.errors import CheckpointError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from question.parse import Question
 
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
 LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
@@ -52,14 +54,14 @@ class ListGate:
             raise CheckpointError(f"list gate expects {self.weight.shape[0]} inputs, got {x.shape[1]}")
         return 1.0 / (1.0 + np.exp(-(x @ self.weight + self.bias)))
 
-    def fires(self, embeddings: np.ndarray, questions: Sequence[str]) -> list[float | None]:
+    def fires(self, embeddings: np.ndarray, questions: Sequence[str | Question]) -> list[float | None]:
         """Per question its probability when the gate fires, else None. It fires only on a
         question that asks for a list (answer_shape): the global mode answers no other, so a
         question the summary route would answer by the descent stays with the MLP."""
-        from hierarchy.question_structure import answer_shape
+        from question.parse import as_question
 
         return [
-            float(p) if p >= self.threshold and answer_shape(q) == "list" else None
+            float(p) if p >= self.threshold and as_question(q).shape == "list" else None
             for p, q in zip(self.probs(embeddings, questions), questions)
         ]
 

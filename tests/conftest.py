@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
 
 # The benchmark data sit beside the repository: <parent of repo>/shared/data.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# Set to 1 (.ci/run does) and a Milvus server that cannot start fails the tests that need it
+# instead of skipping them: CI installs the `milvus` package ([dev]), so a skip there is a fault.
+REQUIRE_MILVUS_SERVER = "LOGICROUTE_REQUIRE_MILVUS_SERVER"
 
 
 def pytest_sessionstart(session):
@@ -32,6 +36,48 @@ def shared_data() -> Path:
             "(the benchmark files live in ../shared/data relative to the repo root)"
         )
     return SHARED_DATA
+
+
+def start_milvus_server(data_dir: Path):
+    """A started tests.milvus_server.MilvusServer, or a skip (a failure under REQUIRE_MILVUS_SERVER)."""
+    from tests.milvus_server import MilvusServer, ServerUnavailable  # the package loads only here
+
+    try:
+        return MilvusServer(data_dir).start()
+    except ServerUnavailable as e:
+        reason = str(e)  # failed or skipped outside the except: the report is the reason, not a chain
+    if os.environ.get(REQUIRE_MILVUS_SERVER) == "1":
+        pytest.fail(f"no Milvus server ({REQUIRE_MILVUS_SERVER}=1): {reason}", pytrace=False)
+    pytest.skip(f"no Milvus server: {reason}")
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory):
+    """One Milvus standalone server (the `milvus` package) for the whole session, on a free
+    loopback port; the specs that stop or kill a server use one of their own
+    (tests/hierarchy/test_milvus_server_faults.py), so this one stays up. Stopped at the end,
+    its process group with it."""
+    server = start_milvus_server(tmp_path_factory.mktemp("milvus-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _milvus_fault_server_once(tmp_path_factory):
+    server = start_milvus_server(tmp_path_factory.mktemp("milvus-fault-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def milvus_fault_server(_milvus_fault_server_once):
+    """A second Milvus server for the specs of its faults, which stop, kill and restart it:
+    running when a spec starts (started again here, on the same port and data, if the spec
+    before left it down), so `milvus_server` never sees a fault."""
+    server = _milvus_fault_server_once
+    if not server.running:
+        server.start()  # from the main thread: the server dies with the thread that starts it
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,12 @@ class KBNotFoundError(KBError):
     pass
 
 
+class StoreUnavailableError(KBError):
+    """The KB's vector store (a Milvus server) does not answer: down, restarting, unreachable.
+    Transient, unlike the KB's own faults: the same call may succeed once it is back (serve
+    answers 503, not 500)."""
+
+
 class KBCorruptError(KBError):
     pass
 

@@ -5,7 +5,7 @@ text, concrete few-shots, JSON constrained by a schema, answers as short phrases
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 DECOMPOSE_MAX_ITEMS = 5
 
@@ -18,7 +18,7 @@ DECOMPOSE_SYSTEM = (
     "add a sub-question that only compares answers."
 )
 
-_DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
+DECOMPOSE_EXAMPLES: list[tuple[str, list[tuple[str, str, list[str]]]]] = [
     ("Who wrote the novel Dracula?", [("q1", "Who wrote the novel Dracula?", [])]),
     (
         "What is the date of birth of the performer of song Hello?",
@@ -69,7 +69,7 @@ DECOMPOSE_SYSTEM_SHORT = (
     "for the answer of q1 and list q1 in depends_on. A question about one named thing stays whole. "
     "Never add a sub-question that only compares answers."
 )
-_SHORT_EXAMPLES = (
+SHORT_EXAMPLES = (
     "Who wrote the novel Dracula?",
     "What is the date of birth of the performer of song Hello?",
     "Who is older, Ann Lee or Tom Ford?",
@@ -78,107 +78,66 @@ _SHORT_EXAMPLES = (
 )
 
 
-# The question-list plan (the plan_questions mechanism, for experiments): the reply is a JSON list of
-# sub-question strings; ids follow their position and dependencies are the #qN placeholders, so the ids and
-# depends_on lists (a third of the examples' tokens, and of the reply's) are never written.
-DECOMPOSE_SYSTEM_QUESTIONS = (
-    "Split the question into sub-questions, each asking one fact about one named thing. A thing "
-    "described through another (the director of film X) gets its own sub-question first; a later "
-    "sub-question writes #q1 for the answer of the first sub-question, #q2 for the second. A question "
-    "about one named thing stays whole. Never add a sub-question that only compares answers."
-)
-
-
-def _plan_questions_json(nodes: list[tuple[str, str, list[str]]]) -> str:
-    return json.dumps({"subquestions": [q for _, q, _ in nodes]}, separators=(",", ":"))
-
-
-def _plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
+def plan_json(nodes: list[tuple[str, str, list[str]]]) -> str:
     # compact separators: fewer prompt tokens per example, and the model copies the style
     return json.dumps(
         {"subquestions": [{"id": i, "question": q, "depends_on": d} for i, q, d in nodes]}, separators=(",", ":")
     )
 
 
-def _plan_lines(nodes: list[tuple[str, str, list[str]]]) -> str:
-    """A plan as text lines, "q2 (after q1): What is the date of birth of #q1?": the compact
-    examples' form, a third of the tokens of the JSON the reply must use."""
-    lines = []
-    for i, q, d in nodes:
-        after = f" (after {', '.join(d)})" if d else ""
-        lines.append(f"{i}{after}: {q}")
-    return "\n".join(lines)
-
-
-# Every example plan's question, in the prompt's order: the pool the plan_examples mechanism (for
-# experiments) picks from.
-DECOMPOSE_EXAMPLE_QUESTIONS = tuple(q for q, _ in _DECOMPOSE_EXAMPLES)
-
-
-def decompose_messages(
-    question: str,
-    short: bool = False,
-    compact: bool = False,
-    questions: bool = False,
-    examples: Sequence[str] | None = None,
-) -> list[dict]:
-    """The plan prompt: the examples as chat turns in JSON, or (compact) as text lines inside the
-    system message; the reply's form is the schema's either way. `questions`: the short prompt's
-    examples as lists of sub-question strings (decompose_schema(questions=True)); compact does not
-    apply to them. `examples`: show only the example plans of these questions (of
-    DECOMPOSE_EXAMPLE_QUESTIONS, kept in the prompt's order) instead of the prompt's own set."""
-    if questions:
-        system, render = DECOMPOSE_SYSTEM_QUESTIONS, _plan_questions_json
-    else:
-        system, render = (DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM), _plan_json
-    short = short or questions
-    wanted = set(examples) if examples is not None else set(_SHORT_EXAMPLES if short else DECOMPOSE_EXAMPLE_QUESTIONS)
-    chosen = [(q, nodes) for q, nodes in _DECOMPOSE_EXAMPLES if q in wanted]
-    if compact and not questions:
-        shown = "\n\n".join(f"Question: {q}\n{_plan_lines(nodes)}" for q, nodes in chosen)
-        system += f" In these examples, (after q1) means q1 is in depends_on:\n\n{shown}"
-        return [{"role": "system", "content": system}, {"role": "user", "content": f"Question: {question}"}]
+def decompose_messages(question: str, short: bool = False) -> list[dict]:
+    """The plan prompt: the example plans as chat turns in JSON (short: the short prompt's five)."""
+    system = DECOMPOSE_SYSTEM_SHORT if short else DECOMPOSE_SYSTEM
     msgs: list[dict] = [{"role": "system", "content": system}]
-    for q, nodes in chosen:
-        msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": render(nodes)}]
+    for q, nodes in DECOMPOSE_EXAMPLES:
+        if not short or q in SHORT_EXAMPLES:
+            msgs += [{"role": "user", "content": f"Question: {q}"}, {"role": "assistant", "content": plan_json(nodes)}]
     msgs.append({"role": "user", "content": f"Question: {question}"})
     return msgs
 
 
-def decompose_retry_messages(
-    question: str,
-    bad_reply: str,
-    problems: list[str],
-    short: bool = False,
-    compact: bool = False,
-    questions: bool = False,
-    examples: Sequence[str] | None = None,
-) -> list[dict]:
-    """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
-    model loses the question in a multi-turn correction (it re-plans the few-shot questions),
-    so the same single-turn prompt is sent again with the earlier plan and its error stated."""
-    msgs = decompose_messages(question, short, compact, questions, examples)
-    rule = "may only use the answers of earlier ones" if questions else "may only depend on earlier ids"
-    msgs[-1] = {
+def retry_turn(question: str, bad_reply: str, problems: list[str], rule: str) -> dict:
+    """The last turn of a regeneration: the question again, with the earlier plan and its error."""
+    return {
         "role": "user",
         "content": (
             f"Question: {question}\n(An earlier plan for this question was wrong: {'; '.join(problems)}. "
             f"Each sub-question {rule}. Earlier plan: {bad_reply})"
         ),
     }
+
+
+def decompose_retry_messages(question: str, bad_reply: str, problems: list[str], short: bool = False) -> list[dict]:
+    """The regeneration after an invalid plan (cycle, dangling id, no real split). The small
+    model loses the question in a multi-turn correction (it re-plans the few-shot questions),
+    so the same single-turn prompt is sent again with the earlier plan and its error stated."""
+    msgs = decompose_messages(question, short)
+    msgs[-1] = retry_turn(question, bad_reply, problems, "may only depend on earlier ids")
     return msgs
 
 
-def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS, questions: bool = False) -> dict:
-    if questions:
-        item = {"type": "string", "minLength": 3, "maxLength": 300}
-        plan = {"type": "array", "minItems": 1, "maxItems": max_items, "items": item}
-        return {
-            "type": "object",
-            "properties": {"subquestions": plan},
-            "required": ["subquestions"],
-            "additionalProperties": False,
-        }
+@dataclass(frozen=True)
+class PlanPrompt:
+    """The decomposition's prompt, its schema and how its reply lists the sub-questions. The route
+    sends this one; an experiment hands the route another (Mechanisms.plan_prompt)."""
+
+    short: bool = False  # LogicConfig.short_prompts
+
+    def messages(self, question: str) -> list[dict]:
+        return decompose_messages(question, self.short)
+
+    def retry_messages(self, question: str, bad_reply: str, problems: list[str]) -> list[dict]:
+        return decompose_retry_messages(question, bad_reply, problems, self.short)
+
+    def schema(self) -> dict:
+        return decompose_schema()
+
+    def items(self, data: dict) -> list[dict]:
+        """The reply's sub-questions as objects with an id, a question and depends_on."""
+        return data["subquestions"]
+
+
+def decompose_schema(max_items: int = DECOMPOSE_MAX_ITEMS) -> dict:
     return {
         "type": "object",
         "properties": {

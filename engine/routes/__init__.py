@@ -22,6 +22,7 @@ from engine.prompts.answer import answer_messages, check_style
 from engine.routes.common import check_question
 from engine.routes.logic.config import LogicConfig
 from engine.routes.summary_config import SummaryConfig
+from question.parse import Question, text_of
 
 if TYPE_CHECKING:
     from engine.base.types import Answer
@@ -57,11 +58,11 @@ class Route(Protocol):
     settings: ClassVar[type | None]
     config: object
 
-    def answer(self, question: str, ctx: RouteContext) -> "Answer": ...
+    def answer(self, question: str | Question, ctx: RouteContext) -> "Answer": ...
 
     def bounded(self, limits: dict) -> "Route": ...
 
-    def smallest_prompt(self, question: str, ctx: RouteContext) -> int: ...
+    def smallest_prompt(self, question: str | Question, ctx: RouteContext) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -74,17 +75,18 @@ class ChunkRoute:
     settings: ClassVar[type | None] = None
     config: None = None
 
-    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+    def answer(self, question: str | Question, ctx: RouteContext) -> "Answer":
         from engine.routes.chunk import answer_chunk
 
-        answer = answer_chunk(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style, exclude=ctx.exclude)
+        answer = answer_chunk(text_of(question), ctx.kb, ctx.llm, k=ctx.k, style=ctx.style, exclude=ctx.exclude)
         return _cited(answer, ctx.style)
 
     def bounded(self, limits: dict) -> "ChunkRoute":
         return self  # one call: nothing for a limit to cut
 
-    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
-        return _answer_prompt(question, ctx.kb.search(question, k=ctx.k), ctx.style)
+    def smallest_prompt(self, question: str | Question, ctx: RouteContext) -> int:
+        q = text_of(question)
+        return _answer_prompt(q, ctx.kb.search(q, k=ctx.k), ctx.style)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class SummaryRoute:
     settings: ClassVar[type | None] = SummaryConfig
     config: SummaryConfig | None = None
 
-    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+    def answer(self, question: str | Question, ctx: RouteContext) -> "Answer":
         from engine.routes.summary import answer_summary
 
         ans = answer_summary(question, ctx.kb, ctx.llm, k=ctx.k, style=ctx.style, config=self.config)
@@ -113,7 +115,7 @@ class SummaryRoute:
 
         return SummaryRoute(bounded_config(self.config, limits))
 
-    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
+    def smallest_prompt(self, question: str | Question, ctx: RouteContext) -> int:
         from engine.llm.base import estimate_prompt_tokens
         from engine.routes.summary import summary_messages
 
@@ -133,7 +135,7 @@ class LogicRoute:
     config: LogicConfig | None = None
     budget: Budget | None = None
 
-    def answer(self, question: str, ctx: RouteContext) -> "Answer":
+    def answer(self, question: str | Question, ctx: RouteContext) -> "Answer":
         from engine.routes.logic.solve import answer_logic
 
         cfg = self.config or LogicConfig(k=ctx.k)
@@ -142,10 +144,10 @@ class LogicRoute:
     def bounded(self, limits: dict) -> "LogicRoute":
         return LogicRoute(self.config, Budget(**{**limits_of(self.budget), **limits})) if limits else self
 
-    def smallest_prompt(self, question: str, ctx: RouteContext) -> int:
+    def smallest_prompt(self, question: str | Question, ctx: RouteContext) -> int:
         # stopped at once, its final answer is the chunk route's prompt at its own k (final_answer.py)
-        k = self.config.k if self.config else ctx.k
-        return _answer_prompt(question, ctx.kb.search(question, k=k), ctx.style)
+        k, q = self.config.k if self.config else ctx.k, text_of(question)
+        return _answer_prompt(q, ctx.kb.search(q, k=k), ctx.style)
 
 
 def _answer_prompt(question: str, passages: list, style: str) -> int:
@@ -226,7 +228,7 @@ def _cited(ans: "Answer", style: str) -> "Answer":
     return ans
 
 
-def check_a_call_fits(budget: Budget | None, questions: Sequence[str], rag, route: str) -> None:
+def check_a_call_fits(budget: Budget | None, questions: Sequence[str | Question], rag, route: str) -> None:
     """Refuse, before anything is asked, a prompt-token budget too small for the route that will
     answer: `route`, or with "auto" any the router may pick (the largest of them). Each route's
     answer needs one call at least (Route.smallest_prompt: the chunk route's over the question

@@ -30,6 +30,7 @@ from engine.prompts.passages import format_passages
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
 from engine.routes.summary_config import GLOBAL_MODE, SummaryConfig, mode_for, summary_config
+from question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase
@@ -316,7 +317,7 @@ def _tree_passages(
 
 
 def answer_summary(
-    q: str,
+    q: "str | Question",
     kb: "KnowledgeBase",
     llm: LLM,
     *,
@@ -333,6 +334,7 @@ def answer_summary(
     from hierarchy.layers.search import BUILD_HINT
 
     watch = Stopwatch()
+    read, q = as_question(q), text_of(q)  # the mode reads the question's answer shape
     cfg = summary_config(config, options)
     layers = load_layers(kb)
     if layers is None:
@@ -340,7 +342,7 @@ def answer_summary(
         ans.trace.fallback_from = "summary"
         ans.trace.flag(f"the KB has no summary layers: answered on the chunk route ({BUILD_HINT})")
         return ans
-    mode, why = mode_for(cfg, q, kb)
+    mode, why = mode_for(cfg, read, kb)
     if mode == GLOBAL_MODE:
         from engine.routes.summary_global import answer_global
 
@@ -375,17 +377,18 @@ def answer_summary(
 
 
 def summary_messages(
-    q: str, kb: "KnowledgeBase", *, k: int = 3, style: str = "short", config: SummaryConfig | None = None
+    q: "str | Question", kb: "KnowledgeBase", *, k: int = 3, style: str = "short", config: SummaryConfig | None = None
 ) -> list[dict]:
     """The prompt answer_summary would send for `q` (on a KB without layers, the chunk route's),
     with no LLM call: what a prompt-token budget is checked against."""
     from hierarchy.layers.persist import load_layers
 
+    read, q = as_question(q), text_of(q)
     layers = load_layers(kb)
     if layers is None:
         return answer_messages(q, format_passages(kb.search(q, k=k)), style=style)
     cfg = summary_config(config, {})
-    if mode_for(cfg, q, kb)[0] == GLOBAL_MODE:
+    if mode_for(cfg, read, kb)[0] == GLOBAL_MODE:
         from engine.routes.summary_global import first_map_messages
 
         return first_map_messages(q, kb, layers, cfg)

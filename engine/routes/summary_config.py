@@ -5,9 +5,13 @@ them (450 words); the other values are variants `logicroute bench global` compar
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from engine.base.errors import LogicRouteError
 from engine.base.settings import Settings
+
+if TYPE_CHECKING:
+    from question.parse import Question
 
 # What the context is made of: "descend" shows the best summaries and the chunks under them;
 # "summaries" shows the summaries alone, the way a global question might want an overview.
@@ -15,7 +19,7 @@ ANSWER_FROM = ("descend", "summaries")
 # How the route answers: "descend" picks one context and makes one answer call (as measured on
 # GraphRAG-Bench); "global" maps short passages from many documents and lists the items found
 # (engine.routes.summary_global), for questions whose answer is a set spread over the corpus;
-# "auto" takes global for a question asking for a list (hierarchy.question_structure.answer_shape)
+# "auto" takes global for a question asking for a list (question.structure.answer_shape)
 # and the descent for any other.
 MODES = ("auto", "descend", "global")
 GLOBAL_MODE = "global"
@@ -105,15 +109,15 @@ def summary_config(config: SummaryConfig | None, options: dict) -> SummaryConfig
     return replace(config or SummaryConfig(), **options)
 
 
-def mode_for(cfg: SummaryConfig, question: str, kb=None) -> tuple[str, str]:
+def mode_for(cfg: SummaryConfig, question: "str | Question", kb=None) -> tuple[str, str]:
     """(the mode that answers `question` on `kb`, why): cfg.mode, or for "auto" the global mode
     for a question asking for a list over a KB of multi-passage documents, else the descent."""
     if cfg.mode != "auto":
         return cfg.mode, f"mode={cfg.mode} was set"
     from hierarchy.kb_manifest import single_passage_ratio
-    from hierarchy.question_structure import answer_shape
+    from question.parse import as_question
 
-    if answer_shape(question) != "list":
+    if as_question(question).shape != "list":
         return "descend", "the question asks for no list"
     if cfg.collapsed or cfg.wide_chunks or cfg.answer_from != "descend":
         return "descend", "a variant of the descent was set (collapsed, wide_chunks or answer_from)"

@@ -33,6 +33,7 @@ from engine.serve.errors import (
     WritesDisabled,
     body_of,
     error_body,
+    headers_of,
     kind_of,
 )
 from engine.serve.progress import ClientGone
@@ -61,7 +62,7 @@ def create_app(service: AnswerService):
             service.metrics.failed(kind.status)
         if kind is INTERNAL:
             log.error("internal error", exc_info=exc)
-        return JSONResponse(error_body(exc), status_code=kind.status, headers=getattr(exc, "headers", None))
+        return JSONResponse(error_body(exc), status_code=kind.status, headers=headers_of(exc))
 
     async def on_error(request: Request, exc: Exception) -> JSONResponse:
         return error_response(exc)

@@ -74,6 +74,8 @@ LIBRARY_ERRORS: tuple[tuple[type[Exception], ErrorKind], ...] = (
     (e.DocumentNotFoundError, ErrorKind(404, "invalid_request_error", "document_not_found")),
     (e.KBEmptyError, ErrorKind(409, "invalid_request_error", "kb_empty")),
     (e.KBReadOnlyError, ErrorKind(403, "permission_error", "kb_read_only")),
+    # the Milvus server is down or restarting: the same question may be asked again shortly
+    (e.StoreUnavailableError, ErrorKind(503, "server_error", "store_unavailable")),
     (e.KBError, ErrorKind(500, "server_error", "kb_error")),
     (e.DataFormatError, ErrorKind(400, "invalid_request_error", "bad_document")),
     (e.DeadlineError, ErrorKind(504, "timeout", "deadline_exceeded")),  # the request's own deadline cut the call
@@ -83,6 +85,16 @@ LIBRARY_ERRORS: tuple[tuple[type[Exception], ErrorKind], ...] = (
     (e.LogicRouteError, ErrorKind(400, "invalid_request_error", "bad_request")),  # a bad route, budget, style
 )
 INTERNAL = ErrorKind(500, "server_error", "internal_error")
+STORE_RETRY_AFTER_S = 5  # a restarting Milvus standalone answers again within ~10 s (docs/results/milvus_server.md)
+
+
+def headers_of(exc: BaseException) -> dict[str, str] | None:
+    """The response headers of an error: a ServeError's own; Retry-After for an unreachable store."""
+    if isinstance(exc, ServeError):
+        return exc.headers or None
+    if isinstance(exc, e.StoreUnavailableError):
+        return {"Retry-After": str(STORE_RETRY_AFTER_S)}
+    return None
 
 
 def kind_of(exc: BaseException) -> ErrorKind:

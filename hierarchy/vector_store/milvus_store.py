@@ -8,6 +8,11 @@ It is a shared store (hierarchy.vector_store.base): written in place, a superset
 committed chunks at every moment; the KB keeps only the ids of the commit it read.
 Milvus Lite allows one process at a time on a folder (its own LOCK file): readers in other
 processes wait for it a few seconds, then get one line saying so. A server has no such limit.
+
+A server can go away under a running process (stopped, restarted, a network fault): every call
+to it goes through `_call`, which turns "cannot connect" into StoreUnavailableError (one line
+naming the URI; serve answers 503) and reloads a collection that a restarted server holds
+released. The client reconnects by itself once the server is back, so nothing is reopened.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError
+from engine.base.errors import KBCorruptError, KBError, StoreUnavailableError
 from hierarchy.vector_store.base import Hits, StoreSpec
 
 TOKEN_ENV = "LOGICROUTE_MILVUS_TOKEN"
@@ -32,6 +37,20 @@ _CLIENTS: dict[str, object] = {}  # uri -> MilvusClient, shared by every store o
 _CLIENTS_LOCK = threading.Lock()
 LITE_WAIT_S = 10.0  # how long a process waits for another one's Milvus Lite lock
 ID_MAX = 64  # chunk ids are 16 hex characters; room for other id schemes
+CALL_TIMEOUT_S = 30.0  # one call to a server: a hung server becomes an error instead of a hung question
+CONNECT_FAILED = 2  # pymilvus' Status code for a channel that cannot connect
+# What a server says while it is down or still starting (pymilvus' and Milvus 2.3's wording)
+# (a timeout too: a restarted server blocks loads until its old sessions expire, ~30 s by default)
+_UNREACHABLE = (
+    "fail connecting",
+    "unavailable",
+    "not ready",
+    "not healthy",
+    "deadline exceeded",
+    "connection refused",
+    "timeout",
+    "timed out",
+)
 
 
 class MilvusStore:
@@ -76,9 +95,9 @@ class MilvusStore:
             ) from e
         if self.spec.is_server:
             try:
-                return MilvusClient(uri=self.uri, token=os.environ.get(TOKEN_ENV, ""))
+                return MilvusClient(uri=self.uri, token=os.environ.get(TOKEN_ENV, ""), timeout=CALL_TIMEOUT_S)
             except Exception as e:  # pymilvus raises its own MilvusException on a refused connection
-                raise KBError(f"cannot reach Milvus at {self.uri} ({_first_line(e)})") from e
+                raise StoreUnavailableError(f"cannot reach Milvus at {self.uri} ({_first_line(e)})") from e
         Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + LITE_WAIT_S
         while True:
@@ -95,12 +114,13 @@ class MilvusStore:
     def _has_collection(self) -> bool:
         """Whether this KB's collection exists, loaded: Milvus searches and queries only loaded
         collections, and one that a server restarted with, or another process wrote, starts released."""
-        c = self.client()
-        if not c.has_collection(self.spec.collection):
+        if not self._call("has_collection", self.spec.collection, reload=False):
             return False
         if not self._loaded:
             try:
-                c.load_collection(self.spec.collection)  # a no-op when it is loaded already
+                self._call("load_collection", self.spec.collection, reload=False)  # a no-op when loaded already
+            except StoreUnavailableError:
+                raise
             except Exception as e:  # pymilvus' MilvusException; pymilvus is imported only where used
                 # a writer killed mid-flush can leave Milvus Lite a segment file it cannot read
                 raise KBCorruptError(
@@ -123,22 +143,27 @@ class MilvusStore:
         index = c.prepare_index_params()
         index.add_index(field_name="vec", index_type="FLAT", metric_type="IP")  # exact: same hits as faiss
         # Strong consistency: a search right after a write sees it (the KB's commit relies on it).
-        c.create_collection(self.spec.collection, schema=schema, index_params=index, consistency_level="Strong")
+        self._call(
+            "create_collection",
+            self.spec.collection,
+            schema=schema,
+            index_params=index,
+            consistency_level="Strong",
+            reload=False,
+        )
         self._loaded = True  # created with an index: Milvus loads it
 
     def drop(self) -> None:
         """Remove this KB's collection (overwriting or rebuilding the KB)."""
-        c = self.client()
-        if c.has_collection(self.spec.collection):
-            c.drop_collection(self.spec.collection)
+        if self._call("has_collection", self.spec.collection, reload=False):
+            self._call("drop_collection", self.spec.collection, reload=False)
         self._loaded = False
 
     # -- the protocol -----------------------------------------------------------------------
     def count(self) -> int:
-        c = self.client()
         if not self._has_collection():
             return 0
-        res = c.query(self.spec.collection, filter="", output_fields=["count(*)"])
+        res = self._call("query", self.spec.collection, filter="", output_fields=["count(*)"])
         return int(res[0]["count(*)"]) if res else 0
 
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> MilvusStore:
@@ -146,30 +171,36 @@ class MilvusStore:
         if not len(ids):
             return self
         self.ensure_collection()
-        c = self.client()
         for i in range(0, len(ids), BATCH):
             rows = [{"id": cid, "vec": v.tolist()} for cid, v in zip(ids[i : i + BATCH], vectors[i : i + BATCH])]
-            c.upsert(self.spec.collection, data=rows)  # upsert: a journaled id written again is replaced
+            self._call("upsert", self.spec.collection, data=rows)  # upsert: a journaled id written again is replaced
         self._flush_lite()
         return self
 
     def delete(self, ids: Collection[str]) -> MilvusStore:
         ids = list(ids)
-        c = self.client()
         if not ids or not self._has_collection():
             return self
         for i in range(0, len(ids), BATCH):
-            c.delete(self.spec.collection, ids=ids[i : i + BATCH])
+            self._call("delete", self.spec.collection, ids=ids[i : i + BATCH])
         self._flush_lite()
         return self
 
     def search(self, queries: np.ndarray, k: int, exclude: Collection[str] = ()) -> list[Hits]:
         q = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
-        if k <= 0 or len(q) == 0 or not self._has_collection():
+        if k <= 0 or len(q) == 0:
             return [[] for _ in range(len(q))]
+        if not self._has_collection():
+            # every store is created with its collection (new_store), so a missing one went behind
+            # the KB's back: empty hits would read as "nothing relevant", which is a wrong answer
+            raise KBCorruptError(
+                f"{self.spec.label()} has no collection {self.spec.collection} (dropped?); "
+                f"`logicroute check --repair --kb {self.kb_path}` rebuilds it from the KB's committed chunks"
+            )
         # The exclusion is a filter inside Milvus, so k new rows come back in one search.
         flt = f"id not in {json.dumps(sorted(exclude))}" if exclude else ""
-        res = self.client().search(
+        res = self._call(
+            "search",
             self.spec.collection,
             data=[v.tolist() for v in q],
             limit=int(k),
@@ -197,15 +228,43 @@ class MilvusStore:
         if not self.spec.is_server:
             self.client().flush(self.spec.collection)
 
+    def _call(self, method: str, *args, reload: bool = True, **kwargs):
+        """client.method(*args, **kwargs) against a server that may have gone away: unreachable
+        is StoreUnavailableError; "collection not loaded" (a restarted server holds it released)
+        loads it and calls once more. Milvus Lite, in-process, is called as it is."""
+        fn = getattr(self.client(), method)
+        if not self.spec.is_server:
+            return fn(*args, **kwargs)
+        try:
+            try:
+                return fn(*args, timeout=CALL_TIMEOUT_S, **kwargs)
+            except Exception as e:
+                if not (reload and "not loaded" in str(e)):
+                    raise
+                self._loaded = False
+                if not self._has_collection():
+                    raise
+                return fn(*args, timeout=CALL_TIMEOUT_S, **kwargs)
+        except KBError:  # said already, by the reload above
+            raise
+        except Exception as e:
+            if _unreachable(e):
+                self._loaded = False  # a server that comes back may hold the collection released
+                raise StoreUnavailableError(f"cannot reach Milvus at {self.uri} ({_first_line(e)})") from e
+            raise
+
+    def exists(self) -> bool:
+        """Whether this KB's collection is there (`check` names a missing one)."""
+        return bool(self._call("has_collection", self.spec.collection, reload=False))
+
     # -- beyond the protocol ----------------------------------------------------------------
     def all_ids(self) -> set[str]:
         """Every id in the collection (for `check` and `repair`; O(rows), paged)."""
-        c = self.client()
         if not self._has_collection():
             return set()
         out: set[str] = set()
         with _quiet("grpc._server", "pymilvus"):
-            it = c.query_iterator(self.spec.collection, batch_size=BATCH, filter="", output_fields=["id"])
+            it = self._call("query_iterator", self.spec.collection, batch_size=BATCH, filter="", output_fields=["id"])
             try:
                 while page := it.next():
                     out.update(str(r["id"]) for r in page)
@@ -230,5 +289,15 @@ def _quiet(*names: str) -> Iterator[None]:
             lg.setLevel(level)
 
 
+def _unreachable(e: BaseException) -> bool:
+    """Whether a pymilvus (or gRPC) error says the server is not there, rather than that a
+    request was wrong: those are the faults a later call may not meet."""
+    if getattr(e, "code", None) == CONNECT_FAILED:
+        return True
+    text = str(e).lower()
+    return any(w in text for w in _UNREACHABLE)
+
+
 def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    text = getattr(e, "message", None) or str(e)  # pymilvus' str() wraps its message in <MilvusException: (code=...)>
+    return (str(text).strip().splitlines() or [type(e).__name__])[0]

@@ -81,22 +81,28 @@ class SchemaLLM:
         return send(messages) if schema is None else chat_structured(send, messages, schema)
 
 
-def film_kb(path, embedder=None):
-    """FILMS on disk (one chunk each) with extractive summary layers: the KB every spec serves."""
+def film_kb(path, embedder=None, store: str | None = None):
+    """FILMS on disk (one chunk each) with extractive summary layers: the KB every spec serves.
+    `store`: its vector store (`--store`; default: the default store)."""
     from hierarchy.indexing import index_sources
+    from hierarchy.vector_store.base import parse_store
 
     src = path.parent / f"{path.name}-films.jsonl"
     src.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, (t, x) in FILMS.items()))
-    return index_sources(path, [src], embedder=embedder or HashedBowEmbedder(), show_progress=False).kb
+    return index_sources(
+        path, [src], embedder=embedder or HashedBowEmbedder(), store=store and parse_store(store), show_progress=False
+    ).kb
 
 
-def film_service(tmp_path, llm=None, *, router=None, llm_spec: str = "fake:by-schema", **config) -> AnswerService:
-    """A service over film_kb, a SchemaLLM (unless `llm`) and the FakeRouter (unless `router`);
+def film_service(
+    tmp_path, llm=None, *, router=None, llm_spec: str = "fake:by-schema", store: str | None = None, **config
+) -> AnswerService:
+    """A service over film_kb (on `store`), a SchemaLLM (unless `llm`) and the FakeRouter (unless `router`);
     `llm_spec`: what the server is told its LLM is ('local:...' makes it load the model before it
     listens); `config`: ServeConfig's fields. It takes document writes (allow_writes=True, as
     `serve --allow-writes`): the specs of writes need them, and the spec of the default refusal
     says allow_writes=False."""
-    kb = film_kb(tmp_path / "kb")
+    kb = film_kb(tmp_path / "kb", store=store)
     from engine.pipeline import RoutedRAG
 
     rag = RoutedRAG(kb=kb, llm=llm or SchemaLLM(), router=router or FakeRouter(), cache=False)

@@ -15,6 +15,7 @@ from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.pipeline import Budget
 from engine.routes.common import looks_unanswered
+from question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 
@@ -172,7 +173,11 @@ def fake_summary():
         retrieved = [{"chunk_id": cid, "score": 1.0} for cid in list(kb.chunks)[:2]]
         usage, trace = Usage(), Trace(route="summary", retrieved=retrieved)
         c = call_llm(
-            llm, [{"role": "user", "content": f"Summary: {question}"}], purpose="answer", usage=usage, trace=trace
+            llm,
+            [{"role": "user", "content": f"Summary: {text_of(question)}"}],
+            purpose="answer",
+            usage=usage,
+            trace=trace,
         )
         return Answer(text=c.text, route="summary", usage=usage, trace=trace)
 

@@ -195,8 +195,8 @@ def test_a_45_mb_flat_file_is_skipped_by_the_text_limit_in_bounded_memory(tmp_pa
     a 45 MB flat HTML file took a 3 GB process tree and 110 s. The default text limit skips it
     in one line naming the setting that raises it."""
     words = ("keeper lighthouse river harbour signal tide ferry north. " * 16).strip()
-    line = f"<p>{words}</p>" if suffix == ".html" else words + "\n"
-    body = "\n".join(line for _ in range(45 * 1024 * 1024 // (len(line) + 1)))
+    line = f"<p>{{}} {words}</p>" if suffix == ".html" else "{} " + words + "\n"
+    body = "\n".join(line.format(i) for i in range(45 * 1024 * 1024 // (len(line) + 6)))  # no two chunks alike
     (tmp_path / f"flat{suffix}").write_text(f"<html><body>{body}</body></html>" if suffix == ".html" else body)
     root = Path(__file__).resolve().parents[2]
     run = subprocess.run(

@@ -1,7 +1,8 @@
-"""A knowledge base on each vector store: the manifest remembers the store, a KB on Milvus Lite
-retrieves exactly what the same KB on faiss retrieves, a KB moves between stores, and a Milvus
-store, written outside the KB folder's commit, never shows a reader rows of a change that has
-not committed (or died), and the next writer, `check` and `repair` settle them."""
+"""A knowledge base on each vector store: the manifest remembers the store, a KB on Milvus (Lite,
+and a standalone server: every Milvus spec runs on both) retrieves exactly what the same KB on
+faiss retrieves, a KB moves between stores, and a Milvus store, written outside the KB folder's
+commit, never shows a reader rows of a change that has not committed (or died), and the next
+writer, `check` and `repair` settle them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hierarchy.kb import MANIFEST, KnowledgeBase
 from hierarchy.kb_check import check_kb
 from hierarchy.kb_repair import repair_kb
 from hierarchy.kb_stores import JOURNAL
-from hierarchy.vector_store.base import EXACT_MAX, FAISS_HNSW, StoreSpec
+from hierarchy.vector_store.base import EXACT_MAX, FAISS_HNSW, StoreSpec, parse_store
 from tests.fakes import layered_kb
 from tests.samples import make_docs
 
@@ -34,6 +35,14 @@ QUESTIONS = [
     "When did the ship's captain sail from the harbour?",
     "What loan did the bank give?",
 ]
+
+
+@pytest.fixture(params=["milvus-lite", "milvus-server"])
+def milvus(request) -> str:
+    """The --store of a KB on Milvus: Milvus Lite in the KB folder, or the session's server."""
+    if request.param == "milvus-lite":
+        return "milvus"
+    return f"milvus://{request.getfixturevalue('milvus_server').uri}"
 
 
 def _hits(kb: KnowledgeBase, q: str, k: int = 5, exclude=()) -> list[tuple[str, float]]:
@@ -54,10 +63,10 @@ def test_a_kb_with_no_store_named_searches_exactly_below_20k_chunks_and_on_hnsw_
     assert _hits(kb, QUESTIONS[0]) == _hits(_kb(tmp_path / "exact", emb, store="faiss"), QUESTIONS[0])
 
 
-def test_the_manifest_remembers_the_store_and_opening_uses_it(tmp_path, emb):
-    _kb(tmp_path / "kb", emb, store="milvus")
+def test_the_manifest_remembers_the_store_and_opening_uses_it(milvus, tmp_path, emb):
+    _kb(tmp_path / "kb", emb, store=milvus)
     manifest = json.loads((tmp_path / "kb" / MANIFEST).read_text())
-    assert manifest["store"]["kind"] == "milvus" and manifest["store"]["uri"] == "milvus.db"
+    assert manifest["store"]["kind"] == "milvus" and manifest["store"]["uri"] == parse_store(milvus).uri
     assert manifest["store"]["collection"].startswith("logicroute_")
     # the rows live in Milvus; the folder holds the chunks, their vectors (what the layers read) and postings
     assert {n.split(".", 1)[1] for n in manifest["files"]} == {"chunks.jsonl", "vectors.npy", "lexical.npz"}
@@ -66,9 +75,9 @@ def test_the_manifest_remembers_the_store_and_opening_uses_it(tmp_path, emb):
     assert again.search(QUESTIONS[0], k=1)[0].title.startswith("River")
 
 
-def test_a_kb_on_milvus_lite_retrieves_the_same_chunks_as_the_kb_on_faiss(tmp_path, emb):
+def test_a_kb_on_milvus_retrieves_the_same_chunks_as_the_kb_on_faiss(milvus, tmp_path, emb):
     on_faiss = _kb(tmp_path / "faiss", emb)
-    on_milvus = _kb(tmp_path / "milvus", emb, store="milvus")
+    on_milvus = _kb(tmp_path / "milvus", emb, store=milvus)
     for q in QUESTIONS:
         first = _hits(on_faiss, q)
         assert _hits(on_milvus, q) == first
@@ -78,29 +87,29 @@ def test_a_kb_on_milvus_lite_retrieves_the_same_chunks_as_the_kb_on_faiss(tmp_pa
     assert [[h.chunk_id for h in hs] for hs in on_milvus.search_batch(QUESTIONS, k=4)] == batch_f
 
 
-def test_a_kb_moved_from_faiss_to_milvus_retrieves_the_same_chunks(tmp_path, emb):
+def test_a_kb_moved_from_faiss_to_milvus_retrieves_the_same_chunks(milvus, tmp_path, emb):
     path = tmp_path / "kb"
     kb = _kb(path, emb)
     before = {q: _hits(kb, q) for q in QUESTIONS}
-    result = index_sources(path, [], embedder=emb, summaries="none", store=StoreSpec("milvus", uri="milvus.db"))
-    assert result.moved_store == "milvus://milvus.db"
+    result = index_sources(path, [], embedder=emb, summaries="none", store=parse_store(milvus))
+    assert result.moved_store == parse_store(milvus).label()
     moved = KnowledgeBase.open(path, emb)
     assert moved.store.spec.kind == "milvus" and not (path / "index.faiss").exists()
     assert {q: _hits(moved, q) for q in QUESTIONS} == before
     assert check_kb(path).ok
 
 
-def test_a_kb_moved_back_to_faiss_drops_its_milvus_collection(tmp_path, emb):
+def test_a_kb_moved_back_to_faiss_drops_its_milvus_collection(milvus, tmp_path, emb):
     path = tmp_path / "kb"
-    kb = _kb(path, emb, store="milvus")
+    kb = _kb(path, emb, store=milvus)
     old = kb.store
     assert kb.move_store("faiss") and not kb.move_store("faiss")  # the second names where they are
     assert KnowledgeBase.open(path, emb).store.spec.kind == "faiss" and old.count() == 0
     assert _hits(KnowledgeBase.open(path, emb), QUESTIONS[1]) == _hits(kb, QUESTIONS[1])
 
 
-def test_adds_and_deletes_keep_milvus_rows_equal_to_the_committed_chunks(tmp_path, emb):
-    kb = _kb(tmp_path / "kb", emb, store="milvus")
+def test_adds_and_deletes_keep_milvus_rows_equal_to_the_committed_chunks(milvus, tmp_path, emb):
+    kb = _kb(tmp_path / "kb", emb, store=milvus)
     add_documents(kb, make_docs(1, prefix="x-"), show_progress=False)
     assert kb.store.all_ids() == set(kb.chunk_ids) and len(kb) == 56
     delete_documents(kb, [d.id for d in DOCS[:10]])
@@ -108,8 +117,8 @@ def test_adds_and_deletes_keep_milvus_rows_equal_to_the_committed_chunks(tmp_pat
     assert not (kb.path / JOURNAL).exists()
 
 
-def test_rows_of_a_change_that_died_are_never_seen_and_the_next_writer_removes_them(tmp_path, emb):
-    kb = _kb(tmp_path / "kb", emb, store="milvus")
+def test_rows_of_a_change_that_died_are_never_seen_and_the_next_writer_removes_them(milvus, tmp_path, emb):
+    kb = _kb(tmp_path / "kb", emb, store=milvus)
     # What a writer killed between writing Milvus and committing the manifest leaves behind:
     # a journal naming the ids and their rows in Milvus, with no commit holding them.
     ghost = Document("ghost", "River ghost", "river water delta basin flood bank river water delta")
@@ -124,8 +133,8 @@ def test_rows_of_a_change_that_died_are_never_seen_and_the_next_writer_removes_t
     assert reader.store.all_ids() == set(reader.chunk_ids) and not (kb.path / JOURNAL).exists()
 
 
-def test_a_commit_that_fails_takes_its_milvus_rows_back(tmp_path, emb, monkeypatch):
-    kb = _kb(tmp_path / "kb", emb, store="milvus")
+def test_a_commit_that_fails_takes_its_milvus_rows_back(milvus, tmp_path, emb, monkeypatch):
+    kb = _kb(tmp_path / "kb", emb, store=milvus)
     import hierarchy.store as commits
 
     def refuse(*a, **k):
@@ -137,8 +146,8 @@ def test_a_commit_that_fails_takes_its_milvus_rows_back(tmp_path, emb, monkeypat
     assert len(kb) == 48 and kb.store.all_ids() == set(kb.chunk_ids)
 
 
-def test_check_finds_rows_missing_from_milvus_and_repair_writes_them_again(tmp_path, emb):
-    kb = _kb(tmp_path / "kb", emb, store="milvus")
+def test_check_finds_rows_missing_from_milvus_and_repair_writes_them_again(milvus, tmp_path, emb):
+    kb = _kb(tmp_path / "kb", emb, store=milvus)
     kb.store.delete(kb.chunk_ids[:5])  # somebody emptied part of the collection behind the KB's back
     report = check_kb(kb.path)
     assert not report.ok and any("misses 5 committed chunks" in p for p in report.problems)
@@ -147,9 +156,9 @@ def test_check_finds_rows_missing_from_milvus_and_repair_writes_them_again(tmp_p
     assert check_kb(kb.path).ok
 
 
-def test_overwriting_a_kb_on_milvus_drops_its_collection(tmp_path, emb):
-    old = _kb(tmp_path / "kb", emb, store="milvus").store
-    new = KnowledgeBase.create(tmp_path / "kb", emb, overwrite=True, store="milvus")
+def test_overwriting_a_kb_on_milvus_drops_its_collection(milvus, tmp_path, emb):
+    old = _kb(tmp_path / "kb", emb, store=milvus).store
+    new = KnowledgeBase.create(tmp_path / "kb", emb, overwrite=True, store=milvus)
     assert old.count() == 0 and len(new) == 0 and new.store.spec.collection != old.spec.collection
 
 
@@ -162,19 +171,19 @@ def test_a_kb_on_faiss_hnsw_past_its_threshold_searches_and_checks(tmp_path, emb
     assert KnowledgeBase.open(kb.path, emb).manifest["index"]["type"] == "faiss.IndexFlatIP"
 
 
-def test_summary_layers_build_over_a_kb_on_milvus(tmp_path, emb):
+def test_summary_layers_build_over_a_kb_on_milvus(milvus, tmp_path, emb):
     kb = layered_kb(tmp_path / "kb", emb)
-    assert kb.move_store("milvus")
+    assert kb.move_store(milvus)
     add_documents(kb, make_docs(1, prefix="z-"), show_progress=False)
     report = check_kb(kb.path)
     assert report.ok and report.layers["chunks"] == len(kb)
 
 
-def test_the_cli_indexes_into_the_store_it_is_given_and_refuses_an_unknown_one(tmp_path, emb):
+def test_the_cli_indexes_into_the_store_it_is_given_and_refuses_an_unknown_one(milvus, tmp_path, emb):
     src = tmp_path / "docs.jsonl"
     src.write_text("".join(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n" for d in DOCS[:8]))
     kb_dir = tmp_path / "kb"
-    args = ["index", str(src), "--kb", str(kb_dir), "--store", "milvus", "--summaries", "none"]
+    args = ["index", str(src), "--kb", str(kb_dir), "--store", milvus, "--summaries", "none"]
     r = CliRunner().invoke(main, args, obj={"embedder": emb})
     assert r.exit_code == 0, r.output
     assert json.loads((kb_dir / MANIFEST).read_text())["store"]["kind"] == "milvus"
@@ -195,10 +204,10 @@ def test_an_unreachable_milvus_server_is_one_line(tmp_path, emb):
 # -- kill -9 on a Milvus store (processes: Milvus Lite lets one process at a time hold its folder) --
 
 
-def _build_on_milvus(kb_dir: str) -> None:
+def _build_on_milvus(kb_dir: str, store: str) -> None:
     from tests.fakes import HashedBowEmbedder
 
-    _kb(kb_dir, HashedBowEmbedder(dim=128), store="milvus")
+    _kb(kb_dir, HashedBowEmbedder(dim=128), store=store)
 
 
 def _killed_between_milvus_and_the_commit(kb_dir: str) -> None:
@@ -216,13 +225,15 @@ def _killed_between_milvus_and_the_commit(kb_dir: str) -> None:
     add_documents(kb, make_docs(1, prefix="killed "), show_progress=False)
 
 
-def test_a_writer_killed_between_milvus_and_its_commit_leaves_the_last_commit_and_the_next_write_settles_it(tmp_path):
+def test_a_writer_killed_between_milvus_and_its_commit_leaves_the_last_commit_and_the_next_write_settles_it(
+    milvus, tmp_path
+):
     import multiprocessing as mp
     import signal
 
     ctx = mp.get_context("spawn")
     kb_dir = str(tmp_path / "kb")
-    build = ctx.Process(target=_build_on_milvus, args=(kb_dir,))
+    build = ctx.Process(target=_build_on_milvus, args=(kb_dir, milvus))
     build.start()
     build.join(120)
     assert build.exitcode == 0
@@ -250,10 +261,12 @@ def test_a_writer_killed_between_milvus_and_its_commit_leaves_the_last_commit_an
     assert kb.store.all_ids() == set(kb.chunk_ids) and not (kb.path / JOURNAL).exists()
 
 
-def test_a_milvus_collection_that_cannot_load_is_a_one_line_error_and_repair_refills_it(tmp_path, emb, monkeypatch):
+def test_a_milvus_collection_that_cannot_load_is_a_one_line_error_and_repair_refills_it(
+    milvus, tmp_path, emb, monkeypatch
+):
     import pymilvus
 
-    _kb(tmp_path / "kb", emb, store="milvus")
+    _kb(tmp_path / "kb", emb, store=milvus)
     expected = _hits(KnowledgeBase.open(tmp_path / "kb", emb), QUESTIONS[0])
 
     torn = {"yes": True}  # a segment file its killed writer never finished, until the collection goes

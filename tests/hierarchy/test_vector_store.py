@@ -1,6 +1,7 @@
 """The vector-store contract: every backend behind hierarchy.vector_store answers the same
 specification. Parametrized over faiss (exact), faiss-hnsw (forced to its HNSW graph from the
-first row) and Milvus through pymilvus on a Milvus Lite folder (a real Milvus engine, in-process).
+first row), Milvus through pymilvus on a Milvus Lite folder (a real Milvus engine, in-process) and
+on a Milvus standalone server (the session's `milvus_server`, tests/milvus_server.py).
 Vectors are clustered unit vectors, so neighbours are well defined and exact search is the oracle."""
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from hierarchy.vector_store.faiss_store import FaissStore
 from hierarchy.vector_store.open import new_store, open_store, with_collection
 
 DIM = 32
-BACKENDS = ["faiss", "faiss-hnsw", "milvus-lite"]
+BACKENDS = ["faiss", "faiss-hnsw", "milvus-lite", "milvus-server"]
 
 
-def _spec(backend: str) -> StoreSpec:
+def _spec(backend: str, request) -> StoreSpec:
     if backend == "faiss":
         return StoreSpec(FAISS)
     if backend == "faiss-hnsw":
         return StoreSpec(FAISS_HNSW, exact_max=0)  # HNSW from the first row: the approximate path under test
     pytest.importorskip("pymilvus")
+    if backend == "milvus-server":
+        return with_collection(parse_store(f"milvus://{request.getfixturevalue('milvus_server').uri}"))
     pytest.importorskip("milvus_lite")
     return with_collection(parse_store("milvus://vectors.db"))
 
@@ -59,17 +62,19 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def make(backend, tmp_path):
+def make(backend, tmp_path, request):
     """make(ids, vectors) -> a store of this backend holding exactly those rows."""
     opened: list[VectorStore] = []
 
     def _make(ids, vectors) -> VectorStore:
-        s = new_store(_spec(backend), tmp_path, DIM, ids, vectors)
+        s = new_store(_spec(backend, request), tmp_path, DIM, ids, vectors)
         opened.append(s)
         return s
 
     yield _make
     for s in opened:
+        if s.spec.is_server:  # the session's server outlives the test: leave it no collection
+            s.drop()
         s.close()
 
 

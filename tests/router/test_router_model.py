@@ -13,7 +13,14 @@ import torch
 from engine.base.errors import CheckpointError
 from engine.decide import Decider
 from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_router, read_card, save_checkpoint
-from router.features import ALL_FEATURES, build_inputs, cheap_features, feature_dim, normalize_question
+from router.features import (
+    ALL_FEATURES,
+    DEFAULT_FEATURES,
+    build_inputs,
+    cheap_features,
+    feature_dim,
+    normalize_question,
+)
 from router.model import RouterConfig, RouterMLP
 from router.policy import Policy, calibrate_share
 from tests.router.tiny_setup import ROUTES, tiny_embedder
@@ -69,6 +76,21 @@ def test_structural_features_mark_joins_and_nested_relations():
     )
     assert lookup.tolist() == [0.0, 0.0, 0.0]
     assert nested[0] >= 2 / 3 and joined[2] == 1.0 and relative[1] == 1.0
+
+
+def test_the_form_feature_is_the_form_stages_reading_as_an_input():
+    """One column per form question.forms names; what the form stage reads, offered to
+    the MLP (not in the default set: docs/results/router/mlp_alone)."""
+    comparison, chain, lookup = cheap_features(
+        [
+            "Who was born first, Ann Lee or Tom Ford?",
+            "Where was the director of Inception born?",
+            "What is the capital of France?",
+        ],
+        ("form",),
+    )
+    assert comparison.tolist() == [1.0, 0.0, 0.0] and chain.tolist() == [0.0, 0.0, 1.0]
+    assert lookup.tolist() == [0.0, 0.0, 0.0] and "form" not in DEFAULT_FEATURES
 
 
 def test_mlp_shapes_three_linear_layers():

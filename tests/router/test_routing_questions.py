@@ -12,7 +12,7 @@ import pytest
 
 from engine.decide import Decider, FormStage, ListGateStage
 from engine.routes.common import check_question
-from hierarchy.question_forms import form_plan
+from question.forms import form_plan
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
 from tests.router.routing_questions import (
     MULTI_HOP,

@@ -1,5 +1,5 @@
 """One attempt of the question writer: the LLM writes a question of a candidate's kind
-(engine.prompts.questions), then the checks decide whether it is kept, cheapest first:
+(training/adapt/question_prompts.py), then the checks decide whether it is kept, cheapest first:
 
 1. malformed: the reply failed its schema twice, or a field is blank;
 2. code checks of the kind: a bridge's second-hop question names its entity (which code then
@@ -92,7 +92,7 @@ def _fields(c, names: tuple[str, ...]) -> dict[str, str]:
 def _write(cand: Candidate, llm, usage: Usage, trace: Trace) -> tuple[str, str, dict]:
     """Ask the LLM for the candidate's question: (question, answer, details kept in the row). A
     bridge takes two calls: the link on chunk A, then a single-hop question on chunk B."""
-    from engine.prompts import questions as p
+    from training.adapt import question_prompts as p
 
     if cand.kind == "single":
         (c,) = cand.chunks
@@ -135,7 +135,7 @@ def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: s
 def _link(cand: Candidate, llm, usage: Usage, trace: Trace) -> str:
     """How chunk A describes the bridge's entity, checked before the second hop is written: it
     names A's subject (else the first hop is not needed) and not the entity."""
-    from engine.prompts import questions as p
+    from training.adapt import question_prompts as p
 
     a, _ = cand.chunks
     subject = entity_name(a.title)
@@ -233,7 +233,7 @@ def _check_answerable(cand: Candidate, question: str, answer: str, llm, usage: U
 
 def attempt(cand: Candidate, kb, llm) -> dict:
     """Write and check one question from `cand`: the row the writer stores (without its id)."""
-    from engine.prompts.questions import closed_book_messages
+    from training.adapt.question_prompts import closed_book_messages
 
     t0, usage, trace = time.perf_counter(), Usage(), Trace()
     question = answer = ""

@@ -4,7 +4,7 @@ chunk ids known by construction: what `logicroute adapt` labels and fine-tunes a
 comparison (two entities on one attribute) and overview (one summary node).
 
 Code picks what to write from (training.adapt.adapt_candidates), the user's LLM writes (prompts in
-engine.prompts.questions, JSON schemas), and every question passes checks before it is kept
+training/adapt/question_prompts.py, JSON schemas), and every question passes checks before it is kept
 (training.adapt.adapt_checks): cheap code checks first, then at most two LLM calls. Every attempt is a
 row of the output JSONL, kept or rejected with its reason, so a rerun continues where the last
 run stopped and never writes from the same chunks twice."""

@@ -1,14 +1,16 @@
 """The logic route under experiment: LogicExperiment is a LogicConfig with a switch for each of
 the route's fixed mechanisms (engine.routes.logic.config.Mechanisms): the paper's four, each
 turned off in turn for its ablation, and the prompt forms and cost cuts measured against them; and
-caps of its own where an answer's budget sets none (bench logic relaxes the time).
+caps of its own where an answer's budget sets none (bench logic relaxes the time). The mechanisms
+no preset uses live in training/common/logic_mechanisms.py and reach the route as its hooks.
 The bench commands build it (bench logic's systems, bench reader's `preset+FIELD=VALUE` specs) and
 pass it where a LogicConfig goes: the route reads its mechanisms from LogicConfig.mechanisms(), which
 an experiment answers with its own, so the product's config holds only what a user chooses.
 
 Its defaults are the product's fixed values, so LogicExperiment(**preset fields) answers as the
 preset does, and its fingerprint (logic_fingerprint, the one home of logic fingerprints) is the
-one the same settings had before the mechanisms were fixed: stored benchmark answers stay valid.
+one the same settings had before the mechanisms were fixed or moved to the lab: stored benchmark
+answers stay valid.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import click
 
 from engine.budget import Budget, limits_of
 from engine.routes.logic.config import FIXED, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig, Mechanisms
+from training.common.logic_mechanisms import last_hop_chunks, plan_prompt
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class LogicExperiment(LogicConfig):
         metadata={"help": "after the DAG is solved, check sufficiency and add sub-questions if evidence is missing"},
     )
     final_chunks: int = field(
-        default=FIXED.final_chunks,
+        default=0,
         metadata={
             "help": "raw chunks of the last hop (the DAG's single sink) shown to the final answer beside the memory; "
             "0 = memory only, as the paper (more raised the prompt tokens, not F1:"
@@ -67,7 +70,7 @@ class LogicExperiment(LogicConfig):
         },
     )
     compact_examples: bool = field(
-        default=FIXED.compact_examples,
+        default=False,
         metadata={
             "help": "the decomposition's example plans as text lines in its system message instead of JSON chat "
             "turns (with short_prompts 301 prompt tokens instead of 479; the reply is JSON either way). Measured "
@@ -75,7 +78,7 @@ class LogicExperiment(LogicConfig):
         },
     )
     plan_questions: bool = field(
-        default=FIXED.plan_questions,
+        default=False,
         metadata={
             "help": "the plan as a JSON list of sub-question strings (ids by position, dependencies from their #qN "
             "placeholders) instead of objects with an id and depends_on: a shorter prompt and reply; "
@@ -83,7 +86,7 @@ class LogicExperiment(LogicConfig):
         },
     )
     plan_examples: int = field(
-        default=FIXED.plan_examples,
+        default=0,
         metadata={
             "help": "the decomposition shows only this many example plans, those closest in form to the question "
             "(MiniLM cosine with names and numbers masked) out of all seven; 0 = the prompt's fixed set. Measured "
@@ -118,12 +121,27 @@ class LogicExperiment(LogicConfig):
             raise ValueError(f"bad LogicExperiment: final_chunks, evidence_tokens, plan_examples >= 0 (got {self})")
 
     def mechanisms(self) -> Mechanisms:
-        """The route's mechanisms as this experiment sets them, its caps included."""
-        values = {f.name: getattr(self, f.name) for f in fields(Mechanisms) if f.name != "caps"}
+        """The route's mechanisms as this experiment sets them, its caps included; the lab-only ones
+        as the route's hooks (training/common/logic_mechanisms.py), none at the product's values."""
+        values = {name: getattr(self, name) for name in _SWITCHES}
         caps = Budget(
             max_llm_calls=self.max_llm_calls, max_prompt_tokens=self.max_prompt_tokens, max_seconds=self.max_seconds
         )
-        return Mechanisms(**values, caps=caps)
+        prompt_form = self.compact_examples or self.plan_questions or self.plan_examples
+        return Mechanisms(
+            **values,
+            caps=caps,
+            plan_prompt=plan_prompt if prompt_form else None,
+            final_chunks=last_hop_chunks if self.final_chunks else None,
+        )
+
+
+# The route's switches (Mechanisms' fields that are values), and every mechanism an experiment sets:
+# those and the lab-only ones the route gets as hooks.
+_SWITCHES = tuple(f.name for f in fields(Mechanisms) if f.name not in ("caps", "plan_prompt", "final_chunks"))
+_MECHANISMS = (*_SWITCHES, "final_chunks", "compact_examples", "plan_questions", "plan_examples")
+# The product's mechanisms: an experiment's defaults.
+_PRODUCT = {f.name: f.default for f in fields(LogicExperiment) if f.name in _MECHANISMS}
 
 
 # Settings added after answers were stored, at the value that leaves the route as it was: left out
@@ -150,8 +168,7 @@ def logic_fingerprint(cfg: LogicConfig) -> str:
     if isinstance(cfg, LogicExperiment):
         values = asdict(cfg)
     else:
-        fixed = {f.name: getattr(FIXED, f.name) for f in fields(Mechanisms) if f.name != "caps"}
-        values = {**fixed, **limits_of(LOGIC_CAPS), **asdict(cfg)}
+        values = {**_PRODUCT, **limits_of(LOGIC_CAPS), **asdict(cfg)}
     kept = {k: v for k, v in values.items() if not (k in _NEUTRAL and v == _NEUTRAL[k])}
     return hashlib.sha1(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:10]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli_options import injected_embedder
+from engine.cli_options import injected_embedder, llm_option
 from training.labels.cmd_label import expand_files
 
 
@@ -305,19 +305,24 @@ def generalist(
 @click.option(
     "--from",
     "from_ckpt",
-    required=True,
+    default=None,
     type=click.Path(exists=True, dir_okay=False),
-    help="generalist checkpoint to start from",
+    help="generalist checkpoint to start from (default: the shipped generalist)",
 )
-@click.option("--labels", "labels", multiple=True, required=True, help="target-domain label file(s)")
+@click.option("--labels", "labels", multiple=True, help="target-domain label file(s)")
 @click.argument("more_labels", nargs=-1)
-@click.option("--out", required=True, type=click.Path(dir_okay=False))
 @click.option(
-    "--holdout",
-    default=0.2,
-    show_default=True,
-    help="target share held out for the report when no --eval-labels are given",
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="your own questions over --kb, JSONL {question, answers} (or answer): every route answers each "
+    "and is scored against its answers (resumable), then the specialist is trained on those labels",
 )
+@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), default=None, help="the KB --questions are about")
+@llm_option(help="LLM that answers --questions on every route: local:MODEL, openai:MODEL or openai:MODEL@BASE_URL")
+@click.option("--out", required=True, type=click.Path(dir_okay=False))
+@click.option("--holdout", default=0.2, show_default=True, help="target share held out when no --eval-labels")
 @_common_train_options
 @click.pass_context
 def specialist(
@@ -325,6 +330,9 @@ def specialist(
     from_ckpt,
     labels,
     more_labels,
+    questions_file,
+    kb_dir,
+    llm_spec,
     out,
     holdout,
     hidden,
@@ -342,12 +350,25 @@ def specialist(
     progress,
 ):
     """Fine-tune a generalist on target-domain labels (lower LR, few epochs); reports
-    generalist vs specialist on the target held-out split."""
+    generalist vs specialist on the target held-out split. With --questions and --kb, the labels
+    are made first from your own questions (written beside --out as OUT.labels.jsonl)."""
+    from router.checkpoint import DEFAULT_CHECKPOINT
     from training.fitting.fit import specialist_config
     from training.fitting.train import train_specialist
 
     if hidden or dropout is not None:
         raise click.BadParameter("a specialist keeps its generalist's architecture (no --hidden/--dropout)")
+    if (questions_file is None) != (kb_dir is None):
+        raise click.UsageError("--questions and --kb go together: your questions and the KB they are about")
+    if not (labels or more_labels or questions_file):
+        raise click.UsageError("give --labels FILE, or --questions FILE --kb DIR to make them")
+    if questions_file is not None:
+        from training.labels.own_questions import label_own_questions
+
+        made = label_own_questions(
+            questions_file, kb_dir, Path(out).with_suffix(".labels.jsonl"), llm_spec, injected_embedder(ctx)
+        )
+        labels = (*labels, str(made))
     cfg = train_config_from_options(
         specialist_config(),
         epochs=epochs,
@@ -360,7 +381,7 @@ def specialist(
         val_frac=val_frac,
     )
     card = train_specialist(
-        from_ckpt,
+        from_ckpt or str(DEFAULT_CHECKPOINT),
         expand_files(labels + more_labels),
         out,
         cfg,

@@ -12,7 +12,7 @@ from engine.base.errors import LogicRouteError
 from engine.base.trace import Trace
 from engine.base.types import Usage
 from engine.llm.base import call_llm
-from engine.prompts.router import llm_router_messages, llm_router_schema
+from training.fitting.llm_router_prompt import llm_router_messages, llm_router_schema
 
 MAX_TOKENS = 16  # {"route": "summary"} and a little slack
 

@@ -1,6 +1,6 @@
 """The optional LLM judge of `logicroute bench global --judge N`: the answers of the first N
 questions of each type, every system, graded correct or not against the reference answer
-(engine/prompts/judge.py, a JSON verdict). Judging costs are booked apart from answering: each
+(judge_prompt.py, a JSON verdict). Judging costs are booked apart from answering: each
 verdict is one line of judge.jsonl with its own calls and tokens, never added to an answer's.
 How far the verdicts can be trusted is reported beside them: how well ROUGE-L ranks the answers
 the judge called correct above the others (AUC), on the same sample.
@@ -39,7 +39,7 @@ def judge_answers(rows: list[dict], golds: dict[str, str], llm, store, per_type:
     """A verdict row for every answer of the sample (made now, or read from `store`); answers that
     failed are not judged. A judge call that fails leaves the verdict None, with its error."""
     from engine.llm.base import call_llm
-    from engine.prompts.judge import JUDGE_SCHEMA, judge_messages
+    from training.global_qa.judge_prompt import JUDGE_SCHEMA, judge_messages
 
     out = []
     for r in sample(rows, per_type):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.routes.logic.plan import SubQuestion, normalize
-from hierarchy.question_forms import EARLY, LATE
+from question.forms import EARLY, LATE
 
 
 def comparison_hint(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> str:

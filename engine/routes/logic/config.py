@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from engine.base.settings import Settings
 from engine.budget import LIMITS, Budget
+
+if TYPE_CHECKING:
+    from engine.base.types import RetrievedChunk
+    from engine.prompts.logic import PlanPrompt
 
 # What one logic answer may spend where its budget (engine.budget.Budget, the one home of limits:
 # RagConfig.budget, a request's limits) sets no limit: the final answer has a call in reserve.
@@ -18,20 +24,22 @@ class Mechanisms:
     rank's sub-questions, context pruning by the rolling memory, sampling without replacement,
     self-reflection) on, the rest as measured best, and what an answer may spend where its budget
     sets no limit. Not settings: a user picks a preset (LogicConfig); experiments vary these
-    (training/common/logic_experiment.py, whose LogicExperiment answers LogicConfig.mechanisms())."""
+    (training/common/logic_experiment.py, whose LogicExperiment answers LogicConfig.mechanisms()).
+    The hooks are for what only experiments try: the route has none of its own."""
 
     merge_same_rank: bool = True
     rolling_memory: bool = True
     without_replacement: bool = True
     reflection: bool = True
-    final_chunks: int = 0  # raw chunks of the last hop shown to the final answer beside the memory
     direct_single_hop: bool = True  # a one-lookup plan is answered as the chunk route does
     evidence_tokens: int = 0  # a step call's passages compressed to this many tokens (0: whole)
-    compact_examples: bool = False  # the decomposition's examples as text lines, not JSON turns
-    plan_questions: bool = False  # the plan as a JSON list of sub-question strings
-    plan_examples: int = 0  # only the N example plans closest in form (0: the fixed set)
     reflect_notes: bool = True  # the reflection call sees the rolling memory
     caps: Budget = LOGIC_CAPS
+    # Each hook is given the route's SolveState (Any: the state module imports this one).
+    # the decomposition's prompt for a question (None: PlanPrompt(short_prompts))
+    plan_prompt: Callable[[Any], PlanPrompt] | None = None
+    # raw chunks shown to the final answer beside the rolling memory (None: the memory alone)
+    final_chunks: Callable[[Any], list[RetrievedChunk]] | None = None
 
 
 FIXED = Mechanisms()
@@ -71,7 +79,7 @@ class LogicConfig(Settings):
     plan_forms: bool = field(
         default=False,
         metadata={
-            "help": "questions of a few fixed forms get their plan from the form (hierarchy/question_forms.py)",
+            "help": "questions of a few fixed forms get their plan from the form (question/forms.py)",
         },
     )
     reflect_when_unsure: bool = field(

@@ -5,7 +5,7 @@ the sources the answer was built on."""
 from __future__ import annotations
 
 from engine.base.errors import DeadlineError, LLMError
-from engine.base.types import RetrievedChunk, Source
+from engine.base.types import Source
 from engine.llm.base import flag, stopped_words
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
@@ -23,7 +23,6 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
-from hierarchy.question_structure import question_word
 
 
 def final_answer(st: SolveState) -> str:
@@ -50,8 +49,9 @@ def final_answer(st: SolveState) -> str:
         # a reader answer cites [n]: show, numbered, the passage stating each sub-answer
         cited = cited_passages(st) if cfg.cite_passages and st.style == "reader" else []
         pending_ids = {c.chunk_id for c in pending}
-        last_hop = [c for c in _last_hop_chunks(st) if c.chunk_id not in pending_ids]
-        shown = unique_chunks(cited + last_hop + pending)
+        extra = cfg.mechanisms().final_chunks
+        raw = [c for c in extra(st) if c.chunk_id not in pending_ids] if extra else []
+        shown = unique_chunks(cited + raw + pending)
         if shown:
             context += "\n" + format_passages(shown)
     else:
@@ -98,10 +98,10 @@ def _folded_answer(st: SolveState) -> str:
         ids = {cid for n in known for cid in n.chunk_ids}
         st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in ids]
         return answer
-    sinks = _sinks(st)
-    if len(sinks) != 1 or question_word(st.question) == "yesno" or not grounded(st, sinks[0]):
+    last = sinks(st)
+    if len(last) != 1 or st.read.word == "yesno" or not grounded(st, last[0]):
         return ""
-    sink = sinks[0]
+    sink = last[0]
     st.trace.details["final"] = {"folded": f"the answer of {sink.id}, the single last sub-question"}
     st.final_passages = [c for c in unique_chunks(st.raw) if c.chunk_id in set(sink.chunk_ids)]
     return clean_answer(sink.answer or "", st.style)
@@ -122,23 +122,7 @@ def answer_sources(st: SolveState) -> list[Source]:
     return out
 
 
-def _last_hop_chunks(st: SolveState) -> list[RetrievedChunk]:
-    """The raw chunks retrieved for the DAG's single sink, the hop that answers the question.
-
-    An experiment (the memory can drop the exact phrase the answer needs); off in every preset.
-    Comparisons (several sinks) keep memory + computed notes only.
-    """
-    wanted = st.cfg.mechanisms().final_chunks
-    if wanted == 0:
-        return []
-    sinks = [n for n in _sinks(st) if n.chunk_ids]
-    if len(sinks) != 1:
-        return []
-    by_id = {c.chunk_id: c for c in st.raw}
-    return [by_id[i] for i in sinks[0].chunk_ids if i in by_id][:wanted]
-
-
-def _sinks(st: SolveState) -> list[SubQuestion]:
+def sinks(st: SolveState) -> list[SubQuestion]:
     """The DAG's last sub-questions: those no other sub-question depends on."""
     used = {d for n in st.nodes.values() for d in n.depends_on}
     return [n for n in st.nodes.values() if n.id not in used]

@@ -19,15 +19,9 @@ import networkx as nx
 from engine.base.errors import StructuredOutputError
 from engine.base.trace import Trace
 from engine.llm.base import flag
-from engine.prompts.logic import (
-    DECOMPOSE_EXAMPLE_QUESTIONS,
-    decompose_messages,
-    decompose_retry_messages,
-    decompose_schema,
-)
+from engine.prompts.logic import PlanPrompt
 from engine.routes.logic.config import BudgetExhausted
-from hierarchy.question_forms import form_plan
-from hierarchy.question_structure import mask_entities
+from question.parse import Question, as_question
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -228,18 +222,15 @@ def add_nodes(nodes: dict[str, SubQuestion], new: list[SubQuestion]) -> None:
 # ---------------------------------------------------------------- decomposition
 
 
-def _parse_plan(data: dict) -> list[SubQuestion]:
-    """Sub-questions of a reply: objects with id and depends_on, or (the question-list form)
-    strings whose ids are q1, q2, ... by position and whose dependencies are their placeholders."""
+def _parse_plan(items: list[dict]) -> list[SubQuestion]:
+    """Sub-questions of a reply's items (PlanPrompt.items)."""
     return [
-        SubQuestion(id=f"q{i}", question=" ".join(s.split()), depends_on=placeholders(s))
-        if isinstance(s, str)
-        else SubQuestion(
+        SubQuestion(
             id=s["id"].strip(),
             question=" ".join(s["question"].split()),
             depends_on=[d.strip() for d in s.get("depends_on", [])],
         )
-        for i, s in enumerate(data["subquestions"], 1)
+        for s in items
     ]
 
 
@@ -247,10 +238,10 @@ def _one_node(question: str) -> list[SubQuestion]:
     return [SubQuestion(id="q1", question=question, origin="fallback")]
 
 
-def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when hierarchy.question_forms reads one off the question and it is a valid
+def plan_from_form(question: str | Question) -> tuple[str, list[SubQuestion]] | None:
+    """(the form's name, its plan) when question.forms reads one off the question and it is a valid
     DAG, else None: the LLM decomposes."""
-    got = form_plan(question)
+    got = as_question(question).form_plan
     if got is None:
         return None
     nodes = [
@@ -260,55 +251,29 @@ def plan_from_form(question: str) -> tuple[str, list[SubQuestion]] | None:
     return (got[0], nodes) if not plan_problems(nodes) else None
 
 
-def nearest_examples(question: str, embedder, n: int) -> list[str]:
-    """The n example plans' questions closest in form to `question`: cosine of their MiniLM
-    vectors with names, titles and numbers masked (hierarchy.question_structure.mask_entities), so that
-    "When was the director of film X born?" meets the examples that chain through a director,
-    whatever the film. Experiments only: the small model copies the content of the few plans it
-    is shown, so the plan_examples mechanism is fixed at 0 (logic.config.Mechanisms)."""
-    pool = list(DECOMPOSE_EXAMPLE_QUESTIONS)
-    vecs = embedder.encode([mask_entities(t) for t in [question, *pool]])
-    sims = vecs[1:] @ vecs[0]  # the Embedder contract: L2-normalized rows
-    best = sorted(range(len(pool)), key=lambda i: (-float(sims[i]), i))[: max(0, n)]
-    return [pool[i] for i in sorted(best)]
-
-
-def decompose(
-    question: str,
-    call: LLMCall,
-    trace: Trace,
-    short_prompt: bool = False,
-    compact: bool = False,
-    questions: bool = False,
-    examples: list[str] | None = None,
-) -> list[SubQuestion]:
+def decompose(question: str, call: LLMCall, trace: Trace, prompt: PlanPrompt | None = None) -> list[SubQuestion]:
     """The question's plan: decomposed, regenerated once with its problems stated, repaired if
     still invalid. A malformed decomposition gives a one-node plan (origin "fallback").
-    short_prompt, compact and questions choose the prompt and the reply's form, `examples` the
-    example plans shown (engine.prompts.logic.decompose_messages)."""
-    schema = decompose_schema(questions=questions)
+    `prompt`: the decomposition's prompt and reply form (engine.prompts.logic.PlanPrompt)."""
+    prompt = prompt or PlanPrompt()
+    schema = prompt.schema()
     try:
-        c = call(
-            decompose_messages(question, short_prompt, compact, questions, examples),
-            purpose="decompose",
-            schema=schema,
-            max_tokens=DECOMPOSE_MAX_TOKENS,
-        )
+        c = call(prompt.messages(question), purpose="decompose", schema=schema, max_tokens=DECOMPOSE_MAX_TOKENS)
     except StructuredOutputError as e:
         flag(trace, f"decomposition malformed after retry ({e}): one-node DAG (chunk-route behaviour)")
         return _one_node(question)
-    nodes = _drop_compare_only(trace, _parse_plan(c.data))
+    nodes = _drop_compare_only(trace, _parse_plan(prompt.items(c.data)))
     problems = plan_problems(nodes)
     if problems:
         flag(trace, "invalid plan regenerated: " + "; ".join(problems))
         try:
             c2 = call(
-                decompose_retry_messages(question, c.text, problems, short_prompt, compact, questions, examples),
+                prompt.retry_messages(question, c.text, problems),
                 purpose="decompose-retry",
                 schema=schema,
                 max_tokens=DECOMPOSE_MAX_TOKENS,
             )
-            nodes2 = _drop_compare_only(trace, _parse_plan(c2.data))
+            nodes2 = _drop_compare_only(trace, _parse_plan(prompt.items(c2.data)))
         except StructuredOutputError as e:
             flag(trace, f"regenerated plan malformed ({e}): repairing the first plan")
             nodes2 = nodes

@@ -15,7 +15,7 @@ from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.budget import Budget
 from engine.llm.base import LLM, Stopwatch, flag
-from engine.prompts.logic import reflect_messages, reflect_schema, rewrite_messages
+from engine.prompts.logic import PlanPrompt, reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
 from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps
@@ -29,7 +29,6 @@ from engine.routes.logic.plan import (
     decompose,
     id_order_key,
     is_copy,
-    nearest_examples,
     next_ids,
     normalize,
     placeholders,
@@ -49,6 +48,7 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
+from question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -59,7 +59,7 @@ MAX_NODES = 10  # decomposition (<= 5) plus what reflection may add; a hard stop
 
 
 def answer_logic(
-    q: str,
+    q: str | Question,
     kb: "KnowledgeBase",
     llm: LLM,
     config: LogicConfig | None = None,
@@ -72,6 +72,7 @@ def answer_logic(
     (trace.flags) instead of raising, except an LLMError on the final answer when nothing at
     all was answered."""
     watch = Stopwatch()
+    read, q = as_question(q), text_of(q)
     cfg = config or LogicConfig()
     usage = Usage()
     trace = Trace(
@@ -80,7 +81,7 @@ def answer_logic(
         dag={"nodes": [], "edges": [], "ranks": []},
         details={"config": asdict(cfg), "steps": [], "memory": [], "reflection": []},
     )
-    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget))
+    st = SolveState(q, kb, llm, cfg, usage, trace, watch, style=style, limits=caps(cfg, budget), read=read)
     try:
         plan = _plan(st)
         add_nodes(st.nodes, plan)
@@ -119,23 +120,13 @@ def answer_logic(
 def _plan(st: SolveState) -> list[SubQuestion]:
     """The question's plan: read off its form (plan_forms), else decomposed by the LLM."""
     cfg = st.cfg
-    form = plan_from_form(st.question) if cfg.plan_forms else None
+    form = plan_from_form(st.read) if cfg.plan_forms else None
     if form is not None:
         st.trace.details["plan_form"] = form[0]
         return form[1]
-    examples = None
-    wanted = cfg.mechanisms().plan_examples
-    if wanted:
-        examples = st.trace.details["plan_examples"] = nearest_examples(st.question, st.kb.embedder, wanted)
-    return decompose(
-        st.question,
-        partial(budgeted_call, st),
-        st.trace,
-        cfg.short_prompts,
-        cfg.mechanisms().compact_examples,
-        cfg.mechanisms().plan_questions,
-        examples,
-    )
+    hook = cfg.mechanisms().plan_prompt
+    prompt = hook(st) if hook else PlanPrompt(cfg.short_prompts)
+    return decompose(st.question, partial(budgeted_call, st), st.trace, prompt)
 
 
 # ---------------------------------------------------------------- solving

@@ -24,6 +24,7 @@ from engine.llm.base import (
 from engine.routes.common import says_unknown
 from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TimeExhausted, TokensExhausted
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
+from question.parse import Question, read_question
 
 
 @dataclass
@@ -46,6 +47,11 @@ class SolveState:
     final_passages: list[RetrievedChunk] = field(default_factory=list)  # what the final prompt numbered
     facts: str = ""  # LogicConfig.keep_facts: sentences kept from the passages read (grounding.py)
     limits: Budget = LOGIC_CAPS  # what this answer may spend (engine.routes.logic.config.caps)
+    read: Question | None = None  # the question read once (its form, its question word); None: read here
+
+    def __post_init__(self) -> None:
+        if self.read is None:
+            self.read = read_question(self.question)
 
 
 def budgeted_call(

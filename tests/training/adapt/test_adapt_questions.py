@@ -9,10 +9,10 @@ import json
 import pytest
 
 from engine.base.errors import KBEmptyError
-from engine.prompts import questions as p
 from hierarchy.documents import Chunk
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb
 from tests.samples import DOCS, VELMORA
+from training.adapt import question_prompts as p
 from training.adapt.adapt_candidates import bridge_pairs, kb_chunks
 from training.adapt.adapt_checks import bridge_question, names_entity, names_subject
 from training.adapt.adapt_questions import question_id, read_written, write_questions

@@ -12,6 +12,7 @@ import pytest
 
 from engine.base.types import Answer, Usage
 from engine.pipeline import RoutedRAG
+from question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from training.bench.bench_data import BenchConfig
 from training.bench.benchmark import RESULTS_FILE, run_benchmark
@@ -36,6 +37,7 @@ class CascadeRAG(RoutedRAG):
     lock = threading.Lock()
 
     def _run_route(self, q, route, budget=None):
+        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (question.parse)
         with self.lock:
             CascadeRAG.runs.append((route, q))
         calls, tokens = COST[route]
@@ -186,7 +188,7 @@ class SureRAG(CascadeRAG):
     def _run_route(self, q, route, budget=None):
         ans = super()._run_route(q, route, budget)
         if route != "logic":
-            ans.trace.confidence = 0.95 if ans.text == BY_QUESTION[q][0] else 0.3
+            ans.trace.confidence = 0.95 if ans.text == BY_QUESTION[text_of(q)][0] else 0.3
         return ans
 
 

@@ -9,6 +9,7 @@ study of README.md; run from the repository root:
 import json
 import sys
 
+from engine.decide import Decider
 from engine.embedder import get_embedder
 from router.checkpoint import load_router
 from tests.router.routing_questions import MULTI_HOP, ONE_HOP
@@ -25,7 +26,7 @@ def main(checkpoints: list[str]) -> None:
         router = load_router(ckpt, embedder=emb)
 
         def count(questions, route, sent=True, router=router):
-            return sum((d["route"] == route) == sent for d in router.decide_many(questions))
+            return sum((d.route == route) == sent for d in Decider().decide_many(router, questions))
 
         row = {
             "checkpoint": ckpt,
