@@ -140,9 +140,15 @@ def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     "--set",
     "sets",
     multiple=True,
-    metavar="intake.NAME=NUMBER",
+    metavar="intake.NAME=VALUE",
     help="a limit on reading one file (repeatable): intake.max_text_mb=10, intake.max_inflated_mb=200, "
     'intake.max_seconds=120, intake.max_memory_mb=2048, ... (docs/configuration.md, "Reading documents")',
+)
+@click.option(
+    "--keep-aggregates",
+    is_flag=True,
+    help="read a documentation site's aggregate and navigation pages (print.html, genindex.html) and copies "
+    "of pages too, which are skipped by default (intake.keep_aggregates=true)",
 )
 @llm_option
 @click.pass_context
@@ -158,17 +164,20 @@ def index(
     store_spec,
     retrieval,
     sets,
+    keep_aggregates,
     llm_spec,
 ):
     """Index SOURCES into --kb: folders or files of Markdown, text, PDF, HTML, DOCX and PPTX (the last
     four with the docs extra), JSONL {id,title,text}, QA data files. A folder's links that lead outside
-    it are skipped and named; a file over a limit (--set intake.NAME=NUMBER) is skipped with one line."""
+    it are skipped and named, and so are a documentation site's aggregate pages and copies of pages; a file
+    over a limit (--set intake.NAME=VALUE) is skipped with one line."""
     from hierarchy.indexing import index_sources
     from hierarchy.intake_limits import IntakeLimits
     from hierarchy.kb import KnowledgeBase
     from hierarchy.vector_store.base import parse_store
 
-    limits = IntakeLimits.from_sets(sets)  # a bad key fails before anything is read
+    # a bad key fails before anything is read
+    limits = IntakeLimits.from_sets([*sets, *(["intake.keep_aggregates=true"] if keep_aggregates else [])])
 
     store = None
     if store_spec is not None:

@@ -60,6 +60,13 @@ def check(ctx, kb_dir, as_json, repair, summaries, llm_spec):
                 f"summary layers: {lay['nodes_per_level']} nodes per level over {lay['chunks']} chunks "
                 f"({lay['uncovered_chunks']} chunks not covered, {lay['stale_chunks']} no longer in the KB)"
             )
+        if report.near_duplicates:
+            from hierarchy.folder_walk import NAMED
+
+            pairs = [" ~ ".join(pair) for pair in report.near_duplicates]
+            more = f" and {len(pairs) - NAMED} more (--json lists them)" if len(pairs) > NAMED else ""
+            what = "pair" if len(pairs) == 1 else "pairs"
+            click.echo(f"near-duplicate documents: {len(pairs)} {what}: {', '.join(pairs[:NAMED])}{more}")
         for note in report.notes:
             click.echo(f"note: {note}")
         for problem in report.problems:

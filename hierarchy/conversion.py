@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from engine.base.errors import DataFormatError, MissingExtraError
@@ -178,7 +179,7 @@ def handle(request: dict) -> dict:
         return {"oserror": e.strerror or str(e)}
     except Exception as e:  # the libraries raise their own types for a damaged file: one line, the run goes on
         return {"skip": f"not a readable {kind.upper()} file ({type(e).__name__}: {e})"}
-    return {"ok": {"title": converted.title, "text": converted.text, "pages": converted.pages}}
+    return {"ok": asdict(converted)}
 
 
 def _limit_memory(memory_mb: float) -> None:

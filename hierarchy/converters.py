@@ -45,6 +45,7 @@ DROPPED_ROLES = ("navigation", "search", "banner", "contentinfo")
 DROPPED_CLASSES = ("headerlink", "sphinxsidebar", "related", "navheader", "navfooter", "footer", "prev-next-area")
 # a PDF line that Markdown would read as structure (a heading, a code fence): escaped
 _MARKDOWN_LEAD = re.compile(r"^(#{1,6}(?=\s|$)|```|~~~)")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _RULE = re.compile(r"^\s*(=+|-+)\s*$")  # a setext underline would turn the line above into a heading
 log = logging.getLogger("logicroute.sources")
 
@@ -57,6 +58,7 @@ class Converted:
     title: str
     text: str
     pages: int = 0
+    link_share: float = 0.0  # of an HTML page's words, the share in links (hierarchy.site_pages)
 
 
 def kind_of(path: Path) -> str | None:
@@ -203,6 +205,10 @@ def html_to_markdown(html: str | bytes) -> Converted:
     for tag in dropped:
         tag.decompose()
     root = soup.find(role="main") or soup.find("main") or soup.body or soup
+    words = len(root.get_text(" ").split())
+    # links to other pages: a heading's own anchor (mdBook, Sphinx) or a jump within the page is none
+    away = [a for a in root.find_all("a", href=True) if not a["href"].startswith("#")]
+    in_links = sum(len(a.get_text(" ").split()) for a in away if not a.find_parent(_HEADINGS))
     converter = MarkdownConverter(
         heading_style="ATX",
         bullets="-",
@@ -212,7 +218,7 @@ def html_to_markdown(html: str | bytes) -> Converted:
         escape_misc=False,
     )
     text = re.sub(r"\n{3,}", "\n\n", converter.convert_soup(root)).strip()
-    return Converted(title, text)
+    return Converted(title, text, link_share=in_links / words if words else 0.0)
 
 
 def _html_file(path: Path) -> Converted:

@@ -36,7 +36,8 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip entry's local header, as 
 
 @dataclass(frozen=True)
 class IntakeLimits:
-    """The limits on reading one file (docs/configuration.md, "Reading documents")."""
+    """The limits on reading one file, and whether a site's aggregate pages are read too
+    (docs/configuration.md, "Reading documents")."""
 
     max_file_mb: float = 200  # a PDF, DOCX or PPTX file on disk
     max_text_mb: float = 10  # a text, Markdown or HTML file; the text any file converts to (indexing holds ~40x it)
@@ -46,11 +47,15 @@ class IntakeLimits:
     max_pages: int = 5_000  # the pages of a PDF
     max_seconds: float = 120  # converting one file
     max_memory_mb: float = 2_048  # the converting process's address space
+    keep_aggregates: bool = False  # read a site's aggregate, navigation and duplicate pages too (hierarchy.site_pages)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if f.name == "keep_aggregates":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{PREFIX}{f.name} must be true or false, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"{PREFIX}{f.name} must be a number above 0, got {value!r}")
 
     @classmethod
@@ -64,11 +69,11 @@ class IntakeLimits:
             name = key.strip().removeprefix(PREFIX)
             if not eq or not key.strip().startswith(PREFIX) or name not in known:
                 # NAME, not KEY: a message naming a KEY= is redacted as if it held a secret (engine.llm.urls)
-                raise ConfigError(f"--set {pair!r}: expected {PREFIX}NAME=NUMBER, NAME one of {', '.join(known)}")
+                raise ConfigError(f"--set {pair!r}: expected {PREFIX}NAME=VALUE, NAME one of {', '.join(known)}")
             try:
                 values[name] = tomllib.loads(f"v = {raw.strip()}")["v"]
             except tomllib.TOMLDecodeError:
-                raise ConfigError(f"--set {pair!r}: {raw.strip()!r} is not a number") from None
+                raise ConfigError(f"--set {pair!r}: {raw.strip()!r} is not a number or true/false") from None
         return cls(**values)
 
     def to_dict(self) -> dict:

@@ -10,7 +10,8 @@ summary layers read back whole, their files match the fingerprints meta.json rec
 cover every chunk and no other. The check reads like any reader (no file is written, no lock file
 created); when no writer holds the KB it takes a shared lock, so writers wait until it is done
 and the layers are compared with the chunks they were committed with. While a writer holds the
-KB the layers may lag its chunks for a moment: that is a note, not damage.
+KB the layers may lag its chunks for a moment: that is a note, not damage. Documents that hold
+mostly the same text (a page and its copy) are named, and are no damage either.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engine.base.errors import KBCorruptError, KBError, KBNotFoundError
-from hierarchy import store
+from hierarchy import site_pages, store
 from hierarchy.kb import LAYERS_DIR
 from hierarchy.kb_files import INDEX, check_counts, repair_hint
 from hierarchy.kb_manifest import MANIFEST, SNAPSHOT_TRIES, CommittedManifest, committed_names, read_manifest
@@ -41,6 +42,7 @@ class CheckReport:
     files: dict[str, str] = field(default_factory=dict)  # data file -> ok | prev | missing | mismatch
     layers: dict | None = None
     writer_active: bool = False
+    near_duplicates: list[list[str]] = field(default_factory=list)  # pairs of document ids, mostly the same text
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -115,6 +117,7 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
         report.problems.append(str(e) if str(e).startswith("knowledge base") else f"{path / INDEX} {e}")
         return None
     report.chunks, report.documents = len(chunks), len({c.doc_id for c in chunks})
+    report.near_duplicates = _near_duplicates(chunks)
     report.vectors = int(vectors.shape[0])
     if vstore is not None:  # an exact index is built from the vectors, as opening does
         report.index = vstore.count()
@@ -129,6 +132,17 @@ def _check_chunk_level(path: Path, manifest: CommittedManifest, report: CheckRep
         report.problems.append(f"the manifest says {n_docs} documents, the chunks have {report.documents}")
     _check_lexical(path, manifest, data, ids, report)
     return ids
+
+
+def _near_duplicates(chunks: list) -> list[list[str]]:
+    """Documents whose chunks hold mostly the same text, each of the other (hierarchy.site_pages):
+    a page and its copy, indexed before copies were skipped or with --keep-aggregates."""
+    texts: dict[str, list[str]] = {}
+    for c in chunks:
+        texts.setdefault(c.doc_id, []).append(c.text)
+    ids = sorted(texts)
+    pairs = site_pages.near_duplicates(["\n".join(texts[i]) for i in ids])
+    return [[ids[a], ids[b]] for a, b in pairs]
 
 
 def _check_lexical(path: Path, manifest: CommittedManifest, data: dict, ids: list[str], report: CheckReport) -> None:

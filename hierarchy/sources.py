@@ -21,7 +21,9 @@ own. Files of a folder that no reader takes (.rst, images; a PDF when the extra 
 with the command that installs it) are counted by kind in one warning, and listed at debug
 level (`index -v`). A folder is read as
 hierarchy.folder_walk walks it: links that lead outside it are skipped and named, and named
-pipes, sockets and devices are never opened, in a folder or named alone. A source that yields no
+pipes, sockets and devices are never opened, in a folder or named alone. A documentation site's
+aggregate and navigation pages (print.html, genindex.html) and copies of pages are left out with
+one line each (hierarchy.site_pages; intake.keep_aggregates reads them). A source that yields no
 document at all is refused: indexing nothing is always a mistake.
 
 A file's id is its path below the folder named (a file named alone: its name); the document
@@ -40,7 +42,7 @@ from pathlib import Path
 
 from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
 from engine.base.text import has_text, lone_surrogates, shown
-from hierarchy import conversion, converters
+from hierarchy import conversion, converters, site_pages
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
@@ -150,12 +152,17 @@ def _from_text_file(path: Path, doc_id: str, root: Path, limits: IntakeLimits) -
     return Document(id=doc_id, title=title, text=text.strip(), meta=meta, root=str(root))
 
 
-def _from_converted_file(path: Path, doc_id: str, root: Path, limits: IntakeLimits) -> Document | None:
+def _from_converted_file(
+    path: Path, doc_id: str, root: Path, limits: IntakeLimits, marks: dict | None = None
+) -> Document | None:
     """A PDF, HTML, DOCX or PPTX file as a Markdown document (None when it holds no text we can
-    read or breaks a limit: hierarchy.conversion warned why)."""
+    read or breaks a limit: hierarchy.conversion warned why); `marks` gains what the converter
+    saw of the page besides its text (hierarchy.site_pages)."""
     converted = conversion.convert(path, limits)
     if converted is None:
         return None
+    if marks is not None:
+        marks[doc_id] = site_pages.Marks(converted.link_share)
     meta = {"source": str(path), "format": MARKDOWN, "converted_from": converters.kind_of(path)}
     if converted.pages:
         meta["pages"] = converted.pages
@@ -201,16 +208,21 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
     walk = walk_folder(root)
     report(folder, walk)
     undecodable: list[str] = []
+    site, named, marks = site_pages.Site(walk.files), [], {}
     for rel, p in walk.files:
         if lone_surrogates(rel):  # a name of bytes that are no UTF-8: no id or line can carry it
             log.debug("%s: skipped %s: its name is not UTF-8", folder, shown(rel))
             undecodable.append(shown(rel))
             continue
         suffix, kind = Path(rel).suffix.lower(), converters.kind_of(Path(rel))
+        readable = suffix in TEXT_SUFFIXES or (kind is not None and converters.available(kind))
+        if readable and not limits.keep_aggregates and (why := site.named(rel)):
+            named.append(f"{rel} ({why})")  # never converted: print.html is the whole book
+            continue
         if suffix in TEXT_SUFFIXES:
             doc = _from_text_file(p, rel, root, limits)
         elif kind is not None and converters.available(kind):
-            doc = _from_converted_file(p, rel, root, limits)
+            doc = _from_converted_file(p, rel, root, limits, marks)
         else:
             label = suffix or "(no extension)"
             log.debug("%s: skipped, no reader for %s files", p, label)
@@ -227,7 +239,7 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
             folder, len(undecodable), "file whose name is" if one else "files whose names are",
             "it" if one else "them", "it" if one else "them", some(undecodable),
         )  # fmt: skip
-    return docs
+    return docs if limits.keep_aggregates else site_pages.select(folder, docs, marks, named)
 
 
 def skipped_line(skipped: Counter[str]) -> str:

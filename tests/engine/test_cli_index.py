@@ -123,7 +123,7 @@ def test_index_set_changes_a_limit_on_reading_a_file_and_a_bad_key_fails_in_one_
     assert sorted(KnowledgeBase.open(tmp_path / "kb", emb).doc_ids) == ["a.md", "log.docx"]
     bad = run(emb, *args, "--set", "intake.max_pagez=3")
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
-    assert "'intake.max_pagez=3': expected intake.NAME=NUMBER, NAME one of max_file_mb," in bad.stderr
+    assert "'intake.max_pagez=3': expected intake.NAME=VALUE, NAME one of max_file_mb," in bad.stderr
 
 
 @pytest.mark.embedder
