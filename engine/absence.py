@@ -11,7 +11,7 @@ Rules read off what an answer was made from, with no LLM call:
   form whose first hop is in the KB, send the question on up the ladder.
   A lookup (a short question) of one value whose terms the KB holds apart reads the next passages
   once (the chunk route, one call) instead of climbing: one fact has nothing to decompose. A
-  question asking for a list or an explanation (question.structure.answer_shape) climbs:
+  question asking for a list or an explanation (engine.question.structure.answer_shape) climbs:
   its answer is spread over passages by nature, and a few words of its own framing no chunk holds
   ("the main treatment modalities") are no evidence that its topic is absent.
 - `ungrounded_reason`: an answer never outruns its evidence. A lookup naming something no chunk
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 from engine.base.errors import KBError
 from engine.base.types import Answer
 from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.question.parse import Question, as_question, key_terms, word_family
 from engine.routes.specifics import holds_as_written, plain, specific_words, unread_words
-from question.parse import Question, as_question, key_terms, word_family
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

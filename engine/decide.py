@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from engine.base.errors import LogicRouteError
 from engine.budget import Budget
 from engine.ood_policy import DEFAULT_OOD_POLICY, apply_ood_policy, check_ood_policy
+from engine.question.parse import Question, as_question, text_of
 from engine.routes import TOP_ROUTE
-from question.parse import Question, as_question, text_of
 from router.list_gate import LIST_FORM, LIST_ROUTE
 
 FORM_ROUTE = "logic"  # where a question whose form names its sub-questions goes
@@ -192,7 +192,7 @@ class ListGateStage:
 
 @dataclass(frozen=True)
 class FormStage:
-    """A question whose form names its sub-questions (question.forms) goes to logic.
+    """A question whose form names its sub-questions (engine.question.forms) goes to logic.
     Why: the probabilities tell lookups from multi-hop questions only partly (on questions written
     for the test they sent 11 of 20 comparisons and chains to logic), while such a form is a
     multi-hop question for certain, and the logic route plans it without an LLM call

@@ -19,9 +19,9 @@ from engine.budget import too_little_left
 from engine.llm.base import LLM, call_llm
 from engine.prompts.passages import format_passages
 from engine.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
+from engine.question.parse import Question, text_of
 from engine.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
 from engine.routes.common import looks_unanswered
-from question.parse import Question, text_of
 
 if TYPE_CHECKING:
     from engine.budget import Budget

@@ -32,11 +32,11 @@ from engine.budget import Budget, left_after, limits_of, too_little_left
 from engine.config import RagConfig
 from engine.decide import Decision, check_single_budget, decide_many, forced
 from engine.llm.base import LLM, LLMSettings, answer_scope
+from engine.question.parse import Question, read_question
 from engine.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, check_route, route_set
 from engine.routes.common import check_question, looks_unanswered
 from engine.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.routes.summary_config import SummaryConfig
-from question.parse import Question, read_question
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

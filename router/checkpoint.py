@@ -27,7 +27,7 @@ from engine.base.errors import CheckpointError
 from engine.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
-    from question.parse import Question
+    from engine.question.parse import Question
     from router.list_gate import ListGate
     from router.model import RouterMLP
     from router.ood import OodGuard

@@ -3,7 +3,7 @@ the lockfile?", "Which modules document a 'close' event?")? When it does, the su
 it (its global mode: engine.routes.summary_config.mode_for).
 
 A logistic regression over the router's embedding of the question and the `shape` feature (the
-answer the question asks for: question.structure.answer_shape), stored in the router's
+answer the question asks for: engine.question.structure.answer_shape), stored in the router's
 checkpoint next to the MLP. Why a gate apart from the MLP: trained into the shared three-way
 network, the list questions' rows move its chunk-or-logic decisions on other questions (five
 seeds with and without them: docs/results/router/list_gate/README.md); the gate leaves the MLP as
@@ -24,7 +24,7 @@ from engine.base.errors import CheckpointError
 if TYPE_CHECKING:
     import numpy as np
 
-    from question.parse import Question
+    from engine.question.parse import Question
 
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
 LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
@@ -58,7 +58,7 @@ class ListGate:
         """Per question its probability when the gate fires, else None. It fires only on a
         question that asks for a list (answer_shape): the global mode answers no other, so a
         question the summary route would answer by the descent stays with the MLP."""
-        from question.parse import as_question
+        from engine.question.parse import as_question
 
         return [
             float(p) if p >= self.threshold and as_question(q).shape == "list" else None

@@ -20,8 +20,8 @@ from engine.base.types import Answer, Completion, RetrievedChunk, Usage
 from engine.llm.base import call_llm
 from engine.llm.structured import chat_structured
 from engine.pipeline import RoutedRAG
+from engine.question.parse import text_of
 from hierarchy.documents import Chunk
-from question.parse import text_of
 from tests.samples import PASSAGES, make_docs
 
 Reply = str | dict | list | Exception | Callable[[list[dict]], "str | dict | list"]
@@ -251,7 +251,7 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
     """A stand-in for answer_logic: two LLM calls booked like the real route."""
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        question = text_of(question)  # the pipeline hands the route a Question (question.parse)
+        question = text_of(question)  # the pipeline hands the route a Question (engine.question.parse)
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
         usage, trace = Usage(), Trace(route="logic", dag={"nodes": []})

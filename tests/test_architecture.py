@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("engine", "hierarchy", "question", "router", "training", "logicroute")
+PACKAGES = ("engine", "hierarchy", "router", "training", "logicroute")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from engine.base.errors import LogicRouteError
 from engine.budget import Budget, limits_of
 from engine.prompts.answer import answer_messages, check_style
+from engine.question.parse import Question, text_of
 from engine.routes.common import check_question
 from engine.routes.logic.config import LogicConfig
 from engine.routes.summary_config import SummaryConfig
-from question.parse import Question, text_of
 
 if TYPE_CHECKING:
     from engine.base.types import Answer

@@ -27,10 +27,10 @@ from engine.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.prompts.answer import answer_messages
 from engine.prompts.passages import format_passages
+from engine.question.parse import Question, as_question, text_of
 from engine.routes.chunk import answer_chunk
 from engine.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
 from engine.routes.summary_config import GLOBAL_MODE, SummaryConfig, mode_for, summary_config
-from question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase

@@ -11,7 +11,7 @@ from engine.base.errors import LogicRouteError
 from engine.base.settings import Settings
 
 if TYPE_CHECKING:
-    from question.parse import Question
+    from engine.question.parse import Question
 
 # What the context is made of: "descend" shows the best summaries and the chunks under them;
 # "summaries" shows the summaries alone, the way a global question might want an overview.
@@ -19,7 +19,7 @@ ANSWER_FROM = ("descend", "summaries")
 # How the route answers: "descend" picks one context and makes one answer call (as measured on
 # GraphRAG-Bench); "global" maps short passages from many documents and lists the items found
 # (engine.routes.summary_global), for questions whose answer is a set spread over the corpus;
-# "auto" takes global for a question asking for a list (question.structure.answer_shape)
+# "auto" takes global for a question asking for a list (engine.question.structure.answer_shape)
 # and the descent for any other.
 MODES = ("auto", "descend", "global")
 GLOBAL_MODE = "global"
@@ -114,8 +114,8 @@ def mode_for(cfg: SummaryConfig, question: "str | Question", kb=None) -> tuple[s
     for a question asking for a list over a KB of multi-passage documents, else the descent."""
     if cfg.mode != "auto":
         return cfg.mode, f"mode={cfg.mode} was set"
+    from engine.question.parse import as_question
     from hierarchy.kb_manifest import single_passage_ratio
-    from question.parse import as_question
 
     if as_question(question).shape != "list":
         return "descend", "the question asks for no list"

@@ -13,9 +13,9 @@ from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.question.parse import text_of
 from engine.routes.common import looks_unanswered
 from engine.routes.specifics import unread_words
-from question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 FERRY = {
@@ -155,7 +155,7 @@ def scripted_logic(text: str, nodes: list[dict], read: list[str]):
     """A stand-in for answer_logic returning `text` with the DAG `nodes` after reading chunks `read`."""
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        question = text_of(question)  # the pipeline hands the route a Question (question.parse)
+        question = text_of(question)  # the pipeline hands the route a Question (engine.question.parse)
         usage, trace = Usage(), Trace(route="logic", dag={"nodes": nodes})
         trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
         call_llm(llm, [{"role": "user", "content": question}], purpose="answer", usage=usage, trace=trace)

@@ -14,8 +14,8 @@ from engine.base.trace import Trace
 from engine.base.types import Answer, Usage
 from engine.llm.base import call_llm
 from engine.pipeline import Budget
+from engine.question.parse import text_of
 from engine.routes.common import looks_unanswered
-from question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 

@@ -79,7 +79,7 @@ def test_structural_features_mark_joins_and_nested_relations():
 
 
 def test_the_form_feature_is_the_form_stages_reading_as_an_input():
-    """One column per form question.forms names; what the form stage reads, offered to
+    """One column per form engine.question.forms names; what the form stage reads, offered to
     the MLP (not in the default set: docs/results/router/mlp_alone)."""
     comparison, chain, lookup = cheap_features(
         [

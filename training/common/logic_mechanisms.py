@@ -24,9 +24,9 @@ from engine.prompts.logic import (
     plan_json,
     retry_turn,
 )
+from engine.question.structure import mask_entities
 from engine.routes.logic.final_answer import sinks
 from engine.routes.logic.plan import placeholders
-from question.structure import mask_entities
 
 if TYPE_CHECKING:
     from engine.base.types import RetrievedChunk
@@ -133,7 +133,7 @@ class ExperimentPlanPrompt(PlanPrompt):
 
 def nearest_examples(question: str, embedder, n: int) -> list[str]:
     """The n example plans' questions closest in form to `question`: cosine of their MiniLM
-    vectors with names, titles and numbers masked (question.structure.mask_entities), so that
+    vectors with names, titles and numbers masked (engine.question.structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. The small model copies the content of the few plans it is shown, hence
     experiments only."""

@@ -79,7 +79,7 @@ class LogicConfig(Settings):
     plan_forms: bool = field(
         default=False,
         metadata={
-            "help": "questions of a few fixed forms get their plan from the form (question/forms.py)",
+            "help": "questions of a few fixed forms get their plan from the form (engine/question/forms.py)",
         },
     )
     reflect_when_unsure: bool = field(

@@ -20,8 +20,8 @@ from engine.base.errors import StructuredOutputError
 from engine.base.trace import Trace
 from engine.llm.base import flag
 from engine.prompts.logic import PlanPrompt
+from engine.question.parse import Question, as_question
 from engine.routes.logic.config import BudgetExhausted
-from question.parse import Question, as_question
 
 if TYPE_CHECKING:
     from engine.base.types import Completion
@@ -239,7 +239,7 @@ def _one_node(question: str) -> list[SubQuestion]:
 
 
 def plan_from_form(question: str | Question) -> tuple[str, list[SubQuestion]] | None:
-    """(the form's name, its plan) when question.forms reads one off the question and it is a valid
+    """(the form's name, its plan) when engine.question.forms reads one off the question and it is a valid
     DAG, else None: the LLM decomposes."""
     got = as_question(question).form_plan
     if got is None:

@@ -18,6 +18,7 @@ from engine.llm.base import LLM, Stopwatch, flag
 from engine.prompts.logic import PlanPrompt, reflect_messages, reflect_schema, rewrite_messages
 from engine.prompts.logic_step import salvage_memory, step_messages, step_schema
 from engine.prompts.passages import format_passages
+from engine.question.parse import Question, as_question, text_of
 from engine.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps
 from engine.routes.logic.evidence import compress_chunks
 from engine.routes.logic.final_answer import answer_sources, final_answer
@@ -48,7 +49,6 @@ from engine.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
-from question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

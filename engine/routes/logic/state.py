@@ -21,10 +21,10 @@ from engine.llm.base import (
     solving_time_up,
     stopped_words,
 )
+from engine.question.parse import Question, read_question
 from engine.routes.common import says_unknown
 from engine.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TimeExhausted, TokensExhausted
 from engine.routes.logic.plan import SubQuestion, id_order_key, normalize
-from question.parse import Question, read_question
 
 
 @dataclass

@@ -13,7 +13,7 @@ import pytest
 
 from engine.base.types import Answer, Usage
 from engine.pipeline import RoutedRAG
-from question.parse import text_of
+from engine.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES
 from training.bench.bench_data import BenchConfig
@@ -73,7 +73,7 @@ class ScriptRAG(RoutedRAG):
     lock = threading.Lock()
 
     def _run_route(self, q, route, budget=None):
-        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (question.parse)
+        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (engine.question.parse)
         gold, right = GOLD[q]
         with self.lock:
             ScriptRAG.runs.append((route, q))

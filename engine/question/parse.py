@@ -4,7 +4,7 @@ route's plan, the absence rules, escalation) instead of each reading the text ag
 
 Each reading is a cached property, computed on first use: a question routed to the chunk route
 and answered never reads its key terms, and the form is read only where it can change the route.
-The readings are those of question.forms and question.structure on the text as given.
+The readings are those of engine.question.forms and engine.question.structure on the text as given.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class Question:
     @cached_property
     def form_plan(self) -> tuple[str, list[str]] | None:
         """(the form's name, its sub-questions) when the question has a fixed form
-        (question.forms.form_plan), else None."""
-        from question.forms import form_plan
+        (engine.question.forms.form_plan), else None."""
+        from engine.question.forms import form_plan
 
         return form_plan(self.text)
 
@@ -64,15 +64,15 @@ class Question:
 
     @cached_property
     def shape(self) -> str:
-        """The answer asked for: "list", "explanation" or "value" (question.structure.answer_shape)."""
-        from question.structure import answer_shape
+        """The answer asked for: "list", "explanation" or "value" (engine.question.structure.answer_shape)."""
+        from engine.question.structure import answer_shape
 
         return answer_shape(self.text)
 
     @cached_property
     def word(self) -> str:
-        """The question word (question.structure.question_word): "who", "yesno", ... or "other"."""
-        from question.structure import question_word
+        """The question word (engine.question.structure.question_word): "who", "yesno", ... or "other"."""
+        from engine.question.structure import question_word
 
         return question_word(self.text)
 
