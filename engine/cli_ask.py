@@ -146,10 +146,10 @@ def _is_the_process() -> bool:
     return (spec is not None and spec.name == "engine.cli") or os.path.basename(sys.argv[0]) == "logicroute"
 
 
-# How long past its time limit a command may take before it is stopped outright: the answer's own
-# checks end it at the limit, between LLM calls; this catches what no check can cut (a model or
-# embedder still loading, a retrieval on a loaded CPU).
-HARD_STOP_GRACE = 0.25
+# How long past its time limit a command may run before it is stopped outright: the answer's own
+# checks end it at the limit, and what follows its last call (grounding, merge) must fit; this
+# catches what no check can cut (a model or embedder still loading).
+HARD_STOP_GRACE = 1.0
 
 
 def within_limit(answer, started: float, max_seconds: float | None):
@@ -175,17 +175,27 @@ def within_limit(answer, started: float, max_seconds: float | None):
     worker.start()
     worker.join(max(0.0, started + max_seconds + HARD_STOP_GRACE - time.perf_counter()))
     if worker.is_alive():
-        message = f"stopped at the {seconds_words(max_seconds)} s limit before an answer was ready"
-        if _is_the_process():
-            # the answering thread may hold the interpreter inside a load for a second more, and a
-            # normal exit waits for it: the process ends now, its one line written
-            click.echo(f"error: {message}", err=True)
-            sys.stderr.flush()
-            os._exit(2)
-        raise DeadlineError(message)
+        stopped = DeadlineError(f"stopped at the {seconds_words(max_seconds)} s limit before an answer was ready")
+        _end_now_or_raise(stopped)
+    if isinstance(done.get("error"), DeadlineError):
+        _end_now_or_raise(done["error"])
     if "error" in done:
         raise done["error"]
     return done["answer"]
+
+
+def _end_now_or_raise(stopped: Exception) -> None:
+    """A command stopped by its time limit ends now, its one line written: a normal exit tears
+    down the loaded models (a second or more here) or waits on an answering thread still inside
+    a load. Inside another program (a test's CliRunner) the error is raised instead."""
+    if not _is_the_process():
+        raise stopped
+    from engine.llm.urls import redact
+
+    click.echo(f"error: {redact(str(stopped))}", err=True)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(2)
 
 
 def read_batch(path: str, skip_bad: bool = False) -> list:

@@ -271,7 +271,8 @@ def by_content(docs: list[Document], marks: dict[str, Marks]) -> tuple[dict[int,
         return i
 
     for a, b in _copies(ov, set(out)):
-        groups[root(b)] = root(a)
+        if same_page(docs[a].id, docs[b].id):
+            groups[root(b)] = root(a)
     members: dict[int, set[int]] = defaultdict(set)
     for i in list(groups):
         members[root(i)] |= {i, root(i)}
@@ -293,6 +294,26 @@ def _distinct(ov: Overlap, a: int, held: list[int]) -> int:
         count += len(mine - seen) >= HELD * len(mine)
         seen |= mine
     return count
+
+
+def same_page(a: str, b: str) -> bool:
+    """Whether two files can be one page written twice: the same path but for its format or
+    layout (`fs.md` and `fs.html`, `page.html` and `page/index.html`, `_sources/x.rst.txt` and
+    `x.html`), or a folder's index page beside another of its pages (a generator's landing page
+    repeats the first chapter). Two documents that merely share most of their text (a policy and
+    its revision, `v1/` and `v2/` of a manual) are both read."""
+    pa, pb = PurePosixPath(a.lower()), PurePosixPath(b.lower())
+    return _page_key(pa) == _page_key(pb) or (pa.parent == pb.parent and "index" in (_stem(pa), _stem(pb)))
+
+
+def _stem(path: PurePosixPath) -> str:
+    return path.name.split(".")[0]
+
+
+def _page_key(path: PurePosixPath) -> str:
+    parts = [p for p in path.parts[:-1] if p != "_sources"]
+    name = _stem(path)
+    return "/".join(parts if name == "index" and parts else [*parts, name])
 
 
 def cited_first(rel: str) -> tuple:

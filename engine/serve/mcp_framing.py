@@ -2,9 +2,9 @@
 
 Over stdio the SDK drops a line it cannot read without a reply, so the client that sent it waits
 for an answer that never comes. Here every line is checked before the SDK reads it, against the
-SDK's own message type: a line that is not JSON, or JSON whose strings hold a lone surrogate (a
-"\\ud800" escape: no UTF-8 reply could carry it back), gets -32700 (parse error, id null) and a
-warning on stderr; JSON that is
+SDK's own message type: a line that is not JSON gets -32700 (parse error, id null); JSON whose
+strings hold a lone surrogate (a "\\ud800" escape: no UTF-8 reply could carry it back) gets
+-32700 with the request's id, and a warning on stderr; JSON that is
 not one JSON-RPC message (an empty batch `[]`, any batch, since MCP sends one message a line, an
 object that is no request, notification or response) gets -32600 (invalid request, with the
 object's id when it has a usable one, else null). The server then reads the next line: a bad
@@ -23,6 +23,8 @@ import json
 import logging
 import os
 import sys
+
+from engine.base.text import lone_surrogates
 
 log = logging.getLogger("logicroute.mcp")
 PARSE_ERROR = -32700
@@ -45,7 +47,9 @@ def framing_error(frame: str | bytes) -> dict | None:
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
-        return _error(None, PARSE_ERROR, f"parse error: a lone surrogate ({e.object[e.start]!r}), which is no Unicode")
+        rid = _id_of(value)  # the client waits on this id; null only when the id itself is no Unicode
+        rid = None if isinstance(rid, str) and lone_surrogates(rid) else rid
+        return _error(rid, PARSE_ERROR, f"parse error: a lone surrogate ({e.object[e.start]!r}), which is no Unicode")
     if isinstance(value, list):
         why = "an empty batch" if not value else "a batch (MCP takes one message at a time)"
         return _error(None, INVALID_REQUEST, f"invalid request: {why}")
@@ -166,7 +170,8 @@ def http_framing(app, path: str):
             return await app(scope, receive, send)
         body = await _read_body(receive)
         error = framing_error(body)
-        if error is None or error["error"]["code"] == PARSE_ERROR:  # the SDK answers a parse error itself
+        # the SDK answers a body that is no JSON itself; a lone surrogate's error carries the request's id
+        if error is None or (error["error"]["code"] == PARSE_ERROR and error["id"] is None):
             return await app(scope, replay_body(body, receive), send)
         from starlette.responses import JSONResponse
 

@@ -171,7 +171,7 @@ NOT_REQUESTS = [  # a frame, and the JSON-RPC error (id, code) it must get
     (
         b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "ask", "arguments": '
         b'{"question": "\\ud800?"}}}',
-        (None, -32700),
+        (8, -32700),  # with its id: the client waits on it
     ),
 ]
 

@@ -148,8 +148,18 @@ def test_a_page_beside_its_partial_translations_is_no_aggregate(tmp_path, caplog
     (tmp_path / "docs" / "orchard.html").write_text(doc_sites.page("Orchard", "<p>" + ". ".join(sentences) + "</p>"))
     for lang, kept in (("es", sentences[:-1]), ("ja", sentences[1:])):
         (tmp_path / "docs" / lang / "orchard.html").write_text(doc_sites.page("O", "<p>" + ". ".join(kept) + "</p>"))
-    assert read(tmp_path / "docs", caplog) == ["orchard.html"]
-    assert site_lines(caplog) == [
-        f"{tmp_path / 'docs'}: skipped 2 duplicate pages (--keep-aggregates reads them): "
-        "es/orchard.html (a copy of orchard.html), ja/orchard.html (a copy of orchard.html)"
-    ]
+    # nor copies: pages of other folders that share most of their text (translations, v1/ and v2/,
+    # a policy and its revision) are all read; only one page written twice is left out
+    assert read(tmp_path / "docs", caplog) == ["es/orchard.html", "ja/orchard.html", "orchard.html"]
+    assert site_lines(caplog) == []
+
+
+def test_a_revised_document_beside_its_first_version_is_read_too(tmp_path, caplog):
+    """Two files that share most of their text but are not one page in two formats or layouts:
+    skipping the newer one would answer from the old text."""
+    sentences = doc_sites.prose("orchard").split(". ")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "policy_2023.html").write_text(doc_sites.page("Policy", "<p>" + ". ".join(sentences) + "</p>"))
+    revised = [*sentences[:-1], "The orchard now opens at nine"]
+    (tmp_path / "docs" / "policy_2024.html").write_text(doc_sites.page("Policy", "<p>" + ". ".join(revised) + "</p>"))
+    assert read(tmp_path / "docs", caplog) == ["policy_2023.html", "policy_2024.html"] and site_lines(caplog) == []
