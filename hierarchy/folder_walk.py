@@ -10,7 +10,9 @@ read under its own path, and a folder link that points at an ancestor ends there
 looping. Named pipes, sockets and devices are never opened (opening a pipe blocks until a
 writer comes, a device can stream forever): they are skipped with a note. Hidden files and
 folders (.git, editor swap files) are left out, and a subfolder that cannot be listed is
-skipped with a warning.
+skipped with a warning. A file whose name is bytes that are no UTF-8 (an archive from another
+system) is skipped and named with its bytes escaped (engine.base.text.shown): no id, line or
+tokenizer can carry its name, and the rest of the folder is read.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.base.errors import DataFormatError
+from engine.base.text import lone_surrogates, shown
 
 log = logging.getLogger("logicroute.sources")
 NAMED = 5  # entries a warning line names; -v lists the rest
@@ -42,6 +45,7 @@ class Walk:
     outside: list[str] = field(default_factory=list)  # "notes.txt -> /etc/passwd"
     broken: list[str] = field(default_factory=list)  # links to nothing, or to themselves
     special: list[str] = field(default_factory=list)  # "feed (a named pipe)"
+    undecodable: list[str] = field(default_factory=list)  # "caf\\xe9.txt": names that are no UTF-8
 
 
 def special_kind(mode: int) -> str | None:
@@ -113,7 +117,10 @@ def _take(walk: Walk, seen: set[Path], pending: list, rel: str, path: Path, mode
         pending.append((path, rel + "/"))
     elif stat.S_ISREG(mode):
         seen.add(path)
-        walk.files.append((rel, path))
+        if lone_surrogates(rel):
+            walk.undecodable.append(shown(rel))
+        else:
+            walk.files.append((rel, path))
     else:
         walk.special.append(f"{rel} ({special_kind(mode)})")
 
@@ -125,6 +132,11 @@ def report(folder: Path, walk: Walk) -> None:
         (walk.outside, "link that leads outside the folder", "links that lead outside the folder"),
         (walk.broken, "link that leads nowhere", "links that lead nowhere"),
         (walk.special, "entry that is not a file (never opened)", "entries that are not files (never opened)"),
+        (
+            walk.undecodable,
+            "file whose name is not UTF-8 (rename it to index it)",
+            "files whose names are not UTF-8 (rename them to index them)",
+        ),
     ):
         for item in items:
             log.debug("%s: skipped %s: %s", folder, item, one)

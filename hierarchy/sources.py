@@ -46,7 +46,7 @@ from hierarchy import conversion, converters, site_pages
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id
 from hierarchy.documents import Document
-from hierarchy.folder_walk import report, some, special_kind, walk_folder
+from hierarchy.folder_walk import report, special_kind, walk_folder
 from hierarchy.intake_limits import MB, PREFIX, IntakeLimits
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -207,13 +207,8 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
     skipped: Counter[str] = Counter()
     walk = walk_folder(root)
     report(folder, walk)
-    undecodable: list[str] = []
     site, named, marks = site_pages.Site(walk.files), [], {}
     for rel, p in walk.files:
-        if lone_surrogates(rel):  # a name of bytes that are no UTF-8: no id or line can carry it
-            log.debug("%s: skipped %s: its name is not UTF-8", folder, shown(rel))
-            undecodable.append(shown(rel))
-            continue
         suffix, kind = Path(rel).suffix.lower(), converters.kind_of(Path(rel))
         readable = suffix in TEXT_SUFFIXES or (kind is not None and converters.available(kind))
         if readable and not limits.keep_aggregates and (why := site.named(rel)):
@@ -232,13 +227,6 @@ def _from_folder(folder: Path, limits: IntakeLimits) -> list[Document]:
             docs.append(doc)
     if skipped:
         log.warning("%s: %s", folder, skipped_line(skipped))
-    if undecodable:
-        one = len(undecodable) == 1
-        log.warning(
-            "%s: skipped %d %s not UTF-8 (rename %s to index %s): %s",
-            folder, len(undecodable), "file whose name is" if one else "files whose names are",
-            "it" if one else "them", "it" if one else "them", some(undecodable),
-        )  # fmt: skip
     return docs if limits.keep_aggregates else site_pages.select(folder, docs, marks, named)
 
 
