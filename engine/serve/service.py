@@ -235,9 +235,7 @@ class AnswerService:
 def connect_client(llm) -> None:
     """Build a remote endpoint's client with no call (importing the OpenAI SDK takes a second or
     two on a small machine: the first question must not pay it)."""
-    while getattr(llm, "inner", None) is not None:
-        llm = llm.inner
-    connect = getattr(llm, "connect", None)
+    connect = getattr(backend(llm), "connect", None)
     if connect is not None:
         with contextlib.suppress(LogicRouteError):  # no key: the first question says so in one line
             connect()
@@ -247,6 +245,11 @@ def load_model(llm) -> None:
     """Load an in-process model by one 1-token call to the backend itself, under every wrapper
     (ObservedLLM, CachedLLM: `inner`): the local model loads on its first call, and a call through
     the cache could be a hit that loads nothing."""
+    backend(llm).chat([{"role": "user", "content": "Say OK."}], max_tokens=1)
+
+
+def backend(llm):
+    """The backend under every wrapper (ObservedLLM, CachedLLM: `inner`)."""
     while getattr(llm, "inner", None) is not None:
         llm = llm.inner
-    llm.chat([{"role": "user", "content": "Say OK."}], max_tokens=1)
+    return llm
