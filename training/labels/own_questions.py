@@ -32,6 +32,24 @@ def label_own_questions(questions_file: str | Path, kb_dir: str | Path, out: str
         raise LogicRouteError(f"no knowledge base at {kb_dir}: build it with `logicroute index SOURCE --kb {kb_dir}`")
     kb = KnowledgeBase.open(kb_dir, embedder)
     kb.require_chunks()
+    _check_resumable(out, questions)
     cfg = LabelConfig(scorer="answer", routes=("chunk", "summary", "logic"), llm=llm_spec, style=gold_style(ds))
     label_questions(questions, kb, out, cfg, llm=make_llm(llm_spec), indices=indices)
     return Path(out)
+
+
+def _check_resumable(out: str | Path, questions) -> None:
+    """A rerun resumes `out` by each question's id, which a file of bare questions takes from its
+    position: a row whose question is not the one now at that id would be trained on stale."""
+    from training.labels.labels import read_labels
+
+    if not Path(out).is_file():
+        return
+    now = {f"{q.dataset}:{q.id}": q.text for q in questions}
+    for row in read_labels(out):
+        asked = now.get(f"{row.get('dataset')}:{row.get('id')}")
+        if asked is not None and asked != row.get("question"):
+            raise LogicRouteError(
+                f"{out} holds labels of other questions ({row.get('id')}: {row.get('question')!r}): "
+                "the questions file changed; give another --out, or delete it to label again"
+            )

@@ -83,3 +83,19 @@ def test_too_few_questions_or_no_kb_is_refused_in_one_line(tmp_path, monkeypatch
     alone = ["train", "specialist", "--questions", str(tmp_path / "few.jsonl"), "--out", str(tmp_path / "x.ckpt")]
     res = CliRunner().invoke(main, alone, obj={"embedder": embedder()}, usage_error_expected=True)
     assert res.exit_code == 2 and "--questions and --kb go together" in res.output
+
+
+def test_a_changed_questions_file_never_resumes_the_labels_of_the_old_one(tmp_path, monkeypatch):
+    """Bare questions take their ids from their lines: an edited file under the same --out would
+    train on the old questions' labels."""
+    scripted_routes(monkeypatch)
+    tiny_kb(tmp_path / "kb")
+    generalist = small_generalist(tmp_path / "generalist.ckpt")
+    mine = questions_file(tmp_path / "mine.jsonl", 24)
+    args = ["train", "specialist", "--questions", mine, "--kb", str(tmp_path / "kb"), "--from", str(generalist)]
+    args += ["--out", str(tmp_path / "mine.ckpt")]
+    assert CliRunner().invoke(main, args, obj={"embedder": embedder()}).exit_code == 0
+    lines = (tmp_path / "mine.jsonl").read_text().splitlines()
+    (tmp_path / "mine.jsonl").write_text("\n".join(lines[1:] + lines[:1]) + "\n")  # the same questions, reordered
+    res = CliRunner().invoke(main, args, obj={"embedder": embedder()})
+    assert res.exit_code == 2 and "holds labels of other questions" in res.stderr
