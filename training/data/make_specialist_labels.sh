@@ -12,6 +12,8 @@
 #   training/data/make_specialist_labels.sh [PER_BLOCK] [ROUND]
 #
 # SET (environment, default hotpotqa): the shared set, e.g. SET=2wiki (500 questions too).
+# BLOCKS (environment, default "200 300 400"): the blocks this run labels. Two runs on disjoint
+# blocks may share OUT (appends are locked), e.g. BLOCKS="200 300" on one core, BLOCKS=400 on the other.
 # Pin it to one core (`taskset -c 1 ...`) to keep the other one free: the local model takes as
 # many threads as the process may use.
 set -euo pipefail
@@ -20,10 +22,11 @@ PER_BLOCK=${1:-100}
 ROUND=${2:-10}
 BIN=${BIN:-.venv/bin}
 SET=${SET:-hotpotqa}
+BLOCKS=${BLOCKS:-200 300 400}
 OUT=training/data/labels/specialist/$SET.jsonl
 mkdir -p "$(dirname "$OUT")"
 for ((n = ROUND; n <= PER_BLOCK; n += ROUND)); do
-  for block in 200 300 400; do
+  for block in $BLOCKS; do
     "$BIN/logicroute" label "$SET" --kb "runs/specialist_kb/${SET}_$block" --build-kb --kb-questions 100 \
       --offset "$block" --n "$n" --logic-preset paper --out "$OUT"
   done
