@@ -1,4 +1,7 @@
-"""Answering: the public API, LLM clients, embeddings, the routes, the routed pipeline.
+"""Answering, in three floors with the other packages between them, every import pointing down:
+the face (engine.face: commands, HTTP, MCP) over the core (engine.core: the pipeline, the Decider,
+the routes) over router/ (the model) over hierarchy/ (the KB) over the floor (engine.floor: types,
+the question, LLM clients, prompts, the embedder).
 
     from engine import RoutedRAG, Budget, Answer
 
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"RoutedRAG": "engine.pipeline", "Budget": "engine.pipeline", "Answer": "engine.base.types"}
+_LAZY = {"RoutedRAG": "engine.core.pipeline", "Budget": "engine.core.pipeline", "Answer": "engine.floor.base.types"}
 
 __all__ = list(_LAZY)
 

@@ -21,7 +21,6 @@ Lucene's BM25 (k1 1.2, b 0.4).
 from __future__ import annotations
 
 import io
-import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError
+from engine.floor.base.errors import KBCorruptError
+from engine.floor.words import tokens
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.documents import Chunk
@@ -42,32 +42,7 @@ TITLE_WEIGHT = 3
 # What the postings of a segment were made with (tokens, title weight): a segment of another
 # version is not read, and the KB is indexed again on its next write (hierarchy.kb_segments).
 ANALYSIS = 2
-_TOKEN = re.compile(r"[^\W_]+")
-# Lucene's English stop set, with the question words and auxiliaries every question carries: a
-# question's "what" or "does" matched on them would only add noise to the ranking.
-_LUCENE_STOP = "a an and are as at be but by for if in into is it no not of on or such that the their then there these"
-_QUESTION = "they this to was will with what which who whom whose when where why how do does did can could would should"
-STOPWORDS = frozenset(f"{_LUCENE_STOP} {_QUESTION} i".split())
 _TF_MAX = np.iinfo(np.uint16).max
-
-
-def _stem(w: str) -> str:
-    """Plural forms to their singular (queries -> query, classes -> class, files -> file): Harman's
-    S-stemmer, with -es dropped whole after s, x, z, ch and sh as English forms those plurals."""
-    if len(w) <= 3 or not w.endswith("s") or w.endswith(("us", "ss", "is")):
-        return w
-    if w.endswith("ies") and not w.endswith(("eies", "aies")):
-        return w[:-3] + "y"
-    if w.endswith(("sses", "xes", "zes", "ches", "shes")):
-        return w[:-2]
-    if w.endswith(("aes", "ees", "oes")):
-        return w
-    return w[:-1]
-
-
-def tokens(text: str) -> list[str]:
-    """The terms BM25 sees in a text, in order."""
-    return [_stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
 
 
 def lexical_text(chunk: "Chunk") -> str:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hierarchy.lexical import tokens
+from engine.floor.words import tokens
 from hierarchy.summarize import Passage, Unit, candidates, mmr_pick
 
 # relevance = cos(source vector, centroid) + LEXICAL_WEIGHT * the words' share, scaled to the range
@@ -82,7 +82,7 @@ def carried_words(x: np.ndarray, terms: Sequence[int]) -> np.ndarray:
 def word_vectors(sentences: Sequence[str], passages: Sequence[str]) -> np.ndarray:
     """L2-normalized tf-idf rows, one per sentence: a term counts once per sentence, weighted by
     its smoothed idf over `passages` (sklearn's: ln((1+n)/(1+df)) + 1, so no term weighs zero).
-    Terms are the lexical index's (hierarchy.lexical.tokens: stop words out, plurals folded)."""
+    Terms are the lexical index's (engine.floor.words.tokens: stop words out, plurals folded)."""
     terms = [set(tokens(s)) for s in sentences]
     df = Counter(t for text in passages for t in set(tokens(text)))
     vocab = {t: i for i, t in enumerate(sorted(set().union(*terms)))}

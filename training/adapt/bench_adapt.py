@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.adapt.adapt_verdict import (
     CONFIDENCE,
     GENERALIST,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import llm_option, style_option
-from engine.routes import ROUTES
+from engine.core.routes import ROUTES
+from engine.face.cli_options import llm_option, style_option
+from engine.floor.base.errors import LogicRouteError
 from training.bench.bench_data import ESCALATE_BELOW
 from training.common.answer_scores import ALIASES, METRICS
 from training.common.logic_experiment import logic_preset_option
@@ -342,7 +342,7 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
         log=lambda m: print(m, file=sys.stderr),
     )
     if out:
-        from engine.base.files import atomic_write_json
+        from engine.floor.base.files import atomic_write_json
 
         atomic_write_json(out, res)
     click.echo(json.dumps(res))
@@ -372,8 +372,8 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, no_cache, llm
     'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, names
     only listed passages, and says "not in the indexed documents", wrongly so when a gold answer was
     in its passages; for the logic route, the share of sub-answers no passage states."""
-    from engine.cli_options import injected_embedder
-    from engine.llm.factory import make_llm
+    from engine.face.cli_options import injected_embedder
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
     from training.bench.bench_reader import DEMO, demo_questions, run_bench_reader
 

@@ -154,7 +154,7 @@ def run_qa(root: Path, embedder, echo: Callable[[str], None], n: int = 200) -> d
 
 def heading_hit(hits: Sequence, file: str, heading: str, k: int = 3) -> bool:
     """Whether a top-k chunk lies under `heading` of `file` (the heading in its path)."""
-    from engine.base.types import HEADING_SEP
+    from engine.floor.base.types import HEADING_SEP
 
     return any(h.doc_id.endswith(file) and heading in h.heading_path.split(HEADING_SEP) for h in hits[:k])
 
@@ -186,7 +186,7 @@ def run_docs(folder: Path, kb_dir: Path, embedder, echo: Callable[[str], None]) 
 
 def _check_headings(kb, questions) -> None:
     """Each question's heading is the path of some chunk of its file (the benchmark's premise)."""
-    from engine.base.types import HEADING_SEP
+    from engine.floor.base.types import HEADING_SEP
 
     paths = {(c.doc_id.rsplit("/", 1)[-1], h) for c in kb.chunks.values() for h in c.heading_path.split(HEADING_SEP)}
     missing = [(f, h) for _, f, h in questions if (f, h) not in paths]
@@ -195,7 +195,7 @@ def _check_headings(kb, questions) -> None:
 
 
 def save(out_dir: Path, report: dict) -> Path:
-    from engine.base.files import atomic_write_json
+    from engine.floor.base.files import atomic_write_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "retrieval_hybrid.json", report)

@@ -73,7 +73,7 @@ def _measure(kb_path: Path, change) -> dict:
 def build_kb(store: str, docs: list, work: Path, embedder=None) -> tuple[Path, dict]:
     """A KB of `docs` at work/STORE, embedded through the on-disk embedding cache: its path and
     its build figures (seconds rounded to the millisecond)."""
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
     from hierarchy.kb import KnowledgeBase
     from training.scale.bench_store import bench_spec
 
@@ -95,7 +95,7 @@ def build_kb(store: str, docs: list, work: Path, embedder=None) -> tuple[Path, d
 def measure_changes(path: Path, docs: list, extra: list, build: dict, fresh=None) -> dict:
     """Add `extra` to the KB at `path` (embedded by `fresh`, default: the cached embedder's model
     without the cache), then delete as many of `docs`; each against a rebuild (build_kb's figures)."""
-    from engine.embedder import Embedder, get_embedder
+    from engine.floor.embedder import Embedder, get_embedder
     from hierarchy.kb import KnowledgeBase
 
     fresh = fresh or Embedder(get_embedder().spec, cache=False)  # the added passages cost what a user pays

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 SCALE_SETS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "medical")
 ADD_SHARE = 0.01  # the add and the delete: 1% of the documents

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.files import cache_dir, content_hash
-from engine.base.stats import percentile
+from engine.floor.base.files import cache_dir, content_hash
+from engine.floor.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, StoreSpec, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -138,7 +138,7 @@ def main() -> None:
 
     import faiss
 
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
 
     faiss.omp_set_num_threads(1)  # one query at a time on one core: what a request costs
     keys, cached = cached_vectors()

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import resolve_data
 from tests.fakes import HashedBowEmbedder
 from training.fitting import lodo, train

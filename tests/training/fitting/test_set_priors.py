@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import Question, load_dataset, resolve_data
 from tests.fakes import HashedBowEmbedder
 from training.fitting import lodo, train

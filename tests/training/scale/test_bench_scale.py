@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy.datasets import SHARED_FILES, load_dataset
 from tests.fakes import HashedBowEmbedder
 from training.scale.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus

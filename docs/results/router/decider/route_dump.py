@@ -59,8 +59,8 @@ def questions() -> list[str]:
 
 
 def engine_paths(router, qs: list[str]) -> None:
-    from engine.budget import Budget
-    from engine.decide import decide_many, forced
+    from engine.core.budget import Budget
+    from engine.core.decide import decide_many, forced
 
     runs = {
         "argmax": dict(budget=None, ood_policy="chunk-escalate"),
@@ -147,7 +147,7 @@ def lodo_path(router) -> None:
 def main() -> None:
     import torch
 
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from router.checkpoint import load_router
 
     torch.set_num_threads(1)

@@ -1,0 +1,1 @@
+"""The face: what users call, the `logicroute` commands, the HTTP server and MCP; above the core."""

@@ -1,0 +1,1 @@
+"""Types, errors, atomic files, SQLite setup, answer metrics: imports nothing of ours."""
