@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from engine.floor.base.errors import DataFormatError, UnknownFormatError
-from hierarchy.datasets import FORMATS, SHARED_FILES, Dataset, load_dataset, passage_id
+from hierarchy.datasets import FORMATS, Dataset, load_dataset, passage_id
+from training.common.shared_data import SHARED_FILES
 
 # name -> (questions, hop/type label counts)
 EXPECTED = {

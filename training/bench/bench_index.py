@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.floor.base.stats import percentile
-from hierarchy.datasets import SHARED_FILES, shared_data_dir
+from training.common.shared_data import SHARED_FILES, shared_data_dir
 
 if TYPE_CHECKING:
     from hierarchy.documents import Chunk, Document

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hierarchy.datasets import SHARED_FILES
+from training.common.shared_data import SHARED_FILES
 
 HOTPOT = SHARED_FILES["hotpotqa"]
 HOLDOUT_EVERY = 100  # 1% of the documents are added incrementally

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.floor.llm.urls import redact
-from hierarchy.datasets import SHARED_FILES
 from training.bench.bench_summary_build import HOTPOT, copy_embedding_cache, passage_documents
 from training.common.jsonl_store import JsonlStore
+from training.common.shared_data import SHARED_FILES
 
 NQ = SHARED_FILES["nq"]
 NQ_DISTRACTOR_QUESTIONS = 500

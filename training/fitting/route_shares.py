@@ -29,7 +29,7 @@ def read_questions(spec: str) -> list[str]:
 
         half = parts[1] if len(parts) > 1 else "all"
         return [r["question"] for r in read_jsonl(parts[0], strict=True) if half == "all" or r.get("half") == half]
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
     from training.labels.labels import select_questions
 
     name, offset, n = parts[0], int(parts[1]), int(parts[2])

@@ -58,7 +58,8 @@ def prior_rows(
     drawn with `seed` from its questions after the benchmarks' first BENCHMARK_QUESTIONS, leaving
     out every question text in `exclude` (the answer-labelled ones). The seed is not the
     training seed: every training seed then sees the same rows."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import resolve_data
 
     sets = SET_ROUTES if sets is None else sets
     _check_strength(routes, strength)
@@ -109,7 +110,7 @@ def _hop_records(name: str, key: str) -> list[dict]:
     """The raw records of a HOP_SETS set after the benchmarks' first BENCHMARK_QUESTIONS."""
     import json
 
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
 
     path = resolve_data(name)
     try:

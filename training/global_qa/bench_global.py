@@ -262,7 +262,8 @@ def run_all(cfg: GlobalConfig, store: JsonlStore, questions: list, kbs: dict, ll
 
 def load_questions(cfg: GlobalConfig):
     """(data set, questions asked). The data set must share one corpus (GraphRAG-Bench)."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import resolve_data
 
     ds = load_dataset(resolve_data(cfg.data), corpus=cfg.corpus)
     if ds.corpus is None:

@@ -180,7 +180,7 @@ def label(
 ):
     """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
     nq, squad, medical) with each route's score, cost and preference vector."""
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
 
     _check_modes(scorer, stop_score, complete, rerun_routes, from_file)
     data = resolve_data(data)

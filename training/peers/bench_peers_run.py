@@ -34,7 +34,7 @@ RESULTS_FILE = "results.jsonl"
 class PeersConfig:
     """One `bench peers` run on one data set."""
 
-    data: str  # a data file (hierarchy.datasets.resolve_data resolves a set name)
+    data: str  # a data file (training.common.shared_data.resolve_data resolves a set name)
     systems: tuple[str, ...]
     out: str = "runs/bench_peers"
     n: int = 30

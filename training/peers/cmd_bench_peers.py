@@ -120,7 +120,7 @@ def bench_peers(
     calls, tokens and time, EM/F1/Acc, errors counted. Resumable: rerun the same command.
     Report: REPORT_DIR/<set>.md and .json."""
     from engine.floor.llm.factory import make_llm
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
     from training.peers.bench_peers_report import write_report
     from training.peers.bench_peers_run import PeersConfig, run_peers
     from training.peers.bench_peers_subprocess import builtin_registry

@@ -225,8 +225,9 @@ def _inputs(questions: int | None, seed: int):
 def _all_qa_texts() -> list[str]:
     """Every question and chunk text of the QA sets (all questions): none may be a distractor."""
     from hierarchy.chunking import chunk_document, chunk_embed_text
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
     from hierarchy.documents import Document
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
     from training.scale.bench_clustering_eval import QA_SETS
 
     texts = []

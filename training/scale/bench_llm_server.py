@@ -128,7 +128,8 @@ def run_answers(rag, questions: list[str], route: str, concurrency: int, backend
 
 def question_set(dataset: str, n: int) -> tuple[list[str], list]:
     """The first n questions of a shared data set and the passages they came with."""
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     ds = load_dataset(shared_data_dir() / SHARED_FILES[dataset], n=n)
     return [q.text for q in ds.questions], ds.passages

@@ -78,7 +78,7 @@ class ScaleConfig:
             raise LogicRouteError(f"--milvus-index-max must be 0 (no cap) or more, got {self.milvus_index_max}")
         if self.queries < 1:
             raise LogicRouteError(f"--queries must be at least 1, got {self.queries}")
-        from hierarchy.datasets import SHARED_FILES
+        from training.common.shared_data import SHARED_FILES
 
         unknown = [s for s in self.sets if s not in SHARED_FILES]
         if unknown:

@@ -40,7 +40,8 @@ def cached_vectors(model: str = "all-MiniLM-L6-v2") -> tuple[list[bytes], np.nda
 
 
 def questions(n: int, seed: int = 0) -> list[str]:
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     qs = []
     for name in ("hotpotqa", "2wiki", "musique", "nq"):
