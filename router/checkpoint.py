@@ -219,6 +219,9 @@ class Router:
         self.guard = guard
         self.gate = gate
         self.label: str | None = None  # how a trace names this router (router.kb_router sets it)
+        # why the list gate has no say on the KB this router answers from (router.kb_router.fit_to_kb);
+        # the Decider's list gate stage reads it, the gate itself stays as the checkpoint made it
+        self.list_gate_off: str | None = None
 
     @property
     def escalate_below(self) -> float | None:

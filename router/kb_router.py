@@ -81,15 +81,16 @@ def load_for_kb(kb, checkpoint: str | Path | None = None, kb_questions: bool = F
 
 
 def fit_to_kb(router: "Router", kb) -> "Router":
-    """`router` as it answers from `kb`: on a KB of single passages its list gate is off (its label
-    says so, when it has one), as the summary route's global mode is there. Every path that routes
-    a KB's questions outside `load_for_kb` (adapt, its benchmarks) calls this too."""
+    """`router` as it answers from `kb`: on a KB of single passages it records why its list gate
+    has no say there (Router.list_gate_off, which the Decider's list gate stage reads) and its
+    label says so, as the summary route's global mode is off there. Every path that routes a KB's
+    questions outside `load_for_kb` (adapt, its benchmarks) calls this too."""
     from hierarchy.kb_manifest import single_passage_ratio
 
     per_document = single_passage_ratio(getattr(kb, "manifest", None))
     if router.gate is not None and per_document is not None:  # no documents to gather a list across
-        router.gate = None
         off = f"list gate off: the KB's documents are single passages ({per_document:.1f} chunks each)"
+        router.list_gate_off = off
         router.label = f"{router.label}; {off}" if router.label else off
     return router
 

@@ -181,9 +181,15 @@ class ThresholdStage:
 class ListGateStage:
     """The checkpoint's list gate (router.list_gate) sends a question it reads as a list across
     the corpus to summary, over the threshold stage: a logic share calibrated on a batch is met
-    before the gate, which may send some of those questions to summary. `on`: RagConfig.list_gate."""
+    before the gate, which may send some of those questions to summary. `on`: RagConfig.list_gate.
+    The one switch of the gate: a router that answers from a KB of single passages says why the
+    gate has no say there (Router.list_gate_off), and `for_router` turns the stage off for it."""
 
     on: bool = True
+
+    def for_router(self, router) -> ListGateStage:
+        """This stage as it decides for `router`: off where the router's KB leaves lists no say."""
+        return self if not self.on or getattr(router, "list_gate_off", None) is None else ListGateStage(on=False)
 
     def fires(self, gate_p: float | None, probs: dict[str, float], route: str) -> bool:
         """Whether the gate moves a question the threshold stage sent to `route`."""
@@ -291,7 +297,7 @@ class Decider:
         if not learned:
             return []
         stage = self.threshold.calibrated([x.probs.get(self.threshold.route, 0.0) for x in learned])
-        decider = replace(self, threshold=stage)
+        decider = replace(self, threshold=stage, list_gate=self.list_gate.for_router(router))
         label = getattr(router, "label", None)
         below = getattr(router, "escalate_below", None)
         if below is not None and getattr(router, "calibrated_style", None) != style:

@@ -104,10 +104,11 @@ def kb(chunks: int, documents: int):
 def test_the_gate_is_off_on_a_kb_of_single_passages_and_the_label_says_so(tmp_path):
     path = checkpoint(tmp_path / "g.ckpt", shape_gate())
     passages = load_for_kb(kb(1200, 1200), path)
-    assert passages.gate is None and "list gate off" in passages.label
+    assert passages.list_gate_off and "list gate off" in passages.label
+    assert passages.gate is not None  # the checkpoint's gate is kept: the Decider's stage is the switch
     (d,) = Decider().decide_many(passages, [LIST])
     assert d.decided_by == "argmax" and d.list_gate is None
     documents = load_for_kb(kb(4411, 64), path)
-    assert documents.gate is not None and "list gate" not in documents.label
+    assert documents.list_gate_off is None and "list gate" not in documents.label
     (d,) = Decider().decide_many(documents, [LIST])
     assert d.route == "summary" and d.decided_by == "argmax+list"

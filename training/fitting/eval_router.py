@@ -157,7 +157,9 @@ def uncached_router(router):
     emb = router.embedder
     if isinstance(emb, Embedder):
         emb = Embedder(emb.spec, cache=False)  # shares the loaded weights (per-process model registry)
-    return Router(router.model, router.card, emb, router.path, guard=router.guard, gate=router.gate)
+    copy = Router(router.model, router.card, emb, router.path, guard=router.guard, gate=router.gate)
+    copy.list_gate_off = getattr(router, "list_gate_off", None)
+    return copy
 
 
 def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: int = 256) -> dict:
