@@ -37,8 +37,9 @@ from engine.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, MILVUS
 from training.scale.bench_scale_corpus import SCALE_SETS, SHARED, check_corpus, corpus_lines, load_corpus, plan_sizes
 from training.scale.bench_scale_report import DEFAULT_OUT, write_report
+from training.scale.bench_server import SERVER
 
-STORES = (FAISS, FAISS_HNSW, MILVUS)
+STORES = (FAISS, FAISS_HNSW, MILVUS)  # the default; SERVER (a Milvus server the bench starts) on request
 ROUTE_K = 3  # the chunk route's (and the summary route's) default k
 RECALL_K = 10
 MILVUS_QUERIES = 200  # Milvus Lite is tens of ms a query (pure Python): a sample of the questions
@@ -71,9 +72,12 @@ class ScaleConfig:
             raise LogicRouteError(
                 f"--index-only-size must be 0 or at least {RECALL_K}, got {list(self.index_only_sizes)}"
             )
-        bad = [s for s in self.stores if s not in STORES]
+        bad = [s for s in self.stores if s not in (*STORES, SERVER)]
         if bad or not self.stores:
-            raise LogicRouteError(f"unknown --stores {', '.join(bad) or '(none)'}: choose from {', '.join(STORES)}")
+            known = ", ".join((*STORES, SERVER))
+            raise LogicRouteError(f"unknown --stores {', '.join(bad) or '(none)'}: choose from {known}")
+        if SERVER in self.stores and self.sizes:
+            raise LogicRouteError(f"--stores {SERVER} is measured in the index-only part: give --sizes ''")
         if self.milvus_index_max < 0:
             raise LogicRouteError(f"--milvus-index-max must be 0 (no cap) or more, got {self.milvus_index_max}")
         if self.queries < 1:
@@ -274,7 +278,9 @@ def index_only(
     base: np.ndarray, n: int, q: np.ndarray, stores: tuple[str, ...], milvus_max: int = 0, done: frozenset = frozenset()
 ) -> list[dict]:
     """Vectors only (training.scale.bench_store.measure): the corpus' real vectors, past them noisy copies.
-    Milvus Lite holds at most `milvus_max` of them (0: all); (store, rows) pairs in `done` are skipped."""
+    Milvus Lite holds at most `milvus_max` of them (0: all); (store, rows) pairs in `done` are skipped.
+    A Milvus server (SERVER) is started for each size, new, and stopped after it."""
+    from training.scale.bench_server import measure_on_server
     from training.scale.bench_store import bench_spec, grow, measure, truth_ids
 
     v = grow(base, n)
@@ -282,14 +288,17 @@ def index_only(
     rows = []
     for store in stores:
         rows_n, m = n, len(q)
-        if store == MILVUS:
-            rows_n, m = min(n, milvus_max or n), min(len(q), MILVUS_QUERIES)
+        if store in (MILVUS, SERVER):  # Milvus answers in tens to hundreds of ms: a sample of the queries
+            rows_n, m = min(n, milvus_max or n) if store == MILVUS else n, min(len(q), MILVUS_QUERIES)
         if (store, rows_n) in done:
             continue
         t = truth[:m] if rows_n == n else truth_ids(q[:m], v[:rows_n])
         with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
             rss0 = reset_peak_rss()
-            row = measure(bench_spec(store), v[:rows_n], q[:m], t, tmp)
+            if store == SERVER:
+                row = measure_on_server(v, q[:m], t)
+            else:
+                row = measure(bench_spec(store), v[:rows_n], q[:m], t, tmp)
             row["rss_start_mb"], row["peak_rss_mb"] = rss0, peak_rss_mb()
         row["store"], row["real_vectors"] = store, min(rows_n, len(base))
         rows.append(row)

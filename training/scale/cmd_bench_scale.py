@@ -42,7 +42,13 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
     "`make corpus`: 100k+ chunks), or a folder of .md/.txt files",
 )
 @click.option("--count-only", is_flag=True, help="print the corpus' documents and distinct chunks, then stop")
-@click.option("--stores", default=STORE_NAMES, show_default=True, help="comma list of faiss, faiss-hnsw, milvus (Lite)")
+@click.option(
+    "--stores",
+    default=STORE_NAMES,
+    show_default=True,
+    help="comma list of faiss, faiss-hnsw, milvus (Lite), milvus-server (a Milvus 2.3 standalone server the "
+    "bench starts per size with tests/milvus_server.py, index-only part only: with --sizes '')",
+)
 @click.option(
     "--index-only-size",
     default="1000000",
