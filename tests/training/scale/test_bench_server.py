@@ -92,3 +92,28 @@ def test_the_side_by_side_table_gives_the_server_against_faiss_hnsw_as_ratios():
         "| 100,000 | 100.0 s / 50.0 s = 2.00x | 200.0 ms / 0.50 ms = 400x | 250.0 ms / 1.00 ms = 250x "
         "| 1.000 / 0.980 | 800 MB / 200 MB = 4.0x |"
     )
+
+
+def test_index_vectors_from_the_cache_are_the_models_vectors_without_the_questions_asked(tmp_path, monkeypatch):
+    import sqlite3
+
+    from engine.base.errors import LogicRouteError
+    from engine.base.files import content_hash
+    from training.scale.bench_index_only import cache_base
+
+    monkeypatch.setenv("LOGICROUTE_CACHE_DIR", str(tmp_path))
+    con = sqlite3.connect(tmp_path / "embeddings.sqlite")
+    con.execute(
+        "CREATE TABLE emb (model TEXT NOT NULL, key BLOB NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, key))"
+    )
+    rows = [("m", t, unit(1, seed=i)[0]) for i, t in enumerate(["a chunk", "another chunk", "a question?"])]
+    rows.append(("other-model", "a third chunk", unit(1, seed=9)[0]))
+    con.executemany(
+        "INSERT INTO emb VALUES (?, ?, ?)", [(m, bytes.fromhex(content_hash(t)), v.tobytes()) for m, t, v in rows]
+    )
+    con.commit()
+    con.close()
+    base = cache_base("m", ["a question?"])
+    assert base.shape == (2, 32) and {tuple(r) for r in base} == {tuple(rows[0][2]), tuple(rows[1][2])}
+    with pytest.raises(LogicRouteError, match="holds no other-model vector besides the queries"):
+        cache_base("other-model", ["a third chunk"])
