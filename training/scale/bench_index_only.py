@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.base.errors import LogicRouteError
 from hierarchy.vector_store.base import MILVUS
+from training.scale.bench_memory import peak_rss_mb, reset_peak_rss
 from training.scale.bench_server import SERVER
 
 MILVUS_QUERIES = 200  # Milvus Lite is tens of ms a query (pure Python), a server's Strong search ~200 ms: a sample
@@ -37,7 +38,6 @@ def index_only(
     """Vectors only (training.scale.bench_store.measure): the corpus' real vectors, past them noisy copies.
     Milvus Lite holds at most `milvus_max` of them (0: all); (store, rows) pairs in `done` are skipped.
     A Milvus server (SERVER) is started for each size, new, and stopped after it."""
-    from training.scale.bench_scale import peak_rss_mb, reset_peak_rss  # the process' peak, as the KB part reads it
     from training.scale.bench_server import measure_on_server
     from training.scale.bench_store import bench_spec, grow, measure, truth_ids
 

@@ -20,10 +20,8 @@ of the 1% add, which is embedded without the cache (what a user pays), as bench_
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +34,7 @@ from engine.base.errors import LogicRouteError
 from engine.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, MILVUS
 from training.scale.bench_index_only import INDEX_VECTORS, MILVUS_QUERIES, cache_base, index_only
+from training.scale.bench_memory import peak_rss_mb, reset_peak_rss
 from training.scale.bench_scale_corpus import SCALE_SETS, SHARED, check_corpus, corpus_lines, load_corpus, plan_sizes
 from training.scale.bench_scale_report import DEFAULT_OUT, write_report
 from training.scale.bench_server import SERVER
@@ -96,28 +95,6 @@ class ScaleConfig:
 
 
 # ---------------------------------------------------------------- memory and disk
-
-
-def reset_peak_rss() -> float:
-    """Start a new peak-RSS window (Linux resets VmHWM to the current RSS when 5 is written to
-    /proc/self/clear_refs); returns the resident memory the step starts from."""
-    with contextlib.suppress(OSError):  # elsewhere the peak is the process' since it started
-        Path("/proc/self/clear_refs").write_text("5")
-    return peak_rss_mb()
-
-
-def peak_rss_mb() -> float:
-    """The peak resident set since the last reset (VmHWM), else since the process started."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return round(peak / (2**20 if sys.platform == "darwin" else 1024), 1)
 
 
 def folder_bytes(path: Path) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.base.errors import LogicRouteError
+from training.scale.bench_memory import descendants, status_mb
 
 SERVER = "milvus-server"  # the --stores name
 HELPER = Path("tests") / "milvus_server.py"
@@ -48,44 +49,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _procs() -> dict[int, int]:
-    """pid -> parent pid of every process /proc shows."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:  # ended while we looked
-                continue
-            out[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])  # after the name, which may hold spaces
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (children, theirs, ...), not pid itself."""
-    parents = _procs()
-    found, frontier = [], [pid]
-    while frontier:
-        kids = [p for p, pp in parents.items() if pp in frontier]
-        found += kids
-        frontier = kids
-    return found
-
-
-def status_mb(pids: list[int], field: str) -> float:
-    """The sum of a /proc/PID/status memory field (VmRSS: now; VmHWM: the peak since the process
-    started) over `pids`, in MB; a process that ended counts nothing."""
-    kb = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith(f"{field}:"):
-                    kb += int(line.split()[1])
-        except OSError:
-            continue
-    return round(kb / 1024, 1)
 
 
 @dataclass

@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import REQUIRE_MILVUS_SERVER
 from training.scale import bench_server
-from training.scale.bench_server import SERVER, descendants, side_by_side, status_mb
+from training.scale.bench_memory import descendants, status_mb
+from training.scale.bench_server import SERVER, side_by_side
 
 
 def unit(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
