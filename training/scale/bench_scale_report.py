@@ -213,6 +213,8 @@ def render_markdown(report: dict) -> str:
         + ".",
         "",
     ]
+    if e.get("index_vectors"):  # --index-vectors cache: the index-only part's real vectors
+        md += [f"Index only: {e['index_vectors']['vectors']:,} real vectors from {e['index_vectors']['from']}.", ""]
     parts = _corpus_parts(c)
     if parts:
         md += [f"Distinct chunks per part of the corpus: {'; '.join(parts)}.", ""]
