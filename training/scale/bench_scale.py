@@ -5,7 +5,9 @@ its embedding share, peak RSS, disk size, the chunk route's retrieval latency (q
 excluded, measured apart) and recall@10 against exact search, adding and deleting 1% of the
 documents against a rebuild (training.scale.bench_commits); per size, the extractive summary layers'
 build and the summary descent's latency. Then index only, without a KB: adding N vectors,
-search latency and recall@10 (training.scale.bench_store). Reported by training.scale.bench_scale_report.
+search latency and recall@10 (training.scale.bench_index_only), on those stores or on a Milvus
+server the bench starts per size (milvus-server, training.scale.bench_server). Reported by
+training.scale.bench_scale_report.
 
 Corpus: real text only, training.scale.bench_scale_corpus: the shared data sets (17,613 distinct
 chunks), or with --corpus debian-docs the manuals of seven Debian documentation packages (fetched

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from engine.base.errors import LogicRouteError
 from tests.conftest import REQUIRE_MILVUS_SERVER
 from training.scale import bench_server
 from training.scale.bench_memory import descendants, status_mb
@@ -47,7 +48,12 @@ def test_a_server_the_bench_starts_is_measured_beside_faiss_hnsw_and_stopped_aft
 
     monkeypatch.setattr(bench_server, "milvus_server", recorded)
     base, q = unit(1500), unit(12, seed=1)
-    rows = index_only(base, 2000, q, ("faiss-hnsw", SERVER))
+    try:
+        rows = index_only(base, 2000, q, ("faiss-hnsw", SERVER))
+    except LogicRouteError as e:  # a binary this machine refuses: a skip, as the suite's server fixture does
+        if "did not start" not in str(e) or os.environ.get(REQUIRE_MILVUS_SERVER) == "1":
+            raise
+        pytest.skip(str(e))
     assert [(r["store"], r["n"], r["real_vectors"]) for r in rows] == [("faiss-hnsw", 2000, 1500), (SERVER, 2000, 1500)]
     hnsw, srv_row = rows
     assert hnsw["queries"] == srv_row["queries"] == 12  # the same questions, the same exact truth
@@ -98,7 +104,6 @@ def test_the_side_by_side_table_gives_the_server_against_faiss_hnsw_as_ratios():
 def test_index_vectors_from_the_cache_are_the_models_vectors_without_the_questions_asked(tmp_path, monkeypatch):
     import sqlite3
 
-    from engine.base.errors import LogicRouteError
     from engine.base.files import content_hash
     from training.scale.bench_index_only import cache_base
 
