@@ -5,7 +5,9 @@ its embedding share, peak RSS, disk size, the chunk route's retrieval latency (q
 excluded, measured apart) and recall@10 against exact search, adding and deleting 1% of the
 documents against a rebuild (training.scale.bench_commits); per size, the extractive summary layers'
 build and the summary descent's latency. Then index only, without a KB: adding N vectors,
-search latency and recall@10 (training.scale.bench_store). Reported by training.scale.bench_scale_report.
+search latency and recall@10 (training.scale.bench_index_only), on those stores or on a Milvus
+server the bench starts per size (milvus-server, training.scale.bench_server). Reported by
+training.scale.bench_scale_report.
 
 Corpus: real text only, training.scale.bench_scale_corpus: the shared data sets (17,613 distinct
 chunks), or with --corpus debian-docs the manuals of seven Debian documentation packages (fetched
@@ -20,10 +22,8 @@ of the 1% add, which is embedded without the cache (what a user pays), as bench_
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,13 +35,15 @@ import numpy as np
 from engine.floor.base.errors import LogicRouteError
 from engine.floor.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, MILVUS
+from training.scale.bench_index_only import INDEX_VECTORS, MILVUS_QUERIES, cache_base, index_only
+from training.scale.bench_memory import peak_rss_mb, reset_peak_rss
 from training.scale.bench_scale_corpus import SCALE_SETS, SHARED, check_corpus, corpus_lines, load_corpus, plan_sizes
 from training.scale.bench_scale_report import DEFAULT_OUT, write_report
+from training.scale.bench_server import SERVER
 
-STORES = (FAISS, FAISS_HNSW, MILVUS)
+STORES = (FAISS, FAISS_HNSW, MILVUS)  # the default; SERVER (a Milvus server the bench starts) on request
 ROUTE_K = 3  # the chunk route's (and the summary route's) default k
 RECALL_K = 10
-MILVUS_QUERIES = 200  # Milvus Lite is tens of ms a query (pure Python): a sample of the questions
 # Milvus Lite (pure Python) measured ~9 KB of RSS and ~0.5 s a query per 60k vectors: 1M would take
 # ~9 GB and ~8 s a query on a shared machine. The index-only part stops it here unless told otherwise.
 MILVUS_INDEX_MAX = 100_000
@@ -61,6 +63,7 @@ class ScaleConfig:
     layers: bool = True
     sets: tuple[str, ...] = SCALE_SETS
     corpus: str = SHARED  # shared, debian-docs, or a folder (training.scale.bench_scale_corpus)
+    index_vectors: str = "corpus"  # the index-only part's real vectors: INDEX_VECTORS
 
     def __post_init__(self) -> None:
         if not self.sizes and not self.index_only_sizes:
@@ -71,9 +74,12 @@ class ScaleConfig:
             raise LogicRouteError(
                 f"--index-only-size must be 0 or at least {RECALL_K}, got {list(self.index_only_sizes)}"
             )
-        bad = [s for s in self.stores if s not in STORES]
+        bad = [s for s in self.stores if s not in (*STORES, SERVER)]
         if bad or not self.stores:
-            raise LogicRouteError(f"unknown --stores {', '.join(bad) or '(none)'}: choose from {', '.join(STORES)}")
+            known = ", ".join((*STORES, SERVER))
+            raise LogicRouteError(f"unknown --stores {', '.join(bad) or '(none)'}: choose from {known}")
+        if SERVER in self.stores and self.sizes:
+            raise LogicRouteError(f"--stores {SERVER} is measured in the index-only part: give --sizes ''")
         if self.milvus_index_max < 0:
             raise LogicRouteError(f"--milvus-index-max must be 0 (no cap) or more, got {self.milvus_index_max}")
         if self.queries < 1:
@@ -84,31 +90,13 @@ class ScaleConfig:
         if unknown:
             raise LogicRouteError(f"unknown data sets {', '.join(unknown)}: choose from {', '.join(SHARED_FILES)}")
         check_corpus(self.corpus)
+        if self.index_vectors not in INDEX_VECTORS:
+            raise LogicRouteError(
+                f"--index-vectors must be one of {', '.join(INDEX_VECTORS)}, got {self.index_vectors}"
+            )
 
 
 # ---------------------------------------------------------------- memory and disk
-
-
-def reset_peak_rss() -> float:
-    """Start a new peak-RSS window (Linux resets VmHWM to the current RSS when 5 is written to
-    /proc/self/clear_refs); returns the resident memory the step starts from."""
-    with contextlib.suppress(OSError):  # elsewhere the peak is the process' since it started
-        Path("/proc/self/clear_refs").write_text("5")
-    return peak_rss_mb()
-
-
-def peak_rss_mb() -> float:
-    """The peak resident set since the last reset (VmHWM), else since the process started."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return round(peak / (2**20 if sys.platform == "darwin" else 1024), 1)
 
 
 def folder_bytes(path: Path) -> int:
@@ -270,32 +258,6 @@ def embed_latency(texts: list[str], fresh) -> dict:
     return {"queries": len(lat), **_ms(lat)}
 
 
-def index_only(
-    base: np.ndarray, n: int, q: np.ndarray, stores: tuple[str, ...], milvus_max: int = 0, done: frozenset = frozenset()
-) -> list[dict]:
-    """Vectors only (training.scale.bench_store.measure): the corpus' real vectors, past them noisy copies.
-    Milvus Lite holds at most `milvus_max` of them (0: all); (store, rows) pairs in `done` are skipped."""
-    from training.scale.bench_store import bench_spec, grow, measure, truth_ids
-
-    v = grow(base, n)
-    truth = truth_ids(q, v)
-    rows = []
-    for store in stores:
-        rows_n, m = n, len(q)
-        if store == MILVUS:
-            rows_n, m = min(n, milvus_max or n), min(len(q), MILVUS_QUERIES)
-        if (store, rows_n) in done:
-            continue
-        t = truth[:m] if rows_n == n else truth_ids(q[:m], v[:rows_n])
-        with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
-            rss0 = reset_peak_rss()
-            row = measure(bench_spec(store), v[:rows_n], q[:m], t, tmp)
-            row["rss_start_mb"], row["peak_rss_mb"] = rss0, peak_rss_mb()
-        row["store"], row["real_vectors"] = store, min(rows_n, len(base))
-        rows.append(row)
-    return rows
-
-
 # ---------------------------------------------------------------- the run
 
 
@@ -342,11 +304,12 @@ def run_bench_scale(cfg: ScaleConfig, embedder=None, fresh=None, echo: Callable[
         write_report(report, cfg.out, plot=plot)
 
     # The chunks first, through the cache: the long, resumable part (a rerun embeds nothing). All
-    # of them when the index-only part alone runs: its real vectors are these.
-    texts = corpus.texts[: corpus.chunks_for(max(n for _, n in plan))] if plan else corpus.texts
+    # of them when the index-only part alone runs on the corpus' vectors.
+    from_cache = cfg.index_vectors == "cache"
+    texts = corpus.texts[: corpus.chunks_for(max(n for _, n in plan))] if plan else [] if from_cache else corpus.texts
     encoded = getattr(emb, "encoded_texts", None)
     t0 = time.perf_counter()
-    base = np.asarray(emb.encode(texts, show_progress=True), np.float32)
+    base = np.asarray(emb.encode(texts, show_progress=True), np.float32) if texts else None
     report["embedding"].update(
         corpus_texts=len(texts),
         corpus_seconds=round(time.perf_counter() - t0, 1),
@@ -354,6 +317,9 @@ def run_bench_scale(cfg: ScaleConfig, embedder=None, fresh=None, echo: Callable[
     )
     q = query_set(cfg.queries, emb, corpus, max((n for _, n in plan), default=0))
     report["embedding"]["query"] = embed_latency(q.texts, fresh)
+    if from_cache:
+        base = cache_base(emb.id, q.texts)
+        report["embedding"]["index_vectors"] = {"from": "the embedding cache", "vectors": len(base)}
     report["queries"] = {"from": "questions" if corpus.name == SHARED else "held-out chunks", "n": len(q.texts)}
     report["queries"] |= {"words": QUERY_WORDS, "examples": q.texts[:3]} if corpus.name != SHARED else {}
     save()

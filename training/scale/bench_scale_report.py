@@ -7,6 +7,13 @@ import io
 from pathlib import Path
 
 from training.bench.bench_report import markdown_table
+from training.scale.bench_server import side_by_side
+
+SERVER_MEMORY = (
+    "the server's peak resident memory (VmHWM of its process, started new for the size: its peak over the "
+    "add and the queries) against what the faiss-hnsw step added to the bench's own peak (peak less what the "
+    "process held when the step began)."
+)
 
 BAR_MS = 5.0  # the issue's retrieval budget: p50 at 100k chunks on faiss
 COLORS = {"faiss": "#4C72B0", "faiss-hnsw": "#55A868", "milvus": "#C44E52"}
@@ -103,6 +110,8 @@ def layers_table(report: dict) -> list[str]:
 
 def index_table(report: dict) -> list[str]:
     head = ["vectors", "store", "index", "add", "search p50", "p95", "recall@10", "queries", "peak RSS"]
+    server = any("server" in r for r in report["index_only"])
+    head += ["server RSS after add", "server peak RSS"] if server else []
     rows = [
         [
             f"{r['n']:,}",
@@ -114,10 +123,16 @@ def index_table(report: dict) -> list[str]:
             f"{r['recall_at_10']:.3f}",
             r["queries"],
             _rss(r),
+            *(_server_rss(r.get("server")) if server else []),
         ]
         for r in report["index_only"]
     ]
     return markdown_table(head, rows)
+
+
+def _server_rss(s: dict | None) -> list[str]:
+    """A Milvus server's RSS after the add and its peak (bench_server): its own process, not the bench's."""
+    return ["-", "-"] if not s else [f"{s['rss_after_build_mb']:,.0f} MB", f"{s['peak_rss_mb']:,.0f} MB"]
 
 
 def bar_checks(report: dict) -> list[str]:
@@ -198,6 +213,8 @@ def render_markdown(report: dict) -> str:
         + ".",
         "",
     ]
+    if e.get("index_vectors"):  # --index-vectors cache: the index-only part's real vectors
+        md += [f"Index only: {e['index_vectors']['vectors']:,} real vectors from {e['index_vectors']['from']}.", ""]
     parts = _corpus_parts(c)
     if parts:
         md += [f"Distinct chunks per part of the corpus: {'; '.join(parts)}.", ""]
@@ -209,6 +226,10 @@ def render_markdown(report: dict) -> str:
         md += ["## Extractive summary layers, per size", "", *layers_table(report), ""]
     if report["index_only"]:
         md += ["## Index only (no KB, no embedding)", "", *index_table(report), ""]
+    pairs = side_by_side(report)
+    if pairs:
+        md += ["## A Milvus server beside faiss-hnsw (index only, same run)", "", *pairs, ""]
+        md += [f"Memory: {SERVER_MEMORY}", ""]
     checks = bar_checks(report)
     if checks:
         md += [f"## The issue's bar: retrieval p50 <= {BAR_MS:g} ms at 100k chunks on faiss", ""]
@@ -232,7 +253,9 @@ def render_markdown(report: dict) -> str:
         "- Summary layers: the full extractive build (hierarchy.layers), built once per size on the first store "
         "(it reads only the vectors); the descent: the summary route's retrieval with the query vector given.",
         "- Index only: the corpus' real vectors, past them noisy copies (training.scale.bench_store.grow); add = "
-        "building the store from all vectors.",
+        "building the store from all vectors. `milvus-server`: a Milvus 2.3.5 standalone server started new for "
+        "each size (training.scale.bench_server), FLAT (exact) index as the store makes it, Strong consistency; "
+        "its add is the store's upserts (1,000 rows each), its searches one at a time through pymilvus.",
         "",
         "Curves: `curves.png`; every figure: `report.json`.",
         "",
@@ -326,4 +349,6 @@ def table_lines(report: dict) -> list[str]:
         lines += [*layers_table(report), ""]
     if report["index_only"]:
         lines += [*index_table(report), ""]
+    if side_by_side(report):
+        lines += [*side_by_side(report), ""]
     return lines + bar_checks(report)

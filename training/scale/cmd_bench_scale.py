@@ -42,7 +42,13 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
     "`make corpus`: 100k+ chunks), or a folder of .md/.txt files",
 )
 @click.option("--count-only", is_flag=True, help="print the corpus' documents and distinct chunks, then stop")
-@click.option("--stores", default=STORE_NAMES, show_default=True, help="comma list of faiss, faiss-hnsw, milvus (Lite)")
+@click.option(
+    "--stores",
+    default=STORE_NAMES,
+    show_default=True,
+    help="comma list of faiss, faiss-hnsw, milvus (Lite), milvus-server (a Milvus 2.3 standalone server the "
+    "bench starts per size with tests/milvus_server.py, index-only part only: with --sizes '')",
+)
 @click.option(
     "--index-only-size",
     default="1000000",
@@ -56,6 +62,14 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
     show_default=True,
     help="vectors Milvus Lite holds at most in the index-only part (~9 KB of memory each; 0 = no cap)",
 )
+@click.option(
+    "--index-vectors",
+    type=click.Choice(["corpus", "cache"]),
+    default="corpus",
+    show_default=True,
+    help="the index-only part's real vectors: the corpus' chunks (embedded first), or the vectors already in "
+    "the embedding cache (nothing embedded); past them noisy copies",
+)
 @click.option("--queries", type=int, default=1000, show_default=True, help="questions of the shared data sets")
 @click.option(
     "--out",
@@ -67,7 +81,19 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
 )
 @click.option("--no-layers", is_flag=True, help="leave out the summary layers' build and descent")
 @click.pass_context
-def bench_scale(ctx, sizes, corpus, count_only, stores, index_only_size, milvus_index_max, queries, out_dir, no_layers):
+def bench_scale(
+    ctx,
+    sizes,
+    corpus,
+    count_only,
+    stores,
+    index_only_size,
+    milvus_index_max,
+    index_vectors,
+    queries,
+    out_dir,
+    no_layers,
+):
     """How a knowledge base grows: per size and vector store, build time and its embedding share,
     peak memory, disk, retrieval latency and recall@10, summary layers, a 1% add and delete
     against a rebuild; then the index alone at --index-only-size vectors. Embeddings go through
@@ -82,6 +108,7 @@ def bench_scale(ctx, sizes, corpus, count_only, stores, index_only_size, milvus_
         index_only_sizes=tuple(n for n in _ints(index_only_size, "--index-only-size") if n),
         queries=queries,
         milvus_index_max=milvus_index_max,
+        index_vectors=index_vectors,
         out=out_dir,
         layers=not no_layers,
         corpus=corpus,

@@ -112,6 +112,7 @@ def test_counts_read_k_and_m_suffixes():
         (["--sizes", "ten"], "--sizes takes comma-separated counts"),
         (["--sizes", "0"], "--sizes must be positive"),
         (["--stores", "faiss,annoy"], "unknown --stores annoy"),
+        (["--stores", "faiss-hnsw,milvus-server"], "--stores milvus-server is measured in the index-only part"),
         (["--queries", "0"], "--queries must be at least 1"),
         (["--index-only-size", "5"], "--index-only-size must be 0 or at least 10"),
         (["--sizes", "", "--index-only-size", "0"], "nothing to measure"),
