@@ -8,7 +8,7 @@ import tempfile
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.vector_store.base import MILVUS
 from training.scale.bench_memory import peak_rss_mb, reset_peak_rss
 from training.scale.bench_server import SERVER
@@ -21,7 +21,7 @@ INDEX_VECTORS = ("corpus", "cache")
 
 def cache_base(model: str, asked: list[str]) -> np.ndarray:
     """Every vector of `model` in the embedding cache (read-only), the questions `asked` left out."""
-    from engine.base.files import content_hash
+    from engine.floor.base.files import content_hash
     from training.scale.bench_store import cached_vectors
 
     keys, vectors = cached_vectors(model)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.scale.bench_memory import descendants, status_mb
 
 SERVER = "milvus-server"  # the --stores name

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 
 def main(n: int = 100_000, n_q: int = 200) -> None:
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
     from hierarchy.vector_store.open import new_store
     from training.scale.bench_index_only import cache_base
     from training.scale.bench_server import milvus_server

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from tests.conftest import REQUIRE_MILVUS_SERVER
 from training.scale import bench_server
 from training.scale.bench_memory import descendants, status_mb
@@ -104,7 +104,7 @@ def test_the_side_by_side_table_gives_the_server_against_faiss_hnsw_as_ratios():
 def test_index_vectors_from_the_cache_are_the_models_vectors_without_the_questions_asked(tmp_path, monkeypatch):
     import sqlite3
 
-    from engine.base.files import content_hash
+    from engine.floor.base.files import content_hash
     from training.scale.bench_index_only import cache_base
 
     monkeypatch.setenv("LOGICROUTE_CACHE_DIR", str(tmp_path))
