@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from engine.absence import retrieved_ids, weigh_absence
 from engine.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
+from engine.base.trace import Trace
 from engine.base.types import Answer, RetrievedChunk, Usage
 from engine.budget import too_little_left
 from engine.llm.base import LLM, call_llm
@@ -48,6 +49,37 @@ class Step:
     reason: str
     verb: str
     exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """The self-check's verdict (trace["self_check"]): do the passages the answer used answer the question?"""
+
+    answered: bool
+
+    def to_dict(self) -> dict:
+        return {"answered": self.answered}
+
+
+@dataclass(frozen=True)
+class Escalated:
+    """The attempt a later step replaced (trace["escalated_from"]): its route, text, cost and
+    trace, and why it was not kept. An attempt that was itself escalated holds its own."""
+
+    route: str
+    text: str
+    reason: str
+    usage: Usage
+    trace: Trace
+
+    def to_dict(self) -> dict:
+        return {
+            "route": self.route,
+            "text": self.text,
+            "reason": self.reason,
+            "usage": self.usage.to_dict(),
+            "trace": self.trace.to_dict(),
+        }
 
 
 @dataclass
@@ -95,13 +127,13 @@ class Escalation:
             verdict = None
             if self.keep_absence:
                 verdict = ans.trace.absence = weigh_absence(self.kb, question, retrieved_ids(ans))
-                if not verdict["climb"] and not verdict.get("look_further"):
+                if not verdict.climb and not verdict.look_further:
                     return None  # "not in the documents" is the answer: no retry, no self-check
             if not self.retry:
                 return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
-            if verdict is not None and verdict.get("look_further"):
+            if verdict is not None and verdict.look_further:
                 self.looked_further = True
-                return Step(ChunkRoute.name, verdict["reason"], LOOKED_FURTHER, tuple(retrieved_ids(ans)))
+                return Step(ChunkRoute.name, verdict.reason, LOOKED_FURTHER, tuple(retrieved_ids(ans)))
             self.climbing = True
             self.ladder = ladder_for(self.kb, self.ladder)  # read when a climb starts, not for every answer
         later = routes_after(ans.route, self.ladder)
@@ -161,7 +193,7 @@ def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answ
         answer.trace.flag(f"self-check failed ({e}); answer kept")
         return None
     answered = bool((c.data or {}).get("answered", True))
-    answer.trace.self_check = {"answered": answered}
+    answer.trace.self_check = SelfCheck(answered)
     return None if answered else "self-check: the passages do not answer the question"
 
 
@@ -177,7 +209,7 @@ def passages_of(kb: "KnowledgeBase", ans: Answer) -> str:
 
 
 def merge_escalated(first: Answer, second: Answer, reason: str, verb: str = "escalated to") -> Answer:
-    """The later route's answer, carrying the first attempt: trace["escalated_from"], every LLM call
+    """The later route's answer, carrying the first attempt (trace.escalated_from), every LLM call
     of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed; the flag
     names the step (`verb`: a look at the next passages is no escalation)."""
     usage = Usage()
@@ -189,13 +221,7 @@ def merge_escalated(first: Answer, second: Answer, reason: str, verb: str = "esc
         second.trace,
         llm_calls=calls,
         flags=[f"{first.route}: {f}" for f in first.trace.flags] + second.trace.flags,
-        escalated_from={
-            "route": first.route,
-            "text": first.text,
-            "reason": reason,
-            "usage": first.usage.to_dict(),
-            "trace": first.trace.to_dict(),
-        },
+        escalated_from=Escalated(first.route, first.text, reason, first.usage, first.trace),
     )
     if verb == LOOKED_FURTHER:
         trace.flag(f"looked further: {second.route} again on the next passages ({reason})")

@@ -235,8 +235,7 @@ class RoutedRAG(RagConfig):
                     break
                 ans = escalation.merge_escalated(ans, later, step.reason, step.verb)
         ans.route_probs = decision.probs
-        ans.trace.decision = decision.trace()
-        ans.trace.ood = decision.ood
+        ans.trace.decision = decision  # with its OOD check: trace["decision"] and trace["ood"]
         if decision.flag:
             ans.trace.flag(decision.flag)
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included

@@ -21,6 +21,7 @@ from engine.llm.base import call_llm
 from engine.llm.structured import chat_structured
 from engine.pipeline import RoutedRAG
 from engine.question.parse import text_of
+from engine.routes.logic.plan import Dag
 from hierarchy.documents import Chunk
 from tests.samples import PASSAGES, make_docs
 
@@ -254,7 +255,7 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
         question = text_of(question)  # the pipeline hands the route a Question (engine.question.parse)
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
-        usage, trace = Usage(), Trace(route="logic", dag={"nodes": []})
+        usage, trace = Usage(), Trace(route="logic", dag=Dag())
         read = [c.chunk_id for c in kb.search(question, k=3)] if hasattr(kb, "search") else []
         trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]  # what the route read
         call_llm(

@@ -220,16 +220,14 @@ def test_the_route_line_says_what_overrode_the_routers_probabilities(capsys):
     from engine.base.trace import Trace
     from engine.base.types import Answer, Usage
     from engine.cli_ask import print_answer
+    from engine.decide import Decision
 
     probs = {"chunk": 0.95, "summary": 0.04, "logic": 0.01}
     for decision, says in (
-        (
-            {"route": "summary", "policy": "argmax", "form": "list", "list_gate": 0.91},
-            "(list gate P 0.91; router chunk 0.95",
-        ),
-        ({"route": "logic", "form": "chain"}, "(form: chain; router chunk 0.95"),
-        ({"route": "chunk"}, "(chunk 0.95, summary 0.04, logic 0.01)"),
+        (Decision("summary", "argmax", form="list", list_gate=0.91), "(list gate P 0.91; router chunk 0.95"),
+        (Decision("logic", "argmax", form="chain"), "(form: chain; router chunk 0.95"),
+        (Decision("chunk", "argmax"), "(chunk 0.95, summary 0.04, logic 0.01)"),
     ):
-        trace = Trace(route=decision["route"], decision=decision)
-        print_answer(Answer(text="x", route=decision["route"], usage=Usage(), trace=trace, route_probs=probs))
-        assert f"route: {decision['route']}  {says}" in capsys.readouterr().out
+        trace = Trace(route=decision.route, decision=decision)
+        print_answer(Answer(text="x", route=decision.route, usage=Usage(), trace=trace, route_probs=probs))
+        assert f"route: {decision.route}  {says}" in capsys.readouterr().out

@@ -17,6 +17,7 @@ from engine.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.cli import main
 from engine.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.pipeline import RoutedRAG
+from engine.routes.logic.plan import Dag, DagNode
 from router.policy import Policy
 from tests.fakes import FakeGuardedRouter, ScriptedLLM, WordOverlapKB, fake_logic
 from tests.samples import PASSAGES_NAMING_THEM
@@ -359,7 +360,7 @@ def test_mermaid_of_an_answer_without_a_dag_is_one_note(opened, tmp_path):
 
 def test_mermaid_of_a_logic_answer_draws_its_dag(opened, monkeypatch, tmp_path):
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        dag = {"nodes": [{"id": "n1", "question": "Who directed it?", "rank": 0, "answer": "Nolan"}], "edges": []}
+        dag = Dag(nodes=[DagNode("n1", "Who directed it?", answer="Nolan")], ranks=[["n1"]])
         return Answer("1970", "logic", Usage(), {"llm_calls": [], "flags": [], "dag": dag, "question": question})
 
     monkeypatch.setattr(logic_mod, "answer_logic", answer_logic)

@@ -1,0 +1,52 @@
+"""Every answer's trace JSON made while tests/engine and tests/router run (chunk, summary and
+logic routes with scripted LLMs, the pipeline's decision, OOD guard, escalation and absence), as
+sorted lines: the before/after check that a change to the Trace's types keeps its JSON. A pytest
+plugin: run it on two commits, the outputs must be byte-identical.
+
+    PYTHONPATH=. python -m pytest -q -p docs.results.design.trace_dump tests/engine tests/router
+    sort /tmp/trace_dump.jsonl | sha256sum
+
+Each Answer made is kept; after each test its trace's JSON (Trace.to_dict(), the form `ask
+--json`, the server and MCP write) is appended to TRACE_DUMP (default /tmp/trace_dump.jsonl),
+in the trace's key order, with the wall-clock seconds of its LLM calls zeroed (they vary run to
+run). A test whose outcome differs between runs would show as a difference too."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from engine.base.types import Answer
+
+OUT = os.environ.get("TRACE_DUMP", "/tmp/trace_dump.jsonl")
+_made: list[Answer] = []
+_post_init = Answer.__post_init__
+
+
+def _keep(self: Answer) -> None:
+    _post_init(self)
+    _made.append(self)
+
+
+Answer.__post_init__ = _keep
+
+
+def _steady(value):
+    """The JSON with every float under a key naming seconds zeroed."""
+    if isinstance(value, dict):
+        return {k: 0.0 if "seconds" in k and isinstance(v, float) else _steady(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    with open(OUT, "a", encoding="utf-8") as out:
+        for answer in _made:
+            line = json.dumps(_steady(answer.trace.to_dict()), ensure_ascii=False)
+            out.write(f"{item.nodeid}\t{line}\n")
+    _made.clear()
