@@ -3,13 +3,14 @@ logic routes with scripted LLMs, the pipeline's decision, OOD guard, escalation 
 sorted lines: the before/after check that a change to the Trace's types keeps its JSON. A pytest
 plugin: run it on two commits, the outputs must be byte-identical.
 
-    PYTHONPATH=. python -m pytest -q -p docs.results.design.trace_dump tests/engine tests/router
+    PYTHONPATH=. python -m pytest -q -m "not local_llm" -p docs.results.design.trace_dump tests/engine tests/router
     sort /tmp/trace_dump.jsonl | sha256sum
 
 Each Answer made is kept; after each test its trace's JSON (Trace.to_dict(), the form `ask
 --json`, the server and MCP write) is appended to TRACE_DUMP (default /tmp/trace_dump.jsonl),
 in the trace's key order, with the wall-clock seconds of its LLM calls zeroed (they vary run to
-run). A test whose outcome differs between runs would show as a difference too."""
+run), after the test's id. The real local model's tests (local_llm) are left out: they take most
+of the run's time, and their answers take the same paths."""
 
 from __future__ import annotations
 
@@ -42,11 +43,17 @@ def _steady(value):
     return value
 
 
+def _unwritable(value) -> str:
+    """A value JSON cannot write (a test's stand-in object), named by its type."""
+    return f"<{type(value).__name__}>"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield
-    with open(OUT, "a", encoding="utf-8") as out:
-        for answer in _made:
-            line = json.dumps(_steady(answer.trace.to_dict()), ensure_ascii=False)
-            out.write(f"{item.nodeid}\t{line}\n")
+    answers = list(_made)
     _made.clear()
+    with open(OUT, "a", encoding="utf-8") as out:
+        for answer in answers:
+            line = json.dumps(_steady(answer.trace.to_dict()), ensure_ascii=False, default=_unwritable)
+            out.write(f"{item.nodeid}\t{line}\n")
