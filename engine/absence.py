@@ -38,6 +38,7 @@ from engine.base.errors import KBError
 from engine.base.types import Answer
 from engine.prompts.answer import NOT_IN_DOCUMENTS
 from engine.question.parse import Question, as_question, key_terms, word_family
+from engine.routes.common import looks_unanswered
 from engine.routes.specifics import holds_as_written, plain, specific_words, unread_words
 
 if TYPE_CHECKING:
@@ -194,15 +195,10 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str | Question, answer: Ans
     return None
 
 
-def retrieved_ids(answer: Answer) -> list[str]:
-    """The chunk ids a cheap route shows in trace.retrieved."""
-    return [r["chunk_id"] for r in answer.trace.retrieved or [] if isinstance(r, dict) and r.get("chunk_id")]
-
-
 def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     """The text of every passage the route read: a cheap route's retrieved chunks, the logic
     route's steps' chunks."""
-    ids = retrieved_ids(answer)
+    ids = answer.trace.retrieved_ids()
     ids += [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
     out = []
     for cid in dict.fromkeys(ids):
@@ -242,6 +238,30 @@ def off_question_reason(kb: "KnowledgeBase", question: str | Question, answer: A
         if holding and not any(about(held) for held in holding):
             return f"the answer's {w!r} comes from passages about something else (none holds half the question's terms)"
     return None
+
+
+def review(
+    kb: "KnowledgeBase",
+    question: Question,
+    answer: Answer,
+    *,
+    style: str,
+    abstain: bool,
+    after_absence: bool = False,
+    weigh: bool = False,
+) -> Answer:
+    """The rules above on one answered step, in one pass: an answer that says it has none is
+    weighed when `weigh` (the verdict in trace.absence); one that gives an answer becomes "not in
+    the documents" when `abstain` and it outruns its evidence, or, `after_absence` (cheaper routes
+    said it was not there), when it is taken from passages about something else."""
+    if looks_unanswered(answer.text) is not None:
+        if weigh:
+            answer.trace.absence = weigh_absence(kb, question, answer.trace.retrieved_ids())
+        return answer
+    why = ungrounded_reason(kb, question, answer) if abstain else None
+    if why is None and abstain and after_absence:
+        why = off_question_reason(kb, question, answer)
+    return answer if why is None else abstained(answer, why, style)
 
 
 def abstained(answer: Answer, why: str, style: str) -> Answer:

@@ -99,6 +99,10 @@ class Trace(Mapping):
             details={k: v for k, v in record.items() if k not in typed},
         )
 
+    def retrieved_ids(self) -> list[str]:
+        """The chunk ids of the passages a cheap route showed (`retrieved`)."""
+        return [r["chunk_id"] for r in self.retrieved or [] if isinstance(r, dict) and r.get("chunk_id")]
+
     def flag(self, message: str) -> None:
         """Record a visible fallback."""
         self.flags.append(message)

@@ -1,0 +1,71 @@
+"""Entries into our modules while RoutedRAG answers one question: an entry is a call into one of
+logicroute's modules (engine, hierarchy, router, training) from another module, seen with
+sys.setprofile. Scripted LLM, the tests' word-overlap KB and router (tests.fakes); the RAG is
+built and the question answered once before the measured answer, so imports are not counted.
+
+    PYTHONPATH=. python docs/results/design/module_entries.py
+
+Cases: a chunk answer kept; a chunk answer that says it has none climbing to logic
+(keep_absence=false); the same weighed by engine.absence (keep_absence=true: a passage read holds
+every key term, so "not in the documents" is kept)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from engine.prompts.answer import NOT_IN_DOCUMENTS
+from tests.fakes import ScriptedLLM, make_rag
+
+OURS = ("engine", "hierarchy", "router", "training", "logicroute")
+QUESTION = "Where was Marie Curie born?"
+
+
+def entries(answer) -> Counter:
+    """{module: entries} while `answer()` runs."""
+    counted: Counter = Counter()
+
+    def hook(frame, event, arg):
+        if event != "call":
+            return
+        module = frame.f_globals.get("__name__", "")
+        caller = frame.f_back.f_globals.get("__name__", "") if frame.f_back else ""
+        if module.split(".")[0] in OURS and module != caller:
+            counted[module] += 1
+
+    sys.setprofile(hook)
+    try:
+        answer()
+    finally:
+        sys.setprofile(None)
+    return counted
+
+
+def measured(replies: list[str], **options) -> tuple[Counter, str]:
+    make_rag(ScriptedLLM(replies=list(replies)), **options).answer(QUESTION)  # imports, caches
+    rag = make_rag(ScriptedLLM(replies=list(replies)), **options)
+    out = {}
+    counted = entries(lambda: out.setdefault("answer", rag.answer(QUESTION)))
+    return counted, out["answer"].route
+
+
+# the logic route's plan call gets no JSON twice (a one-node plan), then its final answer
+CLIMB = [NOT_IN_DOCUMENTS, "no plan", "no plan", "Warsaw"]
+CASES = {
+    "chunk answer kept": (["Warsaw"], {}),
+    "chunk says none, climbs to logic": (CLIMB, {"keep_absence": False}),
+    "chunk says none, weighed and kept": (CLIMB, {"keep_absence": True}),
+}
+
+if __name__ == "__main__":
+    for name, (replies, options) in CASES.items():
+        counted, route = measured(replies, **options)
+        print(
+            f"{name} (answered by {route}): {len(counted)} modules entered; engine.escalation "
+            f"{counted['engine.escalation']}, engine.absence {counted['engine.absence']}, "
+            f"engine.pipeline {counted['engine.pipeline']}"
+        )
+        print("   ", ", ".join(f"{m} {n}" for m, n in sorted(counted.items())))
