@@ -7,7 +7,8 @@ built and the question answered once before the measured answer, so imports are 
 
 Cases: a chunk answer kept; a chunk answer that says it has none climbing to logic
 (keep_absence=false); the same weighed by engine.absence (keep_absence=true: a passage read holds
-every key term, so "not in the documents" is kept)."""
+every key term, so "not in the documents" is kept); a lookup whose terms the KB holds apart, whose
+chunk answer says it has none and is weighed, then answered on the next passage by rank."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from engine.prompts.answer import NOT_IN_DOCUMENTS
+from tests.engine.test_absence import ferry_rag
 from tests.fakes import ScriptedLLM, make_rag
 
 OURS = ("engine", "hierarchy", "router", "training", "logicroute")
@@ -44,20 +46,26 @@ def entries(answer) -> Counter:
     return counted
 
 
-def measured(replies: list[str], **options) -> tuple[Counter, str]:
-    make_rag(ScriptedLLM(replies=list(replies)), **options).answer(QUESTION)  # imports, caches
-    rag = make_rag(ScriptedLLM(replies=list(replies)), **options)
+def measured(replies: list[str], question: str = QUESTION, make=make_rag, **options) -> tuple[Counter, str]:
+    make(ScriptedLLM(replies=list(replies)), **options).answer(question)  # imports, caches
+    rag = make(ScriptedLLM(replies=list(replies)), **options)
     out = {}
-    counted = entries(lambda: out.setdefault("answer", rag.answer(QUESTION)))
+    counted = entries(lambda: out.setdefault("answer", rag.answer(question)))
     return counted, out["answer"].route
 
 
 # the logic route's plan call gets no JSON twice (a one-node plan), then its final answer
 CLIMB = [NOT_IN_DOCUMENTS, "no plan", "no plan", "Warsaw"]
+# a lookup whose terms the ferry KB holds apart: the chunk route reads the next passage once
+FURTHER = [NOT_IN_DOCUMENTS, "The harbour office sells them [1]."]
 CASES = {
     "chunk answer kept": (["Warsaw"], {}),
     "chunk says none, climbs to logic": (CLIMB, {"keep_absence": False}),
     "chunk says none, weighed and kept": (CLIMB, {"keep_absence": True}),
+    "chunk says none, weighed, looks further": (
+        FURTHER,
+        {"question": "Which office sells tickets for the Lowen Ferry?", "make": ferry_rag, "k": 1},
+    ),
 }
 
 if __name__ == "__main__":
