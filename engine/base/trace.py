@@ -33,7 +33,8 @@ _OPTIONAL = (
 
 
 class Part(Protocol):
-    """A typed part of a trace, made above this layer; its JSON is to_dict()."""
+    """A typed part of a trace, made above this layer; its JSON is to_dict(). A protocol, not the
+    classes: the base layer imports none of the modules above it (pyproject's layer contract)."""
 
     def to_dict(self) -> dict: ...
 
