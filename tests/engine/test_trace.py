@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from engine.absence import AbsenceVerdict
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
-from engine.decide import Decision
-from engine.escalation import Escalated, SelfCheck
-from engine.ood_policy import OodCheck
-from engine.routes.logic.plan import Dag, DagNode
+from engine.core.absence import AbsenceVerdict
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
+from engine.core.decide import Decision
+from engine.core.escalation import Escalated, SelfCheck
+from engine.core.ood_policy import OodCheck
+from engine.core.routes.logic.plan import Dag, DagNode
 from tests.fakes import ScriptedLLM, make_rag
 
 LOGIC_RECORD = {

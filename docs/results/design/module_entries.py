@@ -6,7 +6,7 @@ built and the question answered once before the measured answer, so imports are 
     PYTHONPATH=. python docs/results/design/module_entries.py
 
 Cases: a chunk answer kept; a chunk answer that says it has none climbing to logic
-(keep_absence=false); the same weighed by engine.absence (keep_absence=true: a passage read holds
+(keep_absence=false); the same weighed by engine.core.absence (keep_absence=true: a passage read holds
 every key term, so "not in the documents" is kept); a lookup whose terms the KB holds apart, whose
 chunk answer says it has none and is weighed, then answered on the next passage by rank."""
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from tests.engine.test_absence import ferry_rag
 from tests.fakes import ScriptedLLM, make_rag
 
@@ -72,8 +72,8 @@ if __name__ == "__main__":
     for name, (replies, options) in CASES.items():
         counted, route = measured(replies, **options)
         print(
-            f"{name} (answered by {route}): {len(counted)} modules entered; engine.escalation "
-            f"{counted['engine.escalation']}, engine.absence {counted['engine.absence']}, "
-            f"engine.pipeline {counted['engine.pipeline']}"
+            f"{name} (answered by {route}): {len(counted)} modules entered; engine.core.escalation "
+            f"{counted['engine.core.escalation']}, engine.core.absence {counted['engine.core.absence']}, "
+            f"engine.core.pipeline {counted['engine.core.pipeline']}"
         )
         print("   ", ", ".join(f"{m} {n}" for m, n in sorted(counted.items())))

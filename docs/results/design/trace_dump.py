@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from engine.base.types import Answer
+from engine.floor.base.types import Answer
 
 OUT = os.environ.get("TRACE_DUMP", "/tmp/trace_dump.jsonl")
 _made: list[Answer] = []

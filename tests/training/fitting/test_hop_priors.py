@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from hierarchy.datasets import resolve_data
+from engine.floor.base.errors import LogicRouteError
+from training.common.shared_data import resolve_data
 from tests.fakes import HashedBowEmbedder
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
