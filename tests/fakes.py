@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core.pipeline import RoutedRAG
+from engine.core.routes.logic.plan import Dag
 from engine.floor.base.errors import KBEmptyError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Completion, RetrievedChunk, Usage
 from engine.floor.llm.base import call_llm
 from engine.floor.llm.structured import chat_structured
-from engine.core.pipeline import RoutedRAG
 from engine.floor.question.parse import text_of
-from engine.core.routes.logic.plan import Dag
 from hierarchy.documents import Chunk
 from tests.samples import PASSAGES, make_docs
 

@@ -34,12 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.core.routes.common import looks_unanswered
+from engine.core.routes.specifics import holds_as_written, plain, specific_words, unread_words
 from engine.floor.base.errors import KBError
 from engine.floor.base.types import Answer
 from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from engine.floor.question.parse import Question, as_question, key_terms, word_family
-from engine.core.routes.common import looks_unanswered
-from engine.core.routes.specifics import holds_as_written, plain, specific_words, unread_words
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

@@ -21,13 +21,13 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from engine.floor.base.errors import ConfigError, LogicRouteError
 from engine.core.budget import Budget
 from engine.core.escalation import RETRY_ROUTES, check_retry_routes
-from engine.floor.llm.base import DEFAULT_LLM
 from engine.core.ood_policy import DEFAULT_OOD_POLICY, check_ood_policy
-from engine.floor.prompts.answer import check_style
 from engine.core.routes.logic.config import PRESET_CHOICES
+from engine.floor.base.errors import ConfigError, LogicRouteError
+from engine.floor.llm.base import DEFAULT_LLM
+from engine.floor.prompts.answer import check_style
 
 BUDGET_KEYS = ("max_llm_calls", "max_prompt_tokens", "max_seconds", "thresholds")
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.budget import Budget
 from engine.core.ood_policy import DEFAULT_OOD_POLICY, OodCheck, apply_ood_policy, check_ood_policy
-from engine.floor.question.parse import Question, as_question, text_of
 from engine.core.routes import TOP_ROUTE
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.question.parse import Question, as_question, text_of
 from router.list_gate import LIST_FORM, LIST_ROUTE
 
 FORM_ROUTE = "logic"  # where a question whose form names its sub-questions goes

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engine import absence
+from engine.core.budget import too_little_left
+from engine.core.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
+from engine.core.routes.common import looks_unanswered
 from engine.floor.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, RetrievedChunk, Usage
-from engine.core.budget import too_little_left
 from engine.floor.llm.base import LLM, call_llm
 from engine.floor.prompts.passages import format_passages
 from engine.floor.prompts.self_check import SELF_CHECK_SCHEMA, self_check_messages
 from engine.floor.question.parse import Question, text_of
-from engine.core.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
-from engine.core.routes.common import looks_unanswered
 
 if TYPE_CHECKING:
     from engine.core.budget import Budget

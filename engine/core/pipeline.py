@@ -26,17 +26,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import escalation
-from engine.floor.base.errors import DeadlineError
-from engine.floor.base.types import Answer
 from engine.core.budget import Budget, left_after, limits_of, too_little_left
 from engine.core.config import RagConfig
 from engine.core.decide import Decision, check_single_budget, decide_many, forced
-from engine.floor.llm.base import LLM, LLMSettings, answer_scope
-from engine.floor.question.parse import Question, read_question
 from engine.core.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, check_route, route_set
 from engine.core.routes.common import check_question
 from engine.core.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import DeadlineError
+from engine.floor.base.types import Answer
+from engine.floor.llm.base import LLM, LLMSettings, answer_scope
+from engine.floor.question.parse import Question, read_question
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase
@@ -61,7 +61,8 @@ class RoutedRAG(RagConfig):
         },
     )
     summary_config: SummaryConfig | None = field(
-        default=None, metadata={"help": "the summary route's settings (engine.core.routes.summary_config); None: defaults"}
+        default=None,
+        metadata={"help": "the summary route's settings (engine.core.routes.summary_config); None: defaults"},
     )
 
     def __post_init__(self) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.cli_ask import ask, print_answer
 from engine.face.cli_kb import KB_COMMANDS
 from engine.face.cli_options import (  # the shared options; plugins import them from here
@@ -33,6 +32,7 @@ from engine.face.cli_options import (  # the shared options; plugins import them
 )
 from engine.face.cli_serve import mcp, serve
 from engine.face.cli_stdout import reader_may_leave
+from engine.floor.base.errors import LogicRouteError
 from engine.floor.llm.urls import redact
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -251,9 +251,9 @@ def added_line(documents: int, report: dict, kb_chunks: int) -> str:
 @llm_option
 def demo(kb_dir, route, llm_spec):
     """Build a KB from the shipped fictional corpus and answer its sample questions."""
+    from engine.core.pipeline import RoutedRAG
     from engine.floor.base.files import cache_dir
     from engine.floor.base.metrics import f1
-    from engine.core.pipeline import RoutedRAG
 
     check_llm_spec(llm_spec)
     kb_path = Path(kb_dir) if kb_dir else cache_dir() / "demo_kb"

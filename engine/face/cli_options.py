@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
+from engine.core.routes import ROUTE_CHOICES as ROUTE_CHOICES  # the --route choices, from the registry
 from engine.floor.base.errors import LLMError, LogicRouteError
 from engine.floor.llm.base import DEFAULT_LLM
 from engine.floor.llm.urls import redact
-from engine.core.routes import ROUTE_CHOICES as ROUTE_CHOICES  # the --route choices, from the registry
 
 LOGGER = "logicroute"
 log = logging.getLogger("logicroute.cli")

@@ -80,9 +80,9 @@ def server_options(f):
 def open_service(ctx, options: dict, *, allow_writes: bool):
     """The ServeConfig of the options (refusing a non-local host without a key before anything
     loads), then the AnswerService over the KB, warmed up. Returns (service, local model?)."""
-    from engine.floor.llm.factory import parse_spec
     from engine.face.serve.config import ServeConfig, key_from_env
     from engine.face.serve.service import AnswerService
+    from engine.floor.llm.factory import parse_spec
 
     rag_config = config_of(ctx, options)
     check_llm_spec(rag_config.llm_spec)

@@ -11,10 +11,10 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from engine.floor.base.types import Completion
-from engine.floor.llm.structured import chat_structured
 from engine.face.serve.config import ServeConfig
 from engine.face.serve.service import AnswerService
+from engine.floor.base.types import Completion
+from engine.floor.llm.structured import chat_structured
 from hierarchy.documents import Document
 from tests.engine.logic_scripts import CHAIN_PLAN, SUFFICIENT
 from tests.fakes import FakeRouter, HashedBowEmbedder

@@ -9,14 +9,14 @@ import pytest
 
 import engine.core.routes.logic.solve as logic_mod
 from engine.core.absence import weigh_absence, word_family
+from engine.core.routes.common import looks_unanswered
+from engine.core.routes.logic.plan import Dag, DagNode
+from engine.core.routes.specifics import unread_words
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Usage
 from engine.floor.llm.base import call_llm
 from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from engine.floor.question.parse import text_of
-from engine.core.routes.common import looks_unanswered
-from engine.core.routes.logic.plan import Dag, DagNode
-from engine.core.routes.specifics import unread_words
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 FERRY = {

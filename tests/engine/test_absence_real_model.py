@@ -29,8 +29,8 @@ SAILS = "What colour are the Lowen Ferry's sails?"
 
 @pytest.fixture(scope="module")
 def ferry(tmp_path_factory, real_embedder):
-    from engine.floor.llm.factory import make_llm
     from engine.core.pipeline import RoutedRAG
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
     folder = tmp_path_factory.mktemp("ferry")

@@ -11,9 +11,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+from engine.core.pipeline import RoutedRAG
 from engine.floor.base.errors import CheckpointError
 from engine.floor.base.types import Answer, Usage
-from engine.core.pipeline import RoutedRAG
 from router.kb_router import ADAPTED, SHIPPED, load_for_kb, remember, remembered_checkpoint, router_label
 from tests.fakes import ScriptedLLM
 from tests.training.adapt_setup import embedder, small_generalist, tiny_kb

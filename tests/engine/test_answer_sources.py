@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.core.routes.chunk import answer_chunk
 from engine.core.routes.logic.solve import answer_logic
 from engine.core.routes.summary import answer_summary
+from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
 from engine.floor.sources_text import format_sources
 from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase

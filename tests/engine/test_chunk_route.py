@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from engine.floor.base.errors import BadQuestionError, LogicRouteError
 from engine.core.routes import ChunkRoute, RouteContext, answer_on
 from engine.core.routes.chunk import answer_chunk
 from engine.core.routes.common import clean_answer, looks_unanswered
+from engine.floor.base.errors import BadQuestionError, LogicRouteError
 from hierarchy.documents import Chunk
 from tests.fakes import ScriptedLLM, WordOverlapKB
 

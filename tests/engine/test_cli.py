@@ -217,10 +217,10 @@ def test_a_closed_stdout_is_not_a_failure_and_the_exit_status_stays_the_commands
 
 
 def test_the_route_line_says_what_overrode_the_routers_probabilities(capsys):
+    from engine.core.decide import Decision
+    from engine.face.cli_ask import print_answer
     from engine.floor.base.trace import Trace
     from engine.floor.base.types import Answer, Usage
-    from engine.face.cli_ask import print_answer
-    from engine.core.decide import Decision
 
     probs = {"chunk": 0.95, "summary": 0.04, "logic": 0.01}
     for decision, says in (

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 import engine.core.routes.logic.solve as logic_mod
-from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
-from engine.face.cli import main
-from engine.face.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.core.pipeline import RoutedRAG
 from engine.core.routes.logic.plan import Dag, DagNode
+from engine.face.cli import main
+from engine.face.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
+from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
 from router.policy import Policy
 from tests.fakes import FakeGuardedRouter, ScriptedLLM, WordOverlapKB, fake_logic
 from tests.samples import PASSAGES_NAMING_THEM

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 import engine.floor.embedder as embedder_mod
 import hierarchy.layers.nodes as nodes_mod
-from engine.floor.base.progress import progress_on
 from engine.face.cli import main
+from engine.floor.base.progress import progress_on
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.update import build_layers
 from tests.fakes import HashedBowEmbedder

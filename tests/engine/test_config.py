@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.floor.base.errors import ConfigError
 from engine.core.budget import Budget
 from engine.core.config import BUDGET_KEYS, RagConfig
 from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import ConfigError
 from router.policy import Policy
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.budget import Budget
 from engine.core.decide import (
     Decider,
@@ -20,6 +19,7 @@ from engine.core.decide import (
     forced,
     overrode,
 )
+from engine.floor.base.errors import LogicRouteError
 
 CHUNK_LIKELY = {"chunk": 0.7, "summary": 0.1, "logic": 0.2}
 LOGIC_LIKELY = {"chunk": 0.1, "summary": 0.1, "logic": 0.8}

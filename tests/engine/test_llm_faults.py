@@ -12,15 +12,15 @@ import openai  # noqa: F401  # imported once at collection, not inside the first
 import pytest
 from click.testing import CliRunner
 
+from engine.core.budget import Budget
+from engine.core.routes.common import MAX_QUESTION_CHARS, check_question
+from engine.face.cli_options import llm_option
 from engine.floor.base.errors import BadQuestionError, DeadlineError, LLMError, StructuredOutputError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Completion, Usage
-from engine.core.budget import Budget
-from engine.face.cli_options import llm_option
 from engine.floor.llm.base import LLMSettings, answer_scope, call_llm, solving
 from engine.floor.llm.cache import CachedLLM
 from engine.floor.llm.factory import make_llm
-from engine.core.routes.common import MAX_QUESTION_CHARS, check_question
 from tests.engine.fake_endpoint import HANG, FakeEndpoint, completion_body, timed
 from tests.fakes import make_rag
 from tests.samples import MSGS

@@ -10,10 +10,10 @@ import json
 import pytest
 
 import engine.core.routes.logic.solve as logic_mod
-from engine.floor.base.errors import LogicRouteError
 from engine.core.config import thresholds_budget
 from engine.core.pipeline import Budget, RoutedRAG
 from engine.core.routes import RouteContext
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeRouter, HashedBowEmbedder, ScriptedLLM, fake_logic, layered_kb, make_rag
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 import engine.core.routes.logic.solve as logic_mod
+from engine.core.pipeline import Budget
+from engine.core.routes.common import looks_unanswered
 from engine.floor.base.errors import LogicRouteError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Usage
 from engine.floor.llm.base import call_llm
-from engine.core.pipeline import Budget
 from engine.floor.question.parse import text_of
-from engine.core.routes.common import looks_unanswered
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 

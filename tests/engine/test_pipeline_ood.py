@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import engine.core.routes.logic.solve as logic_mod
-from engine.floor.base.errors import LogicRouteError
 from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeGuardedRouter, FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 FAR_LOGIC_QUESTION = "When was the director of Inception born? [far]"  # the router says logic

@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 import engine.core.pipeline as pipeline_mod
+import engine.core.routes.logic.solve as logic_mod
 import engine.floor.question.forms as forms_mod
 import engine.floor.question.parse as parse_mod
 import engine.floor.question.structure as structure_mod
-import engine.core.routes.logic.solve as logic_mod
 from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 

@@ -7,7 +7,6 @@ import typing
 
 import pytest
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.budget import Budget, left_after, limits_of
 from engine.core.pipeline import RoutedRAG
 from engine.core.routes import (
@@ -25,6 +24,7 @@ from engine.core.routes import (
 )
 from engine.core.routes.logic.config import LogicConfig
 from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeRouter, HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb, make_rag
 from tests.samples import PASSAGES
 
@@ -35,8 +35,8 @@ def test_the_routes_are_ordered_by_cost_and_the_cheap_ones_climb_to_the_top():
 
 
 def test_every_surface_that_names_routes_offers_the_registrys_names():
-    from engine.face.cli_ask import ask
     from engine.core.escalation import RETRY_ROUTES
+    from engine.face.cli_ask import ask
     from engine.face.serve.mcp_tools import RouteName
     from engine.face.serve.openai_compat import MODEL_ROUTES
     from engine.face.serve.schemas import QueryBody

@@ -13,9 +13,9 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.serve.config import ServeConfig, bearer_matches
 from engine.face.serve.run import ServerThread
+from engine.floor.base.errors import LogicRouteError
 from tests.engine.serve_helpers import SIMPLE_QUESTION, SchemaLLM, call, film_service, post_chunked
 
 KEY = "k" * 32

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from engine.floor.base.errors import DeadlineError, LogicRouteError
-from engine.floor.base.types import RetrievedChunk
-from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from engine.core.routes import RouteContext, SummaryRoute, answer_on
 from engine.core.routes.common import cited_numbers
 from engine.core.routes.summary_config import SummaryConfig, mode_for
@@ -24,6 +21,9 @@ from engine.core.routes.summary_global import (
     reduce_items,
     words_of,
 )
+from engine.floor.base.errors import DeadlineError, LogicRouteError
+from engine.floor.base.types import RetrievedChunk
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from hierarchy.indexing import index_sources
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 

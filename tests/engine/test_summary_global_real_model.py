@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from engine.core.routes import RouteContext, SummaryRoute, answer_on
 from engine.core.routes.common import cited_numbers
 from engine.core.routes.summary_config import SummaryConfig
 from engine.core.routes.summary_global import words_of
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.embedder]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.floor.base.errors import BadQuestionError, KBError
 from engine.core.routes import RouteContext, SummaryRoute, answer_on
 from engine.core.routes.summary import answer_summary, summary_context
+from engine.floor.base.errors import BadQuestionError, KBError
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import KnowledgeBase

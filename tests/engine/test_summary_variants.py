@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes.summary import MIN_PIECE_WORDS, answer_summary, summary_context
 from engine.core.routes.summary_config import SummaryConfig, summary_config
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.update import build_layers

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from engine.core.absence import AbsenceVerdict
-from engine.floor.base.trace import Trace
-from engine.floor.base.types import Answer, Usage
 from engine.core.decide import Decision
 from engine.core.escalation import Escalated, SelfCheck
 from engine.core.ood_policy import OodCheck
 from engine.core.routes.logic.plan import Dag, DagNode
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM, make_rag
 
 LOGIC_RECORD = {

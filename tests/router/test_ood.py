@@ -10,9 +10,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from engine.floor.base.errors import CheckpointError
 from engine.core.decide import Decider
 from engine.core.ood_policy import OodCheck
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import (
     DEFAULT_CHECKPOINT,
     load_checkpoint,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.floor.base.errors import CheckpointError
 from engine.core.decide import Decider
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_router, read_card, save_checkpoint
 from router.features import (
     ALL_FEATURES,

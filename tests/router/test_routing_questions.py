@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from engine.core.decide import Decider, FormStage, ListGateStage
-from engine.floor.question.forms import form_plan
 from engine.core.routes.common import check_question
+from engine.floor.question.forms import form_plan
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
 from tests.router.routing_questions import (
     MULTI_HOP,

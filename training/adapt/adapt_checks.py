@@ -207,8 +207,8 @@ def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) ->
 
 
 def _answer(llm, msgs: list[dict], purpose: str, usage: Usage, trace: Trace) -> str:
-    from engine.floor.llm.base import call_llm
     from engine.core.routes.common import clean_answer
+    from engine.floor.llm.base import call_llm
 
     return clean_answer(call_llm(llm, msgs, purpose=purpose, usage=usage, trace=trace, max_tokens=32).text)
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.floor.base.errors import LogicRouteError
-from engine.floor.llm.base import DEFAULT_LLM
 from engine.core.routes import ROUTES, check_routes
 from engine.core.routes.logic.config import PRESET_CHOICES
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.llm.base import DEFAULT_LLM
 from training.common.answer_scores import answer_scores, gold_style, metric_name
 
 DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)

@@ -28,15 +28,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.floor.llm.base import DEFAULT_LLM
 from engine.core.routes import ChunkRoute, LogicRoute, RouteContext, answer_on
 from engine.core.routes.logic.config import PRESETS, LogicConfig
 from engine.core.routes.logic.plan import Dag
-from training.common.shared_data import SHARED_FILES, shared_data_dir
+from engine.floor.llm.base import DEFAULT_LLM
 from training.bench.bench_logic_report import build_report, report_markdown
 from training.common.answer_scores import answer_scores
 from training.common.jsonl_store import JsonlStore
 from training.common.logic_experiment import experiment, logic_fingerprint
+from training.common.shared_data import SHARED_FILES, shared_data_dir
 
 # data set name -> file under the shared data folder
 DATASETS = {

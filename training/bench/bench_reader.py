@@ -14,10 +14,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.floor.base.files import atomic_write_json, atomic_write_text
-from engine.floor.base.metrics import f1
 from engine.core.routes import RouteContext, answer_on, make_route
 from engine.core.routes.common import cited_numbers, looks_unanswered
+from engine.floor.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.metrics import f1
 from training.common.answer_scores import cites, string_acc
 from training.common.jsonl_store import JsonlStore, exclusive_folder
 

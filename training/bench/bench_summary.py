@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from engine.floor.llm.base import DEFAULT_LLM
-from training.common.shared_data import shared_data_dir
 from training.bench.bench_summary_build import bench_build, build_table
 from training.bench.bench_summary_qa import bench_qa, qa_table
+from training.common.shared_data import shared_data_dir
 
 
 def main(

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.floor.llm.urls import redact
-from training.common.shared_data import SHARED_FILES
 from training.bench.bench_summary_build import HOTPOT, copy_embedding_cache, passage_documents
 from training.common.jsonl_store import JsonlStore
+from training.common.shared_data import SHARED_FILES
 
 NQ = SHARED_FILES["nq"]
 NQ_DISTRACTOR_QUESTIONS = 500
@@ -144,8 +144,8 @@ def bench_qa(
     k: int,
     show_progress: bool,
 ) -> dict:
-    from engine.floor.llm.factory import make_llm
     from engine.core.routes import ChunkRoute, RouteContext, SummaryRoute, answer_on
+    from engine.floor.llm.factory import make_llm
 
     # A cache of its own: a first run times real calls (not other runs' cache hits), a rerun resumes.
     llm = make_llm(llm_spec, cache=out_dir / "llm_cache.sqlite")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
-from engine.face.cli_options import llm_option, style_option
 from engine.core.routes import ROUTES
+from engine.face.cli_options import llm_option, style_option
+from engine.floor.base.errors import LogicRouteError
 from training.bench.bench_data import ESCALATE_BELOW
 from training.common.answer_scores import ALIASES, METRICS
 from training.common.logic_experiment import logic_preset_option
@@ -155,10 +155,10 @@ def benchmark(
     rerun the same command to continue."""
     from dataclasses import replace
 
-    from training.common.shared_data import resolve_data
     from training.bench.bench_data import BenchConfig
     from training.bench.bench_report import summary_lines
     from training.bench.benchmark import run_benchmark
+    from training.common.shared_data import resolve_data
 
     cfg = BenchConfig(
         data=[resolve_data(d) for d in data],
@@ -329,8 +329,8 @@ def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes
 def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     """The chunk index: KB build throughput against bare SentenceTransformer.encode on the
     same texts (cold embedding cache), and search latency. Prints the result as JSON."""
-    from training.common.shared_data import resolve_data
     from training.bench.bench_index import run_bench
+    from training.common.shared_data import resolve_data
 
     res = run_bench(
         resolve_data(data),
@@ -383,8 +383,8 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, no_cache, llm
         items, corpus = demo_questions()
         kb = index_sources(out / "kb", [corpus], summaries="extractive", embedder=emb).kb
     else:
-        from training.common.shared_data import resolve_data
         from training.common.passage_kb import passages_kb
+        from training.common.shared_data import resolve_data
         from training.labels.labels import select_questions
 
         questions, ds, _ = select_questions(resolve_data(data), n=n, offset=offset)

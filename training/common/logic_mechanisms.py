@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.core.routes.logic.final_answer import sinks
+from engine.core.routes.logic.plan import placeholders
 from engine.floor.prompts.logic import (
     DECOMPOSE_EXAMPLES,
     DECOMPOSE_MAX_ITEMS,
@@ -25,12 +27,10 @@ from engine.floor.prompts.logic import (
     retry_turn,
 )
 from engine.floor.question.structure import mask_entities
-from engine.core.routes.logic.final_answer import sinks
-from engine.core.routes.logic.plan import placeholders
 
 if TYPE_CHECKING:
-    from engine.floor.base.types import RetrievedChunk
     from engine.core.routes.logic.state import SolveState
+    from engine.floor.base.types import RetrievedChunk
 
 # The question-list plan (plan_questions): the reply is a JSON list of sub-question strings; ids
 # follow their position and dependencies are the #qN placeholders, so the ids and depends_on lists

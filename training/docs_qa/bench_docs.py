@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes import AUTO
+from engine.floor.base.errors import LogicRouteError
 from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns

@@ -39,8 +39,8 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
     pooled: positives right / abstained / wrong, negatives abstained / answered (fabrications)
     by kind, LLM calls, tokens and seconds a question, and each system paired with `before`.
     Resumable: results.jsonl keeps every answer, a rerun answers only what is missing."""
-    from engine.floor.base.errors import LogicRouteError
     from engine.face.cli_options import injected
+    from engine.floor.base.errors import LogicRouteError
     from training.common.jsonl_store import JsonlStore, exclusive_folder
     from training.docs_qa import bench_docs as bd
     from training.docs_qa.bench_docs_report import build, write

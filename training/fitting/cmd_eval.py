@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.cli_options import injected_embedder
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.cmd_train import (
     cost_weight_option,
     hop_pairs_option,

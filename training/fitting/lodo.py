@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes.summary_config import GLOBAL_MODE
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.eval_router import logreg_fit_proba, majority_route
 from training.fitting.fit import TrainConfig, fit, specialist_config
 from training.fitting.list_gate_fit import is_list_row, split_off_lists

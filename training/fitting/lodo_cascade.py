@@ -18,7 +18,9 @@ from training.labels.labels import route_cost
 STRONG = "logic"
 TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may spend on training rows
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
-ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (engine.floor.question.forms)
+ROUTER_FORMS = (
+    "router+forms"  # the router, then logic for every question with a form plan (engine.floor.question.forms)
+)
 ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
 ROUTER_RETRY_LOGIC = "router+forms+retry:logic"  # the retry straight to logic (retry_routes=logic)
 RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: escalate_below

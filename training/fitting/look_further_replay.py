@@ -22,10 +22,10 @@ def _field(row: dict, key: str):
 
 def replay(labels: str, kb_dir: str, llm_spec: str | None = None) -> list[dict]:
     from engine.core.absence import weigh_absence
-    from engine.floor.embedder import get_embedder
-    from engine.floor.llm.factory import make_llm
     from engine.core.routes.chunk import answer_chunk
     from engine.core.routes.common import looks_unanswered
+    from engine.floor.embedder import get_embedder
+    from engine.floor.llm.factory import make_llm
     from hierarchy.kb import KnowledgeBase
     from training.common.answer_scores import rouge_l
 

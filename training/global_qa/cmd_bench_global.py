@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.cli_options import llm_option
+from engine.floor.base.errors import LogicRouteError
 from training.global_qa.bench_global import TYPES, GlobalConfig
 from training.global_qa.bench_global_systems import DEFAULT_SYSTEMS, SYSTEMS, WIDE_CHUNKS
 

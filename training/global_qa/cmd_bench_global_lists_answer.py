@@ -46,8 +46,8 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     scored by the recall and precision of the set it lists. Reports per set and pooled: recall,
     precision, LLM calls, tokens and seconds a question, and each system's recall paired against
     chunk and logic (95% bootstrap). Resumable: results.jsonl keeps every answer."""
-    from engine.floor.base.errors import LogicRouteError
     from engine.face.cli_options import injected
+    from engine.floor.base.errors import LogicRouteError
     from training.common.jsonl_store import JsonlStore, exclusive_folder
     from training.global_qa import list_answer as la
     from training.global_qa.list_answer_report import build, write

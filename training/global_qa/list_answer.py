@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes import AUTO
 from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import LogicRouteError
 from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns

@@ -22,8 +22,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes.summary_config import GLOBAL_MODE
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.set_priors import LIST_SET_PREFIX
 
 # label route -> the bench system whose answer it is

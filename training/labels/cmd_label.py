@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
-from engine.face.cli_options import injected_embedder, llm_option, style_option
 from engine.core.routes.logic.config import PRESET_CHOICES
+from engine.face.cli_options import injected_embedder, llm_option, style_option
+from engine.floor.base.errors import LogicRouteError
 from training.common.answer_scores import ALIASES, METRICS, gold_style
 
 

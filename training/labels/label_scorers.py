@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.floor.base.errors import LogicRouteError
-from engine.floor.base.metrics import normalize_answer
 from engine.core.routes import ROUTES, LogicRoute, RouteContext, answer_on, check_route, make_route
 from engine.core.routes.summary import summary_context
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.metrics import normalize_answer
 from router.features import SPAN
 from router.policy import NOMINAL_TOKENS
 from training.common.answer_scores import metric_fn, metric_name

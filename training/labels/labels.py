@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes import check_route
+from engine.floor.base.errors import LogicRouteError
 from training.common.jsonl_store import JsonlStore, read_jsonl
 from training.labels.label_scorers import (
     SCORERS,

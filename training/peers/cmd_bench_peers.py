@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.cli_options import info, llm_option
+from engine.floor.base.errors import LogicRouteError
 from training.common.logic_experiment import logic_preset_option
 
 DEFAULT_SERVER_PORT = 8741  # fixed: the served model's name (and so its cache keys) holds the URL

@@ -51,8 +51,8 @@ class QASet:
 def qa_set(name: str, root: Path, embedder, n: int = 200, offset: int = 0) -> QASet:
     """The KB of a shared set's questions offset..offset+n-1 (built on first use, resumed after), and them."""
     from hierarchy.datasets import load_dataset
-    from training.common.shared_data import resolve_data
     from training.common.passage_kb import passages_kb
+    from training.common.shared_data import resolve_data
 
     ds = load_dataset(resolve_data(name), n=n, offset=offset)
     kb = passages_kb(root / name, ds.passages, embedder, show_progress=False)

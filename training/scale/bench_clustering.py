@@ -226,8 +226,8 @@ def _all_qa_texts() -> list[str]:
     """Every question and chunk text of the QA sets (all questions): none may be a distractor."""
     from hierarchy.chunking import chunk_document, chunk_embed_text
     from hierarchy.datasets import load_dataset
-    from training.common.shared_data import SHARED_FILES, shared_data_dir
     from hierarchy.documents import Document
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
     from training.scale.bench_clustering_eval import QA_SETS
 
     texts = []

@@ -48,8 +48,8 @@ def qa_corpus(embed: Callable[[list[str]], np.ndarray], n_per_set: int | None = 
     """Load the QA sets (n_per_set questions each), chunk their passages as the KB does."""
     from hierarchy.chunking import chunk_document, chunk_embed_text
     from hierarchy.datasets import load_dataset
-    from training.common.shared_data import SHARED_FILES, shared_data_dir
     from hierarchy.documents import Document
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     sets = [load_dataset(shared_data_dir() / SHARED_FILES[name], n=n_per_set) for name in QA_SETS]
     passages = {p.id: p for ds in sets for p in ds.passages}

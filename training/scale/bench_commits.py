@@ -28,8 +28,8 @@ DATA = ("hotpotqa/hotpotqa_dev500.jsonl", "2wikimultihopqa/2wiki_train500.json",
 def distinct_passages(files: Sequence[str] = DATA) -> list:
     """The distinct passages of shared data files (paths under shared/data), as Documents, in file order."""
     from hierarchy.datasets import load_dataset
-    from training.common.shared_data import shared_data_dir
     from hierarchy.documents import Document
+    from training.common.shared_data import shared_data_dir
 
     seen: dict[str, Document] = {}
     for name in files:

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import click
 
+from engine.core.routes import ROUTES
+from engine.face.cli_options import info
 from engine.floor.base.errors import LogicRouteError
 from engine.floor.base.files import atomic_write_text
 from engine.floor.base.stats import percentile
-from engine.face.cli_options import info
-from engine.core.routes import ROUTES
 from training.bench.bench_report import markdown_table
 
 DEFAULT_OUT = "docs/results/serve/bench_llm_server.md"
@@ -145,9 +145,9 @@ def benchmark(
     threads: int,
     queue_timeout: float = 600,
 ) -> dict:
+    from engine.core.pipeline import RoutedRAG
     from engine.floor.llm.factory import make_llm
     from engine.floor.llm.model_files import model_path
-    from engine.core.pipeline import RoutedRAG
     from training.common.passage_kb import passages_kb
 
     # Every run asks questions of its own, and the warm-ups one more: no run finds its prompts

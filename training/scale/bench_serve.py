@@ -35,10 +35,10 @@ from pathlib import Path
 
 import click
 
+from engine.core.routes import ROUTE_CHOICES, ROUTES
+from engine.face.cli_options import info
 from engine.floor.base.stats import percentile
 from engine.floor.base.types import Completion
-from engine.face.cli_options import info
-from engine.core.routes import ROUTE_CHOICES, ROUTES
 from training.bench.bench_report import markdown_table
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "engine" / "demo"

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.budget import Budget, limits_of
-from engine.floor.prompts.answer import answer_messages, check_style
-from engine.floor.question.parse import Question, text_of
 from engine.core.routes.common import check_question
 from engine.core.routes.logic.config import LogicConfig
 from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.prompts.answer import answer_messages, check_style
+from engine.floor.question.parse import Question, text_of
 
 if TYPE_CHECKING:
     from engine.floor.base.types import Answer
@@ -116,8 +116,8 @@ class SummaryRoute:
         return SummaryRoute(bounded_config(self.config, limits))
 
     def smallest_prompt(self, question: str | Question, ctx: RouteContext) -> int:
-        from engine.floor.llm.base import estimate_prompt_tokens
         from engine.core.routes.summary import summary_messages
+        from engine.floor.llm.base import estimate_prompt_tokens
 
         return estimate_prompt_tokens(summary_messages(question, ctx.kb, k=ctx.k, style=ctx.style, config=self.config))
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from engine.core.routes.common import ANSWER_MAX_TOKENS, clean_answer, note_confidence
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Usage, numbered_sources
 from engine.floor.llm.base import LLM, Stopwatch, call_llm
 from engine.floor.prompts.answer import answer_messages
 from engine.floor.prompts.passages import format_passages
-from engine.core.routes.common import ANSWER_MAX_TOKENS, clean_answer, note_confidence
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

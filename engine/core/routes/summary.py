@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.core.routes.chunk import answer_chunk
+from engine.core.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
+from engine.core.routes.summary_config import GLOBAL_MODE, SummaryConfig, mode_for, summary_config
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.floor.llm.base import LLM, Stopwatch, call_llm, flag
 from engine.floor.prompts.answer import answer_messages
 from engine.floor.prompts.passages import format_passages
 from engine.floor.question.parse import Question, as_question, text_of
-from engine.core.routes.chunk import answer_chunk
-from engine.core.routes.common import ANSWER_MAX_TOKENS, check_question, clean_answer, note_confidence
-from engine.core.routes.summary_config import GLOBAL_MODE, SummaryConfig, mode_for, summary_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase

@@ -29,15 +29,15 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from engine.core.routes.specifics import holds_as_written, plain, specific_words
+from engine.core.routes.summary_config import SummaryConfig
+from engine.core.routes.summary_gather import compress, gather, key_terms, rare_terms
 from engine.floor.base.errors import DeadlineError, StructuredOutputError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, RetrievedChunk, Usage, numbered_sources
 from engine.floor.llm.base import LLM, Stopwatch, call_llm, estimate_prompt_tokens, flag
 from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from engine.floor.prompts.summary_global import MAP_SCHEMA, map_messages
-from engine.core.routes.specifics import holds_as_written, plain, specific_words
-from engine.core.routes.summary_config import SummaryConfig
-from engine.core.routes.summary_gather import compress, gather, key_terms, rare_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.kb import KnowledgeBase

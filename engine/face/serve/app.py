@@ -18,7 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-from engine.floor.base.errors import LogicRouteError
 from engine.core.routes import check_route
 from engine.core.routes.common import check_question
 from engine.face.serve import native, openai_compat
@@ -38,6 +37,7 @@ from engine.face.serve.errors import (
 )
 from engine.face.serve.progress import ClientGone
 from engine.face.serve.service import AnswerService, QueryOptions
+from engine.floor.base.errors import LogicRouteError
 
 PAGE_DIR = Path(__file__).resolve().parent / "page"
 PAGE_ASSETS = {"app.js": "text/javascript", "style.css": "text/css", "dag.js": "text/javascript"}

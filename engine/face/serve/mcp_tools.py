@@ -27,13 +27,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine.floor.base.errors import LogicRouteError, MissingExtraError
-from engine.floor.base.types import RetrievedChunk, Source
 from engine.core.routes import ROUTE_CHOICES
 from engine.face.serve.errors import INTERNAL, ServeError, error_body, kind_of
 from engine.face.serve.payloads import answer_json
 from engine.face.serve.schemas import MAX_DOCUMENTS, MAX_TEXT_CHARS, DocumentBody
 from engine.face.serve.service import AnswerService, QueryOptions
+from engine.floor.base.errors import LogicRouteError, MissingExtraError
+from engine.floor.base.types import RetrievedChunk, Source
 from engine.floor.sources_text import format_source
 
 MCP_EXTRA = "pip install 'logicroute[mcp]'"

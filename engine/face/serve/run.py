@@ -12,9 +12,9 @@ import socket
 import threading
 import time
 
-from engine.floor.base.errors import LogicRouteError
 from engine.face.serve.app import create_app
 from engine.face.serve.service import AnswerService
+from engine.floor.base.errors import LogicRouteError
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
 

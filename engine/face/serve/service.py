@@ -19,20 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.floor.base.errors import DocumentNotFoundError, LogicRouteError
 from engine.core.budget import Budget
 from engine.core.config import thresholds_budget
-from engine.floor.llm.urls import redact
 from engine.core.routes import ROUTES
 from engine.core.routes.common import check_question
 from engine.face.serve.admission import Admission
 from engine.face.serve.config import ServeConfig
 from engine.face.serve.metrics import ServerMetrics
 from engine.face.serve.progress import CLIENT_GONE_STATUS, ClientGone, ObservedLLM, Sink, check_cancelled, with_sink
+from engine.floor.base.errors import DocumentNotFoundError, LogicRouteError
+from engine.floor.llm.urls import redact
 
 if TYPE_CHECKING:
-    from engine.floor.base.types import Answer
     from engine.core.pipeline import RoutedRAG
+    from engine.floor.base.types import Answer
     from hierarchy.documents import Document
 
 LIMIT_FIELDS = ("max_llm_calls", "max_prompt_tokens", "max_seconds")

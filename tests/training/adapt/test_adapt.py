@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import training.adapt.adapt as adapt_mod
-from engine.floor.base.errors import KBEmptyError, LogicRouteError
 from engine.core.decide import Decider
+from engine.floor.base.errors import KBEmptyError, LogicRouteError
 from router.checkpoint import load_router
 from router.kb_router import ADAPTED, MANIFEST_ENTRY
 from tests.training.adapt_setup import (

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from engine.floor.base.types import Answer, Usage
 from engine.core.pipeline import RoutedRAG
+from engine.floor.base.types import Answer, Usage
 from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from training.bench.bench_data import BenchConfig

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.floor.base.types import Answer, Usage
 from engine.core.pipeline import RoutedRAG
+from engine.floor.base.types import Answer, Usage
 from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from engine.floor.base.errors import LogicRouteError
-from training.common.shared_data import resolve_data
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import resolve_data
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
 from training.fitting.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows, pair_rows

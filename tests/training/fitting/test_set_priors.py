@@ -11,8 +11,8 @@ import pytest
 
 from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import Question, load_dataset
-from training.common.shared_data import resolve_data
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import resolve_data
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
 from training.fitting.lodo_format import format_lodo

@@ -8,8 +8,8 @@ import json
 
 from click.testing import CliRunner
 
-from engine.floor.base.types import Answer, Usage
 from engine.face.cli import main
+from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM
 from tests.samples import TOPICS
 from tests.training.adapt_setup import embedder, small_generalist, tiny_kb

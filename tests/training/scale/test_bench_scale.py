@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from engine.face.cli import main
 from hierarchy.datasets import load_dataset
-from training.common.shared_data import SHARED_FILES
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import SHARED_FILES
 from training.scale.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
 from training.scale.bench_scale_report import bar_checks
 

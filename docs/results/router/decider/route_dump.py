@@ -44,10 +44,10 @@ def emit(path: str, question: str, record: dict) -> None:
 
 def questions() -> list[str]:
     from hierarchy.datasets import load_dataset
-    from training.common.shared_data import resolve_data
     from tests.router import routing_questions as rq
     from tests.router import routing_questions_fresh as fresh
     from training.common.jsonl_store import read_jsonl
+    from training.common.shared_data import resolve_data
 
     out = rq.ONE_HOP + rq.MULTI_HOP + fresh.ONE_HOP_FRESH + fresh.MULTI_HOP_FRESH
     out += [r["question"] for r in read_jsonl(ROOT / "engine" / "demo" / "questions.jsonl", strict=True)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from engine.floor.question.forms import EARLY, LATE
 from engine.core.routes.logic.plan import SubQuestion, normalize
+from engine.floor.question.forms import EARLY, LATE
 
 
 def comparison_hint(question: str, nodes: dict[str, SubQuestion], known: list[SubQuestion]) -> str:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from engine.floor.base.settings import Settings
 from engine.core.budget import LIMITS, Budget
+from engine.floor.base.settings import Settings
 
 if TYPE_CHECKING:
     from engine.floor.base.types import RetrievedChunk

@@ -4,11 +4,6 @@ the sources the answer was built on."""
 
 from __future__ import annotations
 
-from engine.floor.base.errors import DeadlineError, LLMError
-from engine.floor.base.types import Source
-from engine.floor.llm.base import flag, stopped_words
-from engine.floor.prompts.answer import answer_messages
-from engine.floor.prompts.passages import format_passages
 from engine.core.routes.common import ANSWER_MAX_TOKENS, clean_answer
 from engine.core.routes.logic.compare import comparison_hint, computed_comparison
 from engine.core.routes.logic.config import BudgetExhausted, TimeExhausted
@@ -23,6 +18,11 @@ from engine.core.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
+from engine.floor.base.errors import DeadlineError, LLMError
+from engine.floor.base.types import Source
+from engine.floor.llm.base import flag, stopped_words
+from engine.floor.prompts.answer import answer_messages
+from engine.floor.prompts.passages import format_passages
 
 
 def final_answer(st: SolveState) -> str:

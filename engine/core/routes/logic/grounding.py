@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.core.routes.logic.evidence import compress_chunks
+from engine.core.routes.logic.plan import SubQuestion, normalize
+from engine.core.routes.logic.state import SolveState, budgeted_call, known_answer, nodes_in_order, unique_chunks
 from engine.floor.base.errors import LLMError, StructuredOutputError
 from engine.floor.base.types import RetrievedChunk
 from engine.floor.llm.base import flag
 from engine.floor.prompts.logic_step import step_messages, step_schema
 from engine.floor.prompts.passages import format_passages
-from engine.core.routes.logic.evidence import compress_chunks
-from engine.core.routes.logic.plan import SubQuestion, normalize
-from engine.core.routes.logic.state import SolveState, budgeted_call, known_answer, nodes_in_order, unique_chunks
 from hierarchy.summarize import split_sentences
 
 # Answers that are verdicts or counts the model computes, not phrases a passage states.

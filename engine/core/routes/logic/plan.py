@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from engine.core.routes.logic.config import BudgetExhausted
 from engine.floor.base.errors import StructuredOutputError
 from engine.floor.base.trace import Trace
 from engine.floor.llm.base import flag
 from engine.floor.prompts.logic import PlanPrompt
 from engine.floor.question.parse import Question, as_question
-from engine.core.routes.logic.config import BudgetExhausted
 
 if TYPE_CHECKING:
     from engine.floor.base.types import Completion

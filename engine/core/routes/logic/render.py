@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.floor.base.trace import Trace
     from engine.core.routes.logic.plan import DagNode
+    from engine.floor.base.trace import Trace
 
 
 def _mm(text: str, limit: int = 80) -> str:

@@ -10,15 +10,7 @@ from dataclasses import asdict
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine.floor.base.errors import LLMError, StructuredOutputError
-from engine.floor.base.trace import Trace
-from engine.floor.base.types import Answer, Usage
 from engine.core.budget import Budget
-from engine.floor.llm.base import LLM, Stopwatch, flag
-from engine.floor.prompts.logic import PlanPrompt, reflect_messages, reflect_schema, rewrite_messages
-from engine.floor.prompts.logic_step import salvage_memory, step_messages, step_schema
-from engine.floor.prompts.passages import format_passages
-from engine.floor.question.parse import Question, as_question, text_of
 from engine.core.routes.logic.config import BudgetExhausted, LogicConfig, TokensExhausted, caps
 from engine.core.routes.logic.evidence import compress_chunks
 from engine.core.routes.logic.final_answer import answer_sources, final_answer
@@ -51,6 +43,14 @@ from engine.core.routes.logic.state import (
     retrieve,
     unique_chunks,
 )
+from engine.floor.base.errors import LLMError, StructuredOutputError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
+from engine.floor.llm.base import LLM, Stopwatch, flag
+from engine.floor.prompts.logic import PlanPrompt, reflect_messages, reflect_schema, rewrite_messages
+from engine.floor.prompts.logic_step import salvage_memory, step_messages, step_schema
+from engine.floor.prompts.passages import format_passages
+from engine.floor.question.parse import Question, as_question, text_of
 
 if TYPE_CHECKING:
     from hierarchy.kb import KnowledgeBase

@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from engine.core.budget import Budget
+from engine.core.routes.common import says_unknown
+from engine.core.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TimeExhausted, TokensExhausted
+from engine.core.routes.logic.plan import SubQuestion, id_order_key, normalize
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import RetrievedChunk, Usage
-from engine.core.budget import Budget
 from engine.floor.llm.base import (
     LLM,
     RESERVE_SHARE,
@@ -22,9 +25,6 @@ from engine.floor.llm.base import (
     stopped_words,
 )
 from engine.floor.question.parse import Question, read_question
-from engine.core.routes.common import says_unknown
-from engine.core.routes.logic.config import LOGIC_CAPS, BudgetExhausted, LogicConfig, TimeExhausted, TokensExhausted
-from engine.core.routes.logic.plan import SubQuestion, id_order_key, normalize
 
 
 @dataclass
