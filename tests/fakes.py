@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.pipeline import RoutedRAG
+from engine.core.routes.logic.plan import Dag
 from engine.floor.base.errors import KBEmptyError
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Completion, RetrievedChunk, Usage
@@ -254,7 +255,7 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
         question = text_of(question)  # the pipeline hands the route a Question (engine.floor.question.parse)
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
-        usage, trace = Usage(), Trace(route="logic", dag={"nodes": []})
+        usage, trace = Usage(), Trace(route="logic", dag=Dag())
         read = [c.chunk_id for c in kb.search(question, k=3)] if hasattr(kb, "search") else []
         trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]  # what the route read
         call_llm(

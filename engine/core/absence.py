@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.core.routes.common import looks_unanswered
 from engine.core.routes.specifics import holds_as_written, plain, specific_words, unread_words
 from engine.floor.base.errors import KBError
 from engine.floor.base.types import Answer
@@ -47,57 +49,78 @@ def _in_kb(lexical, term: str) -> bool:
     return any(lexical.document_frequency(w) for w in word_family(term))
 
 
-def weigh_absence(kb: "KnowledgeBase", question: str | Question, retrieved_ids: Sequence[str]) -> dict:
-    """{"climb": bool, "reason": str, ...the evidence}: whether an answer of a cheap route that
-    says it has none should go up the ladder, from the KB's lexical index and the passages the
-    route read (`retrieved_ids`). "look_further": True (with climb False) when the chunk route
-    should read the next passages by rank once instead: a lookup whose terms the KB holds apart."""
+@dataclass(frozen=True)
+class AbsenceVerdict:
+    """Whether a cheap route's "not in the documents" climbs the ladder (trace["absence"]), why,
+    and the evidence: the question's key terms, those no chunk holds, its multi-hop form or answer
+    shape, the most key terms one passage read held. look_further: the chunk route reads the next
+    passages by rank once instead (a lookup whose terms the KB holds apart)."""
+
+    climb: bool
+    reason: str
+    look_further: bool = False
+    terms: list[str] | None = None  # None: nothing weighed (a KB without a lexical index)
+    missing: list[str] | None = None
+    form: str | None = None
+    shape: str | None = None
+    best_passage_terms: int | None = None
+
+    def to_dict(self) -> dict:
+        """The verdict, then the evidence weighed."""
+        out: dict = {"climb": self.climb}
+        if self.look_further:
+            out["look_further"] = True
+        out["reason"] = self.reason
+        evidence = ("terms", "missing", "form", "shape", "best_passage_terms")
+        return out | {k: getattr(self, k) for k in evidence if getattr(self, k) is not None}
+
+
+def weigh_absence(kb: "KnowledgeBase", question: str | Question, retrieved_ids: Sequence[str]) -> AbsenceVerdict:
+    """Whether an answer of a cheap route that says it has none should go up the ladder, from the
+    KB's lexical index and the passages the route read (`retrieved_ids`)."""
     question = as_question(question)
     terms = list(question.key_terms)
     try:
         lexical = kb.lexical_index()
     except KBError:  # a KB written before lexical retrieval: nothing to weigh, the ladder as before
-        return {"climb": True, "reason": "the KB has no lexical index to weigh the evidence with"}
+        return AbsenceVerdict(True, "the KB has no lexical index to weigh the evidence with")
     missing = [t for t in terms if not _in_kb(lexical, t)]
-    evidence: dict = {"terms": terms, "missing": missing}
     plan = question.form_plan
     if plan is not None:
         form, hops = plan
         hop_missing = [t for t in key_terms(hops[0]) if not _in_kb(lexical, t)]
-        evidence["form"] = form
         if not hop_missing:
-            return {"climb": True, "reason": f"a {form} question whose first hop is in the KB", **evidence}
-        return {"climb": False, "reason": f"a {form} question whose first hop names {_listed(hop_missing)}, "
-                "which no chunk holds", **evidence}  # fmt: skip
+            return AbsenceVerdict(True, f"a {form} question whose first hop is in the KB", False, terms, missing, form)
+        why = f"a {form} question whose first hop names {_listed(hop_missing)}, which no chunk holds"
+        return AbsenceVerdict(False, why, False, terms, missing, form)
     if not terms:
-        return {"climb": False, "reason": "the question has no term to look for", **evidence}
+        return AbsenceVerdict(False, "the question has no term to look for", False, terms, missing)
     shape = question.shape
-    evidence["shape"] = shape
+    evidence = dict(terms=terms, missing=missing, shape=shape)
     if missing and _asks_a_lookup(question, terms):
         # A list or an explanation is asked for in words of its own ("the main treatment
         # modalities", "according to the ontology"): a few such words no chunk holds frame the
         # request; a name no chunk holds, or most of the terms, still mean the topic is absent.
         if shape == "value" or unheld_names(kb, question) or 2 * len(missing) >= len(terms):
-            return {"climb": False, "reason": f"no chunk of the KB holds {_listed(missing)}", **evidence}
-        return {"climb": True, "reason": f"it asks for {_SHAPE_WORDS[shape]}: {_listed(missing)}, which no chunk "
-                "holds, frame the request", **evidence}  # fmt: skip
+            return AbsenceVerdict(False, f"no chunk of the KB holds {_listed(missing)}", **evidence)
+        why = f"it asks for {_SHAPE_WORDS[shape]}: {_listed(missing)}, which no chunk holds, frame the request"
+        return AbsenceVerdict(True, why, **evidence)
     best = _best_coverage(kb, question.term_families, retrieved_ids)
     evidence["best_passage_terms"] = best
     if best == len(terms):
-        return {"climb": False, "reason": "a passage read holds every key term and answered nothing", **evidence}
+        return AbsenceVerdict(False, "a passage read holds every key term and answered nothing", **evidence)
     spread = f"every key term is in the KB, but no passage read holds them all (at most {best} of {len(terms)})"
     if _asks_a_lookup(question, terms) and shape == "value":
         # One fact asked for: the next passages by rank are where it would be; a decomposition
         # has nothing to decompose (on the doc sets' tune and judge halves, 13 climbs of lookups
         # found 1 right answer and answered 3 negatives).
-        return {"climb": False, "look_further": True, "reason": f"{spread}: a lookup, the next passages are read once",
-                **evidence}  # fmt: skip
+        return AbsenceVerdict(False, f"{spread}: a lookup, the next passages are read once", True, **evidence)
     if shape != "value":
         # A list or an explanation is spread over passages by nature: the next ones by rank hold a
         # part of it at best, where the summary and logic routes gather it (GraphRAG-Bench
         # Medical's requests, docs/results/docs/absence_round_two.md).
-        return {"climb": True, "reason": f"{spread}: it asks for {_SHAPE_WORDS[shape]}", **evidence}
-    return {"climb": True, "reason": spread, **evidence}
+        return AbsenceVerdict(True, f"{spread}: it asks for {_SHAPE_WORDS[shape]}", **evidence)
+    return AbsenceVerdict(True, spread, **evidence)
 
 
 _SHAPE_WORDS = {"list": "a list", "explanation": "an explanation"}
@@ -161,10 +184,10 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str | Question, answer: Ans
     names = unheld_names(kb, question)
     if names:
         return f"the question names {_listed(names)}, which no chunk of the KB holds"
-    dag = answer.trace.dag or {}
-    bad = [n for n in dag.get("nodes", []) if n.get("supported") is False]
+    nodes = [] if answer.trace.dag is None else answer.trace.dag.nodes
+    bad = [n for n in nodes if n.supported is False]
     if bad:
-        listed = "; ".join(f"{n.get('id')} {n.get('question', '')!r} -> {n.get('answer', '')!r}" for n in bad[:3])
+        listed = "; ".join(f"{n.id} {n.question!r} -> {n.answer!r}" for n in bad[:3])
         return f"sub-answer stated by none of its passages ({listed})"
     read = " ".join(_read_texts(kb, answer))
     unread = unread_words(answer.text, f"{question.text} {read}")
@@ -173,15 +196,10 @@ def ungrounded_reason(kb: "KnowledgeBase", question: str | Question, answer: Ans
     return None
 
 
-def retrieved_ids(answer: Answer) -> list[str]:
-    """The chunk ids a cheap route shows in trace.retrieved."""
-    return [r["chunk_id"] for r in answer.trace.retrieved or [] if isinstance(r, dict) and r.get("chunk_id")]
-
-
 def _read_texts(kb: "KnowledgeBase", answer: Answer) -> list[str]:
     """The text of every passage the route read: a cheap route's retrieved chunks, the logic
     route's steps' chunks."""
-    ids = retrieved_ids(answer)
+    ids = answer.trace.retrieved_ids()
     ids += [cid for s in answer.trace.details.get("steps", []) for cid in s.get("chunk_ids", [])]
     out = []
     for cid in dict.fromkeys(ids):
@@ -205,8 +223,8 @@ def off_question_reason(kb: "KnowledgeBase", question: str | Question, answer: A
         return None
     # what a passage may be about: the question, or a sub-question the logic route asked on the way
     # (a plan of one node restates the question: no hop of its own)
-    nodes = (answer.trace.dag or {}).get("nodes", [])
-    hops = [n.get("rewritten") or n.get("question") or "" for n in nodes] if len(nodes) > 1 else []
+    nodes = [] if answer.trace.dag is None else answer.trace.dag.nodes
+    hops = [n.rewritten or n.question for n in nodes] if len(nodes) > 1 else []
     topics = [question.term_families] if question.key_terms else []
     topics += [[word_family(t) for t in terms] for terms in map(key_terms, hops) if terms]
 
@@ -221,6 +239,30 @@ def off_question_reason(kb: "KnowledgeBase", question: str | Question, answer: A
         if holding and not any(about(held) for held in holding):
             return f"the answer's {w!r} comes from passages about something else (none holds half the question's terms)"
     return None
+
+
+def review(
+    kb: "KnowledgeBase",
+    question: Question,
+    answer: Answer,
+    *,
+    style: str,
+    abstain: bool,
+    after_absence: bool = False,
+    weigh: bool = False,
+) -> Answer:
+    """The rules above on one answered step, in one pass: an answer that says it has none is
+    weighed when `weigh` (the verdict in trace.absence); one that gives an answer becomes "not in
+    the documents" when `abstain` and it outruns its evidence, or, `after_absence` (cheaper routes
+    said it was not there), when it is taken from passages about something else."""
+    if looks_unanswered(answer.text) is not None:
+        if weigh:
+            answer.trace.absence = weigh_absence(kb, question, answer.trace.retrieved_ids())
+        return answer
+    why = ungrounded_reason(kb, question, answer) if abstain else None
+    if why is None and abstain and after_absence:
+        why = off_question_reason(kb, question, answer)
+    return answer if why is None else abstained(answer, why, style)
 
 
 def abstained(answer: Answer, why: str, style: str) -> Answer:

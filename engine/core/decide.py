@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.core.budget import Budget
-from engine.core.ood_policy import DEFAULT_OOD_POLICY, apply_ood_policy, check_ood_policy
+from engine.core.ood_policy import DEFAULT_OOD_POLICY, OodCheck, apply_ood_policy, check_ood_policy
 from engine.core.routes import TOP_ROUTE
 from engine.floor.base.errors import LogicRouteError
 from engine.floor.question.parse import Question, as_question, text_of
@@ -36,11 +36,12 @@ def decided_by(policy: str, form: str | None) -> str:
     return policy + ("" if not form else "+list" if form == LIST_FORM else "+form")
 
 
-def overrode(decision: dict) -> str:
-    """What overrode the probabilities, from a trace["decision"] dict: "list gate P 0.93; " or
-    "form: chain; ", "" when nothing did (`ask`'s route line)."""
-    gate, form = decision.get("list_gate"), decision.get("form")
-    return f"list gate P {gate:.2f}; " if gate is not None else f"form: {form}; " if form else ""
+def overrode(decision: Decision | None) -> str:
+    """What overrode the probabilities in a decision: "list gate P 0.93; " or "form: chain; ",
+    "" when nothing did or there was no decision (`ask`'s route line)."""
+    gate, form = (None, None) if decision is None else (decision.list_gate, decision.form)
+    # rounded as trace["decision"] writes it, so the line says what the JSON says
+    return f"list gate P {round(gate, 4):.2f}; " if gate is not None else f"form: {form}; " if form else ""
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Decision:
     logic_share: float | None = None
     router: str | None = None  # which router decided (router.kb_router's label)
     escalate_below: float | None = None  # the confidence threshold `logicroute adapt` calibrated for this style
-    ood: dict | None = None  # the out-of-distribution stage's trace, or the guard's bare measure without that stage
+    ood: OodCheck | None = None  # the out-of-distribution stage's check, or the guard's bare measure without that stage
     escalate: bool = False  # the out-of-distribution stage turns escalation on
     flag: str | None = None  # the visible flag of a far question
 
@@ -100,7 +101,7 @@ class Decision:
             "policy": self.decided_by,
             "list_gate": self.list_gate,
             "threshold": self.threshold,
-            "ood": self.ood,
+            "ood": None if self.ood is None else self.ood.to_dict(),
             "escalate": self.escalate,
             "router": self.router,
         }
@@ -278,9 +279,9 @@ class Decider:
             logic_share=share,
         )
         if self.ood is None:
-            return Decision(route=router_route, ood=learned.ood, **common)
+            return Decision(route=router_route, ood=OodCheck.measured(learned.ood), **common)
         outcome = self.ood.apply(router_route, learned.ood)
-        return Decision(route=outcome.route, ood=outcome.trace, escalate=outcome.escalate, flag=outcome.flag, **common)
+        return Decision(route=outcome.route, ood=outcome.check, escalate=outcome.escalate, flag=outcome.flag, **common)
 
     def route(
         self, probs: dict[str, float], question: str | Question | None = None, gate_p: float | None = None

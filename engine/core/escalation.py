@@ -2,21 +2,23 @@
 
 The reasons to go on: the answer says it has none (and engine.core.absence's evidence lets it climb
 the ladder of retry routes), the model's own certainty is under a calibrated threshold, or the
-self-check (do the passages the answer used answer the question?) says no. `Escalation.next_step`
-decides one step at a time; RoutedRAG runs each step and merges the answers (merge_escalated:
-the later route's answer carrying the attempt it replaced). Nothing here runs a route."""
+self-check (do the passages the answer used answer the question?) says no. An `Escalation` takes
+each answer as RoutedRAG runs it (`review`: engine.core.absence's rules on it, then the attempts before
+it merged in, merge_escalated: the later route's answer carrying the attempt it replaced) and
+names the next step. Nothing here runs a route."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from engine.core.absence import retrieved_ids, weigh_absence
+from engine.core import absence
 from engine.core.budget import too_little_left
 from engine.core.routes import CHEAP_ROUTES, ROUTES, TOP_ROUTE, ChunkRoute, SummaryRoute, check_route
 from engine.core.routes.common import looks_unanswered
 from engine.floor.base.errors import DeadlineError, LogicRouteError, StructuredOutputError
+from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, RetrievedChunk, Usage
 from engine.floor.llm.base import LLM, call_llm
 from engine.floor.prompts.passages import format_passages
@@ -50,12 +52,46 @@ class Step:
     exclude: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class SelfCheck:
+    """The self-check's verdict (trace["self_check"]): do the passages the answer used answer the question?"""
+
+    answered: bool
+
+    def to_dict(self) -> dict:
+        return {"answered": self.answered}
+
+
+@dataclass(frozen=True)
+class Escalated:
+    """The attempt a later step replaced (trace["escalated_from"]): its route, text, cost and
+    trace, and why it was not kept. An attempt that was itself escalated holds its own."""
+
+    route: str
+    text: str
+    reason: str
+    usage: Usage
+    trace: Trace
+
+    def to_dict(self) -> dict:
+        return {
+            "route": self.route,
+            "text": self.text,
+            "reason": self.reason,
+            "usage": self.usage.to_dict(),
+            "trace": self.trace.to_dict(),
+        }
+
+
 @dataclass
 class Escalation:
-    """The escalation policy of one answer. retry: climb `ladder` (the retry routes, less summary
-    on a KB without layers once a climb starts) when an answer says it has none;
-    checks: check the cheap answers that give one (confidence under `below`, else the self-check
-    when `self_check`); keep_absence: weigh the evidence before the first climb (engine.core.absence)."""
+    """The escalation of one answer, made from the first route's answer (`answer`): it takes each
+    answer as it comes (`review`), applies engine.core.absence's rules to it, merges it with the
+    attempts before it, and sets `step`, where the answer goes next (None: keep it).
+    retry: climb `ladder` (the retry routes, less summary on a KB without layers once a climb
+    starts) when an answer says it has none; checks: check the cheap answers that give one
+    (confidence under `below`, else the self-check when `self_check`); keep_absence: weigh the
+    evidence before the first climb; abstain: withhold an answer that outruns its evidence."""
 
     kb: "KnowledgeBase"
     llm: LLM
@@ -65,43 +101,68 @@ class Escalation:
     keep_absence: bool
     below: float | None
     self_check: bool
+    question: Question
+    answer: Answer  # the answer so far: every attempt merged into the latest (merge_escalated)
+    budget: "Budget | None" = None
+    style: str = "short"
+    abstain: bool = True
+    step: Step | None = field(default=None, init=False)
     climbing: bool = False  # a ladder climb is under way: an answer that still has none goes on up it
     looked_further: bool = False  # the next passages were read once: an answer that still has none is final
     checked: bool = False  # a cheap answer is checked once
 
-    def next_step(self, question: str | Question, ans: Answer, budget: "Budget | None") -> Step | None:
+    def __post_init__(self) -> None:
+        self.review(self.answer)
+
+    def review(self, answer: Answer) -> Step | None:
+        """Take the answer of the step asked for (at first, the first route's): engine.core.absence's rules
+        on it, then the attempts before it merged into it, then its next step (also in `step`).
+        One call per answered step: the absence rules are entered once from here."""
+        step, weighs = self.step, self.keep_absence and not (self.climbing or self.looked_further)
+        answer = absence.review(
+            self.kb,
+            self.question,
+            answer,
+            style=self.style,
+            abstain=self.abstain,
+            after_absence=step is not None and step.verb in AFTER_ABSENCE,
+            weigh=weighs and answer.route in CHEAP_ROUTES and (self.retry or self.checks),
+        )
+        self.answer = answer if step is None else merge_escalated(self.answer, answer, step.reason, step.verb)
+        self.step = self._next_step(self.answer)
+        return self.step
+
+    def _next_step(self, ans: Answer) -> Step | None:
         """Where `ans` goes next, or None to keep it."""
         if ans.route not in CHEAP_ROUTES or not (self.retry or self.checks):
             return None
         reason = looks_unanswered(ans.text)
         if reason is not None:
-            return self._after_absence(question, ans, reason)
+            return self._after_absence(ans, reason)
         if not self.checks or self.checked:
             return None
         self.checked = True
         if self.below is not None and ans.trace.confidence is not None:  # the model's own certainty: no call
             reason = confidence_reason(ans, self.below)
         elif self.self_check:
-            if budget is not None and too_little_left(budget, ans.usage):
+            if self.budget is not None and too_little_left(self.budget, ans.usage):
                 ans.trace.flag("no self-check: too little budget left")
                 return None
-            reason = self_check_reason(self.kb, self.llm, text_of(question), ans)
+            reason = self_check_reason(self.kb, self.llm, text_of(self.question), ans)
         return Step(TOP_ROUTE, reason, "escalated to") if reason is not None else None
 
-    def _after_absence(self, question: str | Question, ans: Answer, reason: str) -> Step | None:
+    def _after_absence(self, ans: Answer, reason: str) -> Step | None:
         if self.looked_further:
             return None  # the next passages said the same: "not in the documents" is the answer
         if not self.climbing:
-            verdict = None
-            if self.keep_absence:
-                verdict = ans.trace.absence = weigh_absence(self.kb, question, retrieved_ids(ans))
-                if not verdict["climb"] and not verdict.get("look_further"):
-                    return None  # "not in the documents" is the answer: no retry, no self-check
+            verdict = ans.trace.absence if self.keep_absence else None  # weighed in review
+            if verdict is not None and not verdict.climb and not verdict.look_further:
+                return None  # "not in the documents" is the answer: no retry, no self-check
             if not self.retry:
                 return Step(TOP_ROUTE, reason, "escalated to") if self.checks else None
-            if verdict is not None and verdict.get("look_further"):
+            if verdict is not None and verdict.look_further:
                 self.looked_further = True
-                return Step(ChunkRoute.name, verdict["reason"], LOOKED_FURTHER, tuple(retrieved_ids(ans)))
+                return Step(ChunkRoute.name, verdict.reason, LOOKED_FURTHER, tuple(ans.trace.retrieved_ids()))
             self.climbing = True
             self.ladder = ladder_for(self.kb, self.ladder)  # read when a climb starts, not for every answer
         later = routes_after(ans.route, self.ladder)
@@ -161,7 +222,7 @@ def self_check_reason(kb: "KnowledgeBase", llm: LLM, question: str, answer: Answ
         answer.trace.flag(f"self-check failed ({e}); answer kept")
         return None
     answered = bool((c.data or {}).get("answered", True))
-    answer.trace.self_check = {"answered": answered}
+    answer.trace.self_check = SelfCheck(answered)
     return None if answered else "self-check: the passages do not answer the question"
 
 
@@ -177,7 +238,7 @@ def passages_of(kb: "KnowledgeBase", ans: Answer) -> str:
 
 
 def merge_escalated(first: Answer, second: Answer, reason: str, verb: str = "escalated to") -> Answer:
-    """The later route's answer, carrying the first attempt: trace["escalated_from"], every LLM call
+    """The later route's answer, carrying the first attempt (trace.escalated_from), every LLM call
     of both in trace["llm_calls"] (so usage.llm_calls == len(llm_calls)), usage summed; the flag
     names the step (`verb`: a look at the next passages is no escalation)."""
     usage = Usage()
@@ -189,13 +250,7 @@ def merge_escalated(first: Answer, second: Answer, reason: str, verb: str = "esc
         second.trace,
         llm_calls=calls,
         flags=[f"{first.route}: {f}" for f in first.trace.flags] + second.trace.flags,
-        escalated_from={
-            "route": first.route,
-            "text": first.text,
-            "reason": reason,
-            "usage": first.usage.to_dict(),
-            "trace": first.trace.to_dict(),
-        },
+        escalated_from=Escalated(first.route, first.text, reason, first.usage, first.trace),
     )
     if verb == LOOKED_FURTHER:
         trace.flag(f"looked further: {second.route} again on the next passages ({reason})")

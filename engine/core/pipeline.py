@@ -25,12 +25,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.core import absence, escalation
+from engine.core import escalation
 from engine.core.budget import Budget, left_after, limits_of, too_little_left
 from engine.core.config import RagConfig
 from engine.core.decide import Decision, check_single_budget, decide_many, forced
 from engine.core.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, check_route, route_set
-from engine.core.routes.common import check_question, looks_unanswered
+from engine.core.routes.common import check_question
 from engine.core.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.core.routes.summary_config import SummaryConfig
 from engine.floor.base.errors import DeadlineError
@@ -204,40 +204,44 @@ class RoutedRAG(RagConfig):
     def _answer_decided(
         self, q: Question, decision: Decision, budget: Budget | None, escalate: bool | None, t0: float
     ) -> Answer:
-        """One pass: answer on the decided route, then each step the escalation policy asks for,
-        then the answer's decision, flags and wall time."""
+        """One pass: answer on the decided route, then each step the escalation policy asks for
+        (it takes every answer as it comes), then the answer's decision, flags and wall time."""
         escalate = (self.escalate if escalate is None else escalate) or decision.escalate
         # a forced route answers on that route alone: the ladder is climbed only when asked for
         retry = self.retry_unanswered and (escalate or decision.policy != "forced")
-        policy = escalation.Escalation(
-            kb=self.kb,
-            llm=self.get_llm(),
-            ladder=self.retry_routes if retry else (),
-            retry=retry,
-            checks=escalate,
-            keep_absence=self.keep_absence,
-            below=self.escalate_below if self.escalate_below is not None else decision.escalate_below,
-            self_check=self.self_check,
-        )
+        below = self.escalate_below if self.escalate_below is not None else decision.escalate_below
         # every LLM call of this answer: inside the budget's time, no waiting twice on a dead endpoint
         seconds, hard = (budget.max_seconds, budget.hard_seconds) if budget is not None else (None, None)
         with answer_scope(seconds, start=t0, hard_seconds=hard):
-            ans = self._run_route(q, decision.route, budget)
-            while (step := policy.next_step(q, ans, budget)) is not None:
-                why = f"not {step.verb} {step.route} ({step.reason})"
+            policy = escalation.Escalation(
+                kb=self.kb,
+                llm=self.get_llm(),
+                ladder=self.retry_routes if retry else (),
+                retry=retry,
+                checks=escalate,
+                keep_absence=self.keep_absence,
+                below=below,
+                self_check=self.self_check,
+                question=q,
+                answer=self._run_route(q, decision.route, budget),
+                budget=budget,
+                style=self.style,
+                abstain=self.abstain_ungrounded,
+            )
+            while (step := policy.step) is not None:
+                ans, why = policy.answer, f"not {step.verb} {step.route} ({step.reason})"
                 if budget is not None and too_little_left(budget, ans.usage):
                     ans.trace.flag(f"{why}: too little budget left")
                     break
                 try:
-                    after_absence = step.verb in escalation.AFTER_ABSENCE
-                    later = self._run_route(q, step.route, left_after(budget, ans.usage), after_absence, step.exclude)
+                    later = self._run_route(q, step.route, left_after(budget, ans.usage), step.exclude)
                 except DeadlineError as e:  # the deadline ends the step: the answer so far, flagged
                     ans.trace.flag(f"{why}: {e}")
                     break
-                ans = escalation.merge_escalated(ans, later, step.reason, step.verb)
+                policy.review(later)
+        ans = policy.answer
         ans.route_probs = decision.probs
-        ans.trace.decision = decision.trace()
-        ans.trace.ood = decision.ood
+        ans.trace.decision = decision  # with its OOD check: trace["decision"] and trace["ood"]
         if decision.flag:
             ans.trace.flag(decision.flag)
         ans.usage.seconds = time.perf_counter() - t0  # wall time of the whole answer, routing included
@@ -248,21 +252,10 @@ class RoutedRAG(RagConfig):
         routes = route_set(self.summary_config, self.logic_config())
         return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
 
-    def _run_route(
-        self, q: Question, route: str, budget: Budget | None = None, after_absence: bool = False, exclude: tuple = ()
-    ) -> Answer:
-        """`route`'s answer to the checked question `q`, inside `budget`'s limits; an answer that
-        outruns the passages it read becomes "not in the documents" (engine.core.absence), and so does
-        one `after_absence` (cheaper routes read and found nothing) taken from a passage about
-        something else."""
-        ans = self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style, exclude))
-        if self.abstain_ungrounded and looks_unanswered(ans.text) is None:
-            why = absence.ungrounded_reason(self.kb, q, ans)
-            if why is None and after_absence:
-                why = absence.off_question_reason(self.kb, q, ans)
-            if why is not None:
-                ans = absence.abstained(ans, why, self.style)
-        return ans
+    def _run_route(self, q: Question, route: str, budget: Budget | None = None, exclude: tuple = ()) -> Answer:
+        """`route`'s answer to the checked question `q`, inside `budget`'s limits, passing over the
+        chunks in `exclude`. The escalation policy applies engine.core.absence's rules to it."""
+        return self.route(route, budget).answer(q, RouteContext(self.kb, self.get_llm(), self.k, self.style, exclude))
 
     def logic_config(self) -> LogicConfig:
         """The logic route's settings: the preset (logic_preset, for this style) at this top-k."""

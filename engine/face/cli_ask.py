@@ -228,7 +228,7 @@ def answer_record(question: str, ans, with_trace: bool = False, line: int | None
         "route_probs": ans.route_probs,
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
-        "ood": ans.trace.ood,
+        "ood": None if ans.trace.ood is None else ans.trace.ood.to_dict(),
         "confidence": ans.trace.confidence,
         "sources": [s.to_dict() for s in ans.sources],
     }
@@ -349,8 +349,8 @@ def _appender(out: str | None, kept: dict[int, dict]):
 
 def router_route(ans) -> str:
     """The route the router chose, before an out-of-distribution fallback replaced it."""
-    ood = ans.trace.ood or {}
-    return ood.get("router_route") or (ans.trace.decision or {}).get("route") or ans.route
+    ood, decision = ans.trace.ood, ans.trace.decision
+    return (ood and ood.router_route) or (decision and decision.route) or ans.route
 
 
 def show(ans, as_json: bool, trace_format: str) -> None:
@@ -362,7 +362,7 @@ def show(ans, as_json: bool, trace_format: str) -> None:
     if trace_format == "json" and not as_json:
         click.echo(json.dumps(ans.trace.to_dict(), indent=2, ensure_ascii=False))
     elif trace_format == "mermaid":
-        if not (ans.trace.dag or {}).get("nodes"):
+        if ans.trace.dag is None or not ans.trace.dag.nodes:
             why = "it built none" if ans.route == "logic" else "only the logic route decomposes a question"
             click.echo(f"no DAG to draw: this answer took the {ans.route} route ({why})")
             return
@@ -378,7 +378,7 @@ def print_answer(ans, question: str | None = None) -> None:
     if ans.route_probs:
         from engine.core.decide import overrode
 
-        why = overrode(ans.trace.decision or {})
+        why = overrode(ans.trace.decision)
         probs = (
             f"  ({why}{'router ' if why else ''}" + ", ".join(f"{r} {p:.2f}" for r, p in ans.route_probs.items()) + ")"
         )

@@ -26,10 +26,14 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import click
 
 from hierarchy.question_files import QuestionItem
+
+if TYPE_CHECKING:
+    from engine.core.ood_policy import OodCheck
 
 BATCH = 256
 NOTICE_MIN_QUESTIONS = 10  # a batch this size all on one route (or all far) says something about the router
@@ -41,7 +45,7 @@ class Routed:
     """What `route_file` did: every routed question's route and OOD measure, and the failed items."""
 
     routes: list[str] = field(default_factory=list)
-    oods: list[dict | None] = field(default_factory=list)
+    oods: list[OodCheck | None] = field(default_factory=list)
     failed: int = 0
 
     @property
@@ -130,17 +134,17 @@ def _decider(ctx, config, kb_dir: str | None):
     return decide, str(router.path)
 
 
-def ood_line(ood: dict | None) -> str:
+def ood_line(ood: OodCheck | None) -> str:
     """One line on how far a question is from the router's training questions."""
     if ood is None:
         return "ood: no guard (this checkpoint stores no reference set of training questions)"
-    measured = f"similarity {ood['similarity']:.3f}, threshold {ood['threshold']:.3f}"
-    if ood["far"]:
+    measured = f"similarity {ood.similarity:.3f}, threshold {ood.threshold:.3f}"
+    if ood.far:
         return f"ood: FAR from the router's training questions ({measured}): `ask` falls back per its ood_policy"
     return f"ood: near the router's training questions ({measured})"
 
 
-def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
+def routing_notice(routes: list[str], oods: list[OodCheck | None]) -> str | None:
     """A line for a batch the router handles badly: every question far from its training
     questions, or every question on one route. None for a batch under NOTICE_MIN_QUESTIONS."""
     n = len(routes)
@@ -151,7 +155,7 @@ def routing_notice(routes: list[str], oods: list[dict | None]) -> str | None:
         "thresholds.json`, then `--set budget.thresholds=thresholds.json`), or adapt the router to the KB "
         "(`logicroute adapt --kb DIR`: no labelled question needed; `logicroute train specialist` takes your labels)"
     )
-    if all(o is not None and o.get("far") for o in oods):
+    if all(o is not None and o.far for o in oods):
         return (
             f"all {n} questions are far from the router's training questions, so its routes are guesses "
             f"(each was answered per the ood_policy setting): {advice}"

@@ -10,6 +10,7 @@ import pytest
 import engine.core.routes.logic.solve as logic_mod
 from engine.core.absence import weigh_absence, word_family
 from engine.core.routes.common import looks_unanswered
+from engine.core.routes.logic.plan import Dag, DagNode
 from engine.core.routes.specifics import unread_words
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Usage
@@ -63,9 +64,9 @@ def test_a_forced_route_climbs_the_ladder_only_when_escalation_is_asked_for(monk
 def test_a_multi_hop_form_whose_first_hop_is_in_the_kb_may_be_found_by_a_costlier_route():
     kb = WordOverlapKB.titled({"Inception": "Inception is a 2010 film directed by Christopher Nolan."})
     verdict = weigh_absence(kb, "When was the director of Inception born?", ["c0"])
-    assert verdict["climb"] and verdict["form"] == "chain" and "first hop is in the KB" in verdict["reason"]
+    assert verdict.climb and verdict.form == "chain" and "first hop is in the KB" in verdict.reason
     verdict = weigh_absence(kb, "When was the director of Oppenheimer born?", ["c0"])
-    assert not verdict["climb"] and "oppenheimer" in verdict["reason"]
+    assert not verdict.climb and "oppenheimer" in verdict.reason
 
 
 def test_a_lookup_whose_terms_the_kb_holds_apart_reads_the_next_passages_once(monkeypatch):
@@ -117,30 +118,30 @@ def test_a_name_the_kb_holds_keeps_the_answer():
 def test_an_off_topic_question_keeps_its_absence_naming_the_terms_no_chunk_holds():
     kb = WordOverlapKB.titled(FERRY)
     verdict = weigh_absence(kb, "How do I set a memory limit on a Kubernetes pod?", ["c0"])
-    assert verdict["climb"] is False
-    assert "kubernete" in verdict["reason"] and "pod" in verdict["reason"]
+    assert verdict.climb is False
+    assert "kubernete" in verdict.reason and "pod" in verdict.reason
 
 
 def test_an_absence_is_final_when_a_passage_read_holds_every_key_term():
     kb = WordOverlapKB.titled(FERRY)
     verdict = weigh_absence(kb, "Who captains the Lowen Ferry on the river Tamar?", ["c0"])
-    assert verdict["missing"] == ["captain"] and verdict["climb"] is False
+    assert verdict.missing == ["captain"] and verdict.climb is False
     verdict = weigh_absence(kb, "Does the Lowen Ferry cross the river Tamar?", ["c0"])
-    assert verdict["climb"] is False and verdict["best_passage_terms"] == len(verdict["terms"])
+    assert verdict.climb is False and verdict.best_passage_terms == len(verdict.terms)
 
 
 def test_terms_spread_over_chunks_no_passage_read_joins_send_a_lookup_further_and_a_request_up():
     kb = WordOverlapKB.titled(FERRY)
     verdict = weigh_absence(kb, "Which office sells tickets for the Lowen Ferry?", ["c0"])
-    assert verdict["climb"] is False and verdict["look_further"] is True
+    assert verdict.climb is False and verdict.look_further is True
     verdict = weigh_absence(kb, "Name the office that sells tickets for the Lowen Ferry.", ["c0"])
-    assert verdict["climb"] is True and "no passage read holds them all" in verdict["reason"]
+    assert verdict.climb is True and "no passage read holds them all" in verdict.reason
 
 
 def test_a_term_counts_as_present_when_a_word_of_its_family_is():
     assert "directed" in word_family("director") and "release" in word_family("released")
     kb = WordOverlapKB.titled({"Inception": "Inception is a 2010 film directed by Christopher Nolan."})
-    assert weigh_absence(kb, "Who is the director of Inception?", [])["missing"] == []
+    assert weigh_absence(kb, "Who is the director of Inception?", []).missing == []
 
 
 def test_keep_absence_false_climbs_every_absence_as_before(monkeypatch):
@@ -156,7 +157,7 @@ def scripted_logic(text: str, nodes: list[dict], read: list[str]):
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
         question = text_of(question)  # the pipeline hands the route a Question (engine.floor.question.parse)
-        usage, trace = Usage(), Trace(route="logic", dag={"nodes": nodes})
+        usage, trace = Usage(), Trace(route="logic", dag=Dag(nodes=[DagNode(**n) for n in nodes]))
         trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
         call_llm(llm, [{"role": "user", "content": question}], purpose="answer", usage=usage, trace=trace)
         return Answer(text=text, route="logic", usage=usage, trace=trace)
@@ -229,12 +230,12 @@ def test_a_long_request_or_an_instruction_is_not_kept_absent_for_a_framing_word_
     kb = WordOverlapKB.titled(FERRY)
     instruction = "Rewrite the Lowen Ferry timetable as a formal notice for the harbour office."
     verdict = weigh_absence(kb, instruction, ["c0"])
-    assert "formal" in verdict["missing"] and verdict["climb"] is True
+    assert "formal" in verdict.missing and verdict.climb is True
     long_question = (
         "Which formal notice of the harbour office lists the Lowen Ferry crossings of the river Tamar, "
         "the ticket price, the opening time and the weir at Gunnislake?"
     )
-    assert weigh_absence(kb, long_question, ["c0"])["climb"] is True
+    assert weigh_absence(kb, long_question, ["c0"]).climb is True
 
 
 VALGRIND = {
@@ -316,20 +317,20 @@ def test_an_answer_found_in_the_next_passages_when_none_of_them_is_about_the_que
 def test_a_list_or_an_explanation_whose_terms_the_kb_holds_apart_goes_up_the_ladder_not_further():
     kb = WordOverlapKB.titled(FERRY)
     listed = weigh_absence(kb, "Which offices sell tickets for the Lowen Ferry?", ["c0"])
-    assert listed["shape"] == "list" and listed["climb"] is True and "it asks for a list" in listed["reason"]
+    assert listed.shape == "list" and listed.climb is True and "it asks for a list" in listed.reason
     why = weigh_absence(kb, "Why does the harbour office sell tickets for the Lowen Ferry?", ["c0"])
-    assert why["shape"] == "explanation" and why["climb"] is True and not why.get("look_further")
+    assert why.shape == "explanation" and why.climb is True and not why.look_further
 
 
 def test_a_word_of_a_lists_own_framing_no_chunk_holds_does_not_keep_its_absence():
     kb = WordOverlapKB.titled(FERRY)
     framed = weigh_absence(kb, "What are the daily crossings of the Lowen Ferry on the river Tamar?", ["c2"])
-    assert framed["missing"] == ["daily"] and framed["climb"] is True and "frame the request" in framed["reason"]
+    assert framed.missing == ["daily"] and framed.climb is True and "frame the request" in framed.reason
     value = weigh_absence(kb, "What is the daily fare of the Lowen Ferry on the river Tamar?", ["c2"])
-    assert value["climb"] is False and "no chunk of the KB holds" in value["reason"]
+    assert value.climb is False and "no chunk of the KB holds" in value.reason
 
 
 def test_a_list_naming_something_no_chunk_holds_keeps_its_absence():
     kb = WordOverlapKB.titled(FERRY)
     verdict = weigh_absence(kb, "Which Kubernetes crossings does the Lowen Ferry make on the river Tamar?", ["c0"])
-    assert verdict["shape"] == "list" and verdict["climb"] is False
+    assert verdict.shape == "list" and verdict.climb is False

@@ -217,19 +217,17 @@ def test_a_closed_stdout_is_not_a_failure_and_the_exit_status_stays_the_commands
 
 
 def test_the_route_line_says_what_overrode_the_routers_probabilities(capsys):
+    from engine.core.decide import Decision
     from engine.face.cli_ask import print_answer
     from engine.floor.base.trace import Trace
     from engine.floor.base.types import Answer, Usage
 
     probs = {"chunk": 0.95, "summary": 0.04, "logic": 0.01}
     for decision, says in (
-        (
-            {"route": "summary", "policy": "argmax", "form": "list", "list_gate": 0.91},
-            "(list gate P 0.91; router chunk 0.95",
-        ),
-        ({"route": "logic", "form": "chain"}, "(form: chain; router chunk 0.95"),
-        ({"route": "chunk"}, "(chunk 0.95, summary 0.04, logic 0.01)"),
+        (Decision("summary", "argmax", form="list", list_gate=0.91), "(list gate P 0.91; router chunk 0.95"),
+        (Decision("logic", "argmax", form="chain"), "(form: chain; router chunk 0.95"),
+        (Decision("chunk", "argmax"), "(chunk 0.95, summary 0.04, logic 0.01)"),
     ):
-        trace = Trace(route=decision["route"], decision=decision)
-        print_answer(Answer(text="x", route=decision["route"], usage=Usage(), trace=trace, route_probs=probs))
-        assert f"route: {decision['route']}  {says}" in capsys.readouterr().out
+        trace = Trace(route=decision.route, decision=decision)
+        print_answer(Answer(text="x", route=decision.route, usage=Usage(), trace=trace, route_probs=probs))
+        assert f"route: {decision.route}  {says}" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import engine.core.routes.logic.solve as logic_mod
 from engine.core.pipeline import RoutedRAG
+from engine.core.routes.logic.plan import Dag, DagNode
 from engine.face.cli import main
 from engine.face.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
 from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
@@ -359,7 +360,7 @@ def test_mermaid_of_an_answer_without_a_dag_is_one_note(opened, tmp_path):
 
 def test_mermaid_of_a_logic_answer_draws_its_dag(opened, monkeypatch, tmp_path):
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        dag = {"nodes": [{"id": "n1", "question": "Who directed it?", "rank": 0, "answer": "Nolan"}], "edges": []}
+        dag = Dag(nodes=[DagNode("n1", "Who directed it?", answer="Nolan")], ranks=[["n1"]])
         return Answer("1970", "logic", Usage(), {"llm_calls": [], "flags": [], "dag": dag, "question": question})
 
     monkeypatch.setattr(logic_mod, "answer_logic", answer_logic)

@@ -109,10 +109,10 @@ def test_the_form_stage_can_be_turned_off_and_needs_the_question_and_a_logic_rou
 
 def test_the_ood_stage_gives_a_far_question_its_policys_fallback():
     out = OodStage("chunk-escalate").apply("logic", FAR)
-    assert out.route == "chunk" and out.escalate and out.flag and out.trace["router_route"] == "logic"
+    assert out.route == "chunk" and out.escalate and out.flag and out.check.router_route == "logic"
     assert OodStage("route").apply("logic", FAR).route == "logic"
     assert OodStage().apply("logic", NEAR).route == "logic"
-    assert OodStage().apply("logic", None).trace is None  # no guard: nothing measured
+    assert OodStage().apply("logic", None).check is None  # no guard: nothing measured
     with pytest.raises(LogicRouteError, match="ood_policy"):
         OodStage("nowhere")
 
@@ -140,7 +140,7 @@ def test_the_stages_decide_in_order_and_the_decision_names_the_one_that_set_the_
 
 def test_without_an_ood_stage_the_decision_keeps_the_routers_choice_and_the_bare_measure():
     d = Decider().decide(Learned(LOGIC_LIKELY, FAR), LOOKUP)
-    assert d.route == "logic" and d.ood == FAR and not d.escalate and d.flag is None
+    assert d.route == "logic" and d.ood.to_dict() == FAR and not d.escalate and d.flag is None
 
 
 def test_a_sweep_is_the_decider_with_another_threshold_stage():
@@ -197,6 +197,6 @@ def test_the_decision_keeps_its_public_shapes():
 
 def test_what_decided_is_worded_in_one_place():
     assert [decided_by("argmax", f) for f in (None, "chain", "list")] == ["argmax", "argmax+form", "argmax+list"]
-    assert overrode({"list_gate": 0.934}) == "list gate P 0.93; "
-    assert overrode({"form": "chain"}) == "form: chain; "
-    assert overrode({}) == ""
+    assert overrode(Decision("summary", "argmax", form="list", list_gate=0.934)) == "list gate P 0.93; "
+    assert overrode(Decision("logic", "argmax", form="chain")) == "form: chain; "
+    assert overrode(forced("chunk")) == "" and overrode(None) == ""

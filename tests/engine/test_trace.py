@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 
+from engine.core.absence import AbsenceVerdict
+from engine.core.decide import Decision
+from engine.core.escalation import Escalated, SelfCheck
+from engine.core.ood_policy import OodCheck
+from engine.core.routes.logic.plan import Dag, DagNode
 from engine.floor.base.trace import Trace
 from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM, make_rag
@@ -38,10 +43,36 @@ def test_a_routed_answer_has_its_decision_and_ood_and_only_the_keys_set():
     keys = set(ans.trace.to_dict())
     assert {"route", "llm_calls", "flags", "retrieved", "decision", "ood"} <= keys
     assert not keys & {"escalated_from", "self_check", "citations_dropped", "dag"}
-    assert ans.trace.decision["route"] == "chunk" and ans.trace.ood is None
+    assert isinstance(ans.trace.decision, Decision) and ans.trace.decision.route == "chunk" and ans.trace.ood is None
 
 
 def test_a_flag_is_recorded_on_the_trace():
     trace = Trace(route="chunk")
     trace.flag("answered without passages")
     assert trace.to_dict()["flags"] == ["answered without passages"] and trace.flags == trace["flags"]
+
+
+def test_each_part_is_the_dataclass_that_made_it_and_the_json_writes_each_once():
+    dag = Dag(nodes=[DagNode("q1", "Who?", answer="Kesh", supported=True)], ranks=[["q1"]])
+    decision = Decision(
+        "chunk", "argmax", router_route="logic", ood=OodCheck(0.1, 0.5, True, "chunk", "logic", "chunk")
+    )
+    first = Trace(route="chunk", self_check=SelfCheck(False))
+    trace = Trace(
+        route="logic",
+        dag=dag,
+        absence=AbsenceVerdict(True, "a chain question whose first hop is in the KB", terms=["kesh"], missing=[]),
+        escalated_from=Escalated("chunk", "Lima", "self-check: no", Usage(llm_calls=2), first),
+        decision=decision,
+    )
+    out = json.loads(json.dumps(trace.to_dict()))
+    assert out["dag"]["nodes"][0]["supported"] is True and out["dag"]["ranks"] == [["q1"]]
+    assert out["absence"] == {"climb": True, "reason": "a chain question whose first hop is in the KB",
+                              "terms": ["kesh"], "missing": []}  # fmt: skip
+    assert out["escalated_from"]["usage"]["llm_calls"] == 2 and out["escalated_from"]["trace"]["self_check"] == {
+        "answered": False
+    }
+    assert out["decision"] == {"route": "chunk", "policy": "argmax"} and list(out)[-2:] == ["decision", "ood"]
+    assert out["ood"] == {"similarity": 0.1, "threshold": 0.5, "far": True, "policy": "chunk",
+                          "router_route": "logic", "fallback": "chunk"}  # fmt: skip
+    assert trace.ood is decision.ood and trace.dag.nodes[0].supported is True

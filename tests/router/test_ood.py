@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from engine.core.decide import Decider
+from engine.core.ood_policy import OodCheck
 from engine.floor.base.errors import CheckpointError
 from router.checkpoint import (
     DEFAULT_CHECKPOINT,
@@ -126,9 +127,9 @@ def test_a_trained_router_flags_an_unrelated_question(generalist):
     assert not near["far"] and unrelated["far"]
     assert near["threshold"] == unrelated["threshold"] == pytest.approx(card["ood"]["threshold"], abs=1e-4)
     (d,) = Decider().decide_many(router, [UNRELATED])
-    assert d.ood == unrelated and d.to_dict()["ood"] == unrelated
+    assert d.ood == OodCheck.measured(unrelated) and d.to_dict()["ood"] == unrelated
     many = Decider().decide_many(router, [NEAR, UNRELATED])
-    assert [m.ood["far"] for m in many] == [False, True]
+    assert [m.ood.far for m in many] == [False, True]
     assert [m.probs for m in many] == router.probs([NEAR, UNRELATED])
 
 

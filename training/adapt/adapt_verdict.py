@@ -22,7 +22,7 @@ def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None
 
     decided = Decider().decide_many(router, list(questions))
     oods = [d.ood for d in decided if d.ood is not None]
-    far = round(sum(bool(o["far"]) for o in oods) / len(oods), 3) if oods else None
+    far = round(sum(bool(o.far) for o in oods) / len(oods), 3) if oods else None
     return [d.route for d in decided], far, [d.probs for d in decided]
 
 

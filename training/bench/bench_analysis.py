@@ -144,7 +144,7 @@ def _escalation_systems(
     cheap answer that says it does not know. router+confidence, when the rows carry the model's
     certainty (the local model reports one): the text rule, or a confidence below
     cfg.escalate_below."""
-    from engine.core.pipeline import looks_unanswered
+    from engine.core.routes.common import looks_unanswered
 
     if "router" not in s.choices or STRONG not in routes:
         return

@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.core.routes import ChunkRoute, LogicRoute, RouteContext, answer_on
 from engine.core.routes.logic.config import PRESETS, LogicConfig
+from engine.core.routes.logic.plan import Dag
 from engine.floor.llm.base import DEFAULT_LLM
 from training.bench.bench_logic_report import build_report, report_markdown
 from training.common.answer_scores import answer_scores
@@ -185,6 +186,7 @@ def _run_one(system: str, q, kb, llm, k: int) -> dict:
     ans = answer_on(route, q.text, RouteContext(kb, llm, k))
     wall = time.perf_counter() - t0
     tr = ans.trace
+    dag = tr.dag or Dag()
     return {
         "pred": ans.text,
         **answer_scores(ans.text, q.answers),
@@ -197,17 +199,12 @@ def _run_one(system: str, q, kb, llm, k: int) -> dict:
         "seconds": round(ans.usage.seconds or wall, 3),
         "llm_seconds_uncached": round(ans.usage.llm_seconds_uncached, 3),
         "retrieval_rounds": tr.get("retrieval_rounds", 1),
-        "nodes": len((tr.get("dag") or {}).get("nodes", [])) if system != "chunk" else 0,
-        "edges": (tr.get("dag") or {}).get("edges", []) if system != "chunk" else [],
+        "nodes": len(dag.nodes) if system != "chunk" else 0,
+        "edges": dag.edges if system != "chunk" else [],
         "reflection_added": sum(len(r.get("added", [])) for r in tr.get("reflection", [])),
         "flags": tr.get("flags", []),
         "by_call": calls_by_kind(tr.get("llm_calls", [])),
-        "subquestions": [
-            [n["id"], n.get("rewritten") or n["question"], n.get("answer")]
-            for n in (tr.get("dag") or {}).get("nodes", [])
-        ]
-        if system != "chunk"
-        else [],
+        "subquestions": [[n.id, n.rewritten or n.question, n.answer] for n in dag.nodes] if system != "chunk" else [],
     }
 
 

@@ -68,8 +68,8 @@ def reader_row(qid: str, question: str, golds: Sequence[str], ans, system: str =
     shown = " ".join(s.text for s in ans.sources)
     gold_shown = bool(string_acc(shown, list(golds)))  # a gold answer inside the passages shown
     refused = looks_unanswered(ans.text) is not None
-    nodes = (ans.trace.dag or {}).get("nodes", []) if ans.route == "logic" else []
-    checked = [n["supported"] for n in nodes if n.get("supported") is not None]
+    nodes = ans.trace.dag.nodes if ans.route == "logic" and ans.trace.dag is not None else []
+    checked = [n.supported for n in nodes if n.supported is not None]
     dropped = len(ans.trace.citations_dropped or [])
     return {
         "system": system,

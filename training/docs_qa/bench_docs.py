@@ -92,12 +92,11 @@ def answer_row(docs: DocsSet, system: str, q: DocsQuestion, rag, sig: str) -> di
     except LogicRouteError as e:  # one failed answer is a row to report, not the end of the run
         return {**row, "error": f"{type(e).__name__}: {e}", "text": "", "seconds": time.perf_counter() - t0}
     u = ans.usage
-    decision = ans.trace.decision or {}
     return {
         **row,
         "text": ans.text,
         "route": ans.route,
-        "decision": decision.get("route"),
+        "decision": None if ans.trace.decision is None else ans.trace.decision.route,
         "flags": list(ans.flags),
         "sources": [s.path for s in ans.sources],
         **usage_columns(u),

@@ -48,7 +48,7 @@ def gate_verdicts(kb, rows: Sequence[dict], route: str = "chunk", retrieval: str
     for row in rows:
         if unanswered(row, route):
             ids = [c.chunk_id for c in kb.search(row["question"], k=int(row.get("k", 3)), **mode)]
-            out[str(row["id"])] = {route: {**weigh_absence(kb, row["question"], ids), "retrieved": ids}}
+            out[str(row["id"])] = {route: {**weigh_absence(kb, row["question"], ids).to_dict(), "retrieved": ids}}
     return out
 
 

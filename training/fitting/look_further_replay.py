@@ -40,7 +40,7 @@ def replay(labels: str, kb_dir: str, llm_spec: str | None = None) -> list[dict]:
             continue
         k = int(row.get("k", 3))
         read = [c.chunk_id for c in kb.search(row["question"], k=k)]
-        if not weigh_absence(kb, row["question"], read).get("look_further"):
+        if not weigh_absence(kb, row["question"], read).look_further:
             continue
         llm = llm or (make_llm(llm_spec) if llm_spec else make_llm())
         ans = answer_chunk(row["question"], kb, llm, k=k, style=row.get("style", "reader"), exclude=read)

@@ -12,22 +12,23 @@ if TYPE_CHECKING:
 
 
 def answer_json(ans: "Answer", *, with_trace: bool = False) -> dict:
+    decision, ood = ans.trace.decision, ans.trace.ood
     out = {
         "answer": ans.text,
         "route": ans.route,
         "route_probs": ans.route_probs,
-        "decision": ans.trace.decision,
+        "decision": None if decision is None else decision.trace(),
         "sources": [s.to_dict() for s in ans.sources],
         "usage": ans.usage.to_dict(),
         "flags": list(ans.flags),
-        "ood": ans.trace.ood,
+        "ood": None if ood is None else ood.to_dict(),
         # how sure the model was of a chunk/summary answer (local model; None when not reported)
         "confidence": ans.trace.confidence,
         "dag": dag_of(ans),
     }
     escalated = ans.trace.escalated_from
-    if escalated:
-        out["escalated_from"] = {k: escalated.get(k) for k in ("route", "text", "reason", "usage")}
+    if escalated is not None:  # the attempt a costlier route replaced, without its trace
+        out["escalated_from"] = {k: v for k, v in escalated.to_dict().items() if k != "trace"}
     if with_trace:
         out["trace"] = ans.trace.to_dict()
     return out
@@ -39,9 +40,8 @@ def dag_of(ans: "Answer") -> dict | None:
     on the other routes and for a logic answer that built no DAG. A node's `sources` are
     positions in the answer's `sources` list (0-based): a logic answer also lists, without a
     number, the chunks only its sub-questions saw."""
-    dag = ans.trace.dag or {}
-    nodes = dag.get("nodes") or []
-    if not nodes:
+    dag = ans.trace.dag
+    if dag is None or not dag.nodes:
         return None
     sources_of: dict[str, list[int]] = {}
     for i, s in enumerate(ans.sources):
@@ -51,16 +51,16 @@ def dag_of(ans: "Answer") -> dict | None:
         "question": ans.trace.question,
         "nodes": [
             {
-                "id": n.get("id"),
-                "question": n.get("rewritten") or n.get("question", ""),
-                "answer": n.get("answer"),
-                "rank": n.get("rank", 0),
-                "depends_on": list(n.get("depends_on") or []),
-                "origin": n.get("origin"),
-                "sources": sources_of.get(n.get("id"), []),
+                "id": n.id,
+                "question": n.rewritten or n.question,
+                "answer": n.answer,
+                "rank": n.rank,
+                "depends_on": list(n.depends_on),
+                "origin": n.origin,
+                "sources": sources_of.get(n.id, []),
             }
-            for n in nodes
+            for n in dag.nodes
         ],
-        "edges": dag.get("edges") or [],
-        "ranks": dag.get("ranks") or [],
+        "edges": dag.edges,
+        "ranks": dag.ranks,
     }

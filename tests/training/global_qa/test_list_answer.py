@@ -208,7 +208,7 @@ def test_the_default_path_answers_as_ask_does_and_the_list_gate_sends_a_list_to_
     assert kb.manifest["counts"]["chunks"] >= 2 * kb.manifest["counts"]["documents"]
     llm = ScriptedLLM(rules={"Items:": {"items": [{"name": "tool-build", "passage": 1}]}, "Answer:": "tool-build [1]"})
     routed = list_answer.answerer(kb, llm, 3)("default", "Which tool commands take the --force option?")
-    assert routed.route == "summary" and routed.trace.decision["form"] == "list" and "global" in routed.trace.details
+    assert routed.route == "summary" and routed.trace.decision.form == "list" and "global" in routed.trace.details
     q, setup = {"question": "Which tool commands take --force?"}, {"llm": "x", "k": 3}
     for system, depends in (("default", True), ("global", False), ("chunk", False)):
         before, after = (list_answer.signature(system, q, {**setup, "router": r}) for r in ("a", "b"))

@@ -52,6 +52,27 @@ class SubQuestion:
         return asdict(self)
 
 
+@dataclass
+class DagNode(SubQuestion):
+    """A sub-question as the trace keeps it once solved (a copy: solving goes on with its own),
+    with whether a passage shown for it states its answer (None: nothing to check)."""
+
+    supported: bool | None = None
+
+
+@dataclass
+class Dag:
+    """The logic route's plan as solved (trace["dag"]): its nodes in rank order, the edges
+    parent -> child, and the node ids of each rank."""
+
+    nodes: list[DagNode] = field(default_factory=list)
+    edges: list[list[str]] = field(default_factory=list)
+    ranks: list[list[str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"nodes": [n.to_dict() for n in self.nodes], "edges": self.edges, "ranks": self.ranks}
+
+
 def placeholders(text: str) -> list[str]:
     """Ids referenced as placeholders in `text`, in order of first appearance."""
     seen: list[str] = []

@@ -16,6 +16,8 @@ from engine.core.routes.logic.evidence import compress_chunks
 from engine.core.routes.logic.final_answer import answer_sources, final_answer
 from engine.core.routes.logic.grounding import check_support, kept_facts, node_chunks, notes_with_facts, supported
 from engine.core.routes.logic.plan import (
+    Dag,
+    DagNode,
     SubQuestion,
     add_nodes,
     build_graph,
@@ -357,11 +359,11 @@ def _new_nodes(st: SolveState, missing: list[dict]) -> list[SubQuestion]:
 
 def _record_dag(st: SolveState) -> None:
     g = build_graph(list(st.nodes.values()))
-    st.trace.dag = {
-        "nodes": [{**n.to_dict(), "supported": _supported(st, n)} for n in nodes_in_order(st)],
-        "edges": [[u, v] for u, v in sorted(g.edges, key=lambda e: (id_order_key(e[0]), id_order_key(e[1])))],
-        "ranks": rank_groups(topological_ranks(g)) if len(g) else [],
-    }
+    st.trace.dag = Dag(
+        nodes=[DagNode(**n.to_dict(), supported=_supported(st, n)) for n in nodes_in_order(st)],
+        edges=[[u, v] for u, v in sorted(g.edges, key=lambda e: (id_order_key(e[0]), id_order_key(e[1])))],
+        ranks=rank_groups(topological_ranks(g)) if len(g) else [],
+    )
 
 
 def _supported(st: SolveState, n: SubQuestion) -> bool | None:
