@@ -1,0 +1,178 @@
+"""`logicroute bench specialist`: the specialist judged in-domain, as the paper does (issue 67,
+item 2), from stored answer-scored label rows alone (no LLM call; seconds to minutes).
+
+1. The set's rows are split by a salted hash of the question id into training and held-out
+   (judge) rows first (training.adapt.specialist_split).
+2. Epochs, learning rate and the treatment of rows where no route scored are chosen by k-fold
+   validation over the training rows only (training.adapt.specialist_fit.select); the choice is
+   written (selection.json) before a held-out row is read. The shipped generalist is then
+   fine-tuned on every training row with it.
+3. The held-out rows are read once: routed F1 and tokens per question of the generalist and the
+   specialist (each through the Decider, and each MLP's argmax), always-chunk, always-summary,
+   always-logic and the oracle, with the paired bootstrap 95% interval of specialist minus
+   generalist and its half-width (the smallest gain it could have shown).
+4. The other sets: the generalist and the specialist on the generalist's own label rows of every
+   other set (training.adapt.specialist_others).
+
+Deterministic: the split is by hash, every fit seeded, the bootstrap seeded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from engine.base.errors import LogicRouteError
+from engine.base.files import atomic_write_json, atomic_write_text
+from training.adapt.specialist_fit import Variant, decisions, fine_tune, select
+from training.adapt.specialist_split import paired_bootstrap, split_rows
+
+MIN_ROWS = 6  # per side: fewer cannot be folded for validation and judged
+SELECTION = "selection.json"
+
+
+def _load(label_file, set_name: str) -> list[dict]:
+    from training.labels.labels import read_labels
+
+    rows = [r for r in read_labels(label_file) if str(r.get("dataset")) == set_name]
+    if not rows:
+        raise LogicRouteError(f"{label_file}: no label rows of the set {set_name!r}")
+    return rows
+
+
+def _parent(checkpoint, embedder):
+    """(model, card, gate, routes, the cost weight its card records) of the generalist."""
+    from router.checkpoint import DEFAULT_CHECKPOINT, check_embedder, load_checkpoint, load_gate
+    from training.fitting.fit import recorded_config
+
+    path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
+    model, card = load_checkpoint(path)
+    check_embedder(card, embedder, path)
+    cost_weight = (recorded_config(card) or {}).get("cost_weight")
+    try:  # the report names it as the repository does, not by this machine's folders
+        shown = str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown = str(path)
+    return model, card, load_gate(path, card), tuple(model.config.routes), cost_weight, shown
+
+
+def _default_embedder():
+    from engine.embedder import get_embedder
+
+    return get_embedder()
+
+
+def _checked(rows, train, held, set_name: str, checkpoint, embedder):
+    """_parent's figures, once the split leaves enough rows on each side and the routes agree."""
+    from training.labels.label_arrays import routes_of
+
+    if len(train) < MIN_ROWS or len(held) < MIN_ROWS:
+        raise LogicRouteError(
+            f"{len(rows)} rows of {set_name}: {len(train)} to train, {len(held)} held out; "
+            f"at least {MIN_ROWS} on each side are needed"
+        )
+    parent = _parent(checkpoint, embedder)
+    if routes_of(rows) != parent[3]:
+        raise LogicRouteError(f"the labels have routes {list(routes_of(rows))}, the generalist {list(parent[3])}")
+    return parent
+
+
+def bench_specialist(
+    label_file: str | Path,
+    set_name: str,
+    out: str | Path,
+    variants: Sequence[Variant],
+    *,
+    held_share: float = 1 / 3,
+    folds: int = 3,
+    checkpoint: str | Path | None = None,
+    other_labels: Sequence[str | Path] | None = None,
+    seed: int = 0,
+    resamples: int = 10_000,
+    embedder=None,
+    note: str = "",
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
+    """Run steps 1-4 and write report.md, results.json and selection.json into `out`; the results."""
+    from training.adapt.bench_specialist_report import format_report
+    from training.adapt.specialist_others import other_sets
+    from training.labels.label_arrays import inputs_for
+
+    t0 = time.perf_counter()
+    embedder = embedder if embedder is not None else _default_embedder()
+    out, rows = Path(out), _load(label_file, set_name)
+    train, held = split_rows(rows, held_share)
+    base, card, gate, routes, parent_cw, parent_path = _checked(rows, train, held, set_name, checkpoint, embedder)
+    features, form = tuple(base.config.features), base.config.text_form
+
+    # 2. the choice, on the training rows only; written before a held-out row is read
+    x_train = inputs_for(train, embedder, features, form)
+    chosen = select(
+        base,
+        gate,
+        x_train,
+        train,
+        routes,
+        variants,
+        folds=folds,
+        parent_cost_weight=parent_cw,
+        seed=seed,
+        progress=progress,
+    )
+    split = {
+        "rule": f"sha256 of '<set>:<id>' salted; held out when under {held_share:.4f}",
+        "held_share": round(held_share, 4),
+        "n_rows": len(rows),
+        "n_train": len(train),
+        "n_held_out": len(held),
+        "held_out_ids": [r["id"] for r in held],
+    }
+    atomic_write_json(out / SELECTION, {"split": split, "validation": chosen})
+    variant = Variant(**chosen["chosen"])
+    specialist = fine_tune(base, x_train, train, routes, variant, parent_cw, seed)
+
+    # 3. the held-out rows, read once
+    table, paired = _judged(base, specialist, gate, held, embedder, routes, resamples, seed)
+    others = other_sets(base, specialist, gate, card, set_name, embedder, other_labels)
+    results = {
+        "set": set_name,
+        "label_file": str(label_file),
+        "generalist": parent_path,
+        "parent_cost_weight": parent_cw,
+        "seed": seed,
+        "note": note,
+        "split": split,
+        "validation": chosen,
+        "held_out": table,
+        "paired": paired,
+        "other_sets": others,
+    }
+    atomic_write_json(out / "results.json", results)  # no wall time in it: a rerun writes the same bytes
+    atomic_write_text(out / "report.md", format_report(results))
+    return {**results, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _judged(base, specialist, gate, held: list[dict], embedder, routes, resamples: int, seed: int):
+    """(every system's figures on the held-out rows, the paired intervals of specialist minus
+    generalist through the Decider and by the MLP's argmax alone)."""
+    from training.fitting.lodo import judge
+    from training.labels.label_arrays import inputs_for
+
+    x = inputs_for(held, embedder, base.config.features, base.config.text_form)
+    gen, spec = decisions(base, gate, x, held, routes), decisions(specialist, gate, x, held, routes)
+    systems = {
+        "generalist (Decider)": gen["decider"],
+        "specialist (Decider)": spec["decider"],
+        "generalist MLP argmax": gen["mlp"],
+        "specialist MLP argmax": spec["mlp"],
+        **{f"always {r}": [r] * len(held) for r in routes},
+        "oracle": [r["oracle"] for r in held],
+    }
+    table = {name: judge(held, taken, routes) for name, taken in systems.items()}
+    score = {name: [r["scores"][d] for r, d in zip(held, taken)] for name, taken in systems.items()}
+    paired = {
+        kind: paired_bootstrap(score[f"specialist {who}"], score[f"generalist {who}"], resamples=resamples, seed=seed)
+        for kind, who in (("decider", "(Decider)"), ("mlp", "MLP argmax"))
+    }
+    return table, paired
