@@ -1,7 +1,9 @@
 """How `bench specialist` divides one set's label rows, and the paired interval it reports.
 
-- Held-out (judge) rows: a question is held out when a salted hash of its id falls under the
-  held-out share. A hash, not a seeded shuffle: a question's side depends on its own id alone, so
+- Seen rows: a question the generalist trained on (its set priors draw silver rows from the same
+  shared files the specialist labels come from) can never be judged; it may only train.
+- Held-out (judge) rows: an unseen question is held out when a salted hash of its id falls under
+  the held-out share. A hash, not a seeded shuffle: a question's side depends on its own id alone, so
   while the label file grows (rows are appended as they are answered) no question ever changes
   sides, and a held-out question stays unseen by every specialist chosen on a later, larger file.
 - Validation folds: the training rows only, by a second salt, so the folds are independent of
@@ -13,7 +15,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -37,16 +39,20 @@ def is_held_out(row: dict, held_share: float) -> bool:
     return unit_hash(JUDGE_SALT, row_key(row)) < held_share
 
 
-def split_rows(rows: Sequence[dict], held_share: float) -> tuple[list[dict], list[dict]]:
-    """(training rows, held-out rows), each in file order. Raises on a repeated question: a
-    question on both sides, or counted twice, would make the judgement unfair."""
+def split_rows(
+    rows: Sequence[dict], held_share: float, seen: Collection[str] = frozenset()
+) -> tuple[list[dict], list[dict]]:
+    """(training rows, held-out rows), each in file order; a row whose row_key is in `seen` (the
+    generalist trained on it) is a training row. Raises on a repeated question: a question on both
+    sides, or counted twice, would make the judgement unfair."""
     keys = [row_key(r) for r in rows]
     if len(set(keys)) != len(keys):
-        seen: set[str] = set()
-        twice = next(k for k in keys if k in seen or seen.add(k))
+        counted: set[str] = set()
+        twice = next(k for k in keys if k in counted or counted.add(k))
         raise ValueError(f"question {twice} appears twice in the label rows")
-    train = [r for r in rows if not is_held_out(r, held_share)]
-    held = [r for r in rows if is_held_out(r, held_share)]
+    held_keys = {k for k, r in zip(keys, rows) if k not in seen and is_held_out(r, held_share)}
+    train = [r for k, r in zip(keys, rows) if k not in held_keys]
+    held = [r for k, r in zip(keys, rows) if k in held_keys]
     return train, held
 
 

@@ -10,6 +10,7 @@ import json
 import pytest
 
 import training.adapt.bench_specialist as bench_mod
+from tests.samples import TOPICS
 from tests.training.adapt_setup import ROUTES, embedder, small_generalist
 from training.adapt.bench_specialist import SELECTION, bench_specialist
 from training.adapt.specialist_fit import Variant, grid, targets
@@ -51,6 +52,15 @@ def test_the_split_is_by_question_id_deterministic_disjoint_and_stable_as_the_fi
     _, grown_held = split_rows(rows + [row(i) for i in range(60, 200)], 1 / 3)
     assert {r["id"] for r in held} <= {r["id"] for r in grown_held}
     assert not {r["id"] for r in train} & {r["id"] for r in grown_held}
+
+
+def test_a_question_the_generalist_trained_on_is_never_held_out():
+    rows = [row(i) for i in range(60)]
+    _, held = split_rows(rows, 1 / 3)
+    seen = {f"toyset:{r['id']}" for r in held[:3]}
+    train, held_now = split_rows(rows, 1 / 3, seen)
+    assert {f"toyset:{r['id']}" for r in train} >= seen
+    assert [r["id"] for r in held_now] == [r["id"] for r in held[3:]]  # the others keep their side
 
 
 def test_a_question_twice_in_the_rows_is_refused():
@@ -99,31 +109,64 @@ def _labels(tmp_path, rows) -> str:
     return str(path)
 
 
-def test_the_choice_is_written_before_a_held_out_question_is_read_and_does_not_depend_on_them(
+LABELS = ("scores", "costs", "pref", "oracle", "all_zero", "answers_pred")
+
+
+class SpyRow(dict):
+    """A label row that records every read of its labels (its question text and id are free)."""
+
+    reads: list[str] = []
+
+    def _seen(self, key):
+        if key in LABELS:
+            SpyRow.reads.append(self["id"])
+
+    def __getitem__(self, key):
+        self._seen(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._seen(key)
+        return super().get(key, default)
+
+    def __iter__(self):  # a copy ({**row}) then goes through __getitem__
+        return iter(list(self.keys()))
+
+
+def test_the_choice_is_made_before_a_held_out_label_is_read_and_does_not_depend_on_them(
     tmp_path, generalist, monkeypatch
 ):
     rows = [row(i) for i in range(36)]
-    _, held = split_rows(rows, 1 / 3)
-    held_texts = {r["question"] for r in held}
-    emb = embedder()  # records every text it encodes
-    seen_at_choice = []
-    write = bench_mod.atomic_write_json
+    _, held = split_rows(rows, 0.5)  # the bench's default share; no question here is the generalist's
+    held_ids = {r["id"] for r in held}
+    reads_at_choice = []
+    load, write = bench_mod._load, bench_mod.atomic_write_json
 
-    def spy(path, obj, **kw):
+    def spy_write(path, obj, **kw):
         if path.name == SELECTION:
-            seen_at_choice.append(list(emb.encoded))
+            reads_at_choice.append(list(SpyRow.reads))
         return write(path, obj, **kw)
 
-    monkeypatch.setattr(bench_mod, "atomic_write_json", spy)
+    SpyRow.reads = []
+    monkeypatch.setattr(bench_mod, "_load", lambda *a: [SpyRow(r) for r in load(*a)])
+    monkeypatch.setattr(bench_mod, "atomic_write_json", spy_write)
     res = bench_specialist(
-        _labels(tmp_path, rows), "toyset", tmp_path / "a", TINY, checkpoint=generalist, other_labels=[], embedder=emb
+        _labels(tmp_path, rows),
+        "toyset",
+        tmp_path / "a",
+        TINY,
+        checkpoint=generalist,
+        other_labels=[],
+        embedder=embedder(),
     )
-    assert len(seen_at_choice) == 1 and seen_at_choice[0] and not held_texts & set(seen_at_choice[0])
-    assert held_texts <= set(emb.encoded)  # read afterwards, to be judged
+    assert len(reads_at_choice) == 1 and reads_at_choice[0]  # the training rows' labels were read
+    assert not held_ids & set(reads_at_choice[0])  # no held-out one's
+    assert held_ids <= set(SpyRow.reads)  # read afterwards, to be judged
     assert res["split"]["held_out_ids"] == [r["id"] for r in held]
 
     # the held-out rows' labels turned upside down: the same choice, to the byte
     flipped = [{**r, "scores": {k: 1.0 - v for k, v in r["scores"].items()}} if r in held else r for r in rows]
+    monkeypatch.setattr(bench_mod, "_load", load)
     other = tmp_path / "b"
     bench_specialist(
         _labels(tmp_path, flipped), "toyset", other, TINY, checkpoint=generalist, other_labels=[], embedder=embedder()
@@ -132,7 +175,9 @@ def test_the_choice_is_written_before_a_held_out_question_is_read_and_does_not_d
 
 
 def test_the_report_names_every_system_and_a_rerun_writes_the_same_files(tmp_path, generalist):
-    labels = _labels(tmp_path, [row(i) for i in range(36)])
+    # four of the generalist's own training questions (tests.training.adapt_setup.small_generalist)
+    own = [{**row(100 + i), "question": f"Which {t} {TOPICS[t]} holds item {100 + i}?"} for i, t in enumerate(TOPICS)]
+    labels = _labels(tmp_path, [row(i) for i in range(36)] + own[:4])
     kw = dict(checkpoint=generalist, other_labels=[], embedder=embedder())
     res = bench_specialist(labels, "toyset", tmp_path / "a", TINY, **kw)
     assert list(res["held_out"]) == [
@@ -147,6 +192,8 @@ def test_the_report_names_every_system_and_a_rerun_writes_the_same_files(tmp_pat
     ]
     assert res["held_out"]["oracle"]["score"] >= max(m["score"] for m in res["held_out"].values())
     assert res["paired"]["decider"]["n"] == res["split"]["n_held_out"]
+    assert res["split"]["n_seen_by_generalist"] == 4  # they only train
+    assert not {r["id"] for r in own[:4]} & set(res["split"]["held_out_ids"])
     report = (tmp_path / "a" / "report.md").read_text()
     assert "half-width" in report and "## Verdict" in report
     bench_specialist(labels, "toyset", tmp_path / "b", TINY, **kw)
