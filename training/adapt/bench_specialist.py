@@ -70,6 +70,19 @@ def _default_embedder():
     return get_embedder()
 
 
+def _per_variant(progress: Callable[[str], None] | None):
+    """select's progress callback (one validation row) as a line for `progress`."""
+    if progress is None:
+        return None
+    return lambda v: progress(f"validation: {v['name']}: F1 {v['score']}, {v['tokens']:,.0f} tokens / q")
+
+
+def _default_checkpoint():
+    from router.checkpoint import DEFAULT_CHECKPOINT
+
+    return DEFAULT_CHECKPOINT
+
+
 def _check(rows, train, held, set_name: str, routes) -> None:
     """Enough rows on each side of the split, and the generalist's routes."""
     from training.labels.label_arrays import routes_of
@@ -106,9 +119,11 @@ def bench_specialist(
     resamples: int = 10_000,
     embedder=None,
     note: str = "",
-    progress: Callable[[dict], None] | None = None,
+    lodo: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Run steps 1-4 and write report.md, results.json and selection.json into `out`; the results."""
+    """Run steps 1-4 and write report.md, results.json and selection.json into `out`; the results.
+    lodo: also the leave-one-dataset-out check (training.adapt.specialist_lodo: minutes)."""
     from training.adapt.bench_specialist_report import format_report
     from training.adapt.specialist_others import other_sets
     from training.labels.label_arrays import inputs_for
@@ -136,7 +151,7 @@ def bench_specialist(
         folds=folds,
         parent_cost_weight=parent_cw,
         seed=seed,
-        progress=progress,
+        progress=_per_variant(progress),
     )
     split = {
         "rule": f"questions the generalist trained on (guard similarity >= {SEEN_SIMILARITY}) train only; "
@@ -155,6 +170,13 @@ def bench_specialist(
     # 3. the held-out rows, read once
     table, paired = _judged(base, specialist, gate, held, x_held, routes, resamples, seed)
     others = other_sets(base, specialist, gate, card, set_name, embedder, other_labels)
+    if lodo:
+        from training.adapt.specialist_lodo import lodo_check
+
+        recipe = checkpoint or _default_checkpoint()
+        others["lodo"] = lodo_check(
+            recipe, train, variant, set_name, embedder, label_files=other_labels, seed=seed, progress=progress
+        )
     results = {
         "set": set_name,
         "label_file": str(label_file),

@@ -18,10 +18,15 @@ def _interval(p: dict) -> str:
 
 
 def verdict(results: dict) -> str:
-    """Issue 67's bar, in one sentence."""
-    p, others = results["paired"]["decider"], results["other_sets"]
+    """Issue 67's bar, in one sentence: on the LODO check where it ran, else on the forgetting check."""
+    p, others = results["paired"]["decider"], results["other_sets"].get("lodo") or results["other_sets"]
     wins = p["above_zero"]
     kept = others["all_within_bar"]
+    if wins and kept and "lodo" not in results["other_sets"]:
+        return (
+            "the specialist beats the generalist on the held-out questions (interval above 0) and lowers no "
+            "other set's own rows by more than 1 point; the LODO check (--lodo) was not run."
+        )
     if wins and kept:
         return (
             "PASSES: the specialist beats the generalist on the held-out questions (interval above 0) "
@@ -34,6 +39,32 @@ def verdict(results: dict) -> str:
     return (
         "does not pass: " + "; ".join(why) + f". Power: with these {p['n']} held-out questions the interval's "
         f"half-width is {p['half_width']:.1f} points, so a true gain smaller than about that could not have shown."
+    )
+
+
+def _others_table(sets: dict, kind: str) -> list[str]:
+    return _table(
+        [
+            "set",
+            "n",
+            f"{kind}generalist F1",
+            f"{kind}specialist F1",
+            "difference",
+            "tokens / q (gen / spec)",
+            "within 1 point",
+        ],
+        [
+            [
+                d,
+                v["n"],
+                v["generalist"],
+                v["specialist"],
+                f"{v['diff']:+.1f}",
+                f"{v['generalist_tokens']:,.0f} / {v['specialist_tokens']:,.0f}",
+                "yes" if v["within_bar"] else "**no**",
+            ]
+            for d, v in sets.items()
+        ],
     )
 
 
@@ -87,20 +118,17 @@ def format_report(results: dict) -> str:
         results["other_sets"]["kind"] + ".",
         "",
     ]
-    lines += _table(
-        ["set", "n", "generalist F1", "specialist F1", "difference", "tokens / q (gen / spec)", "within 1 point"],
-        [
-            [
-                d,
-                v["n"],
-                v["generalist"],
-                v["specialist"],
-                f"{v['diff']:+.1f}",
-                f"{v['generalist_tokens']:,.0f} / {v['specialist_tokens']:,.0f}",
-                "yes" if v["within_bar"] else "**no**",
-            ]
-            for d, v in results["other_sets"]["sets"].items()
-        ],
-    )
+    lines += _others_table(results["other_sets"]["sets"], "")
+    lodo = results["other_sets"].get("lodo")
+    if lodo:
+        lines += [
+            "",
+            "Leave-one-dataset-out (`--lodo`): per other set, the fold's generalist (the generalist's recipe",
+            "trained without it) and that generalist fine-tuned as the specialist was, on the same rows.",
+            "",
+        ]
+        lines += _others_table(lodo["sets"], "LODO ")
+    else:
+        lines += ["", "The LODO check (`--lodo`: one generalist training per set) was not run.", ""]
     lines += ["", "## Verdict", "", verdict(results), ""]
     return "\n".join(lines)

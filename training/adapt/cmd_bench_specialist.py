@@ -72,6 +72,12 @@ def _cost_weights(text: str) -> list[float | None]:
     type=click.Path(exists=True, dir_okay=False),
     help="label files of the other sets checked [default: the generalist's card's]",
 )
+@click.option(
+    "--lodo/--no-lodo",
+    default=False,
+    help="also the leave-one-dataset-out check: per other set, the fold's generalist (the generalist's recipe "
+    "without that set) against it fine-tuned as the specialist was (one generalist training per set: minutes)",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--note", default="", help="a line put at the top of report.md (e.g. PRELIMINARY, why)")
 @click.option("--progress/--no-progress", default=True, help="one line per variant judged")
@@ -90,6 +96,7 @@ def bench_specialist(
     cost_weights,
     losses,
     other_labels,
+    lodo,
     seed,
     note,
     progress,
@@ -111,9 +118,6 @@ def bench_specialist(
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
 
-    def shown(row: dict) -> None:
-        click.echo(f"validation: {row['name']}: F1 {row['score']}, {row['tokens']:,.0f} tokens / q", err=True)
-
     res = run(
         label_file,
         set_name,
@@ -126,7 +130,8 @@ def bench_specialist(
         seed=seed,
         embedder=injected_embedder(ctx),
         note=note,
-        progress=shown if progress else None,
+        lodo=lodo,
+        progress=(lambda line: click.echo(line, err=True)) if progress else None,
     )
     p = res["paired"]["decider"]
     click.echo(

@@ -199,3 +199,18 @@ def test_the_report_names_every_system_and_a_rerun_writes_the_same_files(tmp_pat
     bench_specialist(labels, "toyset", tmp_path / "b", TINY, **kw)
     for name in ("report.md", "results.json", SELECTION):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_the_lodo_check_trains_each_other_sets_fold_with_the_generalists_recipe_and_judges_both(tmp_path, generalist):
+    from training.adapt.specialist_lodo import lodo_check
+
+    others = [row(i, dataset="alpha") for i in range(10)] + [row(i, dataset="beta") for i in range(10, 18)]
+    files = [_labels(tmp_path, others)]
+    target = [row(i) for i in range(12)]
+    got = lodo_check(generalist, target, TINY[0], "toyset", embedder(), label_files=files)
+    # one fold per other set, each judged on that set's rows by a generalist trained on the rest
+    assert {d: v["n"] for d, v in got["sets"].items()} == {"alpha": 10, "beta": 8}
+    for fold in got["sets"].values():
+        assert fold["diff"] == round(fold["specialist"] - fold["generalist"], 1)
+        assert fold["within_bar"] == (fold["diff"] >= -1.0)
+    assert got["all_within_bar"] == all(v["within_bar"] for v in got["sets"].values())
