@@ -214,3 +214,15 @@ def test_the_lodo_check_trains_each_other_sets_fold_with_the_generalists_recipe_
         assert fold["diff"] == round(fold["specialist"] - fold["generalist"], 1)
         assert fold["within_bar"] == (fold["diff"] >= -1.0)
     assert got["all_within_bar"] == all(v["within_bar"] for v in got["sets"].values())
+
+
+def test_the_command_refuses_an_unknown_all_zero_treatment_before_reading_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from training.adapt.cmd_bench_specialist import bench_specialist as command
+
+    labels = _labels(tmp_path, [row(i) for i in range(3)])
+    args = ["--labels", labels, "--set", "toyset", "--all-zero", "zero", "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(command, args, usage_error_expected=True)
+    assert res.exit_code == 2 and "all-zero treatment must be one of drop, cheapest, pref, uniform" in res.output
+    assert not (tmp_path / "out").exists()
