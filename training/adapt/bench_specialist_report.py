@@ -78,8 +78,9 @@ def format_report(results: dict) -> str:
         f"`{results['generalist']}` (its cost weight {results['parent_cost_weight']}).",
         "",
         f"Split (first, by question id): {split['n_train']} training rows, {split['n_held_out']} held out "
-        f"({split['rule']}). The held-out ids are in results.json; neither the generalist nor the specialist "
-        "saw them.",
+        f"({split['rule']}). {split.get('n_seen_by_generalist', 0)} of the {split['n_rows']} questions were "
+        "among the generalist's training questions (its set priors) and are training rows only. The held-out "
+        "ids are in results.json; neither the generalist nor the specialist saw them.",
         "",
         f"## Choice, on {len(val['folds'])}-fold validation over the training rows only (folds of "
         f"{', '.join(map(str, val['folds']))} rows)",
@@ -115,7 +116,7 @@ def format_report(results: dict) -> str:
         "",
         "## The other sets",
         "",
-        results["other_sets"]["kind"] + ".",
+        results["other_sets"]["kind"][0].upper() + results["other_sets"]["kind"][1:] + ".",
         "",
     ]
     lines += _others_table(results["other_sets"]["sets"], "")
