@@ -70,6 +70,20 @@ def _default_embedder():
     return get_embedder()
 
 
+def _split_record(rows, train, held, seen, held_share: float) -> dict:
+    """How the rows were split, as selection.json and the report record it."""
+    return {
+        "rule": f"questions the generalist trained on (guard similarity >= {SEEN_SIMILARITY}) train only; "
+        f"of the others, held out when sha256 of '<set>:<id>' (salted) is under {held_share:.4f}",
+        "held_share": round(held_share, 4),
+        "n_rows": len(rows),
+        "n_seen_by_generalist": len(seen),
+        "n_train": len(train),
+        "n_held_out": len(held),
+        "held_out_ids": [r["id"] for r in held],
+    }
+
+
 def _per_variant(progress: Callable[[str], None] | None):
     """select's progress callback (one validation row) as a line for `progress`."""
     if progress is None:
@@ -153,16 +167,7 @@ def bench_specialist(
         seed=seed,
         progress=_per_variant(progress),
     )
-    split = {
-        "rule": f"questions the generalist trained on (guard similarity >= {SEEN_SIMILARITY}) train only; "
-        f"of the others, held out when sha256 of '<set>:<id>' (salted) is under {held_share:.4f}",
-        "held_share": round(held_share, 4),
-        "n_rows": len(rows),
-        "n_seen_by_generalist": len(seen),
-        "n_train": len(train),
-        "n_held_out": len(held),
-        "held_out_ids": [r["id"] for r in held],
-    }
+    split = _split_record(rows, train, held, seen, held_share)
     atomic_write_json(out / SELECTION, {"split": split, "validation": chosen})
     variant = Variant(**chosen["chosen"])
     specialist = fine_tune(base, x_train, train, routes, variant, parent_cw, seed)
