@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import atomic_write_json, atomic_write_text
 from training.adapt.specialist_fit import Variant, decisions, fine_tune, select
 from training.adapt.specialist_split import paired_bootstrap, row_key, split_rows
 
@@ -65,7 +65,7 @@ def _parent(checkpoint, embedder):
 
 
 def _default_embedder():
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
 
     return get_embedder()
 

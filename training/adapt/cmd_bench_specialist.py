@@ -1,12 +1,12 @@
 """`logicroute bench specialist` (training.adapt.bench_specialist): the specialist judged on its
-own set's held-out questions from stored label rows. Only click and engine.cli_options at module
+own set's held-out questions from stored label rows. Only click and engine.face.cli_options at module
 level: `logicroute --help` stays instant."""
 
 from __future__ import annotations
 
 import click
 
-from engine.cli_options import injected_embedder
+from engine.face.cli_options import injected_embedder
 
 
 def _floats(text: str) -> list[float]:

@@ -8,7 +8,7 @@ specialist` (training.adapt.bench_specialist).
 - Every fit trains for exactly its epochs, no early stopping: the epochs are what the choice
   picks, on validation folds of the training rows (select), so the final fit on all of them has
   no validation share to stop on.
-- Decisions: the Decider's (engine.decide: argmax, list gate, form stage; no out-of-distribution
+- Decisions: the Decider's (engine.core.decide: argmax, list gate, form stage; no out-of-distribution
   stage, as on every lab path that judges the router's own choice), and the MLP's argmax beside it.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from engine.routes.summary_config import GLOBAL_MODE
+from engine.core.routes.summary_config import GLOBAL_MODE
 from training.adapt.specialist_split import validation_folds
 from training.fitting.fit import fit, specialist_config
 from training.fitting.list_gate_fit import is_list_row
@@ -109,7 +109,7 @@ def decisions(model, gate, x: np.ndarray, rows: Sequence[dict], routes: Sequence
     """{"decider": the Decider's routes, "mlp": the MLP's argmax} for the rows. The list gate has
     its say only on rows whose summary route answered in its global mode (a KB of documents), as
     router.kb_router.fit_to_kb keeps it off on a KB of single passages."""
-    from engine.decide import Decider, Learned
+    from engine.core.decide import Decider, Learned
 
     if not rows:
         return {"decider": [], "mlp": []}
