@@ -1,7 +1,7 @@
 """Training's commands on the `logicroute` group: label, train, adapt, calibrate, eval-router and
 benchmark (training the router, benchmarking routing decisions) at the top, and the research
 benchmarks under one group, `logicroute bench logic|summary|index|reader|global|serve|scale|
-llm-server|retrieval|peers|adapt|docs`. Reached through the `logicroute.commands` entry point
+llm-server|retrieval|peers|adapt|specialist|docs`. Reached through the `logicroute.commands` entry point
 (pyproject.toml), so engine's CLI never imports training."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def register(group: click.Group) -> None:
 
 def bench_group() -> click.Group:
     from training.adapt.cmd_bench_adapt import bench_adapt
+    from training.adapt.cmd_bench_specialist import bench_specialist
     from training.bench.cmd_benchmark import BENCH_COMMANDS
     from training.docs_qa.cmd_bench_docs import bench_docs
     from training.global_qa.cmd_bench_global import bench_global
@@ -57,6 +58,7 @@ def bench_group() -> click.Group:
         bench_retrieval,
         bench_peers,
         bench_adapt,
+        bench_specialist,
         bench_docs,
     ):
         bench.add_command(cmd)

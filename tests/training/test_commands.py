@@ -5,7 +5,7 @@ from training.commands import register
 
 BENCHMARKS = [
     "logic", "summary", "index", "reader", "global", "global-lists", "global-lists-answer", "serve", "scale",
-    "llm-server", "retrieval", "peers", "adapt", "docs",
+    "llm-server", "retrieval", "peers", "adapt", "specialist", "docs",
 ]  # fmt: skip
 
 

@@ -1,1 +1,2 @@
-"""`logicroute adapt`: a specialist router for one KB from questions written from its chunks; `bench adapt`."""
+"""`logicroute adapt`: a specialist router for one KB from questions written from its chunks; `bench adapt`;
+`bench specialist`."""

@@ -8,6 +8,10 @@
 # 100. Each block's KB is the passages of its own 100 questions (about 1,000 passages), the
 # distractor density of the benchmark's and the generalist labels' KBs. Rounds grow every block by
 # ROUND questions in turn, so an interrupted run still covers all three blocks evenly.
+# Caveat: the shipped generalist's set priors (train generalist --set-priors 100) drew 100 silver
+# HotpotQA rows from questions 100-499 less its labelled ones, i.e. from these blocks: about a
+# third to a half of the questions labelled here were trained on. `logicroute bench specialist`
+# finds them through the generalist's guard and uses them for training only, never to judge.
 #
 #   training/data/make_specialist_labels.sh [PER_BLOCK] [ROUND]
 #
