@@ -163,3 +163,14 @@ def test_a_revised_document_beside_its_first_version_is_read_too(tmp_path, caplo
     revised = [*sentences[:-1], "The orchard now opens at nine"]
     (tmp_path / "docs" / "policy_2024.html").write_text(doc_sites.page("Policy", "<p>" + ". ".join(revised) + "</p>"))
     assert read(tmp_path / "docs", caplog) == ["policy_2023.html", "policy_2024.html"] and site_lines(caplog) == []
+
+
+def test_a_javadoc_site_leaves_out_each_packages_tree_and_uses_pages_below_its_root(tmp_path, caplog):
+    site = doc_sites.javadoc_site(tmp_path / "api")
+    assert read(site, caplog) == ["org/sea/Lighthouse.html", "org/sea/River.html"]
+    assert site_lines(caplog) == [
+        f"{site}: skipped 5 aggregate pages (--keep-aggregates reads them): "
+        "help-doc.html (the generator's help on its pages), org/sea/class-use/Lighthouse.html (a list of uses), "
+        "org/sea/class-use/River.html (a list of uses), org/sea/package-tree.html (a class tree), "
+        "org/sea/package-use.html (a list of uses)"
+    ]
