@@ -94,7 +94,9 @@ def javadoc_site(root: Path) -> Path:
     (pkg / "class-use").mkdir(parents=True)
     for t in TOPICS[:2]:
         (pkg / f"{t.title()}.html").write_text(page(t, chapter(t), JAVADOC))
-        (pkg / "class-use" / f"{t.title()}.html").write_text(page(f"Uses of {t}", f"<p>{prose(t + ' use')}</p>", JAVADOC))
+        (pkg / "class-use" / f"{t.title()}.html").write_text(
+            page(f"Uses of {t}", f"<p>{prose(t + ' use')}</p>", JAVADOC)
+        )
     (pkg / "package-tree.html").write_text(page("Tree", f"<p>{prose('tree')}</p>", JAVADOC))
     (pkg / "package-use.html").write_text(page("Uses", f"<p>{prose('uses')}</p>", JAVADOC))
     (root / "help-doc.html").write_text(page("Help", f"<p>{prose('help')}</p>", JAVADOC))
