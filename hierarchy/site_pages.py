@@ -66,6 +66,8 @@ GENERATORS: dict[str, tuple[re.Pattern, tuple[tuple[str, str], ...]]] = {
             ("search.html", "the search page"),
             ("py-modindex.html", "an index of modules"),
             ("_sources/*", "a copy of a page's source"),
+            # the theme's files: a font's ReadMe.html is no page of the manual (borg's site)
+            ("_static/*", "the theme's files"),
         ),
     ),
     "mkdocs": (

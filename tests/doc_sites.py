@@ -60,7 +60,7 @@ SPHINX = '<script id="documentation_options" src="_static/documentation_options.
 
 
 def sphinx_site(root: Path) -> Path:
-    """Pages river.html and harbour.html, with the indexes and text copies Sphinx ships."""
+    """Pages river.html and harbour.html, with the indexes, text copies and theme files Sphinx ships."""
     (root / "_sources").mkdir(parents=True)
     for t, source in (("river", "river.rst.txt"), ("harbour", "harbour.txt")):
         (root / f"{t}.html").write_text(page(t, chapter(t), SPHINX))
@@ -68,6 +68,8 @@ def sphinx_site(root: Path) -> Path:
     (root / "genindex.html").write_text(page("Index", "<h1>Index</h1>" + links(["river", "harbour"]), SPHINX))
     (root / "search.html").write_text(page("Search", "<h1>Search</h1><p>Please activate JavaScript.</p>", SPHINX))
     (root / "searchindex.js").write_text("Search.setIndex({})")
+    (root / "_static" / "fonts").mkdir(parents=True)  # a theme's font, with its readme page
+    (root / "_static" / "fonts" / "ReadMe.html").write_text(page("Font", f"<p>{prose('font')}</p>"))
     return root
 
 
