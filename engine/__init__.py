@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"RoutedRAG": "engine.pipeline", "Budget": "engine.pipeline", "Answer": "engine.base.types"}
+_LAZY = {"RoutedRAG": "engine.core.pipeline", "Budget": "engine.core.pipeline", "Answer": "engine.floor.base.types"}
 
 __all__ = list(_LAZY)
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import content_hash
-from engine.base.types import HEADING_SEP
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import content_hash
+from engine.floor.base.types import HEADING_SEP
 from hierarchy.documents import Chunk, Document
 
 DEFAULT_CHUNK_WORDS = 200

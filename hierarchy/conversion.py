@@ -29,8 +29,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from engine.base.errors import DataFormatError, MissingExtraError
-from engine.base.text import has_text
+from engine.floor.base.errors import DataFormatError, MissingExtraError
+from engine.floor.base.text import has_text
 from hierarchy import converters
 from hierarchy.chunking import PAGE_MARK_RE
 from hierarchy.intake_limits import MB, PREFIX, IntakeLimits, OverLimit, check_file, check_text

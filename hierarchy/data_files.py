@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import DataFormatError, LogicRouteError
+from engine.floor.base.errors import DataFormatError, LogicRouteError
 from hierarchy.chunking import split_text
 
 # 150 words without overlap: the passage size of the first GraphRAG-Bench measurements,

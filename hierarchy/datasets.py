@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
-from engine.base.files import content_hash
+from engine.floor.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.floor.base.files import content_hash
 from hierarchy.data_files import corpus_texts, find_corpus, parse_records, read_text
 
 FORMATS: dict[str, str] = {

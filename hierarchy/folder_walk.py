@@ -11,7 +11,7 @@ looping. Named pipes, sockets and devices are never opened (opening a pipe block
 writer comes, a device can stream forever): they are skipped with a note. Hidden files and
 folders (.git, editor swap files) are left out, and a subfolder that cannot be listed is
 skipped with a warning. A file whose name is bytes that are no UTF-8 (an archive from another
-system) is skipped and named with its bytes escaped (engine.base.text.shown): no id, line or
+system) is skipped and named with its bytes escaped (engine.floor.base.text.shown): no id, line or
 tokenizer can carry its name, and the rest of the folder is read.
 """
 
@@ -23,8 +23,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.base.errors import DataFormatError
-from engine.base.text import lone_surrogates, shown
+from engine.floor.base.errors import DataFormatError
+from engine.floor.base.text import lone_surrogates, shown
 
 log = logging.getLogger("logicroute.sources")
 NAMED = 5  # entries a warning line names; -v lists the rest

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.base.errors import DocumentNotFoundError
+from engine.floor.base.errors import DocumentNotFoundError
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
 from hierarchy.documents import Document
 from hierarchy.intake_limits import IntakeLimits

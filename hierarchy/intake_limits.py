@@ -24,7 +24,7 @@ import zlib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from engine.base.errors import ConfigError
+from engine.floor.base.errors import ConfigError
 
 MB = 1 << 20
 PREFIX = "intake."
@@ -68,7 +68,7 @@ class IntakeLimits:
             key, eq, raw = pair.partition("=")
             name = key.strip().removeprefix(PREFIX)
             if not eq or not key.strip().startswith(PREFIX) or name not in known:
-                # NAME, not KEY: a message naming a KEY= is redacted as if it held a secret (engine.llm.urls)
+                # NAME, not KEY: a message naming a KEY= is redacted as if it held a secret (engine.floor.llm.urls)
                 raise ConfigError(f"--set {pair!r}: expected {PREFIX}NAME=VALUE, NAME one of {', '.join(known)}")
             try:
                 values[name] = tomllib.loads(f"v = {raw.strip()}")["v"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import KBEmptyError, KBError
+from engine.floor.base.errors import KBEmptyError, KBError
 from hierarchy import kb_retrieval, store
 from hierarchy.chunking import (
     DEFAULT_CHUNK_WORDS,
@@ -56,7 +56,7 @@ from hierarchy.vector_store.base import StoreSpec, VectorStore, default_store, p
 from hierarchy.vector_store.open import new_store, with_collection
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
 
 LAYERS_DIR = "layers"  # the summary layers' folder: removed with the KB it summarizes
 
@@ -176,7 +176,7 @@ class KnowledgeBase(Searching):
                     )
                 remove_kb(path, path / LAYERS_DIR)
             if embedder is None:
-                from engine.embedder import get_embedder
+                from engine.floor.embedder import get_embedder
 
                 embedder = get_embedder()
             manifest = new_manifest(embedder, chunk_words, overlap_words, spec)
@@ -206,7 +206,7 @@ class KnowledgeBase(Searching):
         path = Path(path)
         manifest, chunks, vectors, vstore, postings = load_committed(path)
         if embedder is None:
-            from engine.embedder import get_embedder
+            from engine.floor.embedder import get_embedder
 
             embedder = get_embedder(manifest.data["embedder"].get("model"))
         check_embedder(manifest, embedder)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.base.errors import KBCorruptError, KBError, KBNotFoundError
+from engine.floor.base.errors import KBCorruptError, KBError, KBNotFoundError
 from hierarchy import site_pages, store
 from hierarchy.kb import LAYERS_DIR
 from hierarchy.kb_files import INDEX, check_counts, repair_hint

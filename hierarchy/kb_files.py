@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError
+from engine.floor.base.errors import KBCorruptError
 from hierarchy.documents import Chunk
 from hierarchy.vector_store.base import FAISS_INDEX
 

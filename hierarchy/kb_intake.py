@@ -1,7 +1,7 @@
 """The documents an add takes in (hierarchy.kb.KnowledgeBase.add): checked, and each given the id
 it is stored under. Every way in (`logicroute index`, the server, the Python API) passes here.
 
-Text. A document with no character a reader can see (engine.base.text.has_text) is refused
+Text. A document with no character a reader can see (engine.floor.base.text.has_text) is refused
 (DataFormatError naming it), and the whole add with it: empty, or only whitespace, zero-width,
 format, control characters (NUL) or marks with nothing to sit on (U+FE0F). It would give a chunk
 that no question can find, and a caller told "1 document" would believe it indexed. Folders skip
@@ -41,8 +41,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from engine.base.errors import DataFormatError, DocumentIdConflictError
-from engine.base.text import has_text, lone_surrogates, repaired
+from engine.floor.base.errors import DataFormatError, DocumentIdConflictError
+from engine.floor.base.text import has_text, lone_surrogates, repaired
 from hierarchy.documents import Chunk, Document
 
 log = logging.getLogger("logicroute.kb")
@@ -80,7 +80,7 @@ def take_in(
 
 def _without_lone_surrogates(doc: Document, mended: list[str]) -> Document:
     """The document with each lone surrogate of its id, title and text replaced by U+FFFD
-    (engine.base.text), its id added to `mended` when it had one. A file's id is its name, which
+    (engine.floor.base.text), its id added to `mended` when it had one. A file's id is its name, which
     hierarchy.sources never lets through with one."""
     fields = {"id": doc.id, "title": doc.title, "text": doc.text}
     if not any(isinstance(v, str) and lone_surrogates(v) for v in fields.values()):

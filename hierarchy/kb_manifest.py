@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
+from engine.floor.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
 from hierarchy import store
 from hierarchy.kb_files import INDEX, check_counts, repair_hint
 from hierarchy.kb_segments import Segment, read_postings, replay, segment_files, segments_of
@@ -22,7 +22,7 @@ from hierarchy.vector_store.open import open_store
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from hierarchy.documents import Chunk
     from hierarchy.lexical import Postings
     from hierarchy.vector_store.base import VectorStore

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy.chunking import chunk_embed_text
 from hierarchy.documents import Chunk, Document
 from hierarchy.kb_segments import Delta

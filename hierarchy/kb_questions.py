@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 
-from engine.base.types import HEADING_SEP
+from engine.floor.base.types import HEADING_SEP
 
 MAX_QUESTIONS = 600  # a seeded sample above this: the guard's embedding batch stays a few seconds
 _MAX_WORDS = 10  # a longer "heading" is a sentence a converter took for one

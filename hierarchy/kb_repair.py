@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError
+from engine.floor.base.errors import KBCorruptError, KBError
 from hierarchy import store
 from hierarchy.chunking import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_embed_text, chunk_id
 from hierarchy.documents import Chunk
@@ -163,7 +163,7 @@ def _rebuild(path: Path, embedder: Any, report: RepairReport, show_progress: boo
     files = old.files if old is not None and isinstance(old.files, dict) else {}
     segments = old.segments if old is not None else _segments_on_disk(path)
     if embedder is None:
-        from engine.embedder import get_embedder
+        from engine.floor.embedder import get_embedder
 
         embedder = get_embedder(old.data["embedder"].get("model") if old is not None else None)
     if old is not None:

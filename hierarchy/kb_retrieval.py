@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError
-from engine.base.types import RetrievedChunk
+from engine.floor.base.errors import KBCorruptError, KBError
+from engine.floor.base.types import RetrievedChunk
 from hierarchy.kb_files import repair_hint
 from hierarchy.kb_segments import segments_of
 from hierarchy.lexical import LexicalIndex, Postings, lexical_text, top

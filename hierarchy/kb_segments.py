@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError
-from engine.base.files import TMP_SUFFIX
+from engine.floor.base.errors import KBCorruptError
+from engine.floor.base.files import TMP_SUFFIX
 from hierarchy.documents import Chunk
 from hierarchy.kb_files import CHUNKS, INDEX, VECTORS, decode_chunks, decode_vectors, repair_hint
 from hierarchy.lexical import ANALYSIS, Postings

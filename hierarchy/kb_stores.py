@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.base.errors import KBError
-from engine.base.files import atomic_write_json
+from engine.floor.base.errors import KBError
+from engine.floor.base.files import atomic_write_json
 from hierarchy import store
 from hierarchy.kb_manifest import MANIFEST, read_manifest
 from hierarchy.kb_segments import prune

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError
+from engine.floor.base.errors import KBCorruptError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierarchy.documents import Chunk

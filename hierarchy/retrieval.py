@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from engine.base.errors import KBError, LogicRouteError
+from engine.floor.base.errors import KBError, LogicRouteError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.base.types import RetrievedChunk
+    from engine.floor.base.types import RetrievedChunk
 
 DENSE, HYBRID, LEXICAL = "dense", "hybrid", "lexical"
 MODES = (DENSE, HYBRID, LEXICAL)

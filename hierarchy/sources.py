@@ -40,8 +40,8 @@ import stat
 from collections import Counter
 from pathlib import Path
 
-from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
-from engine.base.text import has_text, lone_surrogates, shown
+from engine.floor.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.floor.base.text import has_text, lone_surrogates, shown
 from hierarchy import conversion, converters, site_pages
 from hierarchy.chunking import MARKDOWN, markdown_title
 from hierarchy.datasets import load_dataset, passage_id

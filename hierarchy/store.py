@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.base.errors import KBCorruptError, KBError, KBReadOnlyError
-from engine.base.files import TMP_SUFFIX, atomic_write_bytes, atomic_write_json, content_hash
+from engine.floor.base.errors import KBCorruptError, KBError, KBReadOnlyError
+from engine.floor.base.files import TMP_SUFFIX, atomic_write_bytes, atomic_write_json, content_hash
 
 PREV = ".prev"
 LOCK = ".lock"

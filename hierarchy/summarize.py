@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.base.trace import Trace
-from engine.base.types import Usage
-from engine.llm.base import LLM, call_llm
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Usage
+from engine.floor.llm.base import LLM, call_llm
 
 Unit = list[str]  # [title, sentence]; JSON-friendly (lists, not tuples)
 Passage = tuple[str, str]  # (title, text) given to a summarizer
@@ -222,7 +222,7 @@ def extractive_batch(
 def llm_summary(passages: Sequence[Passage], llm: LLM, max_words: int, *, usage: Usage, trace: Trace) -> list[Unit]:
     """Abstractive summary (temperature 0, through call_llm so it is cached and booked),
     cut to max_words words."""
-    from engine.prompts.summary import summary_messages
+    from engine.floor.prompts.summary import summary_messages
 
     texts = [f"{t}: {x}" if t else x for t, x in passages]
     total = sum(len(x.split()) for x in texts) or 1

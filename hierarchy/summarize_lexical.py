@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hierarchy.lexical import tokens
+from engine.floor.words import tokens
 from hierarchy.summarize import Passage, Unit, candidates, mmr_pick
 
 # relevance = cos(source vector, centroid) + LEXICAL_WEIGHT * the words' share, scaled to the range

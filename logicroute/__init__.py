@@ -13,19 +13,19 @@ training), and nothing loads until a name is first used."""
 from __future__ import annotations
 
 _LAZY = {
-    "RoutedRAG": "engine.pipeline",
-    "RagConfig": "engine.config",
-    "Budget": "engine.budget",
-    "Answer": "engine.base.types",
-    "Source": "engine.base.types",
-    "Usage": "engine.base.types",
-    "LogicRouteError": "engine.base.errors",
+    "RoutedRAG": "engine.core.pipeline",
+    "RagConfig": "engine.core.config",
+    "Budget": "engine.core.budget",
+    "Answer": "engine.floor.base.types",
+    "Source": "engine.floor.base.types",
+    "Usage": "engine.floor.base.types",
+    "LogicRouteError": "engine.floor.base.errors",
     "KnowledgeBase": "hierarchy.kb",
     "Document": "hierarchy.documents",
-    "LogicConfig": "engine.routes.logic.config",
-    "make_llm": "engine.llm.factory",
+    "LogicConfig": "engine.core.routes.logic.config",
+    "make_llm": "engine.floor.llm.factory",
     "load_router": "router.checkpoint",
-    "format_sources": "engine.sources_text",
+    "format_sources": "engine.floor.sources_text",
 }
 
 __all__ = list(_LAZY)

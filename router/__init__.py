@@ -1,5 +1,5 @@
 """The query router: a 3-layer MLP over the query embedding (+ cheap features) that gives
-each route a probability; engine.decide's Decider turns them into a route (argmax or a
+each route a probability; engine.core.decide's Decider turns them into a route (argmax or a
 calibrated threshold on P(logic), then its rule stages).
 
     from router import load_router

@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.errors import CheckpointError
-from engine.base.files import atomic_write_bytes
+from engine.floor.base.errors import CheckpointError
+from engine.floor.base.files import atomic_write_bytes
 
 if TYPE_CHECKING:
-    from engine.question.parse import Question
+    from engine.floor.question.parse import Question
     from router.list_gate import ListGate
     from router.model import RouterMLP
     from router.ood import OodGuard
@@ -195,7 +195,7 @@ def check_embedder(card: dict, embedder, path: str | Path = "") -> None:
 
 class Router:
     """A loaded router: `.probs(questions)`, `.ood(questions)` and the list gate's probabilities
-    (`.probs_ood_and_lists`); engine.decide's Decider turns them into a route.
+    (`.probs_ood_and_lists`); engine.core.decide's Decider turns them into a route.
     Deterministic: the model stays in eval mode and no Gumbel noise is drawn at inference.
     `guard` None: no out-of-distribution guard (the checkpoint stores no reference set); `gate`
     None: no list gate (router.list_gate)."""
@@ -285,12 +285,12 @@ class Router:
 
 def load_router(path: str | Path | None = None, embedder=None) -> Router:
     """Load a router; path None = the shipped checkpoints/generalist.ckpt. embedder None =
-    the process-wide shared embedder (engine.embedder.get_embedder)."""
+    the process-wide shared embedder (engine.floor.embedder.get_embedder)."""
     path = Path(path) if path else DEFAULT_CHECKPOINT
     model, card = load_checkpoint(path)
     guard, gate = load_guard(path, card), load_gate(path, card)
     if embedder is None:
-        from engine.embedder import get_embedder
+        from engine.floor.embedder import get_embedder
 
         embedder = get_embedder()
     return Router(model, card, embedder, path, guard, gate)

@@ -1,4 +1,4 @@
-"""What the router sees: the embedding of the question (as asked, or masked: engine.question.structure),
+"""What the router sees: the embedding of the question (as asked, or masked: engine.floor.question.structure),
 followed by structural features of the question computed without any model.
 
 Train and serve go through the same functions, `embedded_text` and `build_inputs`, so the
@@ -28,11 +28,11 @@ The features (columns scaled to [0, 1]; counts are capped):
 | depth | 1 | deepest nested relation chain within one clause ("the mother of the director of X" = 2), / 3 |
 | operators | 2 | comparative operators (older, earlier, more, than, same, both, ...) / 2; |
 |  |  | superlative operators (-est words, first, last, most, least) / 2 |
-| lookups | 1 | retrievals the form asks for (engine.question.structure.count_lookups: "Where was the director of X |
+| lookups | 1 | retrievals the form asks for (engine.floor.question.structure.count_lookups: "Where was the director of X |
 |  |  | born?" 2, "Who is the director of X?" 1), (lookups - 1) / 3 |
-| shape | 2 | the answer the question asks for (engine.question.structure.answer_shape): 1 for a list |
+| shape | 2 | the answer the question asks for (engine.floor.question.structure.answer_shape): 1 for a list |
 |  |  | ("Which options does X take?"), 1 for an explanation ("Why ...", "How does X differ ..."); 0 0 for one value |
-| form | 3 | the form that names the sub-questions (engine.question.forms.form_plan), one-hot: date comparison, |
+| form | 3 | the form that names the sub-questions (engine.floor.question.forms.form_plan), one-hot: date comparison, |
 |  |  | same check, chain; the form stage's reading as an input (not in the default set) |
 
 Only numpy at module level: the CLI imports this lazily, but it stays light anyway.
@@ -47,8 +47,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.question.parse import Question, text_of
-from engine.question.structure import (
+from engine.floor.question.parse import Question, text_of
+from engine.floor.question.structure import (
     MAX_LOOKUPS,
     QUOTED,
     QWORDS,
@@ -116,7 +116,7 @@ TEXT_FORMS = ("question", "masked", "plain")
 
 def embedded_text(text: str, form: str = "question") -> str:
     """The text the router embeds: the question as asked, its masked form, or its plain form
-    (closing marks removed: engine.question.structure.unpunctuated)."""
+    (closing marks removed: engine.floor.question.structure.unpunctuated)."""
     if form not in TEXT_FORMS:
         raise ValueError(f"unknown text form {form!r}; choose {', '.join(TEXT_FORMS)}")
     if form == "masked":
@@ -142,7 +142,7 @@ def f_length(q: str) -> list[float]:
 
 
 def f_qword(q: str) -> list[float]:
-    """One-hot of the question word (engine.question.structure.question_word), + 'other'."""
+    """One-hot of the question word (engine.floor.question.structure.question_word), + 'other'."""
     return _qword_columns(question_word(q))
 
 
@@ -189,17 +189,17 @@ def f_comparison(q: str) -> list[float]:
 
 
 def f_dates(q: str) -> list[float]:
-    """Dates (engine.question.structure.count_dates), / 2, capped at 1."""
+    """Dates (engine.floor.question.structure.count_dates), / 2, capped at 1."""
     return [_capped(count_dates(q), 2)]
 
 
 def f_numbers(q: str) -> list[float]:
-    """Numbers that are not dates (engine.question.structure.count_numbers), / 2, capped at 1."""
+    """Numbers that are not dates (engine.floor.question.structure.count_numbers), / 2, capped at 1."""
     return [_capped(count_numbers(q), 2)]
 
 
 def f_depth(q: str) -> list[float]:
-    """Deepest nested relation chain in one clause (engine.question.structure.chain_depth), / 3, capped at 1."""
+    """Deepest nested relation chain in one clause (engine.floor.question.structure.chain_depth), / 3, capped at 1."""
     return [_capped(chain_depth(q), 3)]
 
 
@@ -209,12 +209,12 @@ def f_operators(q: str) -> list[float]:
 
 
 def f_lookups(q: str) -> list[float]:
-    """Retrievals the question's form asks for (engine.question.structure.count_lookups), (n - 1) / 3."""
+    """Retrievals the question's form asks for (engine.floor.question.structure.count_lookups), (n - 1) / 3."""
     return [(count_lookups(q) - 1) / (MAX_LOOKUPS - 1)]
 
 
 def f_shape(q: str) -> list[float]:
-    """[asks for a list, asks for an explanation] (engine.question.structure.answer_shape)."""
+    """[asks for a list, asks for an explanation] (engine.floor.question.structure.answer_shape)."""
     return _shape_columns(answer_shape(q))
 
 
@@ -222,19 +222,19 @@ def _shape_columns(shape: str) -> list[float]:
     return [float(shape == "list"), float(shape == "explanation")]
 
 
-FORMS = ("date comparison", "same check", "chain")  # engine.question.forms.form_plan's names
+FORMS = ("date comparison", "same check", "chain")  # engine.floor.question.forms.form_plan's names
 
 
 def f_form(q: str) -> list[float]:
-    """One-hot of the form that names the question's sub-questions (engine.question.forms:
+    """One-hot of the form that names the question's sub-questions (engine.floor.question.forms:
     what the decision's form stage reads), all zero for none: the rule's signal as an input."""
-    from engine.question.forms import form_plan
+    from engine.floor.question.forms import form_plan
 
     plan = form_plan(q)
     return [float(plan is not None and plan[0] == name) for name in FORMS]
 
 
-# The features a Question read once already holds (engine.question.parse): its question word and answer
+# The features a Question read once already holds (engine.floor.question.parse): its question word and answer
 # shape are read off the text as asked, which gives what the normalized text gives (both readers
 # normalize or tokenize first), so a routed question is not read again for them.
 _READ_ONCE: dict[str, Callable[[Question], list[float]]] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.errors import CheckpointError
+from engine.floor.base.errors import CheckpointError
 
 if TYPE_CHECKING:
     from router.checkpoint import Router

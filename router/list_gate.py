@@ -1,9 +1,9 @@
 """The list gate: does a question ask for a list gathered across a corpus ("Which commands can change
 the lockfile?", "Which modules document a 'close' event?")? When it does, the summary route answers
-it (its global mode: engine.routes.summary_config.mode_for).
+it (its global mode: engine.core.routes.summary_config.mode_for).
 
 A logistic regression over the router's embedding of the question and the `shape` feature (the
-answer the question asks for: engine.question.structure.answer_shape), stored in the router's
+answer the question asks for: engine.floor.question.structure.answer_shape), stored in the router's
 checkpoint next to the MLP. Why a gate apart from the MLP: trained into the shared three-way
 network, the list questions' rows move its chunk-or-logic decisions on other questions (five
 seeds with and without them: docs/results/router/list_gate/README.md); the gate leaves the MLP as
@@ -19,16 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.base.errors import CheckpointError
+from engine.floor.base.errors import CheckpointError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from engine.question.parse import Question
+    from engine.floor.question.parse import Question
 
 GATE_TENSOR = "list_gate"  # weights of [embedding ‖ features], then the bias
 LIST_ROUTE = "summary"  # the route a list across the corpus goes to (its global mode answers)
-LIST_FORM = "list"  # how a decision names what the gate did (engine.decide.ListGateStage)
+LIST_FORM = "list"  # how a decision names what the gate did (engine.core.decide.ListGateStage)
 
 
 @dataclass
@@ -58,7 +58,7 @@ class ListGate:
         """Per question its probability when the gate fires, else None. It fires only on a
         question that asks for a list (answer_shape): the global mode answers no other, so a
         question the summary route would answer by the descent stays with the MLP."""
-        from engine.question.parse import as_question
+        from engine.floor.question.parse import as_question
 
         return [
             float(p) if p >= self.threshold and as_question(q).shape == "list" else None

@@ -3,7 +3,7 @@ per route, trained with a straight-through Gumbel-Softmax head (QA-GraphRAG; the
 training.fitting.fit.gumbel_routing_loss).
 
 At inference `predict_proba` puts the module in eval mode (dropout off), adds NO noise, and
-returns the plain softmax; engine.decide.Decider turns it into a route.
+returns the plain softmax; engine.core.decide.Decider turns it into a route.
 
 This module imports torch at top level: only import it lazily (inside functions) from
 anything the CLI loads at start.

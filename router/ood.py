@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.base.errors import CheckpointError
+from engine.floor.base.errors import CheckpointError
 
 REFERENCE_TENSOR = "ood_reference"
 MAX_REFERENCE_ROWS = 2000

@@ -1,5 +1,5 @@
 """A calibrated threshold on P(logic): the thresholds file `logicroute calibrate` writes (Policy)
-and the calibration (calibrate_share). The decision itself is engine.decide's Decider.
+and the calibration (calibrate_share). The decision itself is engine.core.decide's Decider.
 
 RouteLLM-style calibration: the user's own questions are run through the router once, and
 the threshold is the (1 - share) quantile of their P(logic), so about `share` of such
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 # Tokens per question of each route, used when no measured costs are given (vanilla top-3 RAG and
 # the LogicRAG paper's figure); "summary" is one call over a slightly longer context.
@@ -28,7 +28,7 @@ NOMINAL_TOKENS: dict[str, float] = {"chunk": 540.0, "summary": 640.0, "logic": 1
 @dataclass
 class Policy:
     """A thresholds file: the threshold on P(route), the share it was calibrated for and how
-    (engine.budget.Budget.from_policy makes it a budget; engine.decide.ThresholdStage applies it)."""
+    (engine.core.budget.Budget.from_policy makes it a budget; engine.core.decide.ThresholdStage applies it)."""
 
     kind: str = field(default="argmax", metadata={"help": "argmax | threshold"})
     route: str = field(default="logic", metadata={"help": "the expensive route the threshold gates"})
@@ -44,7 +44,7 @@ class Policy:
         return asdict(self)
 
     def save(self, path: str | Path) -> None:
-        from engine.base.files import atomic_write_json
+        from engine.floor.base.files import atomic_write_json
 
         atomic_write_json(Path(path), self.to_dict())
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import KBEmptyError
-from engine.base.trace import Trace
-from engine.base.types import Answer, Completion, RetrievedChunk, Usage
-from engine.llm.base import call_llm
-from engine.llm.structured import chat_structured
-from engine.pipeline import RoutedRAG
-from engine.question.parse import text_of
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import KBEmptyError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Completion, RetrievedChunk, Usage
+from engine.floor.llm.base import call_llm
+from engine.floor.llm.structured import chat_structured
+from engine.floor.question.parse import text_of
 from hierarchy.documents import Chunk
 from tests.samples import PASSAGES, make_docs
 
@@ -35,7 +35,7 @@ class ScriptedLLM:
     """Returns scripted replies in order, or by the first rule whose substring occurs in the
     last user message. dict/list replies are JSON-encoded; an Exception reply is raised; a Cut
     reply comes back as cut off at the token limit.
-    Schema calls go through engine.llm.structured.chat_structured, as every real backend does.
+    Schema calls go through engine.floor.llm.structured.chat_structured, as every real backend does.
 
     Each call sleeps `delay` seconds yet reports 0 seconds, so a test can tell a wall-clock
     measurement from a sum of the calls' own seconds. `completions` keeps what each call
@@ -193,7 +193,7 @@ class WordOverlapKB:
         return [self.search(q, k=k) for q in queries]
 
     def lexical_index(self):
-        """The real BM25 index over these chunks (what engine.absence weighs evidence with)."""
+        """The real BM25 index over these chunks (what engine.core.absence weighs evidence with)."""
         from hierarchy.lexical import LexicalIndex, Postings, lexical_text
 
         chunks = [self.chunks[c] for c in self.chunk_ids]
@@ -251,7 +251,7 @@ def fake_logic(calls_log: list | None = None, reply: str = "30 July 1970"):
     """A stand-in for answer_logic: two LLM calls booked like the real route."""
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        question = text_of(question)  # the pipeline hands the route a Question (engine.question.parse)
+        question = text_of(question)  # the pipeline hands the route a Question (engine.floor.question.parse)
         if calls_log is not None:
             calls_log.append({"question": question, "config": config, "budget": budget})
         usage, trace = Usage(), Trace(route="logic", dag={"nodes": []})

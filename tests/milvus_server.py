@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from engine.base.files import atomic_write_text, cache_dir
+from engine.floor.base.files import atomic_write_text, cache_dir
 
 START_TIMEOUT_S = 120.0  # ~3 s on an idle machine; the binaries' first unpacking adds ~11 s
 # etcd lease of each component's session (see _configure): 30 s by default. At 5 s a loaded

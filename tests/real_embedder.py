@@ -7,7 +7,7 @@ import atexit
 import shutil
 import tempfile
 
-from engine.embedder import Embedder
+from engine.floor.embedder import Embedder
 
 _SHARED: Embedder | None = None
 

@@ -56,7 +56,7 @@ PASSAGES = {
 }
 
 # PASSAGES and the facts the CLI tests' questions ask about (Eiffel Tower, Peru, Emma): an answer
-# about a name no chunk holds is withheld (engine.absence.unheld_names).
+# about a name no chunk holds is withheld (engine.core.absence.unheld_names).
 PASSAGES_NAMING_THEM = {
     **PASSAGES,
     "Eiffel Tower": "The Eiffel Tower stands in Paris.",

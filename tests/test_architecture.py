@@ -56,9 +56,9 @@ def test_no_import_cycles_between_modules():
 def test_the_public_api_imports_from_engine_lazily():
     code = (
         "import sys, engine\n"
-        "assert 'engine.pipeline' not in sys.modules, 'import engine loaded the pipeline'\n"
+        "assert 'engine.core.pipeline' not in sys.modules, 'import engine loaded the pipeline'\n"
         "from engine import Answer, Budget, RoutedRAG\n"
-        "import engine.base.types as types, engine.pipeline as pipeline\n"
+        "import engine.floor.base.types as types, engine.core.pipeline as pipeline\n"
         "assert (RoutedRAG, Budget, Answer) == (pipeline.RoutedRAG, pipeline.Budget, types.Answer)\n"
     )
     _runs_clean(code)
@@ -67,12 +67,12 @@ def test_the_public_api_imports_from_engine_lazily():
 def test_the_facade_named_after_the_distribution_loads_nothing_until_used():
     code = (
         "import sys, logicroute\n"
-        "heavy = [m for m in ('engine.pipeline', 'torch', 'sentence_transformers') if m in sys.modules]\n"
+        "heavy = [m for m in ('engine.core.pipeline', 'torch', 'sentence_transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "from logicroute import RoutedRAG, Source, format_sources\n"
-        "import engine.pipeline, engine.base.types, engine.sources_text\n"
-        "assert RoutedRAG is engine.pipeline.RoutedRAG and Source is engine.base.types.Source\n"
-        "assert format_sources is engine.sources_text.format_sources\n"
+        "import engine.core.pipeline, engine.floor.base.types, engine.floor.sources_text\n"
+        "assert RoutedRAG is engine.core.pipeline.RoutedRAG and Source is engine.floor.base.types.Source\n"
+        "assert format_sources is engine.floor.sources_text.format_sources\n"
     )
     _runs_clean(code)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 
 
 def test_a_removed_option_fails_the_test_that_still_uses_it(tmp_path):

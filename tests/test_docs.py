@@ -85,8 +85,8 @@ def test_every_result_file_the_code_cites_exists():
 
 
 def unknown_names(md: Path) -> list[str]:
-    """Backquoted dotted names under our packages (`engine.routes.ROUTES`) that do not import,
-    and backquoted source paths (`engine/routes/`) that are not there."""
+    """Backquoted dotted names under our packages (`engine.core.routes.ROUTES`) that do not import,
+    and backquoted source paths (`engine/core/routes/`) that are not there."""
     unknown = []
     for name in re.findall(r"`((?:engine|hierarchy|router|training)(?:\.\w+)+)`", md.read_text()):
         parts = name.split(".")
@@ -120,6 +120,6 @@ def test_the_checks_catch_a_moved_file(tmp_path):
     assert missing_results(page, files_only=True) == ["docs/results/gone.md."]
     assert expansions("docs/results/a_{x,y}_$N.json") == ["docs/results/a_x_*.json", "docs/results/a_y_*.json"]
     page.write_text(
-        "`engine.routes.ROUTES` `engine.routes.NO_SUCH` `hierarchy.no_module` `engine/routes/` `engine/gone.py`"
+        "`engine.core.routes.ROUTES` `engine.core.routes.NO_SUCH` `hierarchy.no_module` `engine/core/routes/` `engine/gone.py`"
     )
-    assert unknown_names(page) == ["engine.routes.NO_SUCH", "hierarchy.no_module", "engine/gone.py"]
+    assert unknown_names(page) == ["engine.core.routes.NO_SUCH", "hierarchy.no_module", "engine/gone.py"]

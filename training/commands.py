@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from engine.cli_options import renamed
+from engine.face.cli_options import renamed
 
 BENCH_HELP = """Research benchmarks, each writing its report (see docs/results): the logic route against
 chunk, summary layers, the chunk index, reader answers, global questions, the HTTP server under

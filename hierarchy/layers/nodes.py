@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.base.progress import progress_bar
-from engine.base.trace import Trace
-from engine.base.types import Usage
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.progress import progress_bar
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Usage
 from hierarchy.summarize import SUMMARIZERS, Unit, extractive_batch, llm_summary, render_units
 from hierarchy.summarize_lexical import lexical_select
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.llm.base import LLM
+    from engine.floor.llm.base import LLM
     from hierarchy.kb import KnowledgeBase
 
 LEVEL1_WORDS = 100  # summary word budgets

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError
-from engine.base.files import content_hash
+from engine.floor.base.errors import KBCorruptError, KBError
+from engine.floor.base.files import content_hash
 from hierarchy import store
 from hierarchy.kb import LAYERS_DIR
 from hierarchy.kb_files import repair_hint

@@ -1,11 +1,11 @@
 """What searching the summary layers starts from: the KB's shared, loaded tree (the descent
-itself is the summary route's, engine.routes.summary)."""
+itself is the summary route's, engine.core.routes.summary)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.tree import Layers
 

@@ -33,7 +33,7 @@ from hierarchy.layers.nodes import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.llm.base import LLM
+    from engine.floor.llm.base import LLM
     from hierarchy.kb import KnowledgeBase
 
 FORMAT_VERSION = 1  # of meta.json and the files it names

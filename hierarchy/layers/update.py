@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.layers.nodes import (
     LEVEL1_WORDS,
     LEXICAL,
@@ -59,7 +59,7 @@ from hierarchy.layers.tree import (
 from hierarchy.summarize import SUMMARIZERS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.llm.base import LLM
+    from engine.floor.llm.base import LLM
     from hierarchy.kb import KnowledgeBase
 
 MAX_UPDATES_KEPT = 20
@@ -93,7 +93,7 @@ def build_layers(
         if same and old.levels and kind == want:
             return sync_layers(kb, llm=llm) or {"mode": "unchanged"}
     if summarizer == "llm" and llm is None:
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.factory import make_llm
 
         llm = make_llm()
     if summarizer == "llm":
@@ -200,8 +200,8 @@ def _update_llm(kb: "KnowledgeBase", meta: dict, llm: "LLM | None") -> "LLM | No
         return llm
     llm = _BUILD_LLMS.get(layers_key(kb))
     if llm is None:
-        from engine.llm.base import DEFAULT_LLM
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.base import DEFAULT_LLM
+        from engine.floor.llm.factory import make_llm
 
         llm = make_llm(meta.get("llm") or DEFAULT_LLM)
     return llm

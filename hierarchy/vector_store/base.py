@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 
 FAISS = "faiss"  # exact inner product (IndexFlatIP) at every size
 FAISS_HNSW = "faiss-hnsw"  # exact below exact_max vectors, an HNSW graph above: the default (docs/vector_stores.md)

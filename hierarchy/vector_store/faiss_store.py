@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError
+from engine.floor.base.errors import KBCorruptError
 from hierarchy.vector_store.base import (
     EXACT_MAX,
     FAISS_DEAD,

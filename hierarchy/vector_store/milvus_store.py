@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import KBCorruptError, KBError, StoreUnavailableError
+from engine.floor.base.errors import KBCorruptError, KBError, StoreUnavailableError
 from hierarchy.vector_store.base import Hits, StoreSpec
 
 TOKEN_ENV = "LOGICROUTE_MILVUS_TOKEN"

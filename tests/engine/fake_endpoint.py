@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from engine.base.errors import LLMError
-from engine.llm.openai_api import OpenAILLM
+from engine.floor.base.errors import LLMError
+from engine.floor.llm.openai_api import OpenAILLM
 
 
 def timed(f, *args, **kw):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from engine.serve.mcp_framing import run_stdio
-from engine.serve.mcp_tools import build_server
+from engine.face.serve.mcp_framing import run_stdio
+from engine.face.serve.mcp_tools import build_server
 from tests.engine.serve_helpers import film_service
 
 if __name__ == "__main__":

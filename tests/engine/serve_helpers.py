@@ -11,10 +11,10 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from engine.base.types import Completion
-from engine.llm.structured import chat_structured
-from engine.serve.config import ServeConfig
-from engine.serve.service import AnswerService
+from engine.face.serve.config import ServeConfig
+from engine.face.serve.service import AnswerService
+from engine.floor.base.types import Completion
+from engine.floor.llm.structured import chat_structured
 from hierarchy.documents import Document
 from tests.engine.logic_scripts import CHAIN_PLAN, SUFFICIENT
 from tests.fakes import FakeRouter, HashedBowEmbedder
@@ -103,7 +103,7 @@ def film_service(
     `serve --allow-writes`): the specs of writes need them, and the spec of the default refusal
     says allow_writes=False."""
     kb = film_kb(tmp_path / "kb", store=store)
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     rag = RoutedRAG(kb=kb, llm=llm or SchemaLLM(), router=router or FakeRouter(), cache=False)
     return AnswerService(rag, ServeConfig(**{"allow_writes": True, **config}), llm_spec=llm_spec)

@@ -1,4 +1,4 @@
-""" "Not in the documents" is an answer (engine.absence): a cheap route's absence is final unless
+""" "Not in the documents" is an answer (engine.core.absence): a cheap route's absence is final unless
 the retrieval evidence says a costlier route could find it; a forced route answers on that route
 alone; a logic answer that outruns its passages becomes "not in the documents".
 No model loads: word-overlap KBs with the real lexical index, a keyword router, scripted LLMs."""
@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-import engine.routes.logic.solve as logic_mod
-from engine.absence import weigh_absence, word_family
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
-from engine.llm.base import call_llm
-from engine.prompts.answer import NOT_IN_DOCUMENTS
-from engine.question.parse import text_of
-from engine.routes.common import looks_unanswered
-from engine.routes.specifics import unread_words
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.absence import weigh_absence, word_family
+from engine.core.routes.common import looks_unanswered
+from engine.core.routes.specifics import unread_words
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
+from engine.floor.llm.base import call_llm
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
+from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 FERRY = {
@@ -27,7 +27,7 @@ SAILS = "What colour are the Lowen Ferry's sails?"
 
 
 def ferry_rag(llm, **kw):
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     return RoutedRAG(kb=WordOverlapKB.titled(FERRY), llm=llm, router=kw.pop("router", FakeRouter()), **kw)
 
@@ -155,7 +155,7 @@ def scripted_logic(text: str, nodes: list[dict], read: list[str]):
     """A stand-in for answer_logic returning `text` with the DAG `nodes` after reading chunks `read`."""
 
     def answer_logic(question, kb, llm, config=None, style="short", budget=None):
-        question = text_of(question)  # the pipeline hands the route a Question (engine.question.parse)
+        question = text_of(question)  # the pipeline hands the route a Question (engine.floor.question.parse)
         usage, trace = Usage(), Trace(route="logic", dag={"nodes": nodes})
         trace.details["steps"] = [{"nodes": ["q1"], "query": question, "chunk_ids": read}]
         call_llm(llm, [{"role": "user", "content": question}], purpose="answer", usage=usage, trace=trace)
@@ -218,7 +218,7 @@ def test_a_chunk_answer_naming_a_number_no_passage_read_holds_is_withheld():
 
 def test_a_chunk_answer_its_passages_state_is_kept_whatever_the_number_formatting():
     kb_text = {"Limits": "A package tarball may hold at most 10,000 files and 214 characters of name."}
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     rag = RoutedRAG(kb=WordOverlapKB.titled(kb_text), llm=ScriptedLLM(replies=["At most 10000 files [1]."]))
     ans = rag.answer("How many files may a package tarball hold?", route="chunk")
@@ -250,7 +250,7 @@ SUPPRESSIONS_Q = "What number of suppression entries can a suppressions file hol
 
 
 def test_an_answer_found_after_an_absence_must_come_from_a_passage_about_the_question(monkeypatch):
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     reply = "A suppressions file holds at most 500 entries [1]."
     monkeypatch.setattr(logic_mod, "answer_logic", scripted_logic(reply, [], ["c0", "c1"]))
@@ -266,7 +266,7 @@ def test_an_answer_found_after_an_absence_must_come_from_a_passage_about_the_que
 
 
 def test_an_answer_found_in_the_next_passages_must_come_from_a_passage_about_the_question():
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     replies = [NOT_IN_DOCUMENTS, "A suppressions file holds at most 500 entries [1]."]
     rag = RoutedRAG(kb=WordOverlapKB.titled(VALGRIND), llm=ScriptedLLM(replies=replies), router=FakeRouter(), k=1)
@@ -276,7 +276,7 @@ def test_an_answer_found_in_the_next_passages_must_come_from_a_passage_about_the
 
 
 def test_an_answer_found_after_an_absence_from_a_passage_about_a_sub_question_is_kept(monkeypatch):
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     hops = [
         {"id": "q1", "question": "Which option sets the stack depth of errors?", "answer": "--num-callers"},
@@ -303,7 +303,7 @@ KCACHEGRIND = {
 
 
 def test_an_answer_found_in_the_next_passages_when_none_of_them_is_about_the_question_is_withheld():
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     replies = [NOT_IN_DOCUMENTS, "The default scheme is green for leaf nodes and blue for the others [1]."]
     kb = WordOverlapKB.titled(KCACHEGRIND)

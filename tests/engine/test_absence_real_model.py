@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.routes.common import looks_unanswered
+from engine.core.routes.common import looks_unanswered
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.embedder]
 
@@ -29,8 +29,8 @@ SAILS = "What colour are the Lowen Ferry's sails?"
 
 @pytest.fixture(scope="module")
 def ferry(tmp_path_factory, real_embedder):
-    from engine.llm.factory import make_llm
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
     folder = tmp_path_factory.mktemp("ferry")

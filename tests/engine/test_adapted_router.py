@@ -11,9 +11,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import CheckpointError
-from engine.base.types import Answer, Usage
-from engine.pipeline import RoutedRAG
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import CheckpointError
+from engine.floor.base.types import Answer, Usage
 from router.kb_router import ADAPTED, SHIPPED, load_for_kb, remember, remembered_checkpoint, router_label
 from tests.fakes import ScriptedLLM
 from tests.training.adapt_setup import embedder, small_generalist, tiny_kb
@@ -75,9 +75,9 @@ def test_a_remembered_router_that_is_gone_is_an_error_not_a_silent_fallback(kb_w
 
 
 def test_ask_uses_the_kb_router_unless_one_is_named(kb_with_router, trained, stub_routes, monkeypatch):
-    import engine.embedder as embedder_mod
-    import engine.llm.factory as factory
-    from engine.cli import main
+    import engine.floor.embedder as embedder_mod
+    import engine.floor.llm.factory as factory
+    from engine.face.cli import main
 
     emb = embedder()
     monkeypatch.setattr(embedder_mod, "get_embedder", lambda *a, **kw: emb)
@@ -93,9 +93,9 @@ def test_ask_uses_the_kb_router_unless_one_is_named(kb_with_router, trained, stu
 def test_a_dry_run_on_an_adapted_kb_names_the_router_and_route_that_ask_answers_with(
     kb_with_router, stub_routes, monkeypatch
 ):
-    import engine.embedder as embedder_mod
-    import engine.llm.factory as factory
-    from engine.cli import main
+    import engine.floor.embedder as embedder_mod
+    import engine.floor.llm.factory as factory
+    from engine.face.cli import main
 
     emb = embedder()
     monkeypatch.setattr(embedder_mod, "get_embedder", lambda *a, **kw: emb)

@@ -1,7 +1,7 @@
 """Every answer carries its sources, as specs: on the chunk, summary and logic routes (scripted
 LLM), numbered as the answer prompt showed the passages so a reader answer's [n] points at one,
 carrying the document's path and the chunk's heading path, in Answer.to_dict(); and the lines
-people read (engine.sources_text)."""
+people read (engine.floor.sources_text)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from engine.base.types import Answer, RetrievedChunk, Source, Usage
-from engine.routes.chunk import answer_chunk
-from engine.routes.logic.solve import answer_logic
-from engine.routes.summary import answer_summary
-from engine.sources_text import format_sources
+from engine.core.routes.chunk import answer_chunk
+from engine.core.routes.logic.solve import answer_logic
+from engine.core.routes.summary import answer_summary
+from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
+from engine.floor.sources_text import format_sources
 from hierarchy.documents import Chunk
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.update import build_layers

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from engine.base.errors import BadQuestionError, LogicRouteError
-from engine.routes import ChunkRoute, RouteContext, answer_on
-from engine.routes.chunk import answer_chunk
-from engine.routes.common import clean_answer, looks_unanswered
+from engine.core.routes import ChunkRoute, RouteContext, answer_on
+from engine.core.routes.chunk import answer_chunk
+from engine.core.routes.common import clean_answer, looks_unanswered
+from engine.floor.base.errors import BadQuestionError, LogicRouteError
 from hierarchy.documents import Chunk
 from tests.fakes import ScriptedLLM, WordOverlapKB
 
@@ -62,7 +62,7 @@ def test_answer_is_reduced_to_the_phrase(raw, clean):
 @pytest.mark.local_llm
 @pytest.mark.embedder
 def test_local_llm_chunk_route_answers_from_a_real_kb(tmp_path):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
     from tests.real_embedder import shared_test_embedder

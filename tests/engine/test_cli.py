@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy.kb import KnowledgeBase
 from tests import doc_files
 from tests.fakes import HashedBowEmbedder, layered_kb, segment_file
@@ -21,7 +21,7 @@ from tests.fakes import HashedBowEmbedder, layered_kb, segment_file
 
 def test_help_imports_no_heavy_library():
     code = (
-        "import sys; from click.testing import CliRunner; from engine.cli import main; "
+        "import sys; from click.testing import CliRunner; from engine.face.cli import main; "
         "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
         "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'lightning', 'llama_cpp', 'openai', "
         "'sklearn', 'fastapi', 'mcp', 'pypdf', 'bs4') if m in sys.modules]; print(heavy)"
@@ -217,9 +217,9 @@ def test_a_closed_stdout_is_not_a_failure_and_the_exit_status_stays_the_commands
 
 
 def test_the_route_line_says_what_overrode_the_routers_probabilities(capsys):
-    from engine.base.trace import Trace
-    from engine.base.types import Answer, Usage
-    from engine.cli_ask import print_answer
+    from engine.face.cli_ask import print_answer
+    from engine.floor.base.trace import Trace
+    from engine.floor.base.types import Answer, Usage
 
     probs = {"chunk": 0.95, "summary": 0.04, "logic": 0.01}
     for decision, says in (

@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-import engine.routes.logic.solve as logic_mod
-from engine.base.types import Answer, RetrievedChunk, Source, Usage
-from engine.cli import main
-from engine.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
-from engine.pipeline import RoutedRAG
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.pipeline import RoutedRAG
+from engine.face.cli import main
+from engine.face.cli_ask import BATCH_FAILED, NOTICE_MIN_QUESTIONS, answer_record, routing_notice
+from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
 from router.policy import Policy
 from tests.fakes import FakeGuardedRouter, ScriptedLLM, WordOverlapKB, fake_logic
 from tests.samples import PASSAGES_NAMING_THEM
@@ -115,7 +115,7 @@ def test_a_forced_route_answers_alone_and_escalate_opts_into_the_retry(opened, t
     assert json.loads(res.output)["text"] == "unknown" and opened.options[-1]["retry_unanswered"] is False
 
 
-# the evidence gate (engine.absence, tests/engine/test_absence.py) off: these specify the ladder
+# the evidence gate (engine.core.absence, tests/engine/test_absence.py) off: these specify the ladder
 NO_GATE = ("--set", "keep_absence=false")
 
 
@@ -177,7 +177,7 @@ def test_questions_become_one_json_line_each_in_order(opened, tmp_path):
 
 
 def test_each_answer_is_written_as_it_is_made_and_a_rerun_answers_only_the_rest(opened, tmp_path):
-    from engine.base.errors import LLMError
+    from engine.floor.base.errors import LLMError
 
     def down_for_emma(messages):
         if "wrote Emma?" in messages[-1]["content"]:
@@ -313,11 +313,11 @@ def test_a_mixed_small_or_forced_batch_gets_no_notice(opened, tmp_path):
 
 @pytest.fixture
 def nothing_loads(monkeypatch, isolated_llm_env):
-    import engine.embedder
+    import engine.floor.embedder
 
     calls = []
-    monkeypatch.setattr(engine.embedder, "get_embedder", lambda *a, **k: calls.append("get_embedder"))
-    monkeypatch.setattr(engine.embedder.Embedder, "__init__", lambda *a, **k: calls.append("Embedder"))
+    monkeypatch.setattr(engine.floor.embedder, "get_embedder", lambda *a, **k: calls.append("get_embedder"))
+    monkeypatch.setattr(engine.floor.embedder.Embedder, "__init__", lambda *a, **k: calls.append("Embedder"))
     monkeypatch.setattr(RoutedRAG, "open", classmethod(lambda cls, *a, **k: calls.append("open")))
     return calls
 

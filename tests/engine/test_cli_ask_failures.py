@@ -8,10 +8,10 @@ import json
 
 from click.testing import CliRunner
 
-from engine.base.errors import LLMError
-from engine.cli import main
-from engine.cli_ask import BATCH_FAILED
-from engine.pipeline import RoutedRAG
+from engine.core.pipeline import RoutedRAG
+from engine.face.cli import main
+from engine.face.cli_ask import BATCH_FAILED
+from engine.floor.base.errors import LLMError
 from tests.fakes import ScriptedLLM, make_rag
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy.kb import KnowledgeBase
 from tests.fakes import HashedBowEmbedder
 
@@ -78,7 +78,7 @@ def test_a_chunk_another_document_holds_is_reported_as_a_duplicate(tmp_path, emb
 
 
 def test_index_retrieval_dense_is_recorded_and_ask_retrieval_holds_for_its_run(tmp_path, emb):
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     write(tmp_path / "docs" / "lava.md", "# Lava\n\nLava flows from the crater of a volcano.")
     built = run(emb, "index", str(tmp_path / "docs"), "--kb", str(tmp_path / "kb"), "--summaries", "none")

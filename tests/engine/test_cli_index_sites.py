@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy.kb import KnowledgeBase
 from tests import doc_sites
 from tests.fakes import HashedBowEmbedder

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import engine.embedder as embedder_mod
+import engine.floor.embedder as embedder_mod
 import hierarchy.layers.nodes as nodes_mod
-from engine.base.progress import progress_on
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.progress import progress_on
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.update import build_layers
 from tests.fakes import HashedBowEmbedder
@@ -142,7 +142,7 @@ def test_quiet_keeps_warnings(tmp_path):
 
 
 def test_verbose_shows_debug_lines(tmp_path, monkeypatch):
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
 
     def stop(cls, *args, **kwargs):
         raise SystemExit(0)

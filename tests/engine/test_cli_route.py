@@ -1,4 +1,4 @@
-"""`logicroute ask --dry-run --questions FILE --json` (engine.cli_route): one JSON line per item in input
+"""`logicroute ask --dry-run --questions FILE --json` (engine.face.cli_route): one JSON line per item in input
 order, route + probabilities + out-of-distribution flag, a per-line error record for a bad line,
 the router loaded once and fed in batches. A tiny hashed embedder stands in for MiniLM."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-import engine.cli_route as cli_route
+import engine.face.cli_route as cli_route
 from router.checkpoint import save_checkpoint
 from router.model import RouterConfig, RouterMLP
 from router.ood import build_guard
@@ -39,7 +39,7 @@ def checkpoint(tmp_path):
 
 
 def run_route(path, checkpoint, emb=None, **kw):
-    from engine.cli import main
+    from engine.face.cli import main
 
     res = CliRunner().invoke(
         main,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import ConfigError
-from engine.budget import Budget
-from engine.config import BUDGET_KEYS, RagConfig
-from engine.pipeline import RoutedRAG
+from engine.core.budget import Budget
+from engine.core.config import BUDGET_KEYS, RagConfig
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import ConfigError
 from router.policy import Policy
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -80,6 +80,6 @@ def test_every_setting_has_help_and_a_row_in_the_configuration_document():
 
 
 def test_ask_keeps_to_fourteen_options():
-    from engine.cli_ask import ask
+    from engine.face.cli_ask import ask
 
     assert len([p for p in ask.params if p.param_type_name == "option"]) <= 14

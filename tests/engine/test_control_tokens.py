@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.llm.control_tokens import COMMON, MARKERS, marker_pattern, neutralise, neutralise_messages
-from engine.llm.local import LocalLLM
+from engine.floor.llm.control_tokens import COMMON, MARKERS, marker_pattern, neutralise, neutralise_messages
+from engine.floor.llm.local import LocalLLM
 
 FACT = "The Ardmere Lighthouse was built in 1871 on the northern cape of the island."
 # the fact, then a system turn, a question and a reply of the document's own making
@@ -75,7 +75,7 @@ class FakeLlama:
 
 
 def test_the_local_backend_sends_every_message_neutralised_with_its_vocabularys_markers(monkeypatch):
-    import engine.llm.local as local
+    import engine.floor.llm.local as local
 
     fake = FakeLlama(markers=marker_pattern(["<turn>"]))  # a vocabulary with a control token of its own
     monkeypatch.setattr(local, "_shared_llama", lambda path, n_ctx, n_threads: (fake, threading.Lock()))
@@ -89,7 +89,7 @@ def test_the_local_backend_sends_every_message_neutralised_with_its_vocabularys_
 def test_the_openai_backend_sends_every_message_neutralised():
     from types import SimpleNamespace
 
-    from engine.llm.openai_api import OpenAILLM
+    from engine.floor.llm.openai_api import OpenAILLM
 
     sent: list[dict] = []
 
@@ -110,8 +110,8 @@ def test_the_openai_backend_sends_every_message_neutralised():
 @pytest.fixture(scope="module")
 def real_local():
     """The shipped model as every local call uses it (loaded once per process)."""
-    from engine.llm import model_files
-    from engine.llm.local import _shared_llama
+    from engine.floor.llm import model_files
+    from engine.floor.llm.local import _shared_llama
 
     model_files.model_path("qwen2.5-coder-1.5b")  # missing parts fail here, naming the install command
     llm = LocalLLM()
@@ -121,7 +121,7 @@ def real_local():
 
 @pytest.mark.local_llm
 def test_on_the_real_tokenizer_a_documents_markers_are_never_control_tokens(real_local, monkeypatch):
-    from engine.llm.control_tokens import vocabulary_markers
+    from engine.floor.llm.control_tokens import vocabulary_markers
 
     llm, llama = real_local
     assert {"<|im_start|>", "<|im_end|>", "<|endoftext|>", "<tool_call>"} <= set(vocabulary_markers(llama))
@@ -149,7 +149,7 @@ def test_on_the_real_tokenizer_a_documents_markers_are_never_control_tokens(real
 
 @pytest.mark.local_llm
 def test_the_real_model_answers_from_a_document_that_opens_a_system_turn_of_its_own(real_local):
-    from engine.routes.chunk import answer_chunk
+    from engine.core.routes.chunk import answer_chunk
     from hierarchy.documents import Chunk
     from tests.fakes import WordOverlapKB
 

@@ -1,4 +1,4 @@
-"""The Decider (engine.decide): a router's probabilities become a route through its stages in
+"""The Decider (engine.core.decide): a router's probabilities become a route through its stages in
 order (threshold, list gate, form, out of distribution), and the Decision says which stage set
 the route and why. One specification per stage, then the stages together."""
 
@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.budget import Budget
-from engine.decide import (
+from engine.core.budget import Budget
+from engine.core.decide import (
     Decider,
     Decision,
     FormStage,
@@ -20,6 +19,7 @@ from engine.decide import (
     forced,
     overrode,
 )
+from engine.floor.base.errors import LogicRouteError
 
 CHUNK_LIKELY = {"chunk": 0.7, "summary": 0.1, "logic": 0.2}
 LOGIC_LIKELY = {"chunk": 0.1, "summary": 0.1, "logic": 0.8}

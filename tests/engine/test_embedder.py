@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from engine.base.errors import ModelFilesError
-from engine.embedder import DEFAULT_MODEL_ID, Embedder, default_model_path, get_embedder
+from engine.floor.base.errors import ModelFilesError
+from engine.floor.embedder import DEFAULT_MODEL_ID, Embedder, default_model_path, get_embedder
 
 # -- no model load ---------------------------------------------------------------------------
 

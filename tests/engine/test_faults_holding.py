@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import CheckpointError
-from engine.pipeline import RoutedRAG
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import load_checkpoint
 from tests.engine.test_llm_faults import FakeEndpoint
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, make_rag

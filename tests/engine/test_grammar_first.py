@@ -1,4 +1,4 @@
-"""Grammar-first greedy decoding (engine.llm.grammar_first): the same JSON as the stock sampler
+"""Grammar-first greedy decoding (engine.floor.llm.grammar_first): the same JSON as the stock sampler
 chain, from the real local model, on a plain reply and on one where the grammar must overrule
 the model's first choices; calls the chain cannot serve keep the stock one."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from engine.llm import grammar_first
+from engine.floor.llm import grammar_first
 
 _USER_CACHE_DIR = os.environ.get("LOGICROUTE_CACHE_DIR")
 
@@ -73,7 +73,7 @@ def test_calls_it_cannot_serve_keep_the_stock_chain(kw):
 def test_the_real_model_writes_the_same_json_with_either_chain(monkeypatch):
     from llama_cpp import Llama
 
-    from engine.llm.model_files import model_path
+    from engine.floor.llm.model_files import model_path
 
     if _USER_CACHE_DIR:
         monkeypatch.setenv("LOGICROUTE_CACHE_DIR", _USER_CACHE_DIR)

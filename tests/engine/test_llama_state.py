@@ -1,4 +1,4 @@
-"""Lean model states (engine.llm.llama_state): the prefix cache restores them without the logits
+"""Lean model states (engine.floor.llm.llama_state): the prefix cache restores them without the logits
 array, and the real model then replies exactly as it does from a fresh evaluation."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.llm import llama_state
+from engine.floor.llm import llama_state
 
 _USER_CACHE_DIR = os.environ.get("LOGICROUTE_CACHE_DIR")
 
@@ -34,7 +34,7 @@ def test_a_model_that_keeps_every_logit_keeps_the_stock_pair():
 def test_replies_from_restored_lean_states_equal_fresh_ones(monkeypatch):
     from llama_cpp import Llama
 
-    from engine.llm.model_files import model_path
+    from engine.floor.llm.model_files import model_path
 
     if _USER_CACHE_DIR:
         monkeypatch.setenv("LOGICROUTE_CACHE_DIR", _USER_CACHE_DIR)

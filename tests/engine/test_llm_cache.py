@@ -11,11 +11,11 @@ import threading
 
 import pytest
 
-from engine.base.errors import LLMError, StructuredOutputError
-from engine.base.trace import Trace
-from engine.base.types import Completion, Usage
-from engine.llm.base import call_llm, flag
-from engine.llm.cache import CachedLLM, cache_key
+from engine.floor.base.errors import LLMError, StructuredOutputError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Completion, Usage
+from engine.floor.llm.base import call_llm, flag
+from engine.floor.llm.cache import CachedLLM, cache_key
 from tests.fakes import Cut, ScriptedLLM
 from tests.samples import MSGS, SCHEMA
 
@@ -205,7 +205,7 @@ class SureLLM(CountingLLM):
 def test_a_hit_keeps_the_answers_token_log_probabilities(tmp_path):
     import math
 
-    from engine.llm.base import answer_confidence
+    from engine.floor.llm.base import answer_confidence
 
     llm = CachedLLM(SureLLM(), tmp_path / "c.sqlite")
     first, hit = llm.chat(MSGS), llm.chat(MSGS)

@@ -10,16 +10,16 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LLMError, LogicRouteError
-from engine.cli import main
-from engine.llm.base import parse_spec
-from engine.llm.factory import make_llm
-from engine.llm.openai_api import OpenAILLM
-from engine.llm.urls import redact
-from engine.pipeline import RoutedRAG
-from engine.serve.config import ServeConfig
-from engine.serve.run import ServerThread
-from engine.serve.service import AnswerService
+from engine.core.pipeline import RoutedRAG
+from engine.face.cli import main
+from engine.face.serve.config import ServeConfig
+from engine.face.serve.run import ServerThread
+from engine.face.serve.service import AnswerService
+from engine.floor.base.errors import LLMError, LogicRouteError
+from engine.floor.llm.base import parse_spec
+from engine.floor.llm.factory import make_llm
+from engine.floor.llm.openai_api import OpenAILLM
+from engine.floor.llm.urls import redact
 from tests.engine.serve_helpers import SchemaLLM, call, film_kb
 from tests.fakes import FakeRouter, make_rag
 from tests.samples import MSGS

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.llm.base import LLMSettings, LLMSpec, parse_spec
-from engine.llm.cache import CachedLLM
-from engine.llm.factory import make_llm
-from engine.llm.local import LocalLLM
-from engine.llm.openai_api import OpenAILLM
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.llm.base import LLMSettings, LLMSpec, parse_spec
+from engine.floor.llm.cache import CachedLLM
+from engine.floor.llm.factory import make_llm
+from engine.floor.llm.local import LocalLLM
+from engine.floor.llm.openai_api import OpenAILLM
 
 pytestmark = pytest.mark.usefixtures("isolated_llm_env")  # no user cache, no real key or endpoint
 
@@ -80,9 +80,9 @@ def test_make_llm_builds_backends_lazily_and_wraps_in_cache(tmp_path, monkeypatc
 
 def test_imports_stay_light():
     code = (
-        "import sys, engine.llm.base, engine.llm.cache, engine.llm.local, engine.llm.openai_api, "
-        "engine.llm.model_files, engine.llm.factory\n"
-        "engine.llm.factory.make_llm(); engine.llm.factory.make_llm('openai:m@http://h:1/v1')\n"
+        "import sys, engine.floor.llm.base, engine.floor.llm.cache, engine.floor.llm.local, engine.floor.llm.openai_api, "
+        "engine.floor.llm.model_files, engine.floor.llm.factory\n"
+        "engine.floor.llm.factory.make_llm(); engine.floor.llm.factory.make_llm('openai:m@http://h:1/v1')\n"
         "print([m for m in ('openai', 'llama_cpp', 'jsonschema', 'tqdm') if m in sys.modules])"
     )
     out = subprocess.run(

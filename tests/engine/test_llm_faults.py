@@ -12,15 +12,15 @@ import openai  # noqa: F401  # imported once at collection, not inside the first
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import BadQuestionError, DeadlineError, LLMError, StructuredOutputError
-from engine.base.trace import Trace
-from engine.base.types import Completion, Usage
-from engine.budget import Budget
-from engine.cli_options import llm_option
-from engine.llm.base import LLMSettings, answer_scope, call_llm, solving
-from engine.llm.cache import CachedLLM
-from engine.llm.factory import make_llm
-from engine.routes.common import MAX_QUESTION_CHARS, check_question
+from engine.core.budget import Budget
+from engine.core.routes.common import MAX_QUESTION_CHARS, check_question
+from engine.face.cli_options import llm_option
+from engine.floor.base.errors import BadQuestionError, DeadlineError, LLMError, StructuredOutputError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Completion, Usage
+from engine.floor.llm.base import LLMSettings, answer_scope, call_llm, solving
+from engine.floor.llm.cache import CachedLLM
+from engine.floor.llm.factory import make_llm
 from tests.engine.fake_endpoint import HANG, FakeEndpoint, completion_body, timed
 from tests.fakes import make_rag
 from tests.samples import MSGS
@@ -122,7 +122,7 @@ def test_a_logic_answer_on_a_hung_endpoint_waits_for_one_call_not_two():
 
 
 def test_a_local_call_does_not_start_after_its_end():
-    from engine.llm.local import LocalLLM
+    from engine.floor.llm.local import LocalLLM
 
     llm = LocalLLM("/nowhere/model.gguf")
     no_call = r"^stopped at the 1 s limit: no further LLM call$"
@@ -213,7 +213,7 @@ def test_a_blank_completion_that_gets_through_is_flagged_and_not_served_from_the
 
 
 def _key(cached: CachedLLM) -> str:
-    from engine.llm.cache import cache_key
+    from engine.floor.llm.cache import cache_key
 
     return cache_key(cached.name, MSGS, None, 256, 0.0)
 

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.base.errors import LLMError, ModelFilesError
-from engine.llm import model_files
-from engine.llm.base import answer_confidence
-from engine.llm.factory import make_llm
-from engine.llm.local import LocalLLM
+from engine.floor.base.errors import LLMError, ModelFilesError
+from engine.floor.llm import model_files
+from engine.floor.llm.base import answer_confidence
+from engine.floor.llm.factory import make_llm
+from engine.floor.llm.local import LocalLLM
 from tests.samples import MSGS, SCHEMA
 
 _USER_CACHE_DIR = os.environ.get("LOGICROUTE_CACHE_DIR")  # read at import, before isolated_llm_env hides it
@@ -41,7 +41,7 @@ class FakeLlama:
 
 
 def test_local_backend_uses_grammar_shared_validation_and_clear_context_error(monkeypatch):
-    import engine.llm.local as local
+    import engine.floor.llm.local as local
 
     fake = FakeLlama(
         ["oops", '{"answer": 5}', "5", ValueError("Requested tokens (5000) exceed context window of 4096")]
@@ -59,9 +59,9 @@ def test_local_backend_uses_grammar_shared_validation_and_clear_context_error(mo
 
 
 def test_a_rerun_the_cache_replays_loads_no_model(monkeypatch, tmp_path):
-    import engine.llm.local as local
-    from engine.base.errors import StructuredOutputError
-    from engine.llm.cache import CachedLLM
+    import engine.floor.llm.local as local
+    from engine.floor.base.errors import StructuredOutputError
+    from engine.floor.llm.cache import CachedLLM
 
     loads = []
     fake = FakeLlama(["oops", "still oops"])
@@ -254,7 +254,7 @@ def test_real_local_model_evaluates_only_the_suffix_after_a_shared_prefix(monkey
 
 
 def test_the_internals_patches_are_made_for_the_llama_cpp_version_every_install_pins():
-    from engine.llm.local import LLAMA_CPP_VERSION
+    from engine.floor.llm.local import LLAMA_CPP_VERSION
 
     root = Path(__file__).resolve().parents[2]
     pinned = {
@@ -265,7 +265,7 @@ def test_the_internals_patches_are_made_for_the_llama_cpp_version_every_install_
 
 
 def test_another_llama_cpp_version_decodes_with_the_stock_library_and_says_so(caplog):
-    from engine.llm.local import LLAMA_CPP_VERSION, patches_apply
+    from engine.floor.llm.local import LLAMA_CPP_VERSION, patches_apply
 
     assert patches_apply(LLAMA_CPP_VERSION) and not caplog.records
     with caplog.at_level("WARNING", logger="logicroute.llm"):

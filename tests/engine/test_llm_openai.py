@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import openai
 import pytest
 
-from engine.base.errors import LLMError, StructuredOutputError
-from engine.llm.openai_api import OpenAILLM
+from engine.floor.base.errors import LLMError, StructuredOutputError
+from engine.floor.llm.openai_api import OpenAILLM
 from tests.engine.fake_endpoint import send_body
 from tests.samples import MSGS, SCHEMA
 

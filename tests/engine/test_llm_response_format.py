@@ -10,13 +10,13 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from engine.base.errors import LLMError
-from engine.base.trace import Trace
-from engine.base.types import Usage
-from engine.llm.base import call_llm
-from engine.llm.cache import CachedLLM
-from engine.llm.response_format import refuses_format
-from engine.prompts.structured import schema_instruction
+from engine.floor.base.errors import LLMError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Usage
+from engine.floor.llm.base import call_llm
+from engine.floor.llm.cache import CachedLLM
+from engine.floor.llm.response_format import refuses_format
+from engine.floor.prompts.structured import schema_instruction
 from tests.engine.fake_endpoint import ThreadedEndpoint, completion_body, send_body
 from tests.samples import MSGS, SCHEMA
 

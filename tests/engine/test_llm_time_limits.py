@@ -15,13 +15,13 @@ import openai  # noqa: F401  # imported once at collection, not inside the first
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import DeadlineError
-from engine.budget import Budget
-from engine.cli import main
-from engine.llm.base import answer_scope, solving
-from engine.llm.factory import make_llm
-from engine.pipeline import RoutedRAG
-from engine.serve.run import ServerThread
+from engine.core.budget import Budget
+from engine.core.pipeline import RoutedRAG
+from engine.face.cli import main
+from engine.face.serve.run import ServerThread
+from engine.floor.base.errors import DeadlineError
+from engine.floor.llm.base import answer_scope, solving
+from engine.floor.llm.factory import make_llm
 from tests.engine.fake_endpoint import HANG, FakeEndpoint, Trickle, timed
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, corpus_kb, step
 from tests.engine.serve_helpers import CHAIN_QUESTION, SIMPLE_QUESTION, call, film_service
@@ -37,7 +37,7 @@ def warm_process():
     """What the first call of a process loads (the logic route's modules, the HTTP client's
     certificates, the reply's models: over a second on a busy machine), loaded before the timed
     specs, so their limits of a second or less measure the endpoint alone."""
-    import engine.routes.logic.solve  # noqa: F401
+    import engine.core.routes.logic.solve  # noqa: F401
 
     with FakeEndpoint("warm") as server:
         server.llm().chat(MSGS)
@@ -228,7 +228,7 @@ def test_an_answer_the_deadline_ends_keeps_what_was_found_and_says_the_limit(mon
 
 
 def test_a_logic_retry_stopped_by_the_time_limit_names_the_answers_limit_not_what_was_left():
-    from engine.routes import RouteContext
+    from engine.core.routes import RouteContext
     from tests.fakes import ScriptedLLM
 
     # the logic route as a retry runs: 0.3 s of the answer's 0.5 s spent, its budget the 0.2 s left; every
@@ -257,7 +257,13 @@ def test_a_new_question_with_an_empty_cache_ends_inside_the_limit_start_up_inclu
     (tmp_path / "docs" / "a.txt").write_text("The Ardmere lighthouse was built by Ada Brankov, born in Kesh.")
     index_sources(tmp_path / "kb", [tmp_path / "docs"], summaries="none", embedder=real_embedder)
     with FakeEndpoint(Trickle(every=1.0)) as server:
-        command = [sys.executable, "-m", "engine.cli", "ask", "Where was the builder of the Ardmere lighthouse born?"]
+        command = [
+            sys.executable,
+            "-m",
+            "engine.face.cli",
+            "ask",
+            "Where was the builder of the Ardmere lighthouse born?",
+        ]
         command += ["--kb", str(tmp_path / "kb"), "--route", route, "--set", "budget.max_seconds=3"]
         command += ["--set", "cache=false", "--llm", f"openai:m@{server.url}?timeout=60&retries=0"]
         t0 = time.perf_counter()

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from engine.budget import Budget
-from engine.routes.logic.config import LogicConfig
-from engine.routes.logic.solve import answer_logic
+from engine.core.budget import Budget
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, SUFFICIENT, corpus_kb, step
 from tests.fakes import ScriptedLLM, make_rag
 

@@ -7,7 +7,7 @@ Runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embedder).
 
 from __future__ import annotations
 
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
     COMPARE_PLAN,
     COMPARE_Q,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.routes.logic.config import LogicConfig
-from engine.routes.logic.plan import plan_from_form
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.logic.plan import plan_from_form
+from engine.core.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import CHAIN_PLAN, CHAIN_Q, COMPARE_Q, SUFFICIENT, corpus_kb, lean_kb, purposes, step
 from tests.fakes import ScriptedLLM
 from tests.router.routing_questions import ONE_HOP

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.types import Answer, RetrievedChunk, Source, Usage
-from engine.routes import LogicRoute, RouteContext, _cited, answer_on, make_route
-from engine.routes.common import cited_numbers, resolve_citations
-from engine.routes.logic.config import LogicConfig
-from engine.routes.logic.grounding import supported
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes import LogicRoute, RouteContext, _cited, answer_on, make_route
+from engine.core.routes.common import cited_numbers, resolve_citations
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.logic.grounding import supported
+from engine.core.routes.logic.solve import answer_logic
+from engine.floor.base.types import Answer, RetrievedChunk, Source, Usage
 from hierarchy.documents import Chunk
 from tests.engine.logic_scripts import SUFFICIENT, node, plan, purposes, step
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB

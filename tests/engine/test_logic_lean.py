@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.types import RetrievedChunk
-from engine.prompts.logic import decompose_messages
-from engine.prompts.logic_step import step_messages
-from engine.routes.logic.config import LogicConfig
-from engine.routes.logic.evidence import compress_chunks, estimate_tokens
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.logic.evidence import compress_chunks, estimate_tokens
+from engine.core.routes.logic.solve import answer_logic
+from engine.floor.base.types import RetrievedChunk
+from engine.floor.prompts.logic import decompose_messages
+from engine.floor.prompts.logic_step import step_messages
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
     CHAIN_Q,

@@ -8,7 +8,7 @@ Runs on ScriptedLLM + a keyword-overlap fake KB (no model, no embedder).
 
 from __future__ import annotations
 
-from engine.routes.logic.plan import (
+from engine.core.routes.logic.plan import (
     SubQuestion,
     build_graph,
     placeholders,
@@ -17,7 +17,7 @@ from engine.routes.logic.plan import (
     substitute,
     topological_ranks,
 )
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes.logic.solve import answer_logic
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
     CHAIN_Q,
@@ -140,7 +140,7 @@ def test_compare_only_node_is_dropped_and_whole_question_copy_moves_last():
 
 
 def test_a_plan_restating_the_question_is_answered_like_the_chunk_route():
-    from engine.routes.chunk import answer_chunk
+    from engine.core.routes.chunk import answer_chunk
 
     q = "Who directed the film Vertigo?"
     llm = ScriptedLLM([plan(("q1", "Who directed the film Vertigo?", [])), "Alfred Hitchcock"])

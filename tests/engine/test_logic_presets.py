@@ -10,8 +10,8 @@ from dataclasses import fields
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.routes.logic.config import FIXED, LogicConfig, preset_config
+from engine.core.routes.logic.config import FIXED, LogicConfig, preset_config
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import ScriptedLLM, make_rag
 from training.bench.bench_logic import BENCH_MAX_SECONDS, LEAN_UNKNOWN, system_config
 from training.common.logic_experiment import LogicExperiment, experiment, logic_fingerprint

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.budget import Budget
-from engine.routes.logic.config import LogicConfig
-from engine.routes.logic.solve import answer_logic
+from engine.core.budget import Budget
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.logic.solve import answer_logic
 
 TWO_HOP = [
     (
@@ -30,7 +30,7 @@ TWO_HOP = [
 
 @pytest.mark.local_llm
 def test_logic_route_local_llm_two_hop(tmp_path):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.documents import Document
     from hierarchy.kb import KnowledgeBase
 

@@ -13,12 +13,12 @@ from dataclasses import fields
 
 import pytest
 
-from engine.base.errors import BadQuestionError, LLMError
-from engine.budget import Budget
-from engine.routes import LogicRoute, RouteContext, answer_on
-from engine.routes.logic.config import LogicConfig, Mechanisms, caps
-from engine.routes.logic.render import trace_to_mermaid
-from engine.routes.logic.solve import answer_logic
+from engine.core.budget import Budget
+from engine.core.routes import LogicRoute, RouteContext, answer_on
+from engine.core.routes.logic.config import LogicConfig, Mechanisms, caps
+from engine.core.routes.logic.render import trace_to_mermaid
+from engine.core.routes.logic.solve import answer_logic
+from engine.floor.base.errors import BadQuestionError, LLMError
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
     CHAIN_Q,

@@ -1,8 +1,8 @@
-"""Reading a rank-step reply that the token limit cut off (engine.prompts.logic_step.salvage_memory)."""
+"""Reading a rank-step reply that the token limit cut off (engine.floor.prompts.logic_step.salvage_memory)."""
 
 from __future__ import annotations
 
-from engine.prompts.logic_step import salvage_memory
+from engine.floor.prompts.logic_step import salvage_memory
 
 
 def test_a_memory_cut_mid_sentence_keeps_its_whole_sentences_once_each():

@@ -1,4 +1,4 @@
-"""Prompt-lookup drafting (engine.llm.lookup_draft): what it proposes, which batches ask for
+"""Prompt-lookup drafting (engine.floor.llm.lookup_draft): what it proposes, which batches ask for
 every position's logits, and that the real local model still writes the right replies with it,
 in fewer forward passes."""
 
@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from engine.llm import lookup_draft
-from engine.llm.lookup_draft import LookupDraft
+from engine.floor.llm import lookup_draft
+from engine.floor.llm.lookup_draft import LookupDraft
 from tests.engine.test_grammar_first import SCHEMA, STEP
 
 _USER_CACHE_DIR = os.environ.get("LOGICROUTE_CACHE_DIR")
@@ -84,7 +84,7 @@ def test_the_real_model_writes_its_replies_in_fewer_passes(monkeypatch):
     some logits differently, so the replies are checked for their content, not byte for byte."""
     from llama_cpp import Llama
 
-    from engine.llm.model_files import model_path
+    from engine.floor.llm.model_files import model_path
 
     if _USER_CACHE_DIR:
         monkeypatch.setenv("LOGICROUTE_CACHE_DIR", _USER_CACHE_DIR)

@@ -19,8 +19,8 @@ pytest.importorskip("mcp", reason="the mcp extra: pip install 'logicroute[mcp]'"
 
 from mcp import Client, StdioServerParameters
 
-from engine.serve.mcp_tools import MCP_PATH, READ_TOOLS, WRITE_TOOLS, build_server, http_app
-from engine.serve.run import ServerThread
+from engine.face.serve.mcp_tools import MCP_PATH, READ_TOOLS, WRITE_TOOLS, build_server, http_app
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import ANSWER, SIMPLE_QUESTION, SchemaLLM, call, film_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -245,7 +245,7 @@ def test_without_the_mcp_extra_the_command_names_its_install_command_before_anyt
 
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from engine.face.cli import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
@@ -262,7 +262,7 @@ def test_the_command_over_stdio_answers_about_a_pdf_with_its_page(tmp_path):
     the real MiniLM and router, an OpenAI-compatible fake for the LLM."""
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from engine.face.cli import main
     from tests import doc_files
     from tests.engine.fake_endpoint import FakeEndpoint
     from tests.real_embedder import shared_test_embedder
@@ -275,7 +275,7 @@ def test_the_command_over_stdio_answers_about_a_pdf_with_its_page(tmp_path):
     with FakeEndpoint("The keeper counted 412 ships [1].") as llm:
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "engine.cli", "-q", "mcp", "--kb", str(kb), "--llm", f"openai:m@{llm.url}"]
+            args=["-m", "engine.face.cli", "-q", "mcp", "--kb", str(kb), "--llm", f"openai:m@{llm.url}"]
             + ["--set", "cache=false"],
             env={"LOGICROUTE_CACHE_DIR": str(tmp_path / "cache")},
         )

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.base.metrics import f1, normalize_answer
+from engine.floor.base.metrics import f1, normalize_answer
 
 
 def test_normalization_lowercases_and_drops_punctuation_articles_and_extra_spaces():

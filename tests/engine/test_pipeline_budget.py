@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-import engine.routes.logic.solve as logic_mod
-from engine.base.errors import LogicRouteError
-from engine.config import thresholds_budget
-from engine.pipeline import Budget, RoutedRAG
-from engine.routes import RouteContext
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.config import thresholds_budget
+from engine.core.pipeline import Budget, RoutedRAG
+from engine.core.routes import RouteContext
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeRouter, HashedBowEmbedder, ScriptedLLM, fake_logic, layered_kb, make_rag
 
 
@@ -75,7 +75,7 @@ def test_budget_from_a_thresholds_file(tmp_path):
 
 
 def test_a_prompt_token_budget_no_call_fits_in_is_refused_up_front_naming_the_route_and_the_smallest_that_works():
-    from engine.llm.base import estimate_prompt_tokens
+    from engine.floor.llm.base import estimate_prompt_tokens
 
     llm = ScriptedLLM(rules={"": "Ann Lee founded it."})
     rag = make_rag(llm)
@@ -113,7 +113,7 @@ def smallest(rag, question: str, route: str) -> int:
 
 
 def test_the_smallest_budget_is_the_answering_routes_and_with_auto_routing_the_largest_routes(layered):
-    from engine.llm.base import estimate_prompt_tokens
+    from engine.floor.llm.base import estimate_prompt_tokens
 
     llm = ScriptedLLM(rules={"": "1946"})  # a reply no passage of `layered` holds: kept as given, not withheld
     rag = RoutedRAG(kb=layered, llm=llm, router=FakeRouter(), cache=False, abstain_ungrounded=False)
@@ -133,9 +133,9 @@ class UnknownSteps:
     name = "fake:unknown-steps"
 
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
-        from engine.base.types import Completion
-        from engine.llm.base import estimate_prompt_tokens
-        from engine.llm.structured import chat_structured
+        from engine.floor.base.types import Completion
+        from engine.floor.llm.base import estimate_prompt_tokens
+        from engine.floor.llm.structured import chat_structured
 
         def send(msgs):
             wanted = set((schema or {}).get("required") or ())
@@ -170,7 +170,7 @@ def test_ask_refuses_a_budget_too_small_for_the_routes_it_may_take_then_answers_
 ):
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from engine.face.cli import main
 
     llm = UnknownSteps()
     monkeypatch.setattr(

@@ -1,6 +1,6 @@
 """RoutedRAG escalation: an unanswered cheap answer (by its text or by a self-check) goes on to
 the logic route, within the budget, booking both attempts; one that says it has no answer first
-climbs the retry ladder (summary, then logic) when the router chose the route (engine.absence
+climbs the retry ladder (summary, then logic) when the router chose the route (engine.core.absence
 decides whether the evidence lets it: off here, tests/engine/test_absence.py specifies it).
 No model loads: a tiny in-memory KB, a keyword router and scripted LLMs."""
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-import engine.routes.logic.solve as logic_mod
-from engine.base.errors import LogicRouteError
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
-from engine.llm.base import call_llm
-from engine.pipeline import Budget
-from engine.question.parse import text_of
-from engine.routes.common import looks_unanswered
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.pipeline import Budget
+from engine.core.routes.common import looks_unanswered
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
+from engine.floor.llm.base import call_llm
+from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 
@@ -160,7 +160,7 @@ def test_without_token_probabilities_the_self_check_decides():
 
 @pytest.mark.parametrize("bad", [0.0, -0.1, 1.5])
 def test_a_confidence_threshold_outside_0_1_is_refused(bad):
-    from engine.base.errors import LogicRouteError
+    from engine.floor.base.errors import LogicRouteError
 
     with pytest.raises(LogicRouteError, match="escalate_below"):
         make_rag(ScriptedLLM(), escalate_below=bad)
@@ -186,7 +186,7 @@ def fake_summary():
 
 @pytest.fixture
 def summary_route(monkeypatch):
-    monkeypatch.setattr("engine.routes.summary.answer_summary", fake_summary())
+    monkeypatch.setattr("engine.core.routes.summary.answer_summary", fake_summary())
     monkeypatch.setattr("hierarchy.layers.persist.has_summary_layers", lambda kb: True)
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
 
@@ -223,7 +223,7 @@ def test_a_ladder_of_logic_alone_and_a_summary_answer_skip_the_summary_step(summ
 
 def test_a_kb_without_summary_layers_retries_on_logic_directly(monkeypatch):
     summarized = []
-    monkeypatch.setattr("engine.routes.summary.answer_summary", lambda *a, **kw: summarized.append(a))
+    monkeypatch.setattr("engine.core.routes.summary.answer_summary", lambda *a, **kw: summarized.append(a))
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     ans = make_rag(ScriptedLLM(replies=["unknown", "plan", "Warsaw"]), keep_absence=False).answer("Where?")
     assert ans.route == "logic" and not summarized  # summary would only have answered as chunk did

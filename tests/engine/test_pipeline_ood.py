@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-import engine.routes.logic.solve as logic_mod
-from engine.base.errors import LogicRouteError
-from engine.pipeline import RoutedRAG
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeGuardedRouter, FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 FAR_LOGIC_QUESTION = "When was the director of Inception born? [far]"  # the router says logic
@@ -100,7 +100,7 @@ def test_unknown_ood_policy_is_refused():
 def test_ask_takes_the_ood_policy_and_prints_the_flag(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from engine.face.cli import main
 
     monkeypatch.setattr(logic_mod, "answer_logic", fake_logic())
     llm = ScriptedLLM(rules={"Decompose": "plan", "Final answer": "30 July 1970"})

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-import engine.routes.logic.solve as logic_mod
-from engine.base.errors import BadQuestionError, KBEmptyError, LogicRouteError
-from engine.base.types import Completion
-from engine.pipeline import RoutedRAG
+import engine.core.routes.logic.solve as logic_mod
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.errors import BadQuestionError, KBEmptyError, LogicRouteError
+from engine.floor.base.types import Completion
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB, fake_logic, make_rag
 
 # ---------------------------------------------------------------- single answers

@@ -3,12 +3,12 @@ says not to take instructions from, and a document cannot close that block itsel
 
 from __future__ import annotations
 
-from engine.prompts.answer import answer_messages
-from engine.prompts.logic_step import step_messages
-from engine.prompts.passages import DATA_RULE, passages_section
-from engine.prompts.self_check import self_check_messages
-from engine.prompts.summary import summary_messages
-from engine.routes.chunk import answer_chunk
+from engine.core.routes.chunk import answer_chunk
+from engine.floor.prompts.answer import answer_messages
+from engine.floor.prompts.logic_step import step_messages
+from engine.floor.prompts.passages import DATA_RULE, passages_section
+from engine.floor.prompts.self_check import self_check_messages
+from engine.floor.prompts.summary import summary_messages
 from hierarchy.documents import Chunk
 from tests.fakes import ScriptedLLM, WordOverlapKB
 

@@ -1,4 +1,4 @@
-"""A question is read once per answer (engine.question.parse.read_question): the Decider's form stage,
+"""A question is read once per answer (engine.floor.question.parse.read_question): the Decider's form stage,
 the absence rules, escalation and the routes all read the one Question RoutedRAG builds, and the
 grammar reads each of its views (form, answer shape, key terms) at most once.
 No model loads: a tiny in-memory KB, a keyword router and scripted LLMs."""
@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-import engine.pipeline as pipeline_mod
-import engine.question.forms as forms_mod
-import engine.question.parse as parse_mod
-import engine.question.structure as structure_mod
-import engine.routes.logic.solve as logic_mod
-from engine.prompts.answer import NOT_IN_DOCUMENTS
+import engine.core.pipeline as pipeline_mod
+import engine.core.routes.logic.solve as logic_mod
+import engine.floor.question.forms as forms_mod
+import engine.floor.question.parse as parse_mod
+import engine.floor.question.structure as structure_mod
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import FakeRouter, ScriptedLLM, fake_logic, make_rag
 
 CHAIN = "When was the director of Inception born?"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from engine.budget import Budget
-from engine.routes import LogicRoute, RouteContext, answer_on, make_route
-from engine.routes.logic.config import preset_config, resolve_preset
+from engine.core.budget import Budget
+from engine.core.routes import LogicRoute, RouteContext, answer_on, make_route
+from engine.core.routes.logic.config import preset_config, resolve_preset
 from tests.samples import VELMORA
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.embedder]
@@ -20,7 +20,7 @@ QUESTION = "Where was the mayor of Velmora born?"
 
 @pytest.fixture(scope="module")
 def velmora(tmp_path_factory, real_embedder):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
     folder = tmp_path_factory.mktemp("velmora")

@@ -7,10 +7,9 @@ import typing
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.budget import Budget, left_after, limits_of
-from engine.pipeline import RoutedRAG
-from engine.routes import (
+from engine.core.budget import Budget, left_after, limits_of
+from engine.core.pipeline import RoutedRAG
+from engine.core.routes import (
     CHEAP_ROUTES,
     ROUTE_CHOICES,
     ROUTES,
@@ -23,8 +22,9 @@ from engine.routes import (
     make_route,
     route_set,
 )
-from engine.routes.logic.config import LogicConfig
-from engine.routes.summary_config import SummaryConfig
+from engine.core.routes.logic.config import LogicConfig
+from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import FakeRouter, HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb, make_rag
 from tests.samples import PASSAGES
 
@@ -35,11 +35,11 @@ def test_the_routes_are_ordered_by_cost_and_the_cheap_ones_climb_to_the_top():
 
 
 def test_every_surface_that_names_routes_offers_the_registrys_names():
-    from engine.cli_ask import ask
-    from engine.escalation import RETRY_ROUTES
-    from engine.serve.mcp_tools import RouteName
-    from engine.serve.openai_compat import MODEL_ROUTES
-    from engine.serve.schemas import QueryBody
+    from engine.core.escalation import RETRY_ROUTES
+    from engine.face.cli_ask import ask
+    from engine.face.serve.mcp_tools import RouteName
+    from engine.face.serve.openai_compat import MODEL_ROUTES
+    from engine.face.serve.schemas import QueryBody
 
     route_option = next(p for p in ask.params if p.name == "route")
     assert tuple(route_option.type.choices) == ROUTE_CHOICES

@@ -12,8 +12,8 @@ import urllib.parse
 
 import pytest
 
-from engine.serve.progress import ClientGone, ObservedLLM, with_sink
-from engine.serve.run import ServerThread
+from engine.face.serve.progress import ClientGone, ObservedLLM, with_sink
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import CHAIN_QUESTION, SIMPLE_QUESTION, SchemaLLM, call, film_service
 from tests.samples import MSGS
 

@@ -13,9 +13,9 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LogicRouteError
-from engine.serve.config import ServeConfig, bearer_matches
-from engine.serve.run import ServerThread
+from engine.face.serve.config import ServeConfig, bearer_matches
+from engine.face.serve.run import ServerThread
+from engine.floor.base.errors import LogicRouteError
 from tests.engine.serve_helpers import SIMPLE_QUESTION, SchemaLLM, call, film_service, post_chunked
 
 KEY = "k" * 32
@@ -134,8 +134,8 @@ def test_an_answer_ready_after_its_deadline_is_a_504_even_when_the_loop_sees_it_
     answer the deadline cut short is still a 504, never a 200."""
     import asyncio
 
-    from engine.serve.admission import Admission
-    from engine.serve.errors import DeadlineExceeded
+    from engine.face.serve.admission import Admission
+    from engine.face.serve.errors import DeadlineExceeded
 
     admission = Admission(workers=1, queue_size=0)
 
@@ -179,10 +179,10 @@ def test_logicroute_help_loads_no_web_framework():
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from engine.cli import main\n"
+        "from engine.face.cli import main\n"
         "r = CliRunner().invoke(main, ['--help'])\n"
         "assert r.exit_code == 0 and 'serve' in r.output, r.output\n"
-        "heavy = [m for m in ('fastapi', 'uvicorn', 'starlette', 'engine.serve.app', 'torch') if m in sys.modules]\n"
+        "heavy = [m for m in ('fastapi', 'uvicorn', 'starlette', 'engine.face.serve.app', 'torch') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -190,7 +190,7 @@ def test_logicroute_help_loads_no_web_framework():
 
 
 def test_serve_refuses_another_host_without_a_key_before_loading_anything(tmp_path, monkeypatch):
-    from engine.cli import main
+    from engine.face.cli import main
 
     monkeypatch.delenv("LOGICROUTE_SERVER_KEY", raising=False)
     (tmp_path / "kb").mkdir()
@@ -203,8 +203,8 @@ def test_serve_refuses_another_host_without_a_key_before_loading_anything(tmp_pa
 def test_serve_passes_the_escalation_threshold_to_every_answer(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from engine.cli import main
-    from engine.serve.service import AnswerService
+    from engine.face.cli import main
+    from engine.face.serve.service import AnswerService
 
     seen = {}
 

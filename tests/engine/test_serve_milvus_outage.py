@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.serve.run import ServerThread
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import ANSWER, SIMPLE_QUESTION, call, film_service
 
 pytest.importorskip("pymilvus")
@@ -61,8 +61,8 @@ def test_questions_during_a_milvus_outage_get_a_503_and_answers_resume_after_its
 
 
 def test_an_unreachable_store_is_a_503_with_retry_after_and_the_kbs_own_faults_stay_500():
-    from engine.base.errors import KBCorruptError, StoreUnavailableError
-    from engine.serve.errors import error_body, headers_of, kind_of
+    from engine.face.serve.errors import error_body, headers_of, kind_of
+    from engine.floor.base.errors import KBCorruptError, StoreUnavailableError
 
     down = StoreUnavailableError("cannot reach Milvus at http://127.0.0.1:19530 (connection refused)")
     assert (kind_of(down).status, kind_of(down).code) == (503, "store_unavailable")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from engine.serve.run import ServerThread
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import ANSWER, CHAIN_QUESTION, SIMPLE_QUESTION, SchemaLLM, call, film_service
 
 

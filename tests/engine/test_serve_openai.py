@@ -8,7 +8,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from engine.serve.run import ServerThread
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import ANSWER, CHAIN_QUESTION, SIMPLE_QUESTION, SchemaLLM, film_service
 
 
@@ -134,7 +134,7 @@ def test_a_chat_without_a_user_message_is_a_400(client):
 
 
 def test_an_llm_failure_is_a_502_with_the_reason_and_no_traceback(tmp_path, isolated_llm_env):
-    from engine.base.errors import LLMError
+    from engine.floor.base.errors import LLMError
 
     class DownLLM(SchemaLLM):
         def chat(self, messages, **kw):

@@ -13,8 +13,8 @@ import urllib.parse
 import pytest
 from click.testing import CliRunner
 
-from engine.serve.config import ServeConfig, host_name
-from engine.serve.run import ServerThread
+from engine.face.serve.config import ServeConfig, host_name
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import SIMPLE_QUESTION, call, film_service
 
 KEY = "k" * 32
@@ -147,8 +147,8 @@ def test_a_body_without_a_content_type_is_refused_and_json_with_a_charset_is_rea
 
 
 def test_serve_passes_allowed_hosts_and_allow_writes_and_says_so_in_its_help(tmp_path, monkeypatch):
-    from engine.cli import main
-    from engine.serve.service import AnswerService
+    from engine.face.cli import main
+    from engine.face.serve.service import AnswerService
 
     seen: dict[str, ServeConfig] = {}
 

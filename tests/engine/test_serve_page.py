@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.serve.app import PAGE_ASSETS, PAGE_DIR
-from engine.serve.run import ServerThread
+from engine.face.serve.app import PAGE_ASSETS, PAGE_DIR
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import CHAIN_QUESTION, SchemaLLM, call, film_service
 
 ANSWER = "Steven Spielberg, who directed Jaws, was born on December 18, 1946 [1]."

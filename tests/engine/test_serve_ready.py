@@ -11,7 +11,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from engine.serve.run import ServerThread
+from engine.face.serve.run import ServerThread
 from tests.engine.serve_helpers import SIMPLE_QUESTION, SchemaLLM, call, film_service
 from tests.fakes import FakeRouter
 
@@ -108,7 +108,7 @@ def test_the_local_model_is_loaded_before_the_server_listens_and_its_first_answe
 
 def test_the_model_loads_even_when_the_call_cache_holds_the_warm_up_call(tmp_path):
     """A warm-up through the cache would be a hit on the second start and load nothing."""
-    from engine.llm.cache import CachedLLM
+    from engine.floor.llm.cache import CachedLLM
 
     cache = tmp_path / "calls.sqlite"
     for run in ("first", "second"):
@@ -127,15 +127,15 @@ def test_a_remote_endpoint_gets_no_call_at_start(tmp_path):
 
 
 def test_serve_loads_the_local_model_before_it_listens(tmp_path, monkeypatch):
-    import engine.serve.run
-    from engine.cli import main
-    from engine.serve.service import AnswerService
+    import engine.face.serve.run
+    from engine.face.cli import main
+    from engine.face.serve.service import AnswerService
 
     llm = SlowLoadingLLM()
     service = local_service(tmp_path, llm)
     at_listen = {}
     monkeypatch.setattr(AnswerService, "open", classmethod(lambda cls, kb_dir, config=None, **o: service))
-    monkeypatch.setattr(engine.serve.run, "run_server", lambda s, **kw: at_listen.update(loads=llm.loading.loads))
+    monkeypatch.setattr(engine.face.serve.run, "run_server", lambda s, **kw: at_listen.update(loads=llm.loading.loads))
     r = CliRunner().invoke(main, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "local:qwen2.5-coder-1.5b"])
     assert r.exit_code == 0, r.output
     assert at_listen == {"loads": 1}
@@ -154,7 +154,7 @@ def test_the_embedders_model_runs_before_the_server_listens(tmp_path):
 
 def test_a_remote_endpoints_client_is_built_before_the_server_listens_with_no_call(tmp_path):
     """Importing the OpenAI SDK took a second of the first question's answer."""
-    from engine.llm.openai_api import OpenAILLM
+    from engine.floor.llm.openai_api import OpenAILLM
 
     llm = OpenAILLM("m", base_url="http://127.0.0.1:9/v1")
     service = film_service(tmp_path, llm, llm_spec="openai:m@http://127.0.0.1:9/v1")

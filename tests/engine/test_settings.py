@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from engine.base.settings import Settings
-from engine.pipeline import RoutedRAG
-from engine.routes.logic.config import PRESETS, LogicConfig, preset_config
+from engine.core.pipeline import RoutedRAG
+from engine.core.routes.logic.config import PRESETS, LogicConfig, preset_config
+from engine.floor.base.settings import Settings
 from training.bench.bench_data import BenchConfig
 from training.common.logic_experiment import LogicExperiment, logic_fingerprint
 

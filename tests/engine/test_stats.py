@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.base.stats import percentile
+from engine.floor.base.stats import percentile
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.routes import SummaryRoute, answer_on
-from engine.routes.summary_config import SummaryConfig
-from engine.routes.summary_global import bounded_config
+from engine.core.routes import SummaryRoute, answer_on
+from engine.core.routes.summary_config import SummaryConfig
+from engine.core.routes.summary_global import bounded_config
+from engine.floor.base.errors import LogicRouteError
 from tests.engine.test_summary_global import QUESTION, ctx, kb, naming  # noqa: F401 (kb: the fixture)
 from tests.fakes import ScriptedLLM
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import DeadlineError, LogicRouteError
-from engine.base.types import RetrievedChunk
-from engine.prompts.answer import NOT_IN_DOCUMENTS
-from engine.routes import RouteContext, SummaryRoute, answer_on
-from engine.routes.common import cited_numbers
-from engine.routes.summary_config import SummaryConfig, mode_for
-from engine.routes.summary_gather import compress
-from engine.routes.summary_global import (
+from engine.core.routes import RouteContext, SummaryRoute, answer_on
+from engine.core.routes.common import cited_numbers
+from engine.core.routes.summary_config import SummaryConfig, mode_for
+from engine.core.routes.summary_gather import compress
+from engine.core.routes.summary_global import (
     Item,
     as_spelled,
     batches,
@@ -24,6 +21,9 @@ from engine.routes.summary_global import (
     reduce_items,
     words_of,
 )
+from engine.floor.base.errors import DeadlineError, LogicRouteError
+from engine.floor.base.types import RetrievedChunk
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from hierarchy.indexing import index_sources
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 
@@ -225,7 +225,7 @@ def test_the_reduce_merges_spellings_of_one_item_and_keeps_every_source():
 
 def test_a_flag_is_spelled_as_its_passage_spells_it_or_left_out():
     """Its words in the passage are not enough for a flag, a number or key=value: the answer is
-    held to its passages word for word (engine.absence)."""
+    held to its passages word for word (engine.core.absence)."""
     batch = [hit("Helgrind options", "--delta-stacktrace=no|yes [default: yes] and a note about --history-level")]
     named = [{"name": n, "passage": 1} for n in ("--delta-stacktrace=yes|no", "-a", "--history-level")]
     items, dropped = reduce_items([(1, batch, named)])

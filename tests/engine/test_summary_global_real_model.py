@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.prompts.answer import NOT_IN_DOCUMENTS
-from engine.routes import RouteContext, SummaryRoute, answer_on
-from engine.routes.common import cited_numbers
-from engine.routes.summary_config import SummaryConfig
-from engine.routes.summary_global import words_of
+from engine.core.routes import RouteContext, SummaryRoute, answer_on
+from engine.core.routes.common import cited_numbers
+from engine.core.routes.summary_config import SummaryConfig
+from engine.core.routes.summary_global import words_of
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.embedder]
 
@@ -31,7 +31,7 @@ def page(name: str, about: str, options: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def manual(tmp_path_factory, real_embedder):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
     folder = tmp_path_factory.mktemp("manual")

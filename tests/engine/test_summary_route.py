@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import BadQuestionError, KBError
-from engine.routes import RouteContext, SummaryRoute, answer_on
-from engine.routes.summary import answer_summary, summary_context
+from engine.core.routes import RouteContext, SummaryRoute, answer_on
+from engine.core.routes.summary import answer_summary, summary_context
+from engine.floor.base.errors import BadQuestionError, KBError
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents
 from hierarchy.kb import KnowledgeBase
@@ -227,7 +227,7 @@ def test_summary_route_over_real_minilm_kb(real_kb):
 
 @pytest.mark.local_llm
 def test_summary_route_local_llm(real_kb, tmp_path):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
 
     llm = make_llm(cache=tmp_path / "llm_cache.sqlite")
     ans = answer_summary("In which year did Mount Fuji last erupt?", real_kb, llm, k=2)

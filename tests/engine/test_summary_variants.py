@@ -1,4 +1,4 @@
-"""The summary route's variants (engine.routes.summary_config.SummaryConfig): answering from the
+"""The summary route's variants (engine.core.routes.summary_config.SummaryConfig): answering from the
 summaries alone, more than k chunks cut to their best sentences within the same word budget, the
 collapsed tree over every level; each checked against the default descent on a fake-embedder KB
 of eight topics, with a scripted LLM."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.routes.summary import MIN_PIECE_WORDS, answer_summary, summary_context
-from engine.routes.summary_config import SummaryConfig, summary_config
+from engine.core.routes.summary import MIN_PIECE_WORDS, answer_summary, summary_context
+from engine.core.routes.summary_config import SummaryConfig, summary_config
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.persist import load_layers
 from hierarchy.layers.update import build_layers

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM, make_rag
 
 LOGIC_RECORD = {

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.chunking import chunk_document, chunk_embed_text, chunk_id, split_text
 from hierarchy.documents import Chunk, Document
 

@@ -97,7 +97,8 @@ def test_apportion_shares_k_by_size_at_least_one_each():
 @pytest.mark.shared_data
 @pytest.mark.embedder
 def test_balanced_on_real_passages(shared_data, real_embedder, small_threshold):
-    from hierarchy.datasets import SHARED_FILES, load_dataset
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import SHARED_FILES
 
     ds = load_dataset(shared_data / SHARED_FILES["hotpotqa"], n=20)
     # each passage's title and first 30 words: real text, a quarter of the encoding time

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import ConfigError
+from engine.floor.base.errors import ConfigError
 from hierarchy.intake_limits import IntakeLimits, OverLimit, check_text
 from hierarchy.sources import load_documents
 from tests import doc_bombs, doc_files

@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 
-from engine.base.errors import DataFormatError, UnknownFormatError
-from hierarchy.datasets import FORMATS, SHARED_FILES, Dataset, load_dataset, passage_id
+from engine.floor.base.errors import DataFormatError, UnknownFormatError
+from hierarchy.datasets import FORMATS, Dataset, load_dataset, passage_id
+from training.common.shared_data import SHARED_FILES
 
 # name -> (questions, hop/type label counts)
 EXPECTED = {
@@ -324,7 +325,7 @@ def test_graphrag_slices_questions_but_keeps_the_whole_corpus(tmp_path):
 
 
 def test_graphrag_corpus_argument_and_its_errors(tmp_path):
-    from engine.base.errors import LogicRouteError
+    from engine.floor.base.errors import LogicRouteError
 
     questions = write_graphrag(tmp_path / "a")
     other = write_graphrag(tmp_path / "b", sentences=5, corpus_name="Other").parent / "medical_corpus.json"

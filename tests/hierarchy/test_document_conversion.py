@@ -11,9 +11,9 @@ from collections import Counter
 
 import pytest
 
-from engine.base.errors import MissingExtraError
-from engine.base.types import RetrievedChunk, Source
-from engine.sources_text import format_source
+from engine.floor.base.errors import MissingExtraError
+from engine.floor.base.types import RetrievedChunk, Source
+from engine.floor.sources_text import format_source
 from hierarchy import converters
 from hierarchy.chunking import chunk_document
 from hierarchy.documents import Chunk

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from engine.base.errors import DataFormatError
+from engine.floor.base.errors import DataFormatError
 from hierarchy.sources import load_documents
 
 SECRET = "root:x:0:0:the secret line"

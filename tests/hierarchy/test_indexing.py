@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.base.errors import DocumentNotFoundError
+from engine.floor.base.errors import DocumentNotFoundError
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents, has_layers, index_sources
 from hierarchy.kb import KnowledgeBase

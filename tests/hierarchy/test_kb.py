@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
-from engine.base.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+from engine.floor.base.errors import EmbedderMismatchError, KBCorruptError, KBError, KBNotFoundError
+from engine.floor.base.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import LAYERS_DIR, MANIFEST, KnowledgeBase

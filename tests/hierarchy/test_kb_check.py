@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
@@ -107,7 +107,7 @@ def test_a_missing_kb_is_one_line_and_exit_2(tmp_path):
 
 def test_check_loads_no_model(kb):
     code = (
-        "import sys; from click.testing import CliRunner; from engine.cli import main; "
+        "import sys; from click.testing import CliRunner; from engine.face.cli import main; "
         "h = CliRunner().invoke(main, ['check', '--help']); assert h.exit_code == 0, h.output; "
         f"r = CliRunner().invoke(main, ['check', '--kb', {str(kb.path)!r}, '--json']); "
         "assert r.exit_code == 0, r.output; "

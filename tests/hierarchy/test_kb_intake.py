@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.errors import DataFormatError, DocumentIdConflictError
+from engine.floor.base.errors import DataFormatError, DocumentIdConflictError
 from hierarchy.documents import Document
 from hierarchy.indexing import index_sources
 from hierarchy.kb import KnowledgeBase

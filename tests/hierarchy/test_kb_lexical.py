@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy import kb_segments, store
 from hierarchy.documents import Document
 from hierarchy.indexing import index_sources

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import KBEmptyError, KBReadOnlyError
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.errors import KBEmptyError, KBReadOnlyError
 from hierarchy.indexing import delete_documents, index_sources
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import KBCorruptError
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.errors import KBCorruptError
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy import kb_segments, store
 from hierarchy.documents import Document
 from hierarchy.kb import MANIFEST, KnowledgeBase

@@ -11,8 +11,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import KBCorruptError, KBError
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.errors import KBCorruptError, KBError
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents, index_sources
 from hierarchy.kb import MANIFEST, KnowledgeBase

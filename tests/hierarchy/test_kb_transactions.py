@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy import indexing, store
 from hierarchy.documents import Document
 from hierarchy.indexing import index_sources

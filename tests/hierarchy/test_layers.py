@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from engine.base.errors import KBCorruptError
+from engine.floor.base.errors import KBCorruptError
 from hierarchy import store
 from hierarchy.documents import Document
 from hierarchy.indexing import add_documents, delete_documents

@@ -15,9 +15,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import KBCorruptError, StoreUnavailableError
-from engine.cli import main
-from engine.pipeline import RoutedRAG
+from engine.core.pipeline import RoutedRAG
+from engine.face.cli import main
+from engine.floor.base.errors import KBCorruptError, StoreUnavailableError
 from hierarchy.indexing import index_sources
 from hierarchy.kb import KnowledgeBase
 from hierarchy.kb_check import check_kb

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.question_files import read_question_items, read_questions
 
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from engine.base.errors import ConfigError
+from engine.floor.base.errors import ConfigError
 from hierarchy import site_pages
 from hierarchy.intake_limits import IntakeLimits
 from hierarchy.sources import load_documents

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from engine.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
+from engine.floor.base.errors import DataFormatError, LogicRouteError, UnknownFormatError
 from hierarchy.datasets import passage_id
 from hierarchy.sources import load_documents
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.base.errors import KBCorruptError, KBError
+from engine.floor.base.errors import KBCorruptError, KBError
 from hierarchy import store
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
+from engine.face.cli import main
 from hierarchy.indexing import add_documents, index_sources
 from hierarchy.kb import KnowledgeBase
 from hierarchy.layers.nodes import CHUNK_MEAN, EMBEDDED, LEXICAL, SUMMARY_TEXT, node_vectors_of, scoring_of

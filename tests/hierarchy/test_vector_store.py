@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.base.errors import KBError
+from engine.floor.base.errors import KBError
 from hierarchy.vector_store.base import (
     EXACT_MAX,
     FAISS,

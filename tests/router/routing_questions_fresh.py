@@ -1,5 +1,5 @@
 """A second set of questions written for the routing test, about invented entities, drawn from no
-data set. Written after the form reader (engine/question/forms.py) was first developed and before its last changes, and
+data set. Written after the form reader (engine/floor/question/forms.py) was first developed and before its last changes, and
 never used to develop it: a check of the form reader and the form policy on questions neither
 has been shaped by (tests/router/routing_questions.py was looked at while writing forms.py)."""
 

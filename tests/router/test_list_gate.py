@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.base.errors import CheckpointError
-from engine.decide import Decider, decide_many
+from engine.core.decide import Decider, decide_many
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import load_gate, load_router, read_card, save_checkpoint
 from router.kb_router import load_for_kb
 from router.list_gate import ListGate

@@ -10,8 +10,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from engine.base.errors import CheckpointError
-from engine.decide import Decider
+from engine.core.decide import Decider
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import (
     DEFAULT_CHECKPOINT,
     load_checkpoint,
@@ -225,7 +225,7 @@ def test_the_shipped_checkpoint_loads_with_or_without_a_guard():
 
 
 def test_a_dry_run_reports_the_ood_flag(generalist, tmp_path):
-    from engine.cli import main
+    from engine.face.cli import main
 
     run = CliRunner()
 

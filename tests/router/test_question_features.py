@@ -1,4 +1,4 @@
-"""The router's features of a Question read once (engine.question.parse) equal those of its text: the
+"""The router's features of a Question read once (engine.floor.question.parse) equal those of its text: the
 pipeline hands the router the Question it built, and the features reuse its question word and
 answer shape instead of reading the text again."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.question.parse import read_question
+from engine.floor.question.parse import read_question
 from router.features import ALL_FEATURES, cheap_features
 from tests.router import routing_questions as rq
 from tests.router.test_structure import EXPLANATIONS, LISTS, VALUES
@@ -20,7 +20,7 @@ def test_a_questions_features_equal_its_texts():
 
 
 def test_the_features_keep_the_shape_they_read_on_the_question(monkeypatch):
-    import engine.question.structure as structure_mod
+    import engine.floor.question.structure as structure_mod
 
     shapes: list[str] = []
     reader = structure_mod.answer_shape

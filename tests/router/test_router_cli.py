@@ -77,7 +77,7 @@ def tiny_data(tmp_path):
 
 
 def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
-    from engine.cli_ask import ask
+    from engine.face.cli_ask import ask
     from training.fitting.cmd_eval import calibrate, eval_router
     from training.fitting.cmd_train import train
     from training.labels.cmd_label import label
@@ -187,7 +187,7 @@ def test_cli_label_train_route_calibrate_eval(tmp_path, tiny_data):
 
 
 def test_cli_errors_are_clean(tmp_path, tiny_data):
-    from engine.cli import main
+    from engine.face.cli import main
 
     run = CliRunner()
     res = run.invoke(

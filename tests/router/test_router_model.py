@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.base.errors import CheckpointError
-from engine.decide import Decider
+from engine.core.decide import Decider
+from engine.floor.base.errors import CheckpointError
 from router.checkpoint import DEFAULT_CHECKPOINT, Router, load_checkpoint, load_router, read_card, save_checkpoint
 from router.features import (
     ALL_FEATURES,
@@ -79,7 +79,7 @@ def test_structural_features_mark_joins_and_nested_relations():
 
 
 def test_the_form_feature_is_the_form_stages_reading_as_an_input():
-    """One column per form engine.question.forms names; what the form stage reads, offered to
+    """One column per form engine.floor.question.forms names; what the form stage reads, offered to
     the MLP (not in the default set: docs/results/router/mlp_alone)."""
     comparison, chain, lookup = cheap_features(
         [
@@ -221,7 +221,7 @@ def test_checkpoint_save_load_and_embedder_mismatch(tmp_path):
 
 
 def test_default_checkpoint_is_the_shipped_generalist():
-    from engine.routes import ROUTES as REGISTRY
+    from engine.core.routes import ROUTES as REGISTRY
 
     assert DEFAULT_CHECKPOINT.name == "generalist.ckpt" and DEFAULT_CHECKPOINT.parent.name == "checkpoints"
     assert DEFAULT_CHECKPOINT.is_file(), f"the shipped router is missing: {DEFAULT_CHECKPOINT}"

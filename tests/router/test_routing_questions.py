@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.decide import Decider, FormStage, ListGateStage
-from engine.question.forms import form_plan
-from engine.routes.common import check_question
+from engine.core.decide import Decider, FormStage, ListGateStage
+from engine.core.routes.common import check_question
+from engine.floor.question.forms import form_plan
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
 from tests.router.routing_questions import (
     MULTI_HOP,

@@ -1,4 +1,4 @@
-"""The question's form without a model (engine.question.structure), the structural features built on it
+"""The question's form without a model (engine.floor.question.structure), the structural features built on it
 (router.features), and checkpoints that record which features, at which version, and which
 text form they were trained on."""
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import router.features as features
-from engine.base.errors import CheckpointError
-from engine.question.structure import (
+from engine.floor.base.errors import CheckpointError
+from engine.floor.question.structure import (
     answer_shape,
     chain_depth,
     count_comparatives,
@@ -29,7 +29,7 @@ from tests.router.tiny_setup import ROUTES, tiny_embedder
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-# ---------------------------------------------------------------- engine.question.structure
+# ---------------------------------------------------------------- engine.floor.question.structure
 
 
 LISTS = [
@@ -258,7 +258,7 @@ def test_a_checkpoint_with_an_unknown_feature_or_text_form_is_refused(tmp_path, 
 
 
 def test_entity_spans_are_the_names_masking_replaces_as_written():
-    from engine.question.structure import entity_spans
+    from engine.floor.question.structure import entity_spans
 
     assert entity_spans("Who was born first, Ann Lee or Tom Ford?") == ["Ann Lee", "Tom Ford"]
     assert entity_spans('Who directed "Vertigo" and The Lord of the Rings in 2001?') == [

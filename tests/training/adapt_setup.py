@@ -8,9 +8,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
-from engine.llm.base import call_llm
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
+from engine.floor.llm.base import call_llm
 from hierarchy.datasets import Question
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import TOPICS, make_docs

@@ -18,7 +18,7 @@ def test_register_adds_the_router_commands_at_the_top_and_the_benchmarks_under_b
 
 
 def test_a_benchmark_by_its_name_before_the_group_still_runs_with_a_note():
-    from engine.cli import main
+    from engine.face.cli import main
 
     assert main.get_command(None, "bench-summary").hidden
     res = CliRunner().invoke(main, ["bench-summary", "--parts", "nope"])

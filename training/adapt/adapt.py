@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import atomic_write_text
-from engine.prompts.answer import check_style
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import atomic_write_text
+from engine.floor.prompts.answer import check_style
 from training.adapt.adapt_labels import label_all, own_questions, runnable_routes, written_questions
 from training.labels.label_scorers import LabelConfig, answer_route
 

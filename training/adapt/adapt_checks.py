@@ -14,17 +14,17 @@
    answers it (one call);
 5. not answerable from the question alone: the LLM given no passage must not get it (one call).
 
-Answers are compared with the project's token F1 (engine.base.metrics), right at F1 >= 0.5."""
+Answers are compared with the project's token F1 (engine.floor.base.metrics), right at F1 >= 0.5."""
 
 from __future__ import annotations
 
 import re
 import time
 
-from engine.base.errors import StructuredOutputError
-from engine.base.metrics import f1, normalize_answer
-from engine.base.trace import Trace
-from engine.base.types import RetrievedChunk, Usage
+from engine.floor.base.errors import StructuredOutputError
+from engine.floor.base.metrics import f1, normalize_answer
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import RetrievedChunk, Usage
 from training.adapt.adapt_candidates import STOP_WORDS, Candidate, entity_name
 
 RIGHT_F1 = 0.5  # an answer this close to the constructed one counts as getting it
@@ -121,7 +121,7 @@ def _write(cand: Candidate, llm, usage: Usage, trace: Trace) -> tuple[str, str, 
 
 def _ask(llm, msgs: list[dict], schema: dict, names: tuple[str, ...], purpose: str, usage: Usage, trace: Trace) -> dict:
     """One writing call: its fields, stripped (kept in trace.details["reply"] for the row), or Rejected("malformed")."""
-    from engine.llm.base import call_llm
+    from engine.floor.llm.base import call_llm
 
     try:
         c = call_llm(llm, msgs, purpose=purpose, usage=usage, trace=trace, schema=schema, max_tokens=WRITE_TOKENS)
@@ -207,8 +207,8 @@ def _check_comparison(cand: Candidate, question: str, answer: str, got: dict) ->
 
 
 def _answer(llm, msgs: list[dict], purpose: str, usage: Usage, trace: Trace) -> str:
-    from engine.llm.base import call_llm
-    from engine.routes.common import clean_answer
+    from engine.core.routes.common import clean_answer
+    from engine.floor.llm.base import call_llm
 
     return clean_answer(call_llm(llm, msgs, purpose=purpose, usage=usage, trace=trace, max_tokens=32).text)
 
@@ -216,8 +216,8 @@ def _answer(llm, msgs: list[dict], purpose: str, usage: Usage, trace: Trace) -> 
 def _check_answerable(cand: Candidate, question: str, answer: str, llm, usage: Usage, trace: Trace) -> None:
     """The answer's tokens occur in the chunks it must come from, or the LLM reading the
     candidate's chunks alone gets it."""
-    from engine.prompts.answer import answer_messages
-    from engine.prompts.passages import format_passages
+    from engine.floor.prompts.answer import answer_messages
+    from engine.floor.prompts.passages import format_passages
 
     source = cand.chunks[-1:] if cand.kind == "bridge" else cand.chunks  # a bridge's answer is chunk B's
     if cand.kind == "comparison" or (

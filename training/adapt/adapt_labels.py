@@ -27,9 +27,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import content_hash
-from engine.base.metrics import f1
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import content_hash
+from engine.floor.base.metrics import f1
 from hierarchy.datasets import Question
 from router.policy import NOMINAL_TOKENS
 from training.labels.label_scorers import NOMINAL_CALLS, LabelConfig, answer_route, score_answer
@@ -150,7 +150,7 @@ def label_all(
     progress: bool = True,
 ) -> LabelRun:
     """Label the questions the file at `out` lacks; `deadline` (time.monotonic) stops new ones."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
 
     t0 = time.perf_counter()
     store = open_label_file(Path(out), cfg)

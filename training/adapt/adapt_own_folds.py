@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.base.trace import Trace
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.trace import Trace
 from training.adapt.adapt_labels import normalized
 
 SPLIT_SEEDS = (0, 1, 2)  # each seeds the folds and the fine-tuning of that split's routers
@@ -48,7 +48,7 @@ def fold_split(n: int, k: int, seed: int) -> list[list[int]]:
 def replayed_answer(row: dict, route: str):
     """The answer `route` gave to `row`'s question on its label run, as score_answer reads an
     answer (text, usage, confidence, flags); a route with no answer there fails as it did."""
-    from engine.base.types import Answer, Usage
+    from engine.floor.base.types import Answer, Usage
 
     text = (row.get("answers_pred") or {}).get(route)
     if text is None:
@@ -71,7 +71,7 @@ def replayed_answer(row: dict, route: str):
 
 def real_route(route: str, question: str, kb, llm, k: int = 3, style: str = "short", **_):
     """A written question's answer as adapt's labeller makes it (its logic preset for the style)."""
-    from engine.routes.logic.config import resolve_preset
+    from engine.core.routes.logic.config import resolve_preset
     from training.labels.label_scorers import answer_route
 
     return answer_route(route, question, kb, llm, k, style=style, logic_preset=resolve_preset("auto", style))
@@ -118,7 +118,7 @@ class ReplayRunner:
 def seed_fold_folder(out: Path, main: Path) -> None:
     """A fold's adapt folder starts from the main adaptation's written questions and their label
     rows (what a rerun would make again from the LLM call cache); a rerun keeps what it holds."""
-    from engine.base.files import atomic_write_text
+    from engine.floor.base.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     for name in ("questions.jsonl", "labels.jsonl"):
@@ -141,7 +141,7 @@ def kept_kb_router(kb_path: Path, embedder) -> Iterator[None]:
     try:
         yield
     finally:
-        from engine.base.files import atomic_write_bytes
+        from engine.floor.base.files import atomic_write_bytes
 
         for f in files:
             if f in saved:
@@ -157,7 +157,7 @@ def kept_kb_router(kb_path: Path, embedder) -> Iterator[None]:
 def adapt_fold(kb, llm, generalist: Path, out: Path, main: Path, given: Sequence[dict], seed: int, run: OwnFoldsRun):
     """`adapt` given the questions of `given` (their text only) in its own folder `out`; returns
     (the adapted router, loaded from its copy in `out`; the runner, with its counts)."""
-    from engine.base.files import atomic_write_text
+    from engine.floor.base.files import atomic_write_text
     from router.checkpoint import load_router
     from router.kb_router import fit_to_kb
 

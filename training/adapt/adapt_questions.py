@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.base.errors import KBEmptyError, LogicRouteError
+from engine.floor.base.errors import KBEmptyError, LogicRouteError
 
 KINDS = ("single", "bridge", "comparison", "overview")
 DEFAULT_KINDS: dict[str, float] = {"single": 0.35, "bridge": 0.35, "comparison": 0.15, "overview": 0.15}
@@ -192,7 +192,7 @@ def write_questions(
     cannot give (no bridge link, no summary layers) is skipped with a note and its quota goes to
     the others. Stops at n kept, when every kind ran out of candidates or tries, or after
     `minutes`. Returns every kept question in `out` (at most n) and a report over all its rows."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
     from training.adapt.adapt_checks import attempt
     from training.common.jsonl_store import JsonlStore
 

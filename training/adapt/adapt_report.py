@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.files import atomic_write_text
+from engine.floor.base.files import atomic_write_text
 from training.adapt.adapt_labels import AGREEMENT_METRIC, OWN, WRITTEN
 
 SYSTEM_ORDER = ("generalist", "specialist")

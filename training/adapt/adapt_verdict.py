@@ -18,7 +18,7 @@ def decisions(router, questions: Sequence[str]) -> tuple[list[str], float | None
     """The router's route for each question (the Decider without its out-of-distribution stage: argmax, list
     gate, form), the share its guard flags out of distribution (None without a guard) and its probabilities
     per question."""
-    from engine.decide import Decider
+    from engine.core.decide import Decider
 
     decided = Decider().decide_many(router, list(questions))
     oods = [d.ood for d in decided if d.ood is not None]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.adapt.adapt_verdict import (
     CONFIDENCE,
     GENERALIST,
@@ -80,7 +80,8 @@ def split_files(files: Sequence[str | Path], name: str) -> tuple[list[str], list
 def set_passages(name: str, rows: Sequence[dict], data: str | Path | None = None) -> list:
     """The passages of the questions `rows` label (matched by id): the corpus S's questions come
     with. `data`: S's data file [default: the shared set named `name`]."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import resolve_data
 
     data = data or resolve_data(name)
     ds = load_dataset(data)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.base.files import atomic_write_text
+from engine.floor.base.files import atomic_write_text
 from training.adapt import adapt_own_folds as own_folds
 
 

@@ -1,7 +1,7 @@
 """The `adapt` command of the `logicroute` CLI (training.adapt.adapt). Registered on the `logicroute`
 group by training/commands.py.
 
-Only click, the standard library and engine.cli's shared options at module level:
+Only click, the standard library and engine.face.cli's shared options at module level:
 `logicroute --help` stays instant.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from engine.cli_options import info, injected_embedder, llm_option
+from engine.face.cli_options import info, injected_embedder, llm_option
 
 AGREEMENT_HELP = (
     'your own questions, without answers (a .txt line each, JSONL with "question", or a QA data file): each is '
@@ -148,8 +148,8 @@ def adapt(
     answers them with your LLM; the shipped generalist is fine-tuned on those labels (a 20% held-out part is
     reported) and saved in the KB, which `ask` and `serve` then route with. Resumable: rerun the same command after
     an interruption. Report: KB/adapt/report.md."""
-    from engine.cli_options import check_llm_spec
-    from engine.llm.factory import make_llm
+    from engine.face.cli_options import check_llm_spec
+    from engine.floor.llm.factory import make_llm
     from training.adapt.adapt import adapt as run_adapt
 
     check_llm_spec(llm_spec)

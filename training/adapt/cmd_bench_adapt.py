@@ -1,11 +1,11 @@
 """`logicroute bench adapt` (training.adapt.bench_adapt): `adapt` judged leave-one-dataset-out on the
-shared sets. Only click and engine.cli_options at module level: `logicroute --help` stays instant."""
+shared sets. Only click and engine.face.cli_options at module level: `logicroute --help` stays instant."""
 
 from __future__ import annotations
 
 import click
 
-from engine.cli_options import injected_embedder, llm_option
+from engine.face.cli_options import injected_embedder, llm_option
 from training.adapt.cmd_adapt import escalation_budget_option
 
 
@@ -68,9 +68,9 @@ def bench_adapt(
     labels n questions on every route with the LLM (resumable, cached)."""
     import sys
 
-    from engine.cli_options import check_llm_spec
-    from engine.embedder import get_embedder
-    from engine.llm.factory import make_llm
+    from engine.face.cli_options import check_llm_spec
+    from engine.floor.embedder import get_embedder
+    from engine.floor.llm.factory import make_llm
     from router.checkpoint import DEFAULT_CHECKPOINT
     from training.adapt.bench_adapt import BenchAdaptSettings, shipped_label_files
     from training.adapt.bench_adapt import bench_adapt as run

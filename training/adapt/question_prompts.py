@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from engine.prompts.passages import passages_section, with_data_rule
+from engine.floor.prompts.passages import passages_section, with_data_rule
 
 _SHORT = {"type": "string", "minLength": 1, "maxLength": 200}
 _ANSWER = {"type": "string", "minLength": 1, "maxLength": 80}

@@ -85,8 +85,8 @@ def router_choices(
     probs: dict[str, dict[str, float]], routes: Sequence[str], texts: dict[str, str] | None = None
 ) -> dict[str, str]:
     """The router's argmax route per item key, among the routes that were run; with the
-    questions' `texts`, the form stage applies as in the product (engine.decide.Decider)."""
-    from engine.decide import Decider, ListGateStage
+    questions' `texts`, the form stage applies as in the product (engine.core.decide.Decider)."""
+    from engine.core.decide import Decider, ListGateStage
 
     decider, texts = Decider(list_gate=ListGateStage(on=False)), texts or {}  # no gate probability is stored
     return {k: decider.route(_restricted(p, routes), texts.get(k)) for k, p in probs.items()}
@@ -102,7 +102,7 @@ def _router_systems(
     baseline_probs: dict[str, dict[str, dict[str, float]]],
     texts: dict[str, str],
 ) -> None:
-    from engine.decide import Decider, ListGateStage
+    from engine.core.decide import Decider, ListGateStage
 
     decider = Decider(list_gate=ListGateStage(on=False))
     if probs:
@@ -140,11 +140,11 @@ def _replay_escalation(s: Systems, name: str, keys: list[str], per_route: dict[s
 def _escalation_systems(
     s: Systems, cfg: BenchConfig, keys: list[str], routes: list[str], per_route: dict[str, dict]
 ) -> None:
-    """Escalation replayed on the fixed rows. router+escalate: the text rule (engine.pipeline), a
+    """Escalation replayed on the fixed rows. router+escalate: the text rule (engine.core.pipeline), a
     cheap answer that says it does not know. router+confidence, when the rows carry the model's
     certainty (the local model reports one): the text rule, or a confidence below
     cfg.escalate_below."""
-    from engine.pipeline import looks_unanswered
+    from engine.core.pipeline import looks_unanswered
 
     if "router" not in s.choices or STRONG not in routes:
         return

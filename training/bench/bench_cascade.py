@@ -22,11 +22,11 @@ import hashlib
 import time
 from collections.abc import Sequence
 
-from engine.base.errors import LogicRouteError
-from engine.base.trace import Trace
-from engine.base.types import Answer, Usage
-from engine.routes import CHEAP_ROUTES
-from engine.routes.common import looks_unanswered
+from engine.core.routes import CHEAP_ROUTES
+from engine.core.routes.common import looks_unanswered
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Answer, Usage
 
 STRONG = "logic"
 SYSTEM = "router+check"

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import LogicRouteError
-from engine.llm.base import DEFAULT_LLM
-from engine.routes import ROUTES, check_routes
-from engine.routes.logic.config import PRESET_CHOICES
+from engine.core.routes import ROUTES, check_routes
+from engine.core.routes.logic.config import PRESET_CHOICES
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.llm.base import DEFAULT_LLM
 from training.common.answer_scores import answer_scores, gold_style, metric_name
 
 DEFAULT_THRESHOLDS = (0.25, 0.5, 0.75)
@@ -191,7 +191,7 @@ def collect_items(
 def build_or_open_kb(path: Path, passages: Sequence, *, show_progress: bool = True):
     """A KB of exactly these passages (doc id = passage id) with extractive summary layers,
     built under `path` once and reused while the passages are the same."""
-    from engine.base.files import atomic_write_json
+    from engine.floor.base.files import atomic_write_json
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.persist import load_layers
     from hierarchy.layers.update import build_layers

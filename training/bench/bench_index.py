@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.stats import percentile
-from hierarchy.datasets import SHARED_FILES, shared_data_dir
+from engine.floor.base.stats import percentile
+from training.common.shared_data import SHARED_FILES, shared_data_dir
 
 if TYPE_CHECKING:
     from hierarchy.documents import Chunk, Document
@@ -172,7 +172,7 @@ def run_bench(
 def _run(
     data: Path, tmp: Path, limit: int | None, n_queries: int, k: int, batch_size: int, sandwich: bool, log
 ) -> dict:
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from hierarchy.chunking import chunk_embed_text
     from hierarchy.kb import KnowledgeBase
 

@@ -5,7 +5,7 @@ each against a KB of its own file's passages for the first KB_N questions (defau
 anchor of shared/ARCHITECTURE.md: more distractors than the N questions bring, and one KB shared
 by every N so that runs of different sizes share the LLM cache), run:
 
-  chunk                   vanilla top-k RAG (engine.routes.chunk.answer_chunk)
+  chunk                   vanilla top-k RAG (engine.core.routes.chunk.answer_chunk)
   logic                   LogicRAG, every mechanism on
   logic-no-merge          graph pruning off (one retrieval + call per sub-question)
   logic-no-memory         context pruning off (raw chunks concatenated)
@@ -28,14 +28,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from engine.llm.base import DEFAULT_LLM
-from engine.routes import ChunkRoute, LogicRoute, RouteContext, answer_on
-from engine.routes.logic.config import PRESETS, LogicConfig
-from hierarchy.datasets import SHARED_FILES, shared_data_dir
+from engine.core.routes import ChunkRoute, LogicRoute, RouteContext, answer_on
+from engine.core.routes.logic.config import PRESETS, LogicConfig
+from engine.floor.llm.base import DEFAULT_LLM
 from training.bench.bench_logic_report import build_report, report_markdown
 from training.common.answer_scores import answer_scores
 from training.common.jsonl_store import JsonlStore
 from training.common.logic_experiment import experiment, logic_fingerprint
+from training.common.shared_data import SHARED_FILES, shared_data_dir
 
 # data set name -> file under the shared data folder
 DATASETS = {
@@ -306,8 +306,8 @@ def main(
     """Run (resumably) and write out_dir/results.jsonl, report.json, report.md; return the report.
     `llm` overrides `llm_spec` (tests pass a fake); `cache` goes to make_llm. The KB of a dataset
     holds the passages of its first max(n, kb_n) questions."""
-    from engine.base.files import atomic_write_json, atomic_write_text
-    from engine.llm.factory import make_llm
+    from engine.floor.base.files import atomic_write_json, atomic_write_text
+    from engine.floor.llm.factory import make_llm
 
     for s in systems:
         if s not in SYSTEMS:

@@ -14,10 +14,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.base.files import atomic_write_json, atomic_write_text
-from engine.base.metrics import f1
-from engine.routes import RouteContext, answer_on, make_route
-from engine.routes.common import cited_numbers, looks_unanswered
+from engine.core.routes import RouteContext, answer_on, make_route
+from engine.core.routes.common import cited_numbers, looks_unanswered
+from engine.floor.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.metrics import f1
 from training.common.answer_scores import cites, string_acc
 from training.common.jsonl_store import JsonlStore, exclusive_folder
 
@@ -29,14 +29,14 @@ def parse_system(spec: str, k: int = 3, max_seconds: float = 3600.0):
     """(style, route, LogicConfig | None) of a system spec "[STYLE:]NAME[+FIELD=VALUE...]":
     STYLE short or reader (default reader); NAME a route (chunk, summary, logic), `routed` (the
     router decides, with the style's defaults and escalation: what `ask` answers) or a logic
-    preset (engine.routes.logic.config.PRESETS); +FIELD=VALUE sets one field of its
+    preset (engine.core.routes.logic.config.PRESETS); +FIELD=VALUE sets one field of its
     LogicExperiment on top (a LogicConfig field or a fixed mechanism), for ablations
     ("reader:lean+reshow_best=0"). The wall-clock budget is relaxed as in bench logic, so a
     loaded machine does not change the answers."""
     from dataclasses import fields
 
-    from engine.routes import ROUTES
-    from engine.routes.logic.config import PRESETS
+    from engine.core.routes import ROUTES
+    from engine.core.routes.logic.config import PRESETS
     from training.common.logic_experiment import LogicExperiment, experiment
 
     style, _, rest = spec.rpartition(":")
@@ -161,7 +161,7 @@ def run_bench_reader(
         store = JsonlStore(folder / "results.jsonl", key=lambda r: (r.get("system") or route, r["id"]))
         todo = [(s, it) for it in items for s in systems if (s, it[0]) not in store]
         t0 = time.perf_counter()
-        from engine.pipeline import RoutedRAG
+        from engine.core.pipeline import RoutedRAG
 
         routed = {}  # style -> the RoutedRAG that answers its `routed` system
         for system, (qid, question, golds) in tqdm(todo, desc="bench reader", unit="answer", disable=not progress):
@@ -216,7 +216,7 @@ def format_report(report: dict, by_system: dict[str, Sequence[dict]]) -> str:
 
 def _fingerprint(cfg) -> str:
     """A route config's fingerprint: a logic one's as every benchmark stores it (logic_fingerprint)."""
-    from engine.routes.logic.config import LogicConfig
+    from engine.core.routes.logic.config import LogicConfig
     from training.common.logic_experiment import logic_fingerprint
 
     return logic_fingerprint(cfg) if isinstance(cfg, LogicConfig) else cfg.fingerprint()

@@ -270,7 +270,7 @@ def plot_route_distribution(report: dict, path: Path) -> None:
 
 def write_report(report: dict, out: str | Path, plots: bool = True) -> dict[str, Path]:
     """report.json, report.md, cost_quality.png (when the analysis ran), route_distribution.png."""
-    from engine.base.files import atomic_write_json, atomic_write_text
+    from engine.floor.base.files import atomic_write_json, atomic_write_text
 
     out = Path(out)
     paths = {"json": out / "report.json", "md": out / "report.md"}

@@ -59,7 +59,7 @@ def render(reports: Mapping[str, dict], tables: Sequence[str], command: str = ""
 
 
 def write_comparison(reports: Mapping[str, dict], out: str | Path, command: str = "") -> Path:
-    from engine.base.files import atomic_write_json, atomic_write_text
+    from engine.floor.base.files import atomic_write_json, atomic_write_text
 
     out = Path(out)
     first = next(iter(reports.values()))

@@ -17,10 +17,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from engine.llm.base import DEFAULT_LLM
-from hierarchy.datasets import shared_data_dir
+from engine.floor.llm.base import DEFAULT_LLM
 from training.bench.bench_summary_build import bench_build, build_table
 from training.bench.bench_summary_qa import bench_qa, qa_table
+from training.common.shared_data import shared_data_dir
 
 
 def main(

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hierarchy.datasets import SHARED_FILES
+from training.common.shared_data import SHARED_FILES
 
 HOTPOT = SHARED_FILES["hotpotqa"]
 HOLDOUT_EVERY = 100  # 1% of the documents are added incrementally
@@ -65,7 +65,7 @@ def _build_run(mode: str, base: list, held: list, work: Path, chunk_cache: Path,
     cold: every measured step gets a fresh embedding cache (worst case: nothing embedded before).
     warm: one cache for all steps, as a user's default cache is: the update re-embeds only new
           sentences and changed summaries; the rebuild finds the base corpus's sentences cached."""
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from hierarchy.indexing import add_documents
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.persist import load_layers

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.llm.urls import redact
-from hierarchy.datasets import SHARED_FILES
+from engine.floor.llm.urls import redact
 from training.bench.bench_summary_build import HOTPOT, copy_embedding_cache, passage_documents
 from training.common.jsonl_store import JsonlStore
+from training.common.shared_data import SHARED_FILES
 
 NQ = SHARED_FILES["nq"]
 NQ_DISTRACTOR_QUESTIONS = 500
@@ -42,8 +42,8 @@ def _questions(data_dir: Path, n_hotpot: int, n_nq: int) -> tuple[list, list, li
 
 def _kb_with_layers(path: Path, passages: list, summarizer: str, llm: Any, show_progress: bool):
     """Open or create the KB at path with the given layers (resumable: reuses what exists)."""
-    from engine.base.errors import KBNotFoundError
-    from engine.embedder import Embedder
+    from engine.floor.base.errors import KBNotFoundError
+    from engine.floor.embedder import Embedder
     from hierarchy.indexing import add_documents
     from hierarchy.kb import KnowledgeBase
     from hierarchy.layers.update import build_layers
@@ -68,8 +68,8 @@ def _kb_with_layers(path: Path, passages: list, summarizer: str, llm: Any, show_
 def run_system(name: str, fn, questions: list, out_file: Path, show_progress: bool = True) -> list[dict]:
     """Answer every question not yet in out_file, appending one JSON line each; returns the
     rows of `questions`."""
-    from engine.base.errors import LogicRouteError
-    from engine.base.metrics import f1
+    from engine.floor.base.errors import LogicRouteError
+    from engine.floor.base.metrics import f1
     from training.common.answer_scores import exact_match
 
     store = JsonlStore(out_file, key=lambda r: r.get("id"))
@@ -144,8 +144,8 @@ def bench_qa(
     k: int,
     show_progress: bool,
 ) -> dict:
-    from engine.llm.factory import make_llm
-    from engine.routes import ChunkRoute, RouteContext, SummaryRoute, answer_on
+    from engine.core.routes import ChunkRoute, RouteContext, SummaryRoute, answer_on
+    from engine.floor.llm.factory import make_llm
 
     # A cache of its own: a first run times real calls (not other runs' cache hits), a rerun resumes.
     llm = make_llm(llm_spec, cache=out_dir / "llm_cache.sqlite")

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.bench.bench_analysis import build_report, router_choices
 from training.bench.bench_cascade import replay_self_checks
 from training.bench.bench_data import (
@@ -180,7 +180,7 @@ def answer_fixed_routes(run: Run, echo: Callable[[str], None]) -> tuple[dict[tup
     )
     budget = None
     if cfg.logic_max_seconds is not None:
-        from engine.pipeline import Budget
+        from engine.core.pipeline import Budget
 
         budget = Budget(max_seconds=cfg.logic_max_seconds)
 
@@ -295,13 +295,13 @@ def _start(
         kb_passages, make_kb or build_or_open_kb, out, cfg.show_progress, echo, retrieval=cfg.retrieval
     )
     if llm is None:
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.factory import make_llm
 
         llm = make_llm(cfg.llm_spec, cache=cfg.cache)
     style = answer_style(cfg, data)
     notes.append(f"answer style: {style}")
     if rag_factory is None:
-        from engine.pipeline import RoutedRAG
+        from engine.core.pipeline import RoutedRAG
 
         def rag_factory(kb):
             return RoutedRAG(

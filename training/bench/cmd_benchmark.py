@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import llm_option, style_option
-from engine.routes import ROUTES
+from engine.core.routes import ROUTES
+from engine.face.cli_options import llm_option, style_option
+from engine.floor.base.errors import LogicRouteError
 from training.bench.bench_data import ESCALATE_BELOW
 from training.common.answer_scores import ALIASES, METRICS
 from training.common.logic_experiment import logic_preset_option
@@ -155,10 +155,10 @@ def benchmark(
     rerun the same command to continue."""
     from dataclasses import replace
 
-    from hierarchy.datasets import resolve_data
     from training.bench.bench_data import BenchConfig
     from training.bench.bench_report import summary_lines
     from training.bench.benchmark import run_benchmark
+    from training.common.shared_data import resolve_data
 
     cfg = BenchConfig(
         data=[resolve_data(d) for d in data],
@@ -329,8 +329,8 @@ def bench_summary(parts, corpora, n_hotpot, n_nq, no_llm_summaries, force, modes
 def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
     """The chunk index: KB build throughput against bare SentenceTransformer.encode on the
     same texts (cold embedding cache), and search latency. Prints the result as JSON."""
-    from hierarchy.datasets import resolve_data
     from training.bench.bench_index import run_bench
+    from training.common.shared_data import resolve_data
 
     res = run_bench(
         resolve_data(data),
@@ -342,7 +342,7 @@ def bench_index(data, limit, queries, k, batch_size, no_sandwich, out):
         log=lambda m: print(m, file=sys.stderr),
     )
     if out:
-        from engine.base.files import atomic_write_json
+        from engine.floor.base.files import atomic_write_json
 
         atomic_write_json(out, res)
     click.echo(json.dumps(res))
@@ -372,8 +372,8 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, no_cache, llm
     'demo' (the shipped corpus). How often the reply contains a gold answer, cites a passage, names
     only listed passages, and says "not in the indexed documents", wrongly so when a gold answer was
     in its passages; for the logic route, the share of sub-answers no passage states."""
-    from engine.cli_options import injected_embedder
-    from engine.llm.factory import make_llm
+    from engine.face.cli_options import injected_embedder
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
     from training.bench.bench_reader import DEMO, demo_questions, run_bench_reader
 
@@ -383,8 +383,8 @@ def bench_reader(ctx, data, n, offset, route, k, systems, out_dir, no_cache, llm
         items, corpus = demo_questions()
         kb = index_sources(out / "kb", [corpus], summaries="extractive", embedder=emb).kb
     else:
-        from hierarchy.datasets import resolve_data
         from training.common.passage_kb import passages_kb
+        from training.common.shared_data import resolve_data
         from training.labels.labels import select_questions
 
         questions, ds, _ = select_questions(resolve_data(data), n=n, offset=offset)

@@ -7,7 +7,7 @@ replies end in "### References" and "- [1] Title" lines, as its prompt asks) is 
 material too, not answer words.
 
 - `exact_match`: normalized prediction == normalized gold.
-- `f1`: engine.base.metrics (the product's demo scores with it too).
+- `f1`: engine.floor.base.metrics (the product's demo scores with it too).
 - `string_acc`: normalized gold is a substring of the normalized prediction (LogicRAG's
   `string_based_evaluation` accuracy). A gold that normalizes to "" (e.g. "The") never
   matches here, where LogicRAG would count it contained in any prediction.
@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from engine.base.errors import LogicRouteError
-from engine.base.metrics import f1, gold_list, normalize_answer, strip_citations
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.metrics import f1, gold_list, normalize_answer, strip_citations
 
 # a line that heads a reference list ("References", "### References", "**Sources:**") after the
 # answer: the first line never does, so a one-word answer "Sources" stays an answer
@@ -124,5 +124,5 @@ def answer_scores(pred: str, golds: list[str]) -> dict[str, float]:
 
 def gold_style(ds: Any) -> str:
     """The style a Dataset's gold answers are written in: "reader" (sentences) for sets with a
-    shared corpus (GraphRAG-Bench), else "short" (phrases); engine.prompts.answer has both."""
+    shared corpus (GraphRAG-Bench), else "short" (phrases); engine.floor.prompts.answer has both."""
     return "reader" if ds.corpus else "short"

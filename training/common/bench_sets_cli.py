@@ -58,7 +58,7 @@ def command_line(
 ) -> str:
     """`logicroute bench COMMAND ...` as it could be typed again (the LLM only when it is not the
     default; `flags` the switches that were on, e.g. "--redo")."""
-    from engine.llm.base import DEFAULT_LLM
+    from engine.floor.llm.base import DEFAULT_LLM
 
     words = ["logicroute", "bench", command]
     for s, kb in zip(set_files, kbs, strict=True):

@@ -19,8 +19,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.base.errors import DataFormatError, LogicRouteError
-from engine.base.files import atomic_write_bytes
+from engine.floor.base.errors import DataFormatError, LogicRouteError
+from engine.floor.base.files import atomic_write_bytes
 
 # An append is flushed at once; every FSYNC_EVERY-th (the first included) also reaches the disk.
 FSYNC_EVERY = 50

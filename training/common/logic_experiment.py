@@ -1,5 +1,5 @@
 """The logic route under experiment: LogicExperiment is a LogicConfig with a switch for each of
-the route's fixed mechanisms (engine.routes.logic.config.Mechanisms): the paper's four, each
+the route's fixed mechanisms (engine.core.routes.logic.config.Mechanisms): the paper's four, each
 turned off in turn for its ablation, and the prompt forms and cost cuts measured against them; and
 caps of its own where an answer's budget sets none (bench logic relaxes the time). The mechanisms
 no preset uses live in training/common/logic_mechanisms.py and reach the route as its hooks.
@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 import click
 
-from engine.budget import Budget, limits_of
-from engine.routes.logic.config import FIXED, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig, Mechanisms
+from engine.core.budget import Budget, limits_of
+from engine.core.routes.logic.config import FIXED, LOGIC_CAPS, PRESET_CHOICES, PRESETS, LogicConfig, Mechanisms
 from training.common.logic_mechanisms import last_hop_chunks, plan_prompt
 
 
@@ -181,7 +181,7 @@ def experiment(base: LogicConfig | str = "paper", **settings) -> LogicExperiment
 
 
 def logic_preset_option(f):
-    """--logic-preset: the logic route's settings (engine.routes.logic.config.PRESETS, or auto)."""
+    """--logic-preset: the logic route's settings (engine.core.routes.logic.config.PRESETS, or auto)."""
     return click.option(
         "--logic-preset",
         type=click.Choice(PRESET_CHOICES),

@@ -1,5 +1,5 @@
 """The logic route's mechanisms that only experiments turn on, as the hooks a LogicExperiment hands
-the route (engine.routes.logic.config.Mechanisms): the decomposition's other prompt forms (its
+the route (engine.core.routes.logic.config.Mechanisms): the decomposition's other prompt forms (its
 example plans as text lines, the plan as a list of question strings, only the example plans
 nearest in form to the question) and the last hop's raw chunks beside the rolling memory. Each was
 measured no better than the route's own (the help of LogicExperiment's fields says by how much),
@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.prompts.logic import (
+from engine.core.routes.logic.final_answer import sinks
+from engine.core.routes.logic.plan import placeholders
+from engine.floor.prompts.logic import (
     DECOMPOSE_EXAMPLES,
     DECOMPOSE_MAX_ITEMS,
     DECOMPOSE_SYSTEM,
@@ -24,13 +26,11 @@ from engine.prompts.logic import (
     plan_json,
     retry_turn,
 )
-from engine.question.structure import mask_entities
-from engine.routes.logic.final_answer import sinks
-from engine.routes.logic.plan import placeholders
+from engine.floor.question.structure import mask_entities
 
 if TYPE_CHECKING:
-    from engine.base.types import RetrievedChunk
-    from engine.routes.logic.state import SolveState
+    from engine.core.routes.logic.state import SolveState
+    from engine.floor.base.types import RetrievedChunk
 
 # The question-list plan (plan_questions): the reply is a JSON list of sub-question strings; ids
 # follow their position and dependencies are the #qN placeholders, so the ids and depends_on lists
@@ -133,7 +133,7 @@ class ExperimentPlanPrompt(PlanPrompt):
 
 def nearest_examples(question: str, embedder, n: int) -> list[str]:
     """The n example plans' questions closest in form to `question`: cosine of their MiniLM
-    vectors with names, titles and numbers masked (engine.question.structure.mask_entities), so that
+    vectors with names, titles and numbers masked (engine.floor.question.structure.mask_entities), so that
     "When was the director of film X born?" meets the examples that chain through a director,
     whatever the film. The small model copies the content of the few plans it is shown, hence
     experiments only."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.base.types import Usage
+    from engine.floor.base.types import Usage
 
 
 def usage_columns(u: "Usage") -> dict:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The logic route of every answer-label row answered again with the lean logic preset
-# (engine.routes.logic.config.PRESETS["lean"]), chunk and summary copied from the row: the
+# (engine.core.routes.logic.config.PRESETS["lean"]), chunk and summary copied from the row: the
 # labels a router needs once lean is the logic route it routes to. Resumable: rerun to continue.
 #
 # Reads training/data/labels/answer_<set>.jsonl (made by make_answer_labels.sh, with the same KBs

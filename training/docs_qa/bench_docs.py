@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.routes import AUTO
+from engine.core.routes import AUTO
+from engine.floor.base.errors import LogicRouteError
 from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns
@@ -53,7 +53,7 @@ class DocsSet:
 def check_systems(names: Sequence[str]) -> list[str]:
     """The systems by name, in order, each known and each of its options a RagConfig setting
     of this version: a system that needs a setting this code lacks fails before any answer."""
-    from engine.config import RagConfig
+    from engine.core.config import RagConfig
 
     known = {f.name for f in fields(RagConfig)}
     out = []
@@ -118,7 +118,7 @@ def run(
     """Answer what `store` does not hold yet (every row again with `redo`) and return the rows
     of this run's questions by (set, system, id). `rag_for(set, system)` gives the RoutedRAG
     that answers; it is asked once per pair, when the pair has work."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
 
     todo: list[tuple[DocsSet, str, DocsQuestion, str]] = []
     for docs in sets:

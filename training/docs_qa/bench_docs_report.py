@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.files import atomic_write_json, atomic_write_text
 from training.bench.bench_report import markdown_table
 from training.docs_qa.bench_docs_score import paired_against, tally
 

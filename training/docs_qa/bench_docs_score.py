@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from engine.routes.common import looks_unanswered
+from engine.core.routes.common import looks_unanswered
 from training.docs_qa.bench_docs_sets import GROUPS, DocsQuestion, Must
 
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[,-–]\s*\d+)*\]")

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.base.errors import DataFormatError
+from engine.floor.base.errors import DataFormatError
 
 KINDS = ("positive", "negative")
 NEGATIVE_KINDS = ("off_topic", "near_miss")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli_options import llm_option
+from engine.face.cli_options import llm_option
 from training.common.bench_sets_cli import check_set_kbs, command_line, run_record, set_kb_options
 from training.common.bench_signature import router_fingerprint
 
@@ -39,8 +39,8 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
     pooled: positives right / abstained / wrong, negatives abstained / answered (fabrications)
     by kind, LLM calls, tokens and seconds a question, and each system paired with `before`.
     Resumable: results.jsonl keeps every answer, a rerun answers only what is missing."""
-    from engine.base.errors import LogicRouteError
-    from engine.cli_options import injected
+    from engine.face.cli_options import injected
+    from engine.floor.base.errors import LogicRouteError
     from training.common.jsonl_store import JsonlStore, exclusive_folder
     from training.docs_qa import bench_docs as bd
     from training.docs_qa.bench_docs_report import build, write
@@ -53,7 +53,7 @@ def bench_docs(ctx, set_files, kbs, systems, half, out_dir, k, concurrency, redo
         raise LogicRouteError("two set files share a name: each set is reported under its file name")
     llm = injected(ctx, "llm")  # tests inject a scripted LLM through ctx.obj
     if llm is None:
-        from engine.cli_options import check_llm_spec
+        from engine.face.cli_options import check_llm_spec
 
         check_llm_spec(llm_spec)
     rag_for = injected(ctx, "rag_for") or _real_rags(llm, llm_spec, k)
@@ -86,7 +86,7 @@ def _real_rags(llm, llm_spec: str, k: int):
     settings, all sharing one LLM (the local model loads once)."""
     import threading
 
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
     from hierarchy.kb import KnowledgeBase
     from training.docs_qa.bench_docs import STYLE, SYSTEMS
 
@@ -99,7 +99,7 @@ def _real_rags(llm, llm_spec: str, k: int):
             if docs.kb not in kbs:
                 kbs[docs.kb] = KnowledgeBase.open(docs.kb)
             if shared["llm"] is None:
-                from engine.llm.factory import make_llm
+                from engine.floor.llm.factory import make_llm
 
                 shared["llm"] = make_llm(llm_spec)
         options = SYSTEMS[system]["options"]

@@ -1,8 +1,8 @@
-"""RoutedRAG's retry ladder with engine.absence's gate, replayed leave-one-dataset-out.
+"""RoutedRAG's retry ladder with engine.core.absence's gate, replayed leave-one-dataset-out.
 
 `router+forms+retry` (training.fitting.lodo_cascade.retry_unanswered) climbs every cheap answer that says
 it has none, because label rows carry no retrieval evidence. RoutedRAG weighs that evidence first
-(engine.escalation.Escalation: weigh_absence before the first climb, on the passages the first
+(engine.core.escalation.Escalation: weigh_absence before the first climb, on the passages the first
 route read): when the gate says keep, "not in the documents" is the answer and nothing climbs.
 Here the gate's verdicts come from the KB the labels were answered on (gate_verdicts: the chunk
 route's retrieval, kb.search(question, k)), and retry_with_gate replays the ladder with them.
@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Sequence
 from unittest import mock
 
-from engine.escalation import RETRY_ROUTES
-from engine.routes.common import looks_unanswered
+from engine.core.escalation import RETRY_ROUTES
+from engine.core.routes.common import looks_unanswered
 from training.fitting.lodo_cascade import ROUTER_FORMS, ROUTER_RETRY, STRONG, retry_unanswered
 
 GATED = f"{ROUTER_RETRY}+gate"
@@ -39,7 +39,7 @@ def unanswered(row: dict, route: str) -> bool:
 def gate_verdicts(kb, rows: Sequence[dict], route: str = "chunk", retrieval: str | None = None) -> dict:
     """{row id: {route: weigh_absence's verdict, with "retrieved"}} for the rows whose stored
     `route` answer says it has none, from the chunk route's retrieval (k: the row's)."""
-    from engine.absence import weigh_absence
+    from engine.core.absence import weigh_absence
 
     if route != "chunk":
         raise ValueError("only the chunk route's retrieval is rebuilt here")
@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--retrieval", default=None, help="dense | lexical | hybrid (default: the KB's own)")
     p.add_argument("--json", default=None, help="write the report (and the verdicts) here")
     a = p.parse_args(argv)
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
     from hierarchy.kb import KnowledgeBase
     from training.fitting.fit import config_from_card
 

@@ -2,7 +2,7 @@
 on your own questions) and eval-router (held-out labels). Registered on the `logicroute`
 group by training/commands.py.
 
-Only click, the standard library and engine.cli's shared options at module level:
+Only click, the standard library and engine.face.cli's shared options at module level:
 `logicroute --help` stays instant.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import injected_embedder
+from engine.face.cli_options import injected_embedder
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.cmd_train import (
     cost_weight_option,
     hop_pairs_option,
@@ -57,7 +57,7 @@ MIN_CALIBRATION_QUESTIONS = 20
 def calibrate(ctx, questions_file, checkpoint, logic_share, token_budget, costs_file, gated, out, min_questions):
     """Calibrate a threshold on P(logic) on your own questions (RouteLLM-style quantile), for a
     target share of logic calls or a token budget."""
-    from engine.decide import ThresholdStage
+    from engine.core.decide import ThresholdStage
     from router.checkpoint import load_router
     from router.policy import NOMINAL_TOKENS, Policy
 
@@ -202,7 +202,7 @@ def eval_router(
     from training.fitting.eval_router import evaluate_checkpoint, format_report
 
     if lodo:
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.factory import make_llm
         from training.fitting.cmd_train import train_config_from_options
         from training.fitting.fit import TrainConfig
         from training.fitting.lodo import lodo_report
@@ -228,14 +228,14 @@ def eval_router(
         )
         click.echo(format_lodo(rep))
         if json_out:
-            from engine.base.files import atomic_write_json
+            from engine.floor.base.files import atomic_write_json
 
             atomic_write_json(Path(json_out), rep)
         return
 
     llm = None
     if llm_spec:
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.factory import make_llm
 
         llm = make_llm(llm_spec, cache=False)  # a cached reply would fake the decision latency
     rep = evaluate_checkpoint(
@@ -249,7 +249,7 @@ def eval_router(
     )
     click.echo(format_report(rep))
     if json_out:
-        from engine.base.files import atomic_write_json
+        from engine.floor.base.files import atomic_write_json
 
         atomic_write_json(Path(json_out), rep)
         click.echo(f"report -> {json_out}", err=True)

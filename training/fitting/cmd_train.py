@@ -1,7 +1,7 @@
 """The `train generalist|specialist` commands of the `logicroute` CLI. Registered on the
 `logicroute` group by training/commands.py.
 
-Only click, the standard library and engine.cli's shared options at module level:
+Only click, the standard library and engine.face.cli's shared options at module level:
 `logicroute --help` stays instant.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli_options import injected_embedder, llm_option
+from engine.face.cli_options import injected_embedder, llm_option
 from training.labels.cmd_label import expand_files
 
 

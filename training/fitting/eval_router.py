@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.llm_router import llm_route
 from training.fitting.route_metrics import routing_metrics
 from training.labels.label_arrays import inputs_for, load_label_files, routes_of
@@ -80,7 +80,7 @@ def logreg_router_probs(router, questions: Sequence[str]) -> list[dict[str, floa
 def decisions_at_share(probs: np.ndarray, routes: Sequence[str], share: float, gated: str = "logic") -> list[str]:
     """The threshold policy at a logic share: the top `share` by P(gated) go there, the
     rest to the likelier other route: the Decider's threshold stage alone, calibrated on these rows."""
-    from engine.decide import Decider, FormStage, ListGateStage, ThresholdStage
+    from engine.core.decide import Decider, FormStage, ListGateStage, ThresholdStage
 
     g = list(routes).index(gated)
     stage = ThresholdStage(logic_share=share, route=gated).calibrated(probs[:, g])
@@ -151,7 +151,7 @@ def evaluate_predictions(
 
 def uncached_router(router):
     """The same router over an embedder with its cache off (timing must embed for real)."""
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from router.checkpoint import Router
 
     emb = router.embedder
@@ -164,7 +164,7 @@ def measure_speed(router, questions: Sequence[str], n_single: int = 50, batch: i
     """Latency of one decision (embed + features + MLP + argmax) and batch throughput."""
     import torch
 
-    from engine.decide import Decider
+    from engine.core.decide import Decider
 
     r, decider = uncached_router(router), Decider()
     qs = list(questions) or ["Who wrote Hamlet?"]

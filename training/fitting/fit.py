@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.base.errors import CheckpointError, LogicRouteError
+from engine.floor.base.errors import CheckpointError, LogicRouteError
 from router.features import DEFAULT_FEATURES
 
 if TYPE_CHECKING:

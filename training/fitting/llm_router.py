@@ -1,5 +1,5 @@
 """The LLM as router, a baseline of the routing benchmark and of eval-router: the LLM is asked
-which route should answer a question (engine.prompts' router prompt, a JSON schema of the
+which route should answer a question (engine.floor.prompts' router prompt, a JSON schema of the
 route names), and the call's cost is booked like any answer's."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.base.errors import LogicRouteError
-from engine.base.trace import Trace
-from engine.base.types import Usage
-from engine.llm.base import call_llm
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Usage
+from engine.floor.llm.base import call_llm
 from training.fitting.llm_router_prompt import llm_router_messages, llm_router_schema
 
 MAX_TOKENS = 16  # {"route": "summary"} and a little slack

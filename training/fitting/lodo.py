@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.routes.summary_config import GLOBAL_MODE
+from engine.core.routes.summary_config import GLOBAL_MODE
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.eval_router import logreg_fit_proba, majority_route
 from training.fitting.fit import TrainConfig, fit, specialist_config
 from training.fitting.list_gate_fit import is_list_row, split_off_lists
@@ -105,10 +105,10 @@ def _fold_decisions(
 def router_systems(
     probs: np.ndarray, routes: Sequence[str], questions: Sequence[str], fired: Sequence, on: Sequence[bool]
 ) -> dict[str, list[str]]:
-    """The fold's router as the product decides (engine.decide.Decider, no guard): "router", the
+    """The fold's router as the product decides (engine.core.decide.Decider, no guard): "router", the
     MLP's argmax and the list gate (`fired`: its probability where it fires; `on`: where the
     label set's KB keeps it); ROUTER_FORMS, the form stage on top where logic is a route."""
-    from engine.decide import Decider, FormStage, Learned
+    from engine.core.decide import Decider, FormStage, Learned
 
     out = {}
     for name, forms in (("router", False), (ROUTER_FORMS, True)):
@@ -194,7 +194,7 @@ def lodo_report(
     if len(datasets) < 2:
         raise LogicRouteError(f"leave-one-dataset-out needs labels of 2+ data sets, got {datasets}")
     if embedder is None:
-        from engine.embedder import get_embedder
+        from engine.floor.embedder import get_embedder
 
         embedder = get_embedder()
     signals = row_signals(rows, kb_root, embedder) if kb_root is not None else {}  # a missing KB fails first
@@ -347,7 +347,7 @@ def _judge_system(system: str, rows, index, decisions, routes, asked, paid=None)
 
 def _llm_decisions(llm, rows: Sequence[dict], routes: Sequence[str], progress: bool) -> list[dict]:
     """The LLM router's route for every row, with its call's cost (a failed call: the cheapest route)."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
     from training.fitting.llm_router import llm_route
 
     out = []

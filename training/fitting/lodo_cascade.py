@@ -1,5 +1,5 @@
 """Escalation by the model's own certainty, judged leave-one-dataset-out: a cheap answer whose
-confidence (engine.llm.base.answer_confidence, the chunk route's answer call) is below a
+confidence (engine.floor.llm.base.answer_confidence, the chunk route's answer call) is below a
 threshold goes on to the logic route and pays for both answers.
 
 The threshold is fitted on the training sets of each fold, never on the left-out set: the one
@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.escalation import RETRY_ROUTES
+from engine.core.escalation import RETRY_ROUTES
 from training.labels.labels import route_cost
 
 STRONG = "logic"
 TOKEN_SHARE = 0.5  # of always-logic's tokens: the most the fitted threshold may spend on training rows
 ROUTER_CASCADE, CHUNK_CASCADE = "router+confidence", "chunk+confidence"
-ROUTER_FORMS = "router+forms"  # the router, then logic for every question with a form plan (engine.question.forms)
+ROUTER_FORMS = (
+    "router+forms"  # the router, then logic for every question with a form plan (engine.floor.question.forms)
+)
 ROUTER_RETRY = "router+forms+retry"  # and logic after a cheap answer that says it has none: RoutedRAG's default
 ROUTER_RETRY_LOGIC = "router+forms+retry:logic"  # the retry straight to logic (retry_routes=logic)
 RETRY_CASCADE = "router+forms+retry+confidence"  # and logic below the confidence threshold: escalate_below
@@ -59,12 +61,12 @@ def retry_unanswered(
     rows: Sequence[dict], first: Sequence[str], ladder: Sequence[str] = RETRY_ROUTES
 ) -> tuple[list[str], list[dict]]:
     """RoutedRAG.retry_unanswered replayed along `ladder` (RoutedRAG.retry_routes): a cheap route
-    whose stored answer says it has no answer (engine.routes.common.looks_unanswered) goes on to
+    whose stored answer says it has no answer (engine.core.routes.common.looks_unanswered) goes on to
     the next route of the ladder costlier than itself, while the answers say they have none, and
     pays for every attempt. A route without a stored answer text counts as answered (kept); one the
     row did not label is skipped, as RoutedRAG skips summary on a KB without summary layers."""
-    from engine.routes import ROUTES
-    from engine.routes.common import looks_unanswered
+    from engine.core.routes import ROUTES
+    from engine.core.routes.common import looks_unanswered
 
     def unanswered(row: dict, route: str) -> bool:
         text = (row.get("answers_pred") or {}).get(route)

@@ -1,5 +1,5 @@
 """The look-further step made for real on the label rows it would change: rows whose chunk answer
-says it has none and whose absence verdict (engine.absence.weigh_absence, on the chunk route's
+says it has none and whose absence verdict (engine.core.absence.weigh_absence, on the chunk route's
 retrieval) is look_further get the chunk route's answer on the next k passages (the first k
 excluded), scored against gold beside the kept absence and the label's summary and logic scores
 (what the ladder's climb got). absence_replay scores a look further as the kept absence; this
@@ -21,11 +21,11 @@ def _field(row: dict, key: str):
 
 
 def replay(labels: str, kb_dir: str, llm_spec: str | None = None) -> list[dict]:
-    from engine.absence import weigh_absence
-    from engine.embedder import get_embedder
-    from engine.llm.factory import make_llm
-    from engine.routes.chunk import answer_chunk
-    from engine.routes.common import looks_unanswered
+    from engine.core.absence import weigh_absence
+    from engine.core.routes.chunk import answer_chunk
+    from engine.core.routes.common import looks_unanswered
+    from engine.floor.embedder import get_embedder
+    from engine.floor.llm.factory import make_llm
     from hierarchy.kb import KnowledgeBase
     from training.common.answer_scores import rouge_l
 

@@ -11,7 +11,7 @@ builds), the question as asked, k as the row's own.
 | top_score | cosine of the best chunk |
 | score_gap | best minus k-th cosine (a flat top-k: no passage stands out) |
 | word_coverage | share of the question's content words found in the top-k text |
-| entity_coverage | share of the question's names (engine.question.structure.entity_spans) in the top-k (1 if none) |
+| entity_coverage | share of the question's names (engine.floor.question.structure.entity_spans) in the top-k (1 if none) |
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.question.structure import entity_spans
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.question.structure import entity_spans
 
 SIGNALS = ("top_score", "score_gap", "word_coverage", "entity_coverage")
 # Function words of 3+ letters (shorter words are dropped anyway): what remains names the topic.

@@ -1,5 +1,5 @@
 """Where routers send a set of questions: the share of each route under the default decision
-(engine.decide.decide_many: the router, the form policy, the out-of-distribution policy), and the
+(engine.core.decide.decide_many: the router, the form policy, the out-of-distribution policy), and the
 router's own choice before the guard, for each checkpoint side by side. No retrieval, no LLM call.
 
     python -m training.fitting.route_shares --checkpoint OLD.ckpt --checkpoint NEW.ckpt \
@@ -29,7 +29,7 @@ def read_questions(spec: str) -> list[str]:
 
         half = parts[1] if len(parts) > 1 else "all"
         return [r["question"] for r in read_jsonl(parts[0], strict=True) if half == "all" or r.get("half") == half]
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
     from training.labels.labels import select_questions
 
     name, offset, n = parts[0], int(parts[1]), int(parts[2])
@@ -47,7 +47,7 @@ def route_shares(
 ) -> dict:
     """{set: {"n", "decided": shares, "router": shares, "far": share flagged far}} for one
     checkpoint; a set named in `kbs` is decided with that KB's heading questions in the guard."""
-    from engine.decide import decide_many
+    from engine.core.decide import decide_many
     from router.checkpoint import load_router
 
     plain = load_router(checkpoint)
@@ -55,7 +55,7 @@ def route_shares(
     for name, questions in sets.items():
         router = plain
         if name in (kbs or {}):
-            from engine.embedder import get_embedder
+            from engine.floor.embedder import get_embedder
             from hierarchy.kb import KnowledgeBase
             from router.kb_router import load_for_kb
 
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     report = {ckpt: route_shares(ckpt, sets, kbs) for ckpt in a.checkpoint}
     print(markdown(report))
     if a.json:
-        from engine.base.files import atomic_write_json
+        from engine.floor.base.files import atomic_write_json
 
         atomic_write_json(a.json, report)
     return report

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from router.list_gate import LIST_ROUTE  # the route of a question about a whole corpus (its global mode)
 
 SET_ROUTES: dict[str, str] = {
@@ -58,7 +58,8 @@ def prior_rows(
     drawn with `seed` from its questions after the benchmarks' first BENCHMARK_QUESTIONS, leaving
     out every question text in `exclude` (the answer-labelled ones). The seed is not the
     training seed: every training seed then sees the same rows."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import resolve_data
 
     sets = SET_ROUTES if sets is None else sets
     _check_strength(routes, strength)
@@ -109,7 +110,7 @@ def _hop_records(name: str, key: str) -> list[dict]:
     """The raw records of a HOP_SETS set after the benchmarks' first BENCHMARK_QUESTIONS."""
     import json
 
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
 
     path = resolve_data(name)
     try:
@@ -198,11 +199,11 @@ def list_rows(
     """Up to `per_corpus` prior rows from the tune half of each list-question file, preferring
     summary (questions about a whole corpus: "Which modules document a 'close' event?"), and as
     many of the same corpus's questions about one value (training/data/docs_questions/<corpus>.jsonl,
-    tune half, engine.question.structure.answer_shape "value"), preferring chunk: within a
+    tune half, engine.floor.question.structure.answer_shape "value"), preferring chunk: within a
     corpus only the form differs, so the router learns the form, not the corpus's topic. The judge
     halves never train. A row's set is "lists_<corpus>", the set of that corpus's answer labels, so
     a leave-one-dataset-out fold that leaves a corpus out trains on none of its priors either."""
-    from engine.question.structure import answer_shape
+    from engine.floor.question.structure import answer_shape
 
     _check_strength(routes, strength)
     missing = sorted({LIST_ROUTE, LOOKUP_ROUTE} - set(routes))

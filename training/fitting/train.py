@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import CheckpointError, LogicRouteError
+from engine.floor.base.errors import CheckpointError, LogicRouteError
 from router.ood import build_guard
 from training.fitting.eval_router import evaluate_predictions
 from training.fitting.fit import TrainConfig, fit, recorded_config, specialist_config
@@ -91,7 +91,7 @@ def _training_record(
 def _get_embedder(embedder):
     if embedder is not None:
         return embedder
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
 
     return get_embedder()
 

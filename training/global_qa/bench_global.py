@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import LogicRouteError
-from engine.llm.base import DEFAULT_LLM
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.llm.base import DEFAULT_LLM
 from training.common.answer_scores import gold_style
 from training.common.jsonl_store import JsonlStore
 from training.global_qa.bench_global_routed import ABOUT, DERIVED, can_route, route_questions, route_shares, routed_rows
@@ -179,8 +179,8 @@ def _row_key(r: dict) -> tuple:
 
 def llm_name(spec: str) -> str:
     """The name an LLM built from `spec` records in its results (make_llm normalizes the spec)."""
-    from engine.llm.base import parse_spec
-    from engine.llm.urls import redact
+    from engine.floor.llm.base import parse_spec
+    from engine.floor.llm.urls import redact
 
     try:
         return redact(str(parse_spec(spec)))  # as OpenAILLM.name: without the endpoint's credentials
@@ -215,7 +215,7 @@ def answer_row(system: str, settings: Any, q, kb, llm, k: int, style: str) -> di
         pred, usage, trace, err = ans.text, ans.usage, ans.trace, None
         shown = _shown_words(ans)
     except LogicRouteError as e:
-        from engine.base.types import Usage
+        from engine.floor.base.types import Usage
 
         pred, usage, trace, err, shown = "", Usage(), {}, f"{type(e).__name__}: {e}", None
     return {
@@ -262,7 +262,8 @@ def run_all(cfg: GlobalConfig, store: JsonlStore, questions: list, kbs: dict, ll
 
 def load_questions(cfg: GlobalConfig):
     """(data set, questions asked). The data set must share one corpus (GraphRAG-Bench)."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import resolve_data
 
     ds = load_dataset(resolve_data(cfg.data), corpus=cfg.corpus)
     if ds.corpus is None:
@@ -291,8 +292,8 @@ def plan(cfg: GlobalConfig) -> dict:
 def main(cfg: GlobalConfig, *, llm: Any = None, embedder: Any = None, show_progress: bool = True) -> dict:
     """Run (resumably), write the results and the report; return the report. `llm` and
     `embedder` replace the configured ones (tests pass fakes)."""
-    from engine.base.files import atomic_write_json, atomic_write_text
-    from engine.llm.factory import make_llm
+    from engine.floor.base.files import atomic_write_json, atomic_write_text
+    from engine.floor.llm.factory import make_llm
     from training.global_qa.bench_global_report import build_report, report_markdown
 
     out = Path(cfg.out)

@@ -24,10 +24,10 @@ def context_systems(systems, built_layers) -> list[str]:
 
 
 def shown_context(system: str, settings: Any, question: str, kb, k: int) -> list:
-    """The passages the system's answer call would be shown (engine.base.types.RetrievedChunk)."""
+    """The passages the system's answer call would be shown (engine.floor.base.types.RetrievedChunk)."""
     if SYSTEMS[system].route == "chunk":
         return list(kb.search(question, k=k))
-    from engine.routes.summary import summary_context
+    from engine.core.routes.summary import summary_context
 
     return summary_context(question, kb, k=k, config=settings)[0]
 
@@ -98,7 +98,7 @@ def _best_mean(pool: list[str], typed: list) -> float:
     (training.common.answer_scores.coverage, with every text normalized and counted once, not per question)."""
     from collections import Counter
 
-    from engine.base.metrics import normalize_answer
+    from engine.floor.base.metrics import normalize_answer
     from training.common.answer_scores import token_recall
 
     counts = [Counter(normalize_answer(x).split()) for x in pool]
@@ -197,7 +197,7 @@ def context_main(cfg, *, embedder: Any = None, show_progress: bool = True) -> di
     and context_report.md into cfg.out, and returns the report."""
     from pathlib import Path
 
-    from engine.base.files import atomic_write_json, atomic_write_text
+    from engine.floor.base.files import atomic_write_json, atomic_write_text
     from hierarchy.kb import LAYERS_DIR, KnowledgeBase
     from hierarchy.layers.persist import read_meta
     from training.global_qa.bench_global import load_questions, open_kb

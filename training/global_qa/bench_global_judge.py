@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.base.errors import LLMError, StructuredOutputError
-from engine.base.files import content_hash
-from engine.base.trace import Trace
-from engine.base.types import Usage
+from engine.floor.base.errors import LLMError, StructuredOutputError
+from engine.floor.base.files import content_hash
+from engine.floor.base.trace import Trace
+from engine.floor.base.types import Usage
 
 JUDGE_MAX_TOKENS = 16
 
@@ -38,7 +38,7 @@ def sample(rows: list[dict], per_type: int) -> list[dict]:
 def judge_answers(rows: list[dict], golds: dict[str, str], llm, store, per_type: int) -> list[dict]:
     """A verdict row for every answer of the sample (made now, or read from `store`); answers that
     failed are not judged. A judge call that fails leaves the verdict None, with its error."""
-    from engine.llm.base import call_llm
+    from engine.floor.llm.base import call_llm
     from training.global_qa.judge_prompt import JUDGE_SCHEMA, judge_messages
 
     out = []

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from engine.routes import ROUTES  # the router's routes, each the bench system of that name
+from engine.core.routes import ROUTES  # the router's routes, each the bench system of that name
 
 DERIVED = ("router", "oracle")
 ABOUT = {
@@ -29,10 +29,10 @@ def can_route(systems) -> bool:
 
 
 def route_questions(questions: list, checkpoint: str | None, embedder: Any = None, kb=None) -> dict[str, dict]:
-    """{question id: the router's decision (engine.decide.Decision.to_dict without the out-of-distribution
+    """{question id: the router's decision (engine.core.decide.Decision.to_dict without the out-of-distribution
     stage: route, probs, ood, ...)}; checkpoint None = the shipped one; `kb`: the KB answering them
     (router.kb_router.fit_to_kb: no list gate on single passages)."""
-    from engine.decide import Decider
+    from engine.core.decide import Decider
     from router.checkpoint import load_router
     from router.kb_router import fit_to_kb
 

@@ -1,6 +1,6 @@
 """The systems `logicroute bench global` compares: each a route, the summary layers it reads
 (extractive or LLM-written, or none), and its route settings. The summary-route variants of
-engine.routes.summary_config are systems of their own, so each becomes an ablation row.
+engine.core.routes.summary_config are systems of their own, so each becomes an ablation row.
 
 All non-logic systems see the same word budget: the chunk route shows k chunks (~150 words each
 on a GraphRAG-Bench corpus, so ~450 words at k=3) and every summary system fills
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from engine.routes.summary_config import SummaryConfig
+from engine.core.routes.summary_config import SummaryConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.base.types import Answer
+    from engine.floor.base.types import Answer
 
 WIDE_CHUNKS = 9  # the "more chunks" variants: 3x the chunk route's k=3, in the same budget
 # Each layer kind is its own KB over the same chunks: (summarizer, build_layers keywords).
@@ -140,11 +140,11 @@ def system_settings(system: System, k: int, wide_chunks: int, logic_max_seconds:
 
 def answer_with(system: System, settings, question: str, kb, llm, k: int, style: str) -> "Answer":
     """One answer of `system` (settings from system_settings) in `style`."""
-    from engine.routes import RouteContext, SummaryRoute, answer_on, make_route
-    from engine.routes.common import check_question
+    from engine.core.routes import RouteContext, SummaryRoute, answer_on, make_route
+    from engine.core.routes.common import check_question
 
     if system.route == SummaryRoute.name:  # as measured: a reader answer's citations are kept as written
-        from engine.routes.summary import answer_summary
+        from engine.core.routes.summary import answer_summary
 
         return answer_summary(check_question(question), kb, llm, k=k, style=style, config=settings)
     return answer_on(make_route(system.route, settings), question, RouteContext(kb, llm, k, style))

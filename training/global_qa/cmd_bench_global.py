@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import llm_option
+from engine.face.cli_options import llm_option
+from engine.floor.base.errors import LogicRouteError
 from training.global_qa.bench_global import TYPES, GlobalConfig
 from training.global_qa.bench_global_systems import DEFAULT_SYSTEMS, SYSTEMS, WIDE_CHUNKS
 
@@ -76,7 +76,7 @@ def bench_global(
     summary over extractive and over LLM-written layers, the collapsed tree, the summary-route
     variants, logic); ROUGE-L, coverage, tokens, seconds; each against chunk with a paired
     bootstrap. Resumable per (system, question); LLM calls through the cache."""
-    from engine.cli_options import injected, injected_embedder
+    from engine.face.cli_options import injected, injected_embedder
     from training.global_qa.bench_global import main, plan
 
     try:
@@ -118,7 +118,7 @@ def bench_global(
         return
     llm = injected(ctx, "llm")  # tests inject a scripted LLM through ctx.obj
     if llm is None:
-        from engine.cli_options import check_llm_spec
+        from engine.face.cli_options import check_llm_spec
 
         check_llm_spec(llm_spec)
     report = main(cfg, llm=llm, embedder=injected_embedder(ctx))

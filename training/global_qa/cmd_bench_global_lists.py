@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 CORPORA = ("node", "npm", "valgrind", "borg", "commonsio")
 DATA_DIR = "training/data/global_lists"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli_options import llm_option
+from engine.face.cli_options import llm_option
 from training.common.bench_sets_cli import (
     check_set_kbs,
     command_line,
@@ -46,8 +46,8 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
     scored by the recall and precision of the set it lists. Reports per set and pooled: recall,
     precision, LLM calls, tokens and seconds a question, and each system's recall paired against
     chunk and logic (95% bootstrap). Resumable: results.jsonl keeps every answer."""
-    from engine.base.errors import LogicRouteError
-    from engine.cli_options import injected
+    from engine.face.cli_options import injected
+    from engine.floor.base.errors import LogicRouteError
     from training.common.jsonl_store import JsonlStore, exclusive_folder
     from training.global_qa import list_answer as la
     from training.global_qa.list_answer_report import build, write
@@ -59,7 +59,7 @@ def bench_global_lists_answer(ctx, set_files, kbs, systems, half, out_dir, k, re
         raise LogicRouteError("two set files share a name: each set is reported under its file name")
     llm = injected(ctx, "llm")  # tests inject a scripted LLM (and a KB opener) through ctx.obj
     if llm is None and not report_only:
-        from engine.cli_options import check_llm_spec
+        from engine.face.cli_options import check_llm_spec
 
         check_llm_spec(llm_spec)
     answer_for = injected(ctx, "answer_for") or _real_answerers(llm, llm_spec, k)
@@ -107,7 +107,7 @@ def _real_answerers(llm, llm_spec: str, k: int):
         from training.global_qa.list_answer import answerer
 
         if shared["llm"] is None:
-            from engine.llm.factory import make_llm
+            from engine.floor.llm.factory import make_llm
 
             shared["llm"] = make_llm(llm_spec)
         return answerer(KnowledgeBase.open(lists.kb), shared["llm"], k)

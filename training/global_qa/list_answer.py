@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.routes import AUTO
-from engine.routes.summary_config import SummaryConfig
+from engine.core.routes import AUTO
+from engine.core.routes.summary_config import SummaryConfig
+from engine.floor.base.errors import LogicRouteError
 from training.common.bench_signature import answer_signature
 from training.common.jsonl_store import JsonlStore
 from training.common.usage_columns import usage_columns
@@ -135,7 +135,7 @@ def run(
     """Answer what `store` does not hold yet (all again with `redo`), question by question with
     every system in turn, sets and families interleaved (`interleaved`); return this run's rows
     by (set, system, id). `answer_for(set)` gives answer(system, question) -> Answer on its KB."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
 
     todo = []
     for lists, q in interleaved(sets):
@@ -191,8 +191,8 @@ def scored_rows(sets: Sequence[ListSet], systems: Sequence[str], rows: dict) -> 
 def answerer(kb, llm, k: int) -> Callable[[str, str], object]:
     """answer(system, question) on `kb`: the system's route in the reader style, no router, no
     escalation; the default path is RoutedRAG with its defaults, as `ask --kb` answers."""
-    from engine.pipeline import RoutedRAG
-    from engine.routes import RouteContext, answer_on, make_route
+    from engine.core.pipeline import RoutedRAG
+    from engine.core.routes import RouteContext, answer_on, make_route
 
     ctx = RouteContext(kb, llm, k, STYLE)
     routes = {
@@ -212,6 +212,6 @@ def answerer(kb, llm, k: int) -> Callable[[str, str], object]:
 
 def _logic(k: int):
     """The logic route as RoutedRAG runs it in the reader style (its preset for the style)."""
-    from engine.routes.logic.config import preset_config, resolve_preset
+    from engine.core.routes.logic.config import preset_config, resolve_preset
 
     return preset_config(resolve_preset("auto", STYLE), k=k)

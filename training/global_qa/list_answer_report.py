@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.files import atomic_write_json, atomic_write_text
 
 COSTS = ("llm_calls", "tokens", "seconds")
 

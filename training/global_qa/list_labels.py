@@ -4,7 +4,7 @@ whole corpus.
 
 Each question needs every route's answer in results.jsonl: chunk, logic, and the summary route's
 global mode (`global`), which is what the summary route answers a list question with
-(SummaryConfig(mode="auto"), engine.routes.summary_config.mode_for). A route's score is the F1 of
+(SummaryConfig(mode="auto"), engine.core.routes.summary_config.mode_for). A route's score is the F1 of
 the set its answer lists (training.global_qa.list_score: recall and precision against the gold set
 computed from the documents), its cost the answer's measured usage.
 
@@ -22,8 +22,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.routes.summary_config import GLOBAL_MODE
+from engine.core.routes.summary_config import GLOBAL_MODE
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.set_priors import LIST_SET_PREFIX
 
 # label route -> the bench system whose answer it is
@@ -109,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     p.add_argument("--out", required=True, help="label file to write (JSONL, replaced atomically)")
     p.add_argument("--llm", default=None, help="the LLM the answers were made with (default: the local model)")
     a = p.parse_args(argv)
-    from engine.base.files import atomic_write_text
-    from engine.llm.base import DEFAULT_LLM
+    from engine.floor.base.files import atomic_write_text
+    from engine.floor.llm.base import DEFAULT_LLM
 
     rows, skipped = label_rows(a.set_file, a.results, a.half, llm=a.llm or DEFAULT_LLM)
     if not rows:

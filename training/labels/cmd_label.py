@@ -1,7 +1,7 @@
 """The `label` command of the `logicroute` CLI, and the expansion of the label-file arguments
 that train and eval-router take. Registered on the `logicroute` group by training/commands.py.
 
-Only click, the standard library and engine.cli's shared options at module level:
+Only click, the standard library and engine.face.cli's shared options at module level:
 `logicroute --help` stays instant.
 Tests inject a tiny embedder with `CliRunner().invoke(cmd, args, obj={"embedder": fake})`.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import injected_embedder, llm_option, style_option
-from engine.routes.logic.config import PRESET_CHOICES
+from engine.core.routes.logic.config import PRESET_CHOICES
+from engine.face.cli_options import injected_embedder, llm_option, style_option
+from engine.floor.base.errors import LogicRouteError
 from training.common.answer_scores import ALIASES, METRICS, gold_style
 
 
@@ -36,7 +36,7 @@ def expand_files(values) -> list[str]:
 
 def _routes(value: str) -> tuple[str, ...]:
     """Known route names in the registry's cheapest-first order (labels and the cascade rely on it)."""
-    from engine.routes import check_routes
+    from engine.core.routes import check_routes
 
     routes = check_routes(tuple(r.strip() for r in value.split(",") if r.strip()))
     if len(routes) < 2:
@@ -132,7 +132,7 @@ def _routes(value: str) -> tuple[str, ...]:
     type=click.Choice(PRESET_CHOICES),
     default="auto",
     show_default=True,
-    help="settings of the logic route (engine.routes.logic.config.PRESETS): auto = lean-grounded in both "
+    help="settings of the logic route (engine.core.routes.logic.config.PRESETS): auto = lean-grounded in both "
     "styles, as `ask` picks it; a row says which when not paper",
 )
 @click.option(
@@ -180,7 +180,7 @@ def label(
 ):
     """Label questions of DATA (a QA data file, or a shared set name: hotpotqa, 2wiki, musique,
     nq, squad, medical) with each route's score, cost and preference vector."""
-    from hierarchy.datasets import resolve_data
+    from training.common.shared_data import resolve_data
 
     _check_modes(scorer, stop_score, complete, rerun_routes, from_file)
     data = resolve_data(data)
@@ -198,7 +198,7 @@ def label(
     kb = _label_kb(Path(kb_dir), data, kb_ds, build_kb, emb, layers="summary" in routes_t)
     llm = None
     if scorer == "answer":
-        from engine.llm.factory import make_llm
+        from engine.floor.llm.factory import make_llm
 
         llm = make_llm(llm_spec, cache=not no_cache)
     cfg = LabelConfig(

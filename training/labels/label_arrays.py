@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from router.features import build_inputs, embedded_text
 from training.labels.labels import read_labels, route_cost, with_cost_weight
 

@@ -1,6 +1,6 @@
 """How each route does on one question: the two scorers behind router labels.
 
-- ``answer``: run every route with the LLM (engine.routes.answer_on), score its answer against
+- ``answer``: run every route with the LLM (engine.core.routes.answer_on), score its answer against
   the gold answers (F1 by default; EM or LogicRAG's string accuracy selectable) and record its
   cost (LLM calls, tokens, seconds). Faithful but slow: several LLM calls per question.
 - ``retrieval`` (LLM-free): score the context each route would hand the LLM:
@@ -10,7 +10,7 @@
     * when the data mark no supporting passage: 1.0 if a gold answer string occurs in it.
   Contexts:
     * chunk   = top-k search on the question (k=3, as the chunk route does);
-    * summary = `engine.routes.summary.summary_context(question, kb, k=k)`;
+    * summary = `engine.core.routes.summary.summary_context(question, kb, k=k)`;
     * logic   = a proxy of the DAG's retrieval: top-k for the question, then a second hop
       whose query is the question + up to 8 entity-like spans of the first hits' texts that
       the question does not name (the bridge entities a sub-question would carry once the
@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.base.metrics import normalize_answer
-from engine.routes import ROUTES, LogicRoute, RouteContext, answer_on, check_route, make_route
-from engine.routes.summary import summary_context
+from engine.core.routes import ROUTES, LogicRoute, RouteContext, answer_on, check_route, make_route
+from engine.core.routes.summary import summary_context
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.metrics import normalize_answer
 from router.features import SPAN
 from router.policy import NOMINAL_TOKENS
 from training.common.answer_scores import metric_fn, metric_name
@@ -76,7 +76,7 @@ class LabelConfig:
         default="auto",
         metadata={
             "help": "settings of the logic route: auto (by style, as RoutedRAG picks them) or a name of "
-            "engine.routes.logic.config.PRESETS; held resolved (a row names its preset when not paper)"
+            "engine.core.routes.logic.config.PRESETS; held resolved (a row names its preset when not paper)"
         },
     )
     stop_score: float | None = field(
@@ -89,7 +89,7 @@ class LabelConfig:
     )
 
     def __post_init__(self) -> None:
-        from engine.routes.logic.config import resolve_preset
+        from engine.core.routes.logic.config import resolve_preset
 
         self.metric = metric_name(self.metric)
         try:

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.base.errors import LogicRouteError
-from engine.routes import check_route
+from engine.core.routes import check_route
+from engine.floor.base.errors import LogicRouteError
 from training.common.jsonl_store import JsonlStore, read_jsonl
 from training.labels.label_scorers import (
     SCORERS,
@@ -91,10 +91,10 @@ def prompts_fingerprint(style: str = "short") -> str:
     decomposition and step): label rows made with other prompt text are told apart."""
     import json
 
-    from engine.base.files import content_hash
-    from engine.prompts.answer import answer_messages
-    from engine.prompts.logic import decompose_messages
-    from engine.prompts.logic_step import step_messages
+    from engine.floor.base.files import content_hash
+    from engine.floor.prompts.answer import answer_messages
+    from engine.floor.prompts.logic import decompose_messages
+    from engine.floor.prompts.logic_step import step_messages
 
     probe = [
         answer_messages("q", "[1] c", "n", style=style),

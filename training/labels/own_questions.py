@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 MIN_QUESTIONS = 20  # below this a held-out split says nothing (the fine-tune keeps the generalist)
 
@@ -16,7 +16,7 @@ MIN_QUESTIONS = 20  # below this a held-out split says nothing (the fine-tune ke
 def label_own_questions(questions_file: str | Path, kb_dir: str | Path, out: str | Path, llm_spec: str, embedder=None):
     """The label file `out`, made (or completed) from `questions_file`'s questions over the KB at
     `kb_dir`; returns its path."""
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.kb import KnowledgeBase
     from training.common.answer_scores import gold_style
     from training.labels.label_scorers import LabelConfig

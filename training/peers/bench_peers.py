@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 Progress = Callable[[int, int], None]  # (passages done, passages in all)
 
@@ -44,7 +44,7 @@ class IndexCost:
 
 def uncached_seconds(wall: float, usage) -> float:
     """Wall seconds as if no LLM call had come from the cache: a hit takes ~0 s, so a resumed or
-    rerun build would otherwise report a fraction of what it costs (engine.base.types.Usage keeps
+    rerun build would otherwise report a fraction of what it costs (engine.floor.base.types.Usage keeps
     each hit's original seconds)."""
     return wall + max(0.0, float(usage.llm_seconds_uncached) - float(usage.llm_seconds))
 
@@ -63,7 +63,7 @@ class PeerAnswer:
 
 @dataclass
 class PeerContext:
-    """What every system of one run shares: the LLM (engine.llm LLM), the embedder (None: the
+    """What every system of one run shares: the LLM (engine.floor.llm LLM), the embedder (None: the
     default MiniLM, loaded on first use), a folder of its own, top-k and the answer style."""
 
     llm: Any
@@ -117,7 +117,7 @@ class LogicrouteAdapter(PeerAdapter):
     def index(self, passages: Sequence, progress: Progress) -> IndexCost:
         import time
 
-        from engine.pipeline import RoutedRAG
+        from engine.core.pipeline import RoutedRAG
         from training.bench.bench_data import build_or_open_kb
 
         t0 = time.perf_counter()
@@ -134,7 +134,7 @@ class LogicrouteAdapter(PeerAdapter):
     def answer(self, question: str) -> PeerAnswer:
         if self.rag is None:
             raise LogicRouteError(f"{self.name}: answer before index")
-        from engine.pipeline import Budget
+        from engine.core.pipeline import Budget
 
         # the routing benchmark's cap: the route's own default would make answers depend on machine load
         budget = Budget(max_seconds=float(self.ctx.options.get("logic_max_seconds", 1800)))
@@ -148,7 +148,7 @@ class LogicrouteAdapter(PeerAdapter):
         return PeerAnswer(a.text, u.llm_calls, u.prompt_tokens, u.completion_tokens, round(seconds, 3))
 
     def settings(self) -> dict:
-        from engine.routes.logic.config import preset_config, resolve_preset
+        from engine.core.routes.logic.config import preset_config, resolve_preset
 
         out: dict[str, Any] = {"route": "auto (router)" if self.route == "router" else self.route, "k": self.ctx.k}
         out["style"] = self.ctx.style
@@ -191,7 +191,7 @@ def router_checkpoint(kb, system: str) -> str:
 def adapted_router_sha1(kb_path: Path, embedder=None) -> str | None:
     """The content hash of the adapted router the KB at `kb_path` records; None without a KB or
     without one (indexing then names the missing `adapt`)."""
-    from engine.base.files import content_hash
+    from engine.floor.base.files import content_hash
     from hierarchy.kb import KnowledgeBase
     from router.kb_router import remembered_checkpoint
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from engine.base.files import atomic_write_json, atomic_write_text
+from engine.floor.base.files import atomic_write_json, atomic_write_text
 from training.bench.bench_report import markdown_table
 from training.common.answer_scores import answer_scores, answer_text
 from training.peers.bench_peers_compare import by_type_lines, comparison_lines, comparisons, f1_by_type

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.base.errors import LogicRouteError
-from engine.base.progress import progress_bar
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.progress import progress_bar
 from training.common.answer_scores import answer_scores
 from training.common.jsonl_store import JsonlStore, exclusive_folder
 from training.peers.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext

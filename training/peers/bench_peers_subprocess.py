@@ -2,7 +2,7 @@
 (training/peers/peer_runners/protocol.py has the runner side and the message shapes).
 
 A SubprocessPeer starts its runner script with the peer venv's Python and serves the runner's
-LLM and embedding requests from the harness's own LLM (engine.llm: the same model, the same
+LLM and embedding requests from the harness's own LLM (engine.floor.llm: the same model, the same
 call cache) and embedder (MiniLM), adding every call's tokens to the cost of the command
 that made it. The peers' packages are never imported here: this file only starts a process."""
 
@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from engine.base.errors import LLMError, LogicRouteError
-from engine.base.types import Usage
+from engine.floor.base.errors import LLMError, LogicRouteError
+from engine.floor.base.types import Usage
 from training.peers.bench_peers import (
     ADAPTED_SYSTEM,
     IndexCost,
@@ -67,7 +67,7 @@ class SubprocessPeer(PeerAdapter):
 
     def _embedder(self):
         if self.ctx.embedder is None:
-            from engine.embedder import get_embedder
+            from engine.floor.embedder import get_embedder
 
             self.ctx.embedder = get_embedder()
         return self.ctx.embedder
@@ -101,7 +101,7 @@ class SubprocessPeer(PeerAdapter):
 
     def peer_settings(self) -> dict:
         """Settings the harness sets for every peer: the short answer style."""
-        from engine.prompts.answer import SHORT_ANSWER_RULE
+        from engine.floor.prompts.answer import SHORT_ANSWER_RULE
 
         return {"answer_instruction": SHORT_ANSWER_RULE} if self.ctx.style == "short" else {}
 
@@ -135,7 +135,7 @@ class SubprocessPeer(PeerAdapter):
             if msg["rpc"] == "embed":
                 return {"vectors": self._embedder().encode(msg["texts"]).tolist()}
             # A JSON request goes as free text (the peer's prompt asks for JSON and the peer parses
-            # it), on every backend alike: engine.llm's OpenAI backend would send a JSON schema,
+            # it), on every backend alike: engine.floor.llm's OpenAI backend would send a JSON schema,
             # which llama.cpp's server rejects (HTTP 500), and its breaker then refuses the retry.
             c = self.ctx.llm.chat(msg["messages"], max_tokens=int(msg.get("max_tokens") or 512))
             usage.add(c)
@@ -215,7 +215,7 @@ def store_identity(store: Path) -> str:
     rows keep their signature."""
     import uuid
 
-    from engine.base.files import atomic_write_text
+    from engine.floor.base.files import atomic_write_text
 
     marker = store / ".store_id"
     if marker.is_file():
@@ -232,7 +232,7 @@ def check_store_setup(store: Path, made_by: dict) -> None:
     first start). They sign the rows but do not name the store: rows signed otherwise would send
     every passage again to a store that holds them, which the peer skips at no cost, and the index
     would read as nearly free."""
-    from engine.base.files import atomic_write_json
+    from engine.floor.base.files import atomic_write_json
 
     marker = store / ".store_setup.json"
     if not marker.is_file():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.cli_options import info, llm_option
+from engine.face.cli_options import info, llm_option
+from engine.floor.base.errors import LogicRouteError
 from training.common.logic_experiment import logic_preset_option
 
 DEFAULT_SERVER_PORT = 8741  # fixed: the served model's name (and so its cache keys) holds the URL
@@ -41,8 +41,8 @@ def _options(settings: tuple[str, ...], venvs: tuple[str, ...], logic_preset: st
 
 def _serve(llm_spec: str, port: int, n_ctx: int, threads: int, workdir: Path):
     """(spec of the served model, server process): the local model behind llama.cpp's server."""
-    from engine.llm.base import parse_spec
-    from engine.llm.model_files import model_path
+    from engine.floor.llm.base import parse_spec
+    from engine.floor.llm.model_files import model_path
     from training.scale.bench_llm_server import start_server, wait_ready
 
     s = parse_spec(llm_spec)
@@ -119,8 +119,8 @@ def bench_peers(
     model behind llama.cpp's OpenAI-compatible server) and MiniLM; indexing and per-question
     calls, tokens and time, EM/F1/Acc, errors counted. Resumable: rerun the same command.
     Report: REPORT_DIR/<set>.md and .json."""
-    from engine.llm.factory import make_llm
-    from hierarchy.datasets import resolve_data
+    from engine.floor.llm.factory import make_llm
+    from training.common.shared_data import resolve_data
     from training.peers.bench_peers_report import write_report
     from training.peers.bench_peers_run import PeersConfig, run_peers
     from training.peers.bench_peers_subprocess import builtin_registry

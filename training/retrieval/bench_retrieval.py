@@ -50,8 +50,9 @@ class QASet:
 
 def qa_set(name: str, root: Path, embedder, n: int = 200, offset: int = 0) -> QASet:
     """The KB of a shared set's questions offset..offset+n-1 (built on first use, resumed after), and them."""
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
     from training.common.passage_kb import passages_kb
+    from training.common.shared_data import resolve_data
 
     ds = load_dataset(resolve_data(name), n=n, offset=offset)
     kb = passages_kb(root / name, ds.passages, embedder, show_progress=False)
@@ -154,7 +155,7 @@ def run_qa(root: Path, embedder, echo: Callable[[str], None], n: int = 200) -> d
 
 def heading_hit(hits: Sequence, file: str, heading: str, k: int = 3) -> bool:
     """Whether a top-k chunk lies under `heading` of `file` (the heading in its path)."""
-    from engine.base.types import HEADING_SEP
+    from engine.floor.base.types import HEADING_SEP
 
     return any(h.doc_id.endswith(file) and heading in h.heading_path.split(HEADING_SEP) for h in hits[:k])
 
@@ -186,7 +187,7 @@ def run_docs(folder: Path, kb_dir: Path, embedder, echo: Callable[[str], None]) 
 
 def _check_headings(kb, questions) -> None:
     """Each question's heading is the path of some chunk of its file (the benchmark's premise)."""
-    from engine.base.types import HEADING_SEP
+    from engine.floor.base.types import HEADING_SEP
 
     paths = {(c.doc_id.rsplit("/", 1)[-1], h) for c in kb.chunks.values() for h in c.heading_path.split(HEADING_SEP)}
     missing = [(f, h) for _, f, h in questions if (f, h) not in paths]
@@ -195,7 +196,7 @@ def _check_headings(kb, questions) -> None:
 
 
 def save(out_dir: Path, report: dict) -> Path:
-    from engine.base.files import atomic_write_json
+    from engine.floor.base.files import atomic_write_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "retrieval_hybrid.json", report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.base.files import atomic_write_bytes
+from engine.floor.base.files import atomic_write_bytes
 from hierarchy.retrieval import DENSE, HYBRID, LEXICAL
 
 METRICS = ("recall@3", "recall@10", "answer_in_context@3")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.stats import percentile
+from engine.floor.base.stats import percentile
 from hierarchy.retrieval import DENSE, HYBRID, LEXICAL
 
 MODES = (DENSE, LEXICAL, HYBRID)

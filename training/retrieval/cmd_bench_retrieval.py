@@ -30,8 +30,8 @@ def bench_retrieval(ctx, parts, docs_folder, sizes, corpus, queries, kb_root, ou
     questions of the same files), hit@3 of the heading
     that answers 20 documentation questions, then latency p50/p95, build time, disk and memory
     at each KB size. A part that runs replaces its section of the report; the others stay."""
-    from engine.cli_options import injected_embedder
-    from engine.embedder import get_embedder
+    from engine.face.cli_options import injected_embedder
+    from engine.floor.embedder import get_embedder
     from training.retrieval import bench_retrieval as br
     from training.retrieval.bench_retrieval_report import write_report
     from training.retrieval.doc_questions import DOCS_FOLDER

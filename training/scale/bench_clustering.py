@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         "minutes": round((time.perf_counter() - t0) / 60, 1),
     }
     command = " ".join(["python -m training.scale.bench_clustering", *(sys.argv[1:] if argv is None else argv)])
-    from engine.base.files import atomic_write_text
+    from engine.floor.base.files import atomic_write_text
 
     atomic_write_text(args.out, report(rows, setup, command))
     print(f"wrote {args.out}", file=sys.stderr)
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
 def _inputs(questions: int | None, seed: int):
     """The QA corpus (chunk and question vectors through the embedder and its cache) and the
     cached distractors."""
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
     from training.scale.bench_clustering_eval import distractors, qa_corpus, text_keys
     from training.scale.bench_store import cached_vectors
 
@@ -225,8 +225,9 @@ def _inputs(questions: int | None, seed: int):
 def _all_qa_texts() -> list[str]:
     """Every question and chunk text of the QA sets (all questions): none may be a distractor."""
     from hierarchy.chunking import chunk_document, chunk_embed_text
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
     from hierarchy.documents import Document
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
     from training.scale.bench_clustering_eval import QA_SETS
 
     texts = []

@@ -11,7 +11,7 @@ Tree: what build_tree does, with centroids for summaries: level 1 clusters the c
 node's vector is the normalized mean of the chunk vectors under it, the next level clusters the
 node vectors, until a level holds at most MAX_TOP nodes. Each method clusters every level.
 
-Descent: the summary route's own descent (engine.routes.summary.summary_context, k = 3) over
+Descent: the summary route's own descent (engine.core.routes.summary.summary_context, k = 3) over
 those centroid nodes: from the top level down, and from level 1 (the top 3 of all level-1
 nodes, then the top 3 chunks under them). A supporting passage is found when one of its chunks
 is among the chunks the descent returns."""
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.stats import percentile
+from engine.floor.base.stats import percentile
 
 QA_SETS = ("hotpotqa", "2wiki")  # the shared sets whose questions name supporting passages
 METHODS = ("ward", "minibatch", "faiss", "two-stage", "code")
@@ -47,8 +47,9 @@ class QACorpus:
 def qa_corpus(embed: Callable[[list[str]], np.ndarray], n_per_set: int | None = None) -> QACorpus:
     """Load the QA sets (n_per_set questions each), chunk their passages as the KB does."""
     from hierarchy.chunking import chunk_document, chunk_embed_text
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
     from hierarchy.documents import Document
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     sets = [load_dataset(shared_data_dir() / SHARED_FILES[name], n=n_per_set) for name in QA_SETS]
     passages = {p.id: p for ds in sets for p in ds.passages}
@@ -79,7 +80,7 @@ def qa_corpus(embed: Callable[[list[str]], np.ndarray], n_per_set: int | None = 
 
 def text_keys(texts: Sequence[str]) -> set[bytes]:
     """The embedding cache's keys of these texts."""
-    from engine.base.files import content_hash
+    from engine.floor.base.files import content_hash
 
     return {bytes.fromhex(content_hash(t)) for t in texts}
 
@@ -266,7 +267,7 @@ class _RowKB:
 
     def rank_within(self, qv: np.ndarray, ids: list[str], k: int, **_) -> list:
         """The top-k of `ids` by cosine (rows have vectors, no text: the descent's last step, dense)."""
-        from engine.base.types import RetrievedChunk
+        from engine.floor.base.types import RetrievedChunk
 
         s = self.vectors[[self.row_of(c) for c in ids]] @ qv
         return [RetrievedChunk.of(self.chunks[ids[i]], float(s[i])) for i in np.argsort(-s, kind="stable")[:k]]
@@ -286,7 +287,7 @@ def descent_scores(qa: QACorpus, x: np.ndarray, levels: list[list[list[int]]], h
     """Supporting-passage recall of the descent from the top and from level 1, the share of
     questions whose supporting passages share a level-1 cluster, and the candidates the top
     descent reaches (chunks under its level-1 nodes)."""
-    from engine.routes.summary import summary_context
+    from engine.core.routes.summary import summary_context
 
     layers = centroid_layers(x, levels)
     kb = _RowKB(x)

@@ -27,8 +27,9 @@ DATA = ("hotpotqa/hotpotqa_dev500.jsonl", "2wikimultihopqa/2wiki_train500.json",
 
 def distinct_passages(files: Sequence[str] = DATA) -> list:
     """The distinct passages of shared data files (paths under shared/data), as Documents, in file order."""
-    from hierarchy.datasets import load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
     from hierarchy.documents import Document
+    from training.common.shared_data import shared_data_dir
 
     seen: dict[str, Document] = {}
     for name in files:
@@ -73,7 +74,7 @@ def _measure(kb_path: Path, change) -> dict:
 def build_kb(store: str, docs: list, work: Path, embedder=None) -> tuple[Path, dict]:
     """A KB of `docs` at work/STORE, embedded through the on-disk embedding cache: its path and
     its build figures (seconds rounded to the millisecond)."""
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
     from hierarchy.kb import KnowledgeBase
     from training.scale.bench_store import bench_spec
 
@@ -95,7 +96,7 @@ def build_kb(store: str, docs: list, work: Path, embedder=None) -> tuple[Path, d
 def measure_changes(path: Path, docs: list, extra: list, build: dict, fresh=None) -> dict:
     """Add `extra` to the KB at `path` (embedded by `fresh`, default: the cached embedder's model
     without the cache), then delete as many of `docs`; each against a rebuild (build_kb's figures)."""
-    from engine.embedder import Embedder, get_embedder
+    from engine.floor.embedder import Embedder, get_embedder
     from hierarchy.kb import KnowledgeBase
 
     fresh = fresh or Embedder(get_embedder().spec, cache=False)  # the added passages cost what a user pays

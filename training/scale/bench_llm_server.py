@@ -22,11 +22,11 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import atomic_write_text
-from engine.base.stats import percentile
-from engine.cli_options import info
-from engine.routes import ROUTES
+from engine.core.routes import ROUTES
+from engine.face.cli_options import info
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import atomic_write_text
+from engine.floor.base.stats import percentile
 from training.bench.bench_report import markdown_table
 
 DEFAULT_OUT = "docs/results/serve/bench_llm_server.md"
@@ -128,7 +128,8 @@ def run_answers(rag, questions: list[str], route: str, concurrency: int, backend
 
 def question_set(dataset: str, n: int) -> tuple[list[str], list]:
     """The first n questions of a shared data set and the passages they came with."""
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     ds = load_dataset(shared_data_dir() / SHARED_FILES[dataset], n=n)
     return [q.text for q in ds.questions], ds.passages
@@ -144,9 +145,9 @@ def benchmark(
     threads: int,
     queue_timeout: float = 600,
 ) -> dict:
-    from engine.llm.factory import make_llm
-    from engine.llm.model_files import model_path
-    from engine.pipeline import RoutedRAG
+    from engine.core.pipeline import RoutedRAG
+    from engine.floor.llm.factory import make_llm
+    from engine.floor.llm.model_files import model_path
     from training.common.passage_kb import passages_kb
 
     # Every run asks questions of its own, and the warm-ups one more: no run finds its prompts

@@ -11,7 +11,7 @@ Corpus: real text only, training.scale.bench_scale_corpus: the shared data sets 
 chunks), or with --corpus debian-docs the manuals of seven Debian documentation packages (fetched
 once by `make corpus`, training.scale.corpus_fetch), or a folder of .md/.txt files.
 
-Embedding: every chunk goes through the cached embedder (engine.embedder) before any KB is
+Embedding: every chunk goes through the cached embedder (engine.floor.embedder) before any KB is
 built; the cache is written every few batches, so an interrupted run keeps what it embedded and
 a rerun embeds nothing again. A KB build therefore reads its vectors from the cache: its fresh
 cost is estimated as its measured time without embedding plus every chunk at the per-chunk time
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
-from engine.base.stats import percentile
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, MILVUS
 from training.scale.bench_scale_corpus import SCALE_SETS, SHARED, check_corpus, corpus_lines, load_corpus, plan_sizes
 from training.scale.bench_scale_report import DEFAULT_OUT, write_report
@@ -78,7 +78,7 @@ class ScaleConfig:
             raise LogicRouteError(f"--milvus-index-max must be 0 (no cap) or more, got {self.milvus_index_max}")
         if self.queries < 1:
             raise LogicRouteError(f"--queries must be at least 1, got {self.queries}")
-        from hierarchy.datasets import SHARED_FILES
+        from training.common.shared_data import SHARED_FILES
 
         unknown = [s for s in self.sets if s not in SHARED_FILES]
         if unknown:
@@ -120,7 +120,7 @@ def folder_bytes(path: Path) -> int:
 
 def _timed(items, call: Callable, desc: str) -> list[float]:
     """Seconds of call(item) for each item, one at a time, faiss on one thread, with a progress bar."""
-    from engine.base.progress import progress_bar
+    from engine.floor.base.progress import progress_bar
     from training.scale.bench_store import one_thread
 
     out = []
@@ -158,8 +158,8 @@ def chunk_retrieval(kb, q: np.ndarray, label: str) -> dict:
 
 def summary_layers(kb, texts: list[str], q: np.ndarray) -> dict:
     """Build the extractive summary layers (hierarchy.layers' full build), then time the summary
-    route's descent (engine.routes.summary.summary_context, query vector given: no embedding)."""
-    from engine.routes.summary import summary_context
+    route's descent (engine.core.routes.summary.summary_context, query vector given: no embedding)."""
+    from engine.core.routes.summary import summary_context
     from hierarchy.layers.search import require_layers
     from hierarchy.layers.update import build_layers
 
@@ -323,7 +323,7 @@ def run_bench_scale(cfg: ScaleConfig, embedder=None, fresh=None, echo: Callable[
     """Measure everything `cfg` asks for; the report is rewritten (atomically) after each step,
     so an interrupted run leaves the figures it has. embedder: the cached one (default: MiniLM);
     fresh: the same model without the cache (default: built from embedder)."""
-    from engine.embedder import Embedder, get_embedder
+    from engine.floor.embedder import Embedder, get_embedder
 
     t_start = time.perf_counter()
     emb = embedder or get_embedder()

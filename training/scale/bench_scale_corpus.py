@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 
 SCALE_SETS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "medical")
 ADD_SHARE = 0.01  # the add and the delete: 1% of the documents
@@ -91,7 +91,7 @@ class ScaleCorpus:
 
 def scale_corpus(sets: tuple[str, ...] = SCALE_SETS, seed: int = 0) -> ScaleCorpus:
     """The shared data sets' distinct passages, shuffled with `seed`, and their distinct chunks."""
-    from hierarchy.datasets import SHARED_FILES
+    from training.common.shared_data import SHARED_FILES
     from training.scale.bench_commits import distinct_passages
 
     unique: dict[str, tuple] = {}  # in file order, each passage once, counted for the first set that has it

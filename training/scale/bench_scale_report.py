@@ -308,7 +308,7 @@ def plot_curves(report: dict) -> bytes:
 
 def write_report(report: dict, out: str | Path, plot: bool = True) -> dict[str, Path]:
     """report.json, report.md and (plot=True; a few seconds) curves.png in `out`, each replaced atomically."""
-    from engine.base.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+    from engine.floor.base.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 
     out = Path(out)
     paths = {k: out / name for k, name in FILES.items()}

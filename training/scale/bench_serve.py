@@ -35,10 +35,10 @@ from pathlib import Path
 
 import click
 
-from engine.base.stats import percentile
-from engine.base.types import Completion
-from engine.cli_options import info
-from engine.routes import ROUTE_CHOICES, ROUTES
+from engine.core.routes import ROUTE_CHOICES, ROUTES
+from engine.face.cli_options import info
+from engine.floor.base.stats import percentile
+from engine.floor.base.types import Completion
 from training.bench.bench_report import markdown_table
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "engine" / "demo"
@@ -175,10 +175,10 @@ def demo_questions(n: int) -> list[str]:
 def benchmark_serve(
     kb_dir: Path, n: int, concurrencies: tuple[int, ...], route: str, llm, llm_spec: str, workers: int
 ) -> dict:
-    from engine.pipeline import RoutedRAG
-    from engine.serve.config import ServeConfig
-    from engine.serve.run import ServerThread
-    from engine.serve.service import AnswerService
+    from engine.core.pipeline import RoutedRAG
+    from engine.face.serve.config import ServeConfig
+    from engine.face.serve.run import ServerThread
+    from engine.face.serve.service import AnswerService
     from hierarchy.kb import KnowledgeBase
 
     rag = RoutedRAG(kb=KnowledgeBase.open(kb_dir), llm=llm, cache=False, llm_spec=llm_spec)
@@ -255,12 +255,12 @@ def bench_serve(n, concurrency, route, kb_dir, llm_spec, llm_delay, workers, out
     RoutedRAG.answer baseline, with a scripted LLM backend (or --llm)."""
     import sys
 
-    from engine.base.files import atomic_write_text
+    from engine.floor.base.files import atomic_write_text
 
     concurrencies = tuple(int(c) for c in concurrency.split(",") if c.strip())
     if llm_spec:
-        from engine.cli_options import check_llm_spec
-        from engine.llm.factory import make_llm
+        from engine.face.cli_options import check_llm_spec
+        from engine.floor.llm.factory import make_llm
 
         check_llm_spec(llm_spec)
         llm = make_llm(llm_spec, cache=False)

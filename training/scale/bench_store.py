@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.base.files import cache_dir, content_hash
-from engine.base.stats import percentile
+from engine.floor.base.files import cache_dir, content_hash
+from engine.floor.base.stats import percentile
 from hierarchy.vector_store.base import FAISS, FAISS_HNSW, StoreSpec, parse_store
 from hierarchy.vector_store.open import new_store, with_collection
 
@@ -40,7 +40,8 @@ def cached_vectors(model: str = "all-MiniLM-L6-v2") -> tuple[list[bytes], np.nda
 
 
 def questions(n: int, seed: int = 0) -> list[str]:
-    from hierarchy.datasets import SHARED_FILES, load_dataset, shared_data_dir
+    from hierarchy.datasets import load_dataset
+    from training.common.shared_data import SHARED_FILES, shared_data_dir
 
     qs = []
     for name in ("hotpotqa", "2wiki", "musique", "nq"):
@@ -138,7 +139,7 @@ def main() -> None:
 
     import faiss
 
-    from engine.embedder import get_embedder
+    from engine.floor.embedder import get_embedder
 
     faiss.omp_set_num_threads(1)  # one query at a time on one core: what a request costs
     keys, cached = cached_vectors()

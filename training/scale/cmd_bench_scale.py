@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.scale.bench_scale_report import DEFAULT_OUT, FILES
 
 STORE_NAMES = "faiss,faiss-hnsw,milvus"
@@ -72,7 +72,7 @@ def bench_scale(ctx, sizes, corpus, count_only, stores, index_only_size, milvus_
     peak memory, disk, retrieval latency and recall@10, summary layers, a 1% add and delete
     against a rebuild; then the index alone at --index-only-size vectors. Embeddings go through
     the on-disk cache: an interrupted run keeps what it embedded, a rerun embeds nothing again."""
-    from engine.cli_options import injected_embedder
+    from engine.face.cli_options import injected_embedder
     from training.scale.bench_scale import ScaleConfig, run_bench_scale
     from training.scale.bench_scale_report import table_lines
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import click
 
-from engine.base.errors import LogicRouteError
-from engine.base.files import atomic_write_json, cache_dir
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.files import atomic_write_json, cache_dir
 from training.common.jsonl_store import exclusive_folder
 
 CORPUS = "debian-docs"

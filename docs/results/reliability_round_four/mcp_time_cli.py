@@ -8,7 +8,7 @@ import time
 
 os.chdir(os.environ.get("SRC", "."))
 p = subprocess.Popen(
-    [sys.executable, "-m", "engine.cli", "mcp", "--kb", "/tmp/tl/kb", "--llm", "openai:m@http://127.0.0.1:9/v1"],
+    [sys.executable, "-m", "engine.face.cli", "mcp", "--kb", "/tmp/tl/kb", "--llm", "openai:m@http://127.0.0.1:9/v1"],
     stdin=subprocess.PIPE,
     stdout=subprocess.PIPE,
     stderr=subprocess.PIPE,

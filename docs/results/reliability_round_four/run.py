@@ -20,7 +20,7 @@ with FakeEndpoint(Trickle(every=1.0)) as server:
             [
                 sys.executable,
                 "-m",
-                "engine.cli",
+                "engine.face.cli",
                 "ask",
                 q,
                 "--kb",

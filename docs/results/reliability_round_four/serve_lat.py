@@ -38,7 +38,7 @@ with FakeEndpoint("Ada Brankov was born in Kesh [1].") as server:
         [
             sys.executable,
             "-m",
-            "engine.cli",
+            "engine.face.cli",
             "serve",
             "--kb",
             "/tmp/tl/kb",

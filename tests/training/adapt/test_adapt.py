@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import training.adapt.adapt as adapt_mod
-from engine.base.errors import KBEmptyError, LogicRouteError
-from engine.decide import Decider
+from engine.core.decide import Decider
+from engine.floor.base.errors import KBEmptyError, LogicRouteError
 from router.checkpoint import load_router
 from router.kb_router import ADAPTED, MANIFEST_ENTRY
 from tests.training.adapt_setup import (
@@ -225,9 +225,9 @@ def judge_file(path) -> str:
 def test_the_adapt_command_adapts_the_kb_judges_real_questions_and_reseeds_training_for_free(
     tmp_path, generalist, monkeypatch
 ):
-    import engine.llm.factory as factory
+    import engine.floor.llm.factory as factory
     import training.adapt.adapt_questions as writer_mod
-    from engine.cli import main
+    from engine.face.cli import main
 
     tiny_kb(tmp_path / "kb")
     llms = []

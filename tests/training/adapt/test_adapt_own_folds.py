@@ -12,7 +12,7 @@ from functools import partial
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import Question
 from router.kb_router import ADAPTED, MANIFEST_ENTRY
 from tests.fakes import HashedBowEmbedder

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.base.errors import KBEmptyError
+from engine.floor.base.errors import KBEmptyError
 from hierarchy.documents import Chunk
 from tests.fakes import HashedBowEmbedder, ScriptedLLM, WordOverlapKB, layered_kb
 from tests.samples import DOCS, VELMORA
@@ -354,7 +354,7 @@ def test_the_local_model_writes_kept_questions_from_the_demo_corpus(tmp_path, re
     one passed every check, and a bridge hides the entity that links its two chunks."""
     from pathlib import Path
 
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from hierarchy.indexing import index_sources
 
     corpus = Path(__file__).resolve().parents[3] / "engine" / "demo" / "corpus.jsonl"

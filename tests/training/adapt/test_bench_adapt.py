@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import Question
 from hierarchy.kb import KnowledgeBase
 from router.checkpoint import read_card

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from engine.base.types import Answer, Usage
-from engine.pipeline import RoutedRAG
-from engine.question.parse import text_of
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.types import Answer, Usage
+from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from training.bench.bench_data import BenchConfig
 from training.bench.benchmark import RESULTS_FILE, run_benchmark
@@ -37,7 +37,7 @@ class CascadeRAG(RoutedRAG):
     lock = threading.Lock()
 
     def _run_route(self, q, route, budget=None):
-        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (engine.question.parse)
+        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (engine.floor.question.parse)
         with self.lock:
             CascadeRAG.runs.append((route, q))
         calls, tokens = COST[route]

@@ -18,7 +18,7 @@ class _AutoLLM:
     def chat(self, messages, *, schema=None, max_tokens=256, temperature=0.0):
         import json
 
-        from engine.base.types import Completion
+        from engine.floor.base.types import Completion
 
         props = (schema or {}).get("properties", {})
         if "subquestions" in props:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES
 from training.bench.bench_reader import run_bench_reader
@@ -39,7 +39,7 @@ def test_a_rerun_answers_only_what_is_missing(tmp_path):
 
 def test_a_routed_system_answers_as_ask_does_in_its_style(tmp_path, monkeypatch):
     """`routed` is the router's choice with the style's defaults (RoutedRAG.answer), one RAG per style."""
-    from engine.base.types import Answer, Usage
+    from engine.floor.base.types import Answer, Usage
 
     made = []
 
@@ -51,7 +51,7 @@ def test_a_routed_system_answers_as_ask_does_in_its_style(tmp_path, monkeypatch)
         def answer(self, question):
             return Answer(text=f"Warsaw ({self.style})", route="chunk", usage=Usage())
 
-    monkeypatch.setattr("engine.pipeline.RoutedRAG", RecordingRAG)
+    monkeypatch.setattr("engine.core.pipeline.RoutedRAG", RecordingRAG)
     systems = ["routed", "short:routed"]
     report = run_bench_reader(
         ITEMS[:2], WordOverlapKB.titled(PASSAGES), ScriptedLLM([]), tmp_path, progress=False, systems=systems

@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LogicRouteError
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import ScriptedLLM
 from training.bench.bench_data import BenchConfig
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.base.types import Answer, Usage
-from engine.pipeline import RoutedRAG
-from engine.question.parse import text_of
+from engine.core.pipeline import RoutedRAG
+from engine.floor.base.types import Answer, Usage
+from engine.floor.question.parse import text_of
 from tests.fakes import FakeRouter, ScriptedLLM, WordOverlapKB
 from tests.samples import PASSAGES
 from training.bench.bench_data import BenchConfig
@@ -73,7 +73,7 @@ class ScriptRAG(RoutedRAG):
     lock = threading.Lock()
 
     def _run_route(self, q, route, budget=None):
-        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (engine.question.parse)
+        q = text_of(q)  # RoutedRAG hands its route runs the Question it read (engine.floor.question.parse)
         gold, right = GOLD[q]
         with self.lock:
             ScriptRAG.runs.append((route, q))
@@ -267,7 +267,7 @@ def test_logic_rows_are_answered_again_when_the_logic_route_settings_change(tmp_
 
 
 def test_fixed_routes_subset_and_errors(tmp_path):
-    from engine.base.errors import LLMError
+    from engine.floor.base.errors import LLMError
 
     files = write_data(tmp_path)
 

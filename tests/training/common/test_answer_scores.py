@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LogicRouteError
-from engine.base.metrics import f1
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.metrics import f1
 from training.bench.bench_data import BenchConfig, collect_items, load_data
 from training.common.answer_scores import (
     METRICS,

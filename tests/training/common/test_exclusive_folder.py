@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.common.jsonl_store import exclusive_folder
 
 TRY_FROM_ANOTHER_PROCESS = """
 import sys
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.common.jsonl_store import exclusive_folder
 try:
     with exclusive_folder(sys.argv[1], "benchmark run"):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.base.errors import DataFormatError
+from engine.floor.base.errors import DataFormatError
 from training.common.jsonl_store import JsonlStore, read_jsonl
 
 

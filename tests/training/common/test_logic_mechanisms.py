@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from engine.prompts import logic as serving
-from engine.routes.logic.plan import placeholders
-from engine.routes.logic.solve import answer_logic
+from engine.core.routes.logic.plan import placeholders
+from engine.core.routes.logic.solve import answer_logic
+from engine.floor.prompts import logic as serving
 from tests.engine.logic_scripts import (
     CHAIN_PLAN,
     CHAIN_Q,

@@ -60,7 +60,7 @@ def _tiny_set(tmp_path) -> str:
 
 
 def test_label_refuses_an_empty_kb_and_with_build_kb_completes_it_first(tmp_path):
-    from engine.cli import main
+    from engine.face.cli import main
 
     emb = HashedBowEmbedder(dim=32)
     KnowledgeBase.create(tmp_path / "kb", emb)  # what a label run killed mid-build left behind

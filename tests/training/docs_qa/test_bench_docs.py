@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import DataFormatError, LogicRouteError
-from engine.base.types import Answer, Usage
-from engine.prompts.answer import NOT_IN_DOCUMENTS
+from engine.floor.base.errors import DataFormatError, LogicRouteError
+from engine.floor.base.types import Answer, Usage
+from engine.floor.prompts.answer import NOT_IN_DOCUMENTS
 from tests.fakes import ScriptedLLM, make_rag
 from training.docs_qa import bench_docs
 from training.docs_qa.bench_docs_score import (

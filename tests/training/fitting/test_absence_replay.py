@@ -1,4 +1,4 @@
-"""The retry ladder replayed with engine.absence's gate: an unanswered cheap answer the gate keeps
+"""The retry ladder replayed with engine.core.absence's gate: an unanswered cheap answer the gate keeps
 stays on its route at its own score and cost; one it lets climb goes up the ladder as before."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from hierarchy.datasets import resolve_data
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import resolve_data
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
 from training.fitting.set_priors import BENCHMARK_QUESTIONS, HOP_ROUTE, build_priors, hop_rows, pair_rows

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.decide import Decider
+from engine.core.decide import Decider
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.datasets import Question
 from router.checkpoint import load_router, read_card
 from tests.fakes import HashedBowEmbedder

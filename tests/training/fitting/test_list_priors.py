@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from training.fitting.set_priors import Priors, list_files, list_rows
 
 ROUTES = ("chunk", "summary", "logic")

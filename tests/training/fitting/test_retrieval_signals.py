@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase
 from tests.fakes import HashedBowEmbedder

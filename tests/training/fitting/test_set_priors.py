@@ -9,9 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from engine.base.errors import LogicRouteError
-from hierarchy.datasets import Question, load_dataset, resolve_data
+from engine.floor.base.errors import LogicRouteError
+from hierarchy.datasets import Question, load_dataset
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import resolve_data
 from training.fitting import lodo, train
 from training.fitting.fit import TrainConfig
 from training.fitting.lodo_format import format_lodo

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LLMError, LogicRouteError
+from engine.floor.base.errors import LLMError, LogicRouteError
 from tests.engine.logic_scripts import SUFFICIENT, plan
 from tests.fakes import HashedBowEmbedder, ScriptedLLM
 from tests.samples import make_docs
@@ -280,7 +280,7 @@ def test_the_estimate_counts_answers_left_and_one_call_per_llm_summary_node():
 
 
 def test_the_command_plans_then_runs_and_resumes(tmp_path, emb):
-    from engine.cli import main as cli
+    from engine.face.cli import main as cli
 
     data = write_set(tmp_path / "data")
     out = tmp_path / "out"
@@ -309,7 +309,7 @@ def test_the_command_plans_then_runs_and_resumes(tmp_path, emb):
 
 
 def test_context_only_measures_what_each_system_shows_without_an_llm(tmp_path, emb):
-    from engine.cli import main as cli
+    from engine.face.cli import main as cli
     from hierarchy.kb import KnowledgeBase
 
     data = write_set(tmp_path / "data")

@@ -43,7 +43,7 @@ def test_versus_old_layer_pairs_each_system_with_its_twin_on_the_same_questions(
 
 
 def test_context_only_builds_the_old_layer_in_its_own_kb_and_reports_the_pairs(tmp_path):
-    from engine.cli import main as cli
+    from engine.face.cli import main as cli
 
     emb = HashedBowEmbedder(dim=128)
     data = write_set(tmp_path / "data")

@@ -11,8 +11,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LLMError, LogicRouteError
-from engine.base.types import Answer, Usage
+from engine.floor.base.errors import LLMError, LogicRouteError
+from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM
 from training.global_qa import list_answer
 from training.global_qa.list_answer_report import paired, tally

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.base.types import Answer, Usage
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.types import Answer, Usage
 from hierarchy.datasets import Question
 from training.labels.label_scorers import LabelConfig, score_answer
 from training.labels.labels import label_questions, make_row, read_labels

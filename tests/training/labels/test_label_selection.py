@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from tests.hierarchy.test_datasets import write_graphrag
 from training.common.answer_scores import gold_style
 from training.labels.labels import select_questions

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.base.errors import LogicRouteError
-from engine.base.types import Answer, RetrievedChunk, Usage
+from engine.floor.base.errors import LogicRouteError
+from engine.floor.base.types import Answer, RetrievedChunk, Usage
 from hierarchy.datasets import Question
 from hierarchy.documents import Chunk
 from tests.fakes import WordOverlapKB
@@ -202,7 +202,7 @@ def test_resume_after_interruption_has_no_duplicates(tmp_path):
 
 
 def test_malformed_middle_row_is_an_error(tmp_path):
-    from engine.base.errors import DataFormatError
+    from engine.floor.base.errors import DataFormatError
 
     p = tmp_path / "bad.jsonl"
     p.write_text('{"id": 1}\nnot json\n{"id": 2}\n')

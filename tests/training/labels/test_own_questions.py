@@ -8,8 +8,8 @@ import json
 
 from click.testing import CliRunner
 
-from engine.base.types import Answer, Usage
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.types import Answer, Usage
 from tests.fakes import ScriptedLLM
 from tests.samples import TOPICS
 from tests.training.adapt_setup import embedder, small_generalist, tiny_kb
@@ -41,7 +41,7 @@ def scripted_routes(monkeypatch) -> list[str]:
         return Answer(text=f"{topic} answer {item}" if right else "unknown", route=route.name, usage=usage, trace={})
 
     monkeypatch.setattr("training.labels.label_scorers.answer_on", answer_on)
-    monkeypatch.setattr("engine.llm.factory.make_llm", lambda *a, **kw: ScriptedLLM())
+    monkeypatch.setattr("engine.floor.llm.factory.make_llm", lambda *a, **kw: ScriptedLLM())
     return answered
 
 

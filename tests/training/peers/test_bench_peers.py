@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from engine.base.errors import LLMError, LogicRouteError
+from engine.floor.base.errors import LLMError, LogicRouteError
 from tests.fakes import Cut, ScriptedLLM, this_python_as_venv
 from training.common.jsonl_store import read_jsonl
 from training.peers.bench_peers import IndexCost, PeerAdapter, PeerAnswer, PeerContext
@@ -314,7 +314,7 @@ class TimedLLM(ScriptedLLM):
 
 
 def test_a_build_replayed_from_the_llm_cache_reports_the_seconds_its_calls_first_took(tmp_path):
-    from engine.llm.cache import CachedLLM
+    from engine.floor.llm.cache import CachedLLM
     from hierarchy.datasets import Passage
 
     llm = CachedLLM(TimedLLM(rules={"extract": "x"}), tmp_path / "cache.sqlite")
@@ -367,7 +367,7 @@ def test_the_peers_pins_are_the_ones_the_extras_install():
 
 
 def test_lightrag_reads_its_own_record_delimiters_in_replies_to_prompts_the_harness_neutralised(monkeypatch):
-    from engine.llm.control_tokens import neutralise_messages
+    from engine.floor.llm.control_tokens import neutralise_messages
 
     monkeypatch.syspath_prepend(str(RUNNERS))
     from training.peers.peer_runners.lightrag_runner import restore_delimiters

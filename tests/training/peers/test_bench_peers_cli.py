@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 def test_the_in_process_model_gets_the_asked_context_and_keeps_its_name(tmp_path):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from training.peers.cmd_bench_peers import with_context
 
     llm = with_context(make_llm("local:qwen2.5-coder-1.5b", cache=tmp_path / "cache.sqlite"), 8192)
@@ -15,7 +15,7 @@ def test_the_in_process_model_gets_the_asked_context_and_keeps_its_name(tmp_path
 
 
 def test_a_served_model_is_left_as_its_server_made_it(tmp_path):
-    from engine.llm.factory import make_llm
+    from engine.floor.llm.factory import make_llm
     from training.peers.cmd_bench_peers import with_context
 
     served = make_llm("openai:qwen@http://127.0.0.1:8741/v1", cache=False)

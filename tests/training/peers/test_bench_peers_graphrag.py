@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from engine.base.errors import LLMError, LogicRouteError
+from engine.floor.base.errors import LLMError, LogicRouteError
 from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
 from training.peers.bench_peers import PeerContext
 from training.peers.bench_peers_subprocess import RUNNERS, WORK, GraphRAGAdapter, builtin_registry

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from engine.base.errors import LLMError
+from engine.floor.base.errors import LLMError
 from tests.fakes import ArangeEmbedder, ScriptedLLM, this_python_as_venv
 from training.peers.bench_peers import PeerContext
 from training.peers.bench_peers_subprocess import RUNNERS, NanoGraphRAGAdapter

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine.base.errors import LogicRouteError
+from engine.floor.base.errors import LogicRouteError
 from tests.fakes import ScriptedLLM, this_python_as_venv
 from training.peers.bench_peers import PeerContext, route_adapter
 from training.peers.bench_peers_report import summarize

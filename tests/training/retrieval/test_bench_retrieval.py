@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.base.types import RetrievedChunk
+from engine.floor.base.types import RetrievedChunk
 from hierarchy.datasets import Question
 from hierarchy.documents import Document
 from hierarchy.kb import KnowledgeBase

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from engine.base.errors import LLMError, LogicRouteError
+from engine.floor.base.errors import LLMError, LogicRouteError
 from tests.fakes import ScriptedLLM, make_rag
 from training.scale.bench_llm_server import report_markdown, run_answers, wait_ready
 

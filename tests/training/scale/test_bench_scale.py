@@ -10,9 +10,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engine.cli import main
-from hierarchy.datasets import SHARED_FILES, load_dataset
+from engine.face.cli import main
+from hierarchy.datasets import load_dataset
 from tests.fakes import HashedBowEmbedder
+from training.common.shared_data import SHARED_FILES
 from training.scale.bench_scale_corpus import SCALE_SETS, plan_sizes, scale_corpus
 from training.scale.bench_scale_report import bar_checks
 

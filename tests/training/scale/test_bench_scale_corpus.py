@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.base.errors import LogicRouteError
-from engine.cli import main
+from engine.face.cli import main
+from engine.floor.base.errors import LogicRouteError
 from training.scale import corpus_fetch
 from training.scale.bench_scale_corpus import corpus_lines, folder_corpus, load_corpus, plan_sizes
 from training.scale.corpus_fetch import DocPackage, convert_package, fetch, html_pages

@@ -39,7 +39,7 @@ DEFAULTS = {
 
 def restore_delimiters(text: str) -> str:
     """LightRAG's record delimiters as it wrote them. The harness's LLM breaks every "<|...|>"
-    sequence in a prompt into "< |...|>" (engine/llm/control_tokens.py: no text may become a chat
+    sequence in a prompt into "< |...|>" (engine/floor/llm/control_tokens.py: no text may become a chat
     template's control token), so the model copies "< |#|>" from the examples and LightRAG's
     parser, which looks for "<|#|>" and "<|COMPLETE|>", would find no entity."""
     return text.replace("< |", "<|")

@@ -5,7 +5,7 @@ The harness sends one command at a time, {"op": NAME, ...}; the runner answers i
 what every system shares: {"rpc": "llm", "messages": [...], "max_tokens": N, "json": bool} is
 answered {"text": "..."}, {"rpc": "embed", "texts": [...]} is answered {"vectors": [[...]]},
 either of them {"error": "..."} when it failed. So the peer reaches the same LLM (the harness's
-engine.llm, through its call cache) and the same embedder as logicroute, and the harness counts
+engine.floor.llm, through its call cache) and the same embedder as logicroute, and the harness counts
 every call and token.
 
 Standard library only: this file runs under the peers' Python."""

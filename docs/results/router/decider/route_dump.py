@@ -43,10 +43,11 @@ def emit(path: str, question: str, record: dict) -> None:
 
 
 def questions() -> list[str]:
-    from hierarchy.datasets import load_dataset, resolve_data
+    from hierarchy.datasets import load_dataset
     from tests.router import routing_questions as rq
     from tests.router import routing_questions_fresh as fresh
     from training.common.jsonl_store import read_jsonl
+    from training.common.shared_data import resolve_data
 
     out = rq.ONE_HOP + rq.MULTI_HOP + fresh.ONE_HOP_FRESH + fresh.MULTI_HOP_FRESH
     out += [r["question"] for r in read_jsonl(ROOT / "engine" / "demo" / "questions.jsonl", strict=True)]
@@ -59,8 +60,8 @@ def questions() -> list[str]:
 
 
 def engine_paths(router, qs: list[str]) -> None:
-    from engine.budget import Budget
-    from engine.decide import decide_many, forced
+    from engine.core.budget import Budget
+    from engine.core.decide import decide_many, forced
 
     runs = {
         "argmax": dict(budget=None, ood_policy="chunk-escalate"),
@@ -147,7 +148,7 @@ def lodo_path(router) -> None:
 def main() -> None:
     import torch
 
-    from engine.embedder import Embedder
+    from engine.floor.embedder import Embedder
     from router.checkpoint import load_router
 
     torch.set_num_threads(1)

@@ -9,7 +9,7 @@ judged on NQ and SQuAD questions 1200-1399 (false fires). Run from the repositor
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from engine.embedder import get_embedder
+from engine.floor.embedder import get_embedder
 from router.features import build_inputs
 from training.fitting.fit import TrainConfig
 from training.fitting.list_gate_fit import gate_targets

@@ -9,8 +9,8 @@ study of README.md; run from the repository root:
 import json
 import sys
 
-from engine.decide import Decider
-from engine.embedder import get_embedder
+from engine.core.decide import Decider
+from engine.floor.embedder import get_embedder
 from router.checkpoint import load_router
 from tests.router.routing_questions import MULTI_HOP, ONE_HOP
 from tests.router.routing_questions_fresh import MULTI_HOP_FRESH, ONE_HOP_FRESH

@@ -12,8 +12,8 @@ out-of-distribution stage: it changes no route without a fallback policy)."""
 import json
 import sys
 
-from engine.decide import Decider, FormStage, ListGateStage
-from engine.embedder import get_embedder
+from engine.core.decide import Decider, FormStage, ListGateStage
+from engine.floor.embedder import get_embedder
 from router.checkpoint import DEFAULT_CHECKPOINT, load_router
 from tests.router.routing_questions import MULTI_HOP, ONE_HOP
 from tests.router.routing_questions_fresh import MULTI_HOP_FRESH, ONE_HOP_FRESH
