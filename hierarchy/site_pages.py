@@ -66,6 +66,8 @@ GENERATORS: dict[str, tuple[re.Pattern, tuple[tuple[str, str], ...]]] = {
             ("search.html", "the search page"),
             ("py-modindex.html", "an index of modules"),
             ("_sources/*", "a copy of a page's source"),
+            # the theme's files: a font's ReadMe.html is no page of the manual (borg's site)
+            ("_static/*", "the theme's files"),
         ),
     ),
     "mkdocs": (
@@ -89,6 +91,11 @@ GENERATORS: dict[str, tuple[re.Pattern, tuple[tuple[str, str], ...]]] = {
             ("allpackages-index.html", "a list of names"),
             ("overview-tree.html", "a class tree"),
             ("deprecated-list.html", "a list of names"),
+            # a package's folder holds its tree and the pages of who uses it and its classes
+            ("package-tree.html", "a class tree"),
+            ("package-use.html", "a list of uses"),
+            ("class-use/*", "a list of uses"),
+            ("help-doc.html", "the generator's help on its pages"),
         ),
     ),
     "rustdoc": (re.compile(rb"content=.rustdoc", re.I), (("all.html", "a list of items"),)),
@@ -105,6 +112,10 @@ ROOT_FILES: dict[str, tuple[str, ...]] = {
     "javadoc": ("element-list", "package-list"),
     "rustdoc": ("*",),  # its pages are named by kind (struct.Vec.html): all.html is the list anywhere
 }
+# generators whose named pages also sit in folders below their root: Javadoc writes each
+# package's package-tree.html and class-use/ in the package's folder (org/x/y/), its
+# element-list at the top
+BELOW_ROOT = frozenset({"javadoc"})
 
 
 @dataclass(frozen=True)
@@ -148,7 +159,10 @@ class Site:
         return None
 
     def _root_of(self, folder: str, generator: str) -> bool:
-        """Whether the folder holds the files the generator writes at its site's root."""
+        """Whether the folder holds the files the generator writes at its site's root (or, for a
+        generator of BELOW_ROOT, the folder or one above it does)."""
+        if generator in BELOW_ROOT and folder and self._root_of(_parent(folder), generator):
+            return True
         if (folder, generator) not in self._roots:
             prefix = folder + "/" if folder else ""
             names = [r[len(prefix) :] for r in self.paths if r.startswith(prefix)]

@@ -90,7 +90,7 @@ def test_a_list_question_is_answered_from_many_pages_in_at_most_map_calls_calls(
     llm = ScriptedLLM(rules={"Items:": naming("force")})
     ans = answer_on(SummaryRoute(GLOBAL), QUESTION, ctx(kb, llm))
     assert ans.route == "summary"
-    assert 1 <= ans.usage.llm_calls <= GLOBAL.map_calls and len(llm.calls) == ans.usage.llm_calls
+    assert 1 <= ans.usage.llm_calls <= GLOBAL.breadth_calls and len(llm.calls) == ans.usage.llm_calls
     assert all(c["schema"] is not None for c in llm.calls)  # structured map calls only
     pages = {line.split(" ")[1].split(">")[0] for line in shown_passages(llm)}
     assert len(pages) > 3  # more pages than the chunk route's k=3 passages
@@ -98,7 +98,7 @@ def test_a_list_question_is_answered_from_many_pages_in_at_most_map_calls_calls(
         assert name in ans.text
     assert "tool-serve" not in ans.text
     record = ans.trace["global"]
-    assert record["llm_calls"] == ans.usage.llm_calls and record["max_llm_calls"] == GLOBAL.map_calls
+    assert record["llm_calls"] == ans.usage.llm_calls and record["max_llm_calls"] == GLOBAL.breadth_calls
     assert ans.usage.prompt_tokens > 0 and ans.usage.seconds > 0
 
 

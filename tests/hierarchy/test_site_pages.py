@@ -51,9 +51,10 @@ def test_a_sphinx_site_leaves_out_its_indexes_search_page_and_source_copies(tmp_
     site = doc_sites.sphinx_site(tmp_path / "html")
     assert read(site, caplog) == ["harbour.html", "river.html"]
     assert site_lines(caplog) == [
-        f"{site}: skipped 4 aggregate pages (--keep-aggregates reads them): "
+        f"{site}: skipped 5 aggregate pages (--keep-aggregates reads them): "
         "_sources/harbour.txt (a copy of a page's source), _sources/river.rst.txt (a copy of a page's source), "
-        "genindex.html (an index of terms), search.html (the search page)"
+        "_static/fonts/ReadMe.html (the theme's files), genindex.html (an index of terms), "
+        "search.html (the search page)"
     ]
 
 
@@ -71,7 +72,7 @@ def test_pages_no_generator_marks_are_judged_by_their_text(tmp_path, caplog):
 
 def test_a_text_copy_of_a_page_gives_way_to_the_html_page_without_any_generator_marker(tmp_path, caplog):
     site = doc_sites.sphinx_site(tmp_path / "html")
-    for name in ("searchindex.js", "genindex.html", "search.html"):
+    for name in ("searchindex.js", "genindex.html", "search.html", "_static/fonts/ReadMe.html"):
         (site / name).unlink()
     for page in ("river.html", "harbour.html"):  # no documentation_options script either
         (site / page).write_text((site / page).read_text().replace(doc_sites.SPHINX, ""))
@@ -163,3 +164,14 @@ def test_a_revised_document_beside_its_first_version_is_read_too(tmp_path, caplo
     revised = [*sentences[:-1], "The orchard now opens at nine"]
     (tmp_path / "docs" / "policy_2024.html").write_text(doc_sites.page("Policy", "<p>" + ". ".join(revised) + "</p>"))
     assert read(tmp_path / "docs", caplog) == ["policy_2023.html", "policy_2024.html"] and site_lines(caplog) == []
+
+
+def test_a_javadoc_site_leaves_out_each_packages_tree_and_uses_pages_below_its_root(tmp_path, caplog):
+    site = doc_sites.javadoc_site(tmp_path / "api")
+    assert read(site, caplog) == ["org/sea/Lighthouse.html", "org/sea/River.html"]
+    assert site_lines(caplog) == [
+        f"{site}: skipped 5 aggregate pages (--keep-aggregates reads them): "
+        "help-doc.html (the generator's help on its pages), org/sea/class-use/Lighthouse.html (a list of uses), "
+        "org/sea/class-use/River.html (a list of uses), org/sea/package-tree.html (a class tree), "
+        "org/sea/package-use.html (a list of uses)"
+    ]

@@ -12,18 +12,26 @@ import click
 
 from engine.floor.base.errors import LogicRouteError
 
-CORPORA = ("node", "npm", "valgrind")
+CORPORA = ("node", "npm", "valgrind", "borg", "commonsio")
 DATA_DIR = "training/data/global_lists"
 
 
 def generators() -> dict:
     """Corpus name -> (its default folder on this machine, its generator: folder -> Corpus)."""
-    from training.global_qa import list_corpus_node, list_corpus_npm, list_corpus_valgrind
+    from training.global_qa import (
+        list_corpus_borg,
+        list_corpus_commonsio,
+        list_corpus_node,
+        list_corpus_npm,
+        list_corpus_valgrind,
+    )
 
     return {
         "node": (list_corpus_node.FOLDER, list_corpus_node.read),
         "npm": (list_corpus_npm.FOLDER, list_corpus_npm.read),
         "valgrind": (list_corpus_valgrind.FOLDER, list_corpus_valgrind.read),
+        "borg": (list_corpus_borg.FOLDER, list_corpus_borg.read),
+        "commonsio": (list_corpus_commonsio.FOLDER, list_corpus_commonsio.read),
     }
 
 
@@ -34,7 +42,8 @@ def generators() -> dict:
     type=click.Path(file_okay=False),
     default=None,
     help="the documentation folder (default: where Debian installs it: /usr/share/doc/nodejs/api, "
-    "/usr/lib/node_modules/npm/docs/content, /usr/share/doc/valgrind/html)",
+    "/usr/lib/node_modules/npm/docs/content, /usr/share/doc/valgrind/html, /usr/share/doc/borgbackup/html, "
+    "/usr/share/doc/libcommons-io-java/api)",
 )
 @click.option(
     "--write",

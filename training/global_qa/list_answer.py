@@ -43,6 +43,11 @@ SYSTEMS: dict[str, ListSystem] = {
     "logic": ListSystem("logic", about="the logic route (its reader-style preset)"),
     "summary": ListSystem("summary", SummaryConfig(mode="descend"), "the summary route's descent"),
     "global": ListSystem("summary", SummaryConfig(mode="global"), "the summary route's global mode: map, reduce"),
+    "global-fixed": ListSystem(
+        "summary",
+        SummaryConfig(mode="global", breadth_calls=0),
+        "the global mode before issue 66: map_calls batches whatever the evidence",
+    ),
     "default": ListSystem(AUTO, about="the default path as ask --kb answers: the router and list gate, escalation"),
 }
 DEFAULT_SYSTEMS = ("chunk", "logic", "summary", "global")

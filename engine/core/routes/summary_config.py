@@ -24,6 +24,8 @@ ANSWER_FROM = ("descend", "summaries")
 MODES = ("auto", "descend", "global")
 GLOBAL_MODE = "global"
 MAX_MAP_CALLS = 6  # the issue's bound on a global answer's calls with the local model
+BREADTH_STOPS = ("no-new-item", "bound")  # engine.core.routes.summary_breadth
+GLOBAL_ONLY = ("breadth_calls", "breadth_stop")  # added after the descent's answers were stored
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,33 @@ class SummaryConfig(Settings):
         default=30,
         metadata={"help": "global mode: each chunk cut to this many words of its best lines", "neutral": 30},
     )
+    # Breadth that follows the evidence (engine.core.routes.summary_breadth): 0 is the mode as it was,
+    # map_calls batches whatever the corpus.
+    breadth_calls: int = field(
+        default=5,
+        metadata={
+            "help": "global mode: when pages holding the question's evidence words were not shown, read "
+            f"more batches, one passage a page, up to this many map calls in all (0: never; ..{MAX_MAP_CALLS})",
+            "neutral": 0,
+        },
+    )
+    breadth_stop: str = field(
+        default="no-new-item",
+        metadata={
+            "help": "global mode: no-new-item stops reading more batches at the first that names no new "
+            "item; bound reads until breadth_calls or the evidence runs out",
+            "neutral": "no-new-item",
+        },
+    )
+
+    def fingerprint_values(self) -> dict:
+        """Every field, less the global mode's breadth for the descent, which it never reads: the
+        descent's stored answers stay valid whatever the global mode's default."""
+        values = super().fingerprint_values()
+        if self.mode == "descend":
+            for name in GLOBAL_ONLY:
+                values.pop(name)
+        return values
 
     def __post_init__(self) -> None:
         problems = []
@@ -80,6 +109,10 @@ class SummaryConfig(Settings):
             problems.append(f"mode must be one of {', '.join(MODES)} (got {self.mode!r})")
         if not 1 <= self.map_calls <= MAX_MAP_CALLS or self.map_tokens < 50 or self.passage_words < 5:
             problems.append(f"map_calls in 1..{MAX_MAP_CALLS}, map_tokens >= 50 and passage_words >= 5 are required")
+        if self.breadth_calls and not self.map_calls <= self.breadth_calls <= MAX_MAP_CALLS:
+            problems.append(f"breadth_calls is 0 or in map_calls..{MAX_MAP_CALLS} (got {self.breadth_calls})")
+        if self.breadth_stop not in BREADTH_STOPS:
+            problems.append(f"breadth_stop must be one of {', '.join(BREADTH_STOPS)} (got {self.breadth_stop!r})")
         if self.mode == GLOBAL_MODE and (self.collapsed or self.wide_chunks or self.answer_from != "descend"):
             problems.append(
                 "mode='global' gathers its own passages: collapsed, wide_chunks and answer_from do not apply"

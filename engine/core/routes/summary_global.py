@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engine.core.routes.specifics import holds_as_written, plain, specific_words
-from engine.core.routes.summary_config import SummaryConfig
+from engine.core.routes.summary_breadth import NO_NEW_ITEM, evidence, unseen_passages
+from engine.core.routes.summary_config import MAX_MAP_CALLS, SummaryConfig
 from engine.core.routes.summary_gather import compress, gather, key_terms, rare_terms
 from engine.floor.base.errors import DeadlineError, StructuredOutputError
 from engine.floor.base.trace import Trace
@@ -164,6 +165,7 @@ def global_passages(
     shown = [compress(c, terms, cfg.passage_words) for c in found.chunks]
     parts = batches([p for p in shown if p.text], cfg.map_calls, cfg.map_tokens)
     record = {
+        "terms": terms,
         "candidates": len(found.chunks),
         "found_by": found.found_by,
         "key_terms": {t: round(w, 2) for t, w in terms.items()},
@@ -185,36 +187,20 @@ def answer_global(
     parts, record = global_passages(q, kb, layers, cfg)
     for f in record.pop("flags"):
         flag(trace, f)
-    shown = [p for b in parts for p in b]
+    terms = record.pop("terms")
+    mapper = _Map(q, llm, usage, trace)
+    done = all(mapper.read(batch, len(parts)) for batch in parts)
+    breadth = _breadth(q, kb, cfg, parts, terms, mapper) if done and cfg.breadth_calls > len(parts) else None
+    shown = [p for _, batch, _ in mapper.replies for p in batch] + [p for b in parts[len(mapper.replies) :] for p in b]
     trace.retrieved = [{"chunk_id": c.chunk_id, "title": c.title, "score": round(c.score, 4)} for c in shown]
-    replies, first = [], 1
-    for batch in parts:
-        try:
-            c = call_llm(
-                llm,
-                map_messages(q, numbered(batch, first)),
-                purpose="map",
-                usage=usage,
-                trace=trace,
-                schema=MAP_SCHEMA,
-                max_tokens=MAP_MAX_TOKENS,
-            )
-            items = c.data.get("items", []) if isinstance(c.data, dict) else []
-        except StructuredOutputError as e:  # this batch gives nothing; the others still count
-            flag(trace, f"map call on passages [{first}-{first + len(batch) - 1}] gave no valid list ({e})")
-            items = []
-        except DeadlineError as e:  # the answer's time is up: answer from the batches done
-            flag(trace, f"{e}: answered from {len(replies)} of {len(parts)} batches")
-            break
-        replies.append((first, batch, items))
-        first += len(batch)
-    found, dropped = reduce_items(replies)
+    found, dropped = reduce_items(mapper.replies)
     if dropped:
         flag(trace, f"{len(dropped)} listed name(s) found in no passage shown: left out")
     trace.details["global"] = {
         **record,
         "llm_calls": usage.llm_calls,
-        "max_llm_calls": cfg.map_calls,
+        "max_llm_calls": max(cfg.map_calls, cfg.breadth_calls),
+        "breadth": breadth,
         "items": {i.name: sorted(i.passages) for i in found},
         "dropped": dropped,
     }
@@ -223,17 +209,91 @@ def answer_global(
     return Answer(text=text, route="summary", usage=usage, trace=trace, sources=numbered_sources(shown))
 
 
+class _Map:
+    """The map calls of one answer: each batch read in one structured call, its passages numbered
+    on from the last batch's; `replies` what reduce_items takes."""
+
+    def __init__(self, q: str, llm: LLM, usage: Usage, trace: Trace) -> None:
+        self.q, self.llm, self.usage, self.trace = q, llm, usage, trace
+        self.replies: list[tuple[int, list[RetrievedChunk], list[dict]]] = []
+        self.first = 1
+
+    def read(self, batch: list[RetrievedChunk], planned: int) -> bool:
+        """Map one batch; False when the answer's deadline stopped it (no batch is read after)."""
+        first = self.first
+        try:
+            c = call_llm(
+                self.llm,
+                map_messages(self.q, numbered(batch, first)),
+                purpose="map",
+                usage=self.usage,
+                trace=self.trace,
+                schema=MAP_SCHEMA,
+                max_tokens=MAP_MAX_TOKENS,
+            )
+            items = c.data.get("items", []) if isinstance(c.data, dict) else []
+        except StructuredOutputError as e:  # this batch gives nothing; the others still count
+            flag(self.trace, f"map call on passages [{first}-{first + len(batch) - 1}] gave no valid list ({e})")
+            items = []
+        except DeadlineError as e:  # the answer's time is up: answer from the batches done
+            flag(self.trace, f"{e}: answered from {len(self.replies)} of {planned} batches")
+            return False
+        self.replies.append((first, batch, items))
+        self.first += len(batch)
+        return True
+
+
+def _breadth(
+    q: str, kb: "KnowledgeBase", cfg: SummaryConfig, parts: list, terms: dict[str, float], mapper: _Map
+) -> dict:
+    """More batches from the evidence pages the first ones did not show (engine.core.routes.
+    summary_breadth), until cfg.breadth_calls batches, the evidence's end, or (breadth_stop
+    no-new-item) a batch that names no new item. Returns the trace's record of it."""
+    found = evidence(q, kb, terms)
+    shown_docs = {p.doc_id for b in parts for p in b}
+    more = batches(unseen_passages(kb, found, shown_docs, terms, cfg.passage_words), MAX_MAP_CALLS, cfg.map_tokens)
+    record = {
+        "evidence_terms": list(found.terms),
+        "evidence_pages": len(found.pages),
+        "unseen_pages": sum(len(b) for b in more),
+        "bound": cfg.breadth_calls,
+        "stop": cfg.breadth_stop,
+        "batches_read": 0,
+    }
+    stopped = "the evidence holds no page the batches did not show"
+    for batch in more:
+        if mapper.usage.llm_calls >= cfg.breadth_calls:  # calls, a failed reply's retry included
+            stopped = f"the bound, {cfg.breadth_calls} map calls"
+            break
+        before = len(reduce_items(mapper.replies)[0])
+        if not mapper.read(batch, len(mapper.replies) + 1):
+            stopped = "the answer's deadline"
+            break
+        record["batches_read"] += 1
+        if cfg.breadth_stop == NO_NEW_ITEM and len(reduce_items(mapper.replies)[0]) == before:
+            stopped = "a batch named no new item"
+            break
+    else:
+        if more:
+            stopped = "every evidence page was read"
+    record["stopped"] = stopped
+    return record
+
+
 def bounded_config(cfg: SummaryConfig, limits: dict) -> SummaryConfig:
-    """`cfg` with no more map calls than max_llm_calls allows, nor than max_prompt_tokens pays for
-    (each call: its passages plus the prompt's fixed part). max_seconds needs nothing here: the
-    answer's deadline stops the map (answer_global)."""
-    calls = cfg.map_calls
+    """`cfg` with no more map calls, first batches and evidence batches together, than
+    max_llm_calls allows, nor than max_prompt_tokens pays for (each call: its passages plus the
+    prompt's fixed part). max_seconds needs nothing here: the answer's deadline stops the map
+    (answer_global)."""
+    cap = MAX_MAP_CALLS
     if limits.get("max_llm_calls") is not None:
-        calls = min(calls, int(limits["max_llm_calls"]))
+        cap = min(cap, int(limits["max_llm_calls"]))
     if limits.get("max_prompt_tokens") is not None:
         per_call = cfg.map_tokens + estimate_prompt_tokens(map_messages("", ""))
-        calls = min(calls, int(limits["max_prompt_tokens"]) // per_call)
-    return replace(cfg, map_calls=max(1, calls))
+        cap = min(cap, int(limits["max_prompt_tokens"]) // per_call)
+    calls = max(1, min(cfg.map_calls, cap))
+    breadth = min(cfg.breadth_calls, cap)
+    return replace(cfg, map_calls=calls, breadth_calls=breadth if breadth > calls else 0)
 
 
 def first_map_messages(q: str, kb: "KnowledgeBase", layers: "Layers", cfg: SummaryConfig) -> list[dict]:
