@@ -29,7 +29,15 @@ from engine.core import escalation
 from engine.core.budget import Budget, left_after, limits_of, too_little_left
 from engine.core.config import RagConfig
 from engine.core.decide import Decision, check_single_budget, decide_many, forced
-from engine.core.routes import TOP_ROUTE, Route, RouteContext, check_a_call_fits, check_route, route_set
+from engine.core.routes import (
+    ROUTE_TYPES,
+    TOP_ROUTE,
+    Route,
+    RouteContext,
+    check_a_call_fits,
+    check_route,
+    make_route,
+)
 from engine.core.routes.common import check_question
 from engine.core.routes.logic.config import LogicConfig, preset_config, resolve_preset
 from engine.core.routes.summary_config import SummaryConfig
@@ -248,9 +256,18 @@ class RoutedRAG(RagConfig):
         return ans
 
     def route(self, name: str, budget: Budget | None = None) -> Route:
-        """The route `name` with this instance's settings as they are now, inside `budget`'s limits."""
-        routes = route_set(self.summary_config, self.logic_config())
-        return routes[check_route(name, allow_auto=False)].bounded(limits_of(budget))
+        """The route `name` with this instance's settings as they are now, inside `budget`'s limits.
+        Only that route's settings are resolved: a chunk answer builds no logic preset."""
+        name = check_route(name, allow_auto=False)
+        settings = ROUTE_TYPES[name].settings
+        config = (
+            self.logic_config()
+            if settings is LogicConfig
+            else self.summary_config
+            if settings is SummaryConfig
+            else None
+        )
+        return make_route(name, config).bounded(limits_of(budget))
 
     def _run_route(self, q: Question, route: str, budget: Budget | None = None, exclude: tuple = ()) -> Answer:
         """`route`'s answer to the checked question `q`, inside `budget`'s limits, passing over the

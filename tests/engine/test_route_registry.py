@@ -20,7 +20,6 @@ from engine.core.routes import (
     SummaryRoute,
     answer_on,
     make_route,
-    route_set,
 )
 from engine.core.routes.logic.config import LogicConfig
 from engine.core.routes.summary_config import SummaryConfig
@@ -57,10 +56,12 @@ def test_a_route_takes_only_its_own_settings():
         make_route("logic", SummaryConfig())
 
 
-def test_a_route_set_gives_each_route_the_settings_of_its_type():
-    summary, logic = SummaryConfig(collapsed=True), LogicConfig(k=5)
-    routes = route_set(summary, logic)
-    assert routes == {"chunk": ChunkRoute(), "summary": SummaryRoute(summary), "logic": LogicRoute(logic)}
+def test_a_routed_rag_gives_each_route_its_own_settings_and_resolves_only_that_routes():
+    summary = SummaryConfig(collapsed=True)
+    rag = make_rag(ScriptedLLM([]), summary_config=summary, logic_preset="paper", k=5)
+    assert rag.route("chunk") == ChunkRoute()
+    assert rag.route("summary") == SummaryRoute(summary)
+    assert rag.route("logic") == LogicRoute(rag.logic_config()) and rag.logic_config().k == 5
 
 
 def test_a_budget_bounds_the_logic_route_and_what_it_leaves_after_an_attempt():

@@ -196,12 +196,6 @@ def make_route(name: str, config=None) -> Route:
     return kind(config)
 
 
-def route_set(*configs) -> dict[str, Route]:
-    """Every route by name, each with the config among `configs` of its settings type (else its defaults)."""
-    by_type = {type(c): c for c in configs if c is not None}
-    return {name: kind(by_type.get(kind.settings)) for name, kind in ROUTE_TYPES.items()}
-
-
 def answer_on(route: "str | Route", question: str, ctx: RouteContext) -> "Answer":
     """One route's answer to a question not checked yet, for callers that run a route by itself:
     the question and the style are checked here, as RoutedRAG checks them."""
