@@ -46,7 +46,7 @@ SYSTEMS: dict[str, ListSystem] = {
     "global-fixed": ListSystem(
         "summary",
         SummaryConfig(mode="global", breadth_calls=0),
-        "the global mode before issue 66: map_calls batches whatever the evidence",
+        "the global mode with a fixed breadth: map_calls batches whatever the evidence (breadth_calls=0)",
     ),
     "default": ListSystem(AUTO, about="the default path as ask --kb answers: the router and list gate, escalation"),
 }
