@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from training.adapt.specialist_others import MAX_DROP
+from training.adapt.specialist_others import compared
 
 
 def lodo_check(
@@ -73,13 +73,4 @@ def _fold(x, rows, test, routes, cfg, dim: int, priors, target) -> dict:
     test_rows = [rows[i] for i in test]
     g = judge(test_rows, decisions(model, gate, x[test], test_rows, routes)["decider"], routes)
     s = judge(test_rows, decisions(specialist, gate, x[test], test_rows, routes)["decider"], routes)
-    diff = round(s["score"] - g["score"], 1)
-    return {
-        "n": len(test),
-        "generalist": g["score"],
-        "specialist": s["score"],
-        "diff": diff,
-        "generalist_tokens": g["tokens"],
-        "specialist_tokens": s["tokens"],
-        "within_bar": diff >= -MAX_DROP,
-    }
+    return compared(len(test), g, s)

@@ -21,6 +21,21 @@ from pathlib import Path
 MAX_DROP = 1.0  # points: the bar of issue 67
 
 
+def compared(n: int, g: dict, s: dict) -> dict:
+    """One set's generalist against specialist (judge tables): scores, the difference, tokens, and
+    whether the difference stays within MAX_DROP."""
+    diff = round(s["score"] - g["score"], 1)
+    return {
+        "n": n,
+        "generalist": g["score"],
+        "specialist": s["score"],
+        "diff": diff,
+        "generalist_tokens": g["tokens"],
+        "specialist_tokens": s["tokens"],
+        "within_bar": diff >= -MAX_DROP,
+    }
+
+
 def other_sets(
     base, specialist, gate, card: dict, set_name: str, embedder, label_files: Sequence[str | Path] | None = None
 ) -> dict:
@@ -48,15 +63,6 @@ def other_sets(
         x = inputs_for(rows, embedder, base.config.features, base.config.text_form)
         g = judge(rows, decisions(base, gate, x, rows, routes)["decider"], routes)
         s = judge(rows, decisions(specialist, gate, x, rows, routes)["decider"], routes)
-        diff = round(s["score"] - g["score"], 1)
-        out["sets"][d] = {
-            "n": len(rows),
-            "generalist": g["score"],
-            "specialist": s["score"],
-            "diff": diff,
-            "generalist_tokens": g["tokens"],
-            "specialist_tokens": s["tokens"],
-            "within_bar": diff >= -MAX_DROP,
-        }
+        out["sets"][d] = compared(len(rows), g, s)
     out["all_within_bar"] = all(v["within_bar"] for v in out["sets"].values())
     return out
