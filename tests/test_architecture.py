@@ -81,3 +81,13 @@ def _runs_clean(code: str) -> None:
     """`code` run by a fresh interpreter in the project root exits 0 (its asserts held)."""
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_every_package_data_pattern_names_files_that_exist():
+    """A data file moved with its package is still shipped: each package-data glob of
+    pyproject.toml matches at least one file under its package."""
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    empty = [f"{pkg}: {glob}" for pkg, globs in data.items() for glob in globs if not list((ROOT / pkg).glob(glob))]
+    assert empty == []

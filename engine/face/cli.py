@@ -35,7 +35,7 @@ from engine.face.cli_stdout import reader_may_leave
 from engine.floor.base.errors import LogicRouteError
 from engine.floor.llm.urls import redact
 
-DEMO_DIR = Path(__file__).resolve().parent / "demo"
+DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 PLUGIN_GROUP = "logicroute.commands"
 log = logging.getLogger("logicroute.cli")
 __all__ = [

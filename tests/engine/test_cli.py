@@ -231,3 +231,9 @@ def test_the_route_line_says_what_overrode_the_routers_probabilities(capsys):
         trace = Trace(route=decision.route, decision=decision)
         print_answer(Answer(text="x", route=decision.route, usage=Usage(), trace=trace, route_probs=probs))
         assert f"route: {decision.route}  {says}" in capsys.readouterr().out
+
+
+def test_the_demo_reads_its_corpus_and_questions_where_they_ship():
+    from engine.face.cli import DEMO_DIR
+
+    assert (DEMO_DIR / "corpus.jsonl").is_file() and (DEMO_DIR / "questions.jsonl").is_file()
